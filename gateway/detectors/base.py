@@ -1,0 +1,48 @@
+"""What every detector shares: its settings base, the finding it returns, its registry entry.
+
+A detector is a pure function ``detect(trace, settings) -> Finding | None``: no I/O, no globals,
+deterministic. It answers one question: does the latest event of the trace continue a loop?
+The policy engine (``gateway.policy.engine``) maps a finding's ``count`` to an action using the
+settings' thresholds; detectors never decide actions themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from gateway.trace.model import Trace
+
+
+class DetectorSettings(BaseModel):
+    """Fields every detector accepts in a policy's ``detectors.<name>`` block."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    warn_at: int | None = None  # count at which to warn; None = never
+    reject_at: int | None = None
+    terminate_at: int | None = None
+    exempt_tools: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    detector: str  # registry name, e.g. "exact_repeat"
+    count: int  # how many times the pattern has occurred, compared against the thresholds
+    steps: tuple[int, ...]  # affected ToolEvent.step values
+    tools: tuple[str, ...]
+    description: str  # human-readable, English; templates may embed it
+
+
+S = TypeVar("S", bound=DetectorSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class Detector(Generic[S]):
+    name: str
+    detect: Callable[[Trace, S], Finding | None]
+    settings: type[S]

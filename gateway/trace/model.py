@@ -1,0 +1,93 @@
+"""The canonical trace: the only view of a conversation that detectors ever read.
+
+Protocol adapters (``gateway.protocols.*``) turn wire formats into a :class:`Conversation`;
+``gateway.trace.builder`` turns a conversation into a :class:`Trace` of :class:`ToolEvent`.
+Everything here is frozen so a trace can be shared, cached and replayed deterministically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+
+# --- protocol-neutral conversation (what adapters produce) -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call as the model issued it. ``arguments`` is the raw text, valid JSON or not."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message in protocol-neutral form.
+
+    ``role`` is one of system | user | assistant | tool. Legacy ``role: function`` results and
+    Anthropic ``tool_result`` blocks become ``tool`` turns; ``index`` is the position of the
+    originating message in the request so interventions can point back at it.
+    """
+
+    index: int
+    role: str
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # tool turns: the call this result answers
+    name: str | None = None  # tool turns: tool name when the protocol carries it
+    is_error: bool | None = None  # tool turns: explicit error flag from the protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    turns: tuple[Turn, ...]
+    tools: frozenset[str] | None = None  # declared tool names; None when none are declared
+
+
+# --- the trace (what detectors read) ---------------------------------------------------------
+
+
+class Status(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    MISSING = "missing"  # no result (yet): proposed calls, or a result the agent never sent
+    UNKNOWN_TOOL = "unknown_tool"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEvent:
+    step: int  # 1-based position among the tool events in scope
+    round: int  # 1-based index of the assistant turn (model-tool round trip) that issued it
+    call_id: str
+    tool: str
+    raw_args: str
+    args: str  # canonical arguments: sorted-key JSON without ignored keys, or the raw text
+    args_hash: str
+    result: str | None
+    result_hash: str | None  # hash of the normalized result; None when there is no result
+    status: Status
+    declared: bool | None  # None when the request declares no tools
+    message_index: int = -1  # index of the assistant message that issued the call
+    vetoed: bool = False  # the gateway rejected this call; its result is our error observation
+    proposed: bool = False  # proposed in the response being judged, not executed yet
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    events: tuple[ToolEvent, ...]
+    turns: tuple[Turn, ...]  # the whole conversation, for text-based detectors
+    run_start: int  # index in ``turns`` of the first turn of the scope (after the last user turn)
+    rounds: int  # model-tool round trips in scope
+    declared_tools: frozenset[str] | None = None
+
+    @property
+    def latest(self) -> ToolEvent | None:
+        return self.events[-1] if self.events else None
+
+    def with_events(self, extra: tuple[ToolEvent, ...]) -> Trace:
+        """This trace with proposed events appended (the response path judges them this way)."""
+        new_rounds = self.rounds + (1 if extra else 0)
+        return replace(self, events=self.events + extra, rounds=new_rounds)
