@@ -1,0 +1,34 @@
+"""Action levels, ordered so that ``max()`` picks the strongest and a cap is a ``min()``."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from gateway.detectors.base import DetectorSettings
+
+
+class Action(IntEnum):
+    PASS = 0
+    WARN = 1
+    REJECT = 2
+    TERMINATE = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Action:
+        return cls[text.upper()]
+
+
+def action_for(settings: DetectorSettings, count: int) -> Action:
+    """The strongest action whose threshold ``count`` has reached (thresholds may be off)."""
+    for action, threshold in (
+        (Action.TERMINATE, settings.terminate_at),
+        (Action.REJECT, settings.reject_at),
+        (Action.WARN, settings.warn_at),
+    ):
+        if threshold is not None and count >= threshold:
+            return action
+    return Action.PASS
