@@ -1,0 +1,50 @@
+"""The ``loopguard`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="loopguard", description="Loop-guarding OpenAI-compatible gateway")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the gateway")
+    serve.add_argument("--config", default=os.environ.get("LOOPGUARD_CONFIG"), help="config YAML")
+    serve.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default from config: 8080)")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway.config import ConfigError, load_config
+    from gateway.logging import configure_logging
+    from gateway.server.app import build_app
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"loopguard: {exc}", file=sys.stderr)
+        return 1
+    configure_logging(config.logging.format, config.logging.level)
+    uvicorn.run(
+        build_app(config),
+        host=args.host or config.server.host,
+        port=args.port if args.port is not None else config.server.port,
+        log_level="warning",  # one structured line per request comes from the gateway itself
+        access_log=False,
+        loop="auto",  # uvloop and httptools when installed
+        http="auto",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""Gateway configuration: YAML with ``${VAR}`` / ``${VAR:-default}`` interpolation, strict schema.
+
+Every error names the file and the key path, because operators edit this file by hand and the
+first thing they need to know is where the mistake is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ConfigError(ValueError):
+    """An invalid configuration file: ``file``, dotted ``path`` of the key, ``reason``."""
+
+    def __init__(self, file: str, path: str, reason: str) -> None:
+        self.file, self.path, self.reason = file, path, reason
+        super().__init__(f"{file}: {path}: {reason}" if path else f"{file}: {reason}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+
+
+class UpstreamConfig(_Strict):
+    base_url: str = "https://api.openai.com/v1"
+    # A server-side key replaces the client's Authorization; without it the client's is forwarded.
+    api_key: str | None = None
+    timeout_s: float = Field(600.0, gt=0)  # LLM calls can legitimately take minutes
+    connect_timeout_s: float = Field(10.0, gt=0)
+    headers: dict[str, str] = {}
+    max_connections: int = Field(512, ge=1)
+
+
+class LimitsConfig(_Strict):
+    max_body_bytes: int = Field(32 * 1024 * 1024, ge=1)  # long agent histories run to megabytes
+
+
+class LoggingConfig(_Strict):
+    format: Literal["json", "console"] = "json"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class Config(_Strict):
+    server: ServerConfig = ServerConfig()
+    upstream: UpstreamConfig = UpstreamConfig()
+    policy: str | None = None  # path of a policy YAML; None = the shipped default pack
+    limits: LimitsConfig = LimitsConfig()
+    logging: LoggingConfig = LoggingConfig()
+
+
+def interpolate(value: Any, env: dict[str, str]) -> Any:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a YAML tree."""
+    if isinstance(value, str):
+        return _ENV_REF.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+    if isinstance(value, dict):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    return value
+
+
+def load_config(path: str | os.PathLike[str] | None, env: dict[str, str] | None = None) -> Config:
+    """Load ``path`` (or defaults when None) and apply environment overrides."""
+    env = dict(os.environ) if env is None else env
+    raw: dict[str, Any] = {}
+    file = str(path) if path else "<defaults>"
+    if path:
+        raw = _read_yaml(Path(path))
+    raw = interpolate(raw, env)
+    if base_url := env.get("LOOPGUARD_UPSTREAM_BASE_URL"):
+        raw.setdefault("upstream", {})
+        if isinstance(raw["upstream"], dict):
+            raw["upstream"]["base_url"] = base_url
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(file, ".".join(str(p) for p in err["loc"]), err["msg"]) from exc
+    if path and config.policy:
+        # Relative policy paths are relative to the config file, not to the working directory.
+        policy = Path(config.policy)
+        if not policy.is_absolute():
+            config = config.model_copy(update={"policy": str(Path(path).parent / policy)})
+    return config
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise ConfigError(str(path), "", f"{where}invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "", "the top level must be a mapping")
+    return data

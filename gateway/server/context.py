@@ -1,0 +1,28 @@
+"""What every route shares for the life of the process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from gateway.config import Config
+from gateway.upstream.base import Upstream
+from gateway.upstream.headers import request_headers
+
+
+@dataclass(slots=True)
+class Gateway:
+    config: Config
+    upstream: Upstream
+    log: structlog.typing.FilteringBoundLogger
+
+    def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool) -> list[tuple[bytes, bytes]]:
+        up = self.config.upstream
+        return request_headers(client, up.headers, up.api_key, identity)
+
+
+def upstream_path(path: str) -> str:
+    """Clients may use base URLs with or without /v1; the upstream base URL carries its own."""
+    path = path.lstrip("/")
+    return path[3:] if path.startswith("v1/") else path

@@ -1,0 +1,81 @@
+"""Responses the server sends: OpenAI-style errors, relayed bodies, disconnect-aware streams."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import anyio
+import orjson
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+_JSON = (b"content-type", b"application/json")
+
+
+def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict:
+    """The OpenAI error envelope that SDKs turn into typed exceptions."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def openai_error(
+    status: int, message: str, type: str = "invalid_request_error", code: str | None = None,
+    param: str | None = None, headers: list[tuple[bytes, bytes]] | None = None,
+) -> Response:
+    body = orjson.dumps(error_body(message, type, param, code))
+    return relay(status, [_JSON, *(headers or [])], body)
+
+
+def relay(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> Response:
+    """A response with exactly these raw headers (duplicates kept) and a fresh content-length."""
+    response = Response(status_code=status)
+    response.body = body
+    response.raw_headers = [(k, v) for k, v in headers if k != b"content-length"]
+    response.raw_headers.append((b"content-length", str(len(body)).encode()))
+    return response
+
+
+class RelayStream(Response):
+    """Streams chunks as they come and stops the producer as soon as the client disconnects.
+
+    Starlette's StreamingResponse only notices a gone client when a write fails, which for a
+    model that is slow to produce its next token may be minutes of wasted upstream generation.
+    """
+
+    def __init__(
+        self, status: int, headers: list[tuple[bytes, bytes]], chunks: AsyncIterator[bytes],
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.status_code = status
+        self.raw_headers = [(k, v) for k, v in headers if k != b"content-length"]
+        self.background = None
+        self._chunks = chunks
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
+                await self._stream(send)
+                group.cancel_scope.cancel()
+        except OSError:
+            pass  # the client went away mid-write: nothing left to tell it
+        finally:
+            aclose = getattr(self._chunks, "aclose", None)
+            with anyio.CancelScope(shield=True):
+                if aclose is not None:
+                    await aclose()
+                if self._on_close is not None:
+                    await self._on_close()
+
+    async def _stream(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        async for chunk in self._chunks:
+            if chunk:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    @staticmethod
+    async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        scope.cancel()

@@ -1,0 +1,35 @@
+"""The upstream interface: everything the gateway needs from a model provider, and no more."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(slots=True)
+class UpstreamRequest:
+    method: str
+    path: str  # relative to the upstream base URL, e.g. "chat/completions"
+    query: bytes = b""
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    body: bytes = b""
+
+
+class UpstreamResponse(Protocol):
+    status: int
+    headers: list[tuple[bytes, bytes]]  # end-to-end headers only
+
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+
+    async def aread(self) -> bytes: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Upstream(Protocol):
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse:
+        """Send and return once the response headers arrived; raises ``UpstreamError``."""
+        ...
+
+    async def aclose(self) -> None: ...

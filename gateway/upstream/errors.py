@@ -1,0 +1,21 @@
+"""The one error hierarchy of the upstream boundary; transports translate their own errors here."""
+
+from __future__ import annotations
+
+
+class UpstreamError(Exception):
+    """The upstream could not be reached or did not answer in time."""
+
+    status = 502
+    code = "upstream_unavailable"
+
+
+class UpstreamConnectError(UpstreamError):
+    """Connection refused, reset or dropped: 502 Bad Gateway."""
+
+
+class UpstreamTimeout(UpstreamError):
+    """No answer within ``upstream.timeout_s``: 504 Gateway Timeout."""
+
+    status = 504
+    code = "upstream_timeout"

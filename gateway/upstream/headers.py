@@ -1,0 +1,53 @@
+"""Which headers cross the proxy: end-to-end ones pass, hop-by-hop ones (RFC 9110 7.6.1) do not."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+HOP_BY_HOP = frozenset(
+    {
+        b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
+        b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"proxy-connection",
+    }
+)
+# Recomputed by whoever sends the message next.
+_REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length"}
+
+
+def strip_hop_by_hop(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    pairs = [(k.lower(), v) for k, v in headers]
+    named = _connection_tokens(pairs)
+    return [(k, v) for k, v in pairs if k not in HOP_BY_HOP and k not in named]
+
+
+def request_headers(
+    client: Iterable[tuple[bytes, bytes]],
+    extra: dict[str, str],
+    api_key: str | None,
+    identity: bool,
+) -> list[tuple[bytes, bytes]]:
+    """Client headers to forward upstream, with the configured key and extra headers applied.
+
+    ``identity`` asks for an unencoded body: the gateway must read chat responses to judge the
+    tool calls in them, so it cannot relay a gzip stream it would have to decode anyway.
+    """
+    pairs = [(k.lower(), v) for k, v in client]
+    named = _connection_tokens(pairs)
+    replaced = {k.lower().encode("latin-1") for k in extra}
+    if api_key:
+        replaced |= {b"authorization", b"api-key"}
+    if identity:
+        replaced.add(b"accept-encoding")
+    out = [(k, v) for k, v in pairs if k not in _REQUEST_DROP and k not in named and k not in replaced]
+    out += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+    if api_key:
+        out.append((b"authorization", b"Bearer " + api_key.encode("latin-1")))
+    if identity:
+        out.append((b"accept-encoding", b"identity"))
+    return out
+
+
+def _connection_tokens(pairs: list[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    """Headers named in ``Connection`` are hop-by-hop for this message too."""
+    tokens = [v for k, v in pairs if k == b"connection"]
+    return frozenset(t.strip().lower() for v in tokens for t in v.split(b",") if t.strip())
