@@ -32,3 +32,9 @@ def action_for(settings: DetectorSettings, count: int) -> Action:
         if threshold is not None and count >= threshold:
             return action
     return Action.PASS
+
+
+# Every error observation the gateway writes for a vetoed call starts with this marker. The trace
+# builder recognises vetoed calls by it (so a veto is never mistaken for the tool's own result or
+# counted as progress), and the policy loader refuses a reject template that does not start with it.
+REJECT_MARKER = "[loopguard]"

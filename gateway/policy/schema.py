@@ -1,0 +1,157 @@
+"""The policy file's shape, and the one error every validation problem becomes.
+
+These models check structure and types of a policy YAML. Two blocks are typed loosely here and
+validated by the loader against what they configure: ``detectors.<name>`` against that detector's
+own Settings class from the registry (so a new detector needs no change here), and ``normalize``
+against :class:`gateway.trace.settings.TraceSettings`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
+
+from gateway.policy.actions import REJECT_MARKER
+from gateway.policy.messages import check_template
+
+Mode = Literal["enforce", "shadow"]
+Level = Literal["warn", "reject", "terminate"]
+Scope = Literal["run", "conversation"]
+Placement = Literal["system", "tool_result", "user"]
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be used. ``str()`` is ``"<file>: <key.path>: <reason>"``, one line per
+    problem, so an operator can go straight to the offending key."""
+
+    def __init__(self, file: str, path: str, reason: str, *, line: int | None = None,
+                 more: tuple[tuple[str, str], ...] = ()) -> None:
+        self.file, self.path, self.reason, self.line = file, path, reason, line
+        self.problems: tuple[tuple[str, str], ...] = ((path, reason), *more)
+        super().__init__("\n".join(self._line(p, r) for p, r in self.problems))
+
+    def _line(self, path: str, reason: str) -> str:
+        where = path or (f"line {self.line}" if self.line else "")
+        return f"{self.file}: {where}: {reason}" if where else f"{self.file}: {reason}"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WarnIntervention(_Model):
+    placement: Placement = "system"  # where the anchor message goes; "system" disturbs least
+
+
+class RejectIntervention(_Model):
+    max_reasks: StrictInt = Field(2, ge=0, le=10)  # seed 000: at most 2 corrective retries
+
+
+class TerminateIntervention(_Model):
+    mode: Literal["reply", "error"] = "reply"
+    # 422, not 409: the openai SDK (and others) retry 408/409/429/5xx automatically, and a retried
+    # terminate is just another identical terminate. 422 maps to UnprocessableEntityError.
+    status: StrictInt = Field(422, ge=400, le=499)
+
+
+class Interventions(_Model):
+    warn: WarnIntervention = WarnIntervention()
+    reject: RejectIntervention = RejectIntervention()
+    terminate: TerminateIntervention = TerminateIntervention()
+
+
+class MessagesConfig(_Model):
+    language: Literal["en", "zh"] = "en"
+    warn: str | None = None  # None: the language's shipped template
+    reject: str | None = None
+    reask: str | None = None
+    terminate: str | None = None
+
+    @field_validator("warn", "reject", "reask", "terminate")
+    @classmethod
+    def _placeholders(cls, text: str | None) -> str | None:
+        if text is not None:
+            check_template(text)  # raises ValueError naming the bad placeholder
+        return text
+
+    @field_validator("reject")
+    @classmethod
+    def _marker(cls, text: str | None) -> str | None:
+        if text is not None and not text.startswith(REJECT_MARKER):
+            raise ValueError(f"must start with {REJECT_MARKER!r}: the trace builder recognises "
+                             "vetoed calls by it")
+        return text
+
+
+class AgentMatch(_Model):
+    """All given criteria must match (AND). Globs use fnmatch syntax, case-sensitive."""
+
+    header: str | None = None  # exact value of the x-loopguard-agent request header
+    api_key_sha256: str | None = Field(None, pattern=r"^[0-9a-fA-F]{64}$")
+    model: str | None = None  # glob on the request's "model"
+    path: str | None = None  # glob on the request path, e.g. "/v1/chat/completions"
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> AgentMatch:
+        if not any((self.header, self.api_key_sha256, self.model, self.path)):
+            raise ValueError("needs at least one of header, api_key_sha256, model, path "
+                             "(an empty match would silently apply to every request)")
+        return self
+
+
+class Body(_Model):
+    """What both the global block and an ``agents`` entry may set."""
+
+    mode: Mode = "enforce"
+    max_action: Level = "terminate"
+    scope: Scope = "run"
+    exempt_tools: frozenset[str] = frozenset()
+    normalize: dict[str, Any] = Field(default_factory=dict)  # checked against TraceSettings
+    detectors: dict[str, Any] = Field(default_factory=dict)  # checked against the registry
+    interventions: Interventions = Interventions()
+    messages: MessagesConfig = MessagesConfig()
+
+
+BODY_KEYS: frozenset[str] = frozenset(Body.model_fields)
+
+
+class AgentEntry(Body):
+    id: str | None = None  # a label for logs and audit events; not used for matching
+    match: AgentMatch
+
+
+class PolicyFile(Body):
+    version: Literal[1]  # required, so a future format change can be detected, not guessed
+    name: str | None = None  # defaults to the file's stem
+    description: str | None = None
+    agents: list[AgentEntry] = Field(default_factory=list)
+
+
+def key_path(loc: tuple[str | int, ...]) -> str:
+    """``("agents", 0, "detectors", "x")`` -> ``"agents[0].detectors.x"``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def error_from(exc: ValidationError, file: str, prefix: str = "") -> PolicyError:
+    """Turn pydantic's errors into one PolicyError naming the file and each key path."""
+    problems = []
+    for err in exc.errors():
+        path = key_path(tuple(err["loc"]))
+        reason = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            reason = "unknown key"
+        problems.append((_join(prefix, path), reason))
+    (first_path, first_reason), *more = problems
+    return PolicyError(file, first_path, first_reason, more=tuple(more))
+
+
+def _join(prefix: str, path: str) -> str:
+    if not prefix:
+        return path
+    if not path:
+        return prefix
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"

@@ -1,0 +1,56 @@
+"""Threshold ordering: warn < reject < terminate, corrected rather than refused (seed 002).
+
+Seed 002's runtime raises criticalThreshold and globalCircuitBreakerThreshold when they are set
+at or below the threshold they must exceed; we do the same, and say so in the log, because a
+ladder whose reject fires before its warn would skip the model's chance to correct itself.
+Any family of fields named ``<prefix>warn_at`` / ``<prefix>reject_at`` / ``<prefix>terminate_at``
+is handled (e.g. no_progress's ``poll_*`` thresholds), so new detectors need nothing here.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from gateway.detectors.base import DetectorSettings
+
+_log = structlog.get_logger(__name__)
+_LADDER = ("warn_at", "reject_at", "terminate_at")
+
+
+def ladders(settings_type: type[DetectorSettings]) -> tuple[tuple[str, str, str], ...]:
+    """The (warn, reject, terminate) field-name triples a settings class defines."""
+    fields = settings_type.model_fields
+    prefixes = [name.removesuffix("warn_at") for name in fields if name.endswith("warn_at")]
+    return tuple(
+        triple for p in prefixes
+        if all((triple := tuple(p + suffix for suffix in _LADDER))[i] in fields for i in range(3))
+    )
+
+
+def ordered(values: list[int | None]) -> list[int | None]:
+    """Raise each set threshold to one above the last set one before it; None (off) is skipped."""
+    out: list[int | None] = []
+    floor: int | None = None
+    for value in values:
+        if value is not None and floor is not None and value <= floor:
+            value = floor + 1
+        out.append(value)
+        floor = value if value is not None else floor
+    return out
+
+
+def fix_order(settings: DetectorSettings, *, file: str, detector: str,
+              agent: str | None = None) -> DetectorSettings:
+    """``settings`` with every ladder strictly increasing; logs each correction it makes."""
+    updates: dict[str, int | None] = {}
+    for triple in ladders(type(settings)):
+        old = [getattr(settings, name) for name in triple]
+        new = ordered(old)
+        if new != old:
+            _log.warning("policy.thresholds_reordered", file=file, detector=detector, agent=agent,
+                         fields=list(triple), old=old, new=new)
+            updates.update(zip(triple, new))
+    if not updates:
+        return settings
+    # Re-validate rather than model_copy(update=...) so any derived state is recomputed.
+    return type(settings).model_validate({**settings.model_dump(), **updates})

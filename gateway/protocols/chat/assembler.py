@@ -1,0 +1,159 @@
+"""Merge streamed tool-call deltas of one choice into complete calls.
+
+Upstreams disagree on the shape of tool-call deltas (ANCHORS.md lists where gateways break):
+``id``/``name`` only in the first delta or a whole call in one delta, parallel calls, arguments
+split anywhere, ``index`` missing, ids repeated or absent, legacy ``function_call``. Calls are
+assumed to stream one after another (every known provider does), so a call is complete when a
+later call starts, when ``finish_reason`` arrives, or when the stream ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from gateway.trace.model import ToolCall
+
+__all__ = ["PartialCall", "ToolCallAssembler"]
+
+_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+
+
+@dataclass(slots=True)
+class PartialCall:
+    position: int  # order of appearance in the choice, from 0
+    key: int | None = None  # the upstream's `index`
+    id: str = ""
+    name: str = ""
+    type: str | None = None
+    parts: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. provider signatures: kept verbatim
+    function_extra: dict[str, Any] = field(default_factory=dict)
+    legacy: bool = False  # a `function_call`, not a `tool_calls` entry
+    done: bool = False
+
+    @property
+    def arguments(self) -> str:
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+    def to_call(self) -> ToolCall:
+        return ToolCall(id=self.id, name=self.name, arguments=self.arguments)
+
+    def merge(self, delta: dict[str, Any]) -> None:
+        ident = delta.get("id")
+        if isinstance(ident, str) and ident and not self.id:
+            self.id = ident
+        kind = delta.get("type")
+        if isinstance(kind, str) and self.type is None:
+            self.type = kind
+        fn = delta.get("function")
+        if isinstance(fn, dict):
+            self._merge_function(fn)
+        for key, value in delta.items():
+            if key not in _CALL_KEYS:
+                self.extra[key] = value
+
+    def _merge_function(self, fn: dict[str, Any]) -> None:
+        name = fn.get("name")
+        # Some upstreams repeat the whole name in every delta; fragments are concatenated.
+        if isinstance(name, str) and name and name != self.name:
+            self.name += name
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            if args:
+                self.parts.append(args)
+        elif args is not None:  # an object instead of JSON text: seen from some local servers
+            self.parts.append(orjson.dumps(args).decode())
+        for key, value in fn.items():
+            if key not in _FUNCTION_KEYS:
+                self.function_extra[key] = value
+
+
+class ToolCallAssembler:
+    """One choice's tool calls; ``add``/``add_legacy``/``close`` return the calls they complete."""
+
+    def __init__(self) -> None:
+        self.calls: list[PartialCall] = []
+        self.late: list[tuple[PartialCall, dict[str, Any]]] = []  # deltas for completed calls
+        self._by_key: dict[int, PartialCall] = {}
+        self._by_id: dict[str, PartialCall] = {}
+
+    def add(self, deltas: Any) -> list[PartialCall]:
+        completed: list[PartialCall] = []
+        for delta in deltas if isinstance(deltas, list) else (deltas,):
+            if isinstance(delta, dict):
+                self._add_one(delta, completed)
+        return completed
+
+    def add_legacy(self, delta: Any) -> list[PartialCall]:
+        if not isinstance(delta, dict):
+            return []
+        if self.calls and self.calls[-1].legacy:
+            call, completed = self.calls[-1], []
+        else:
+            completed = self._complete_open()
+            call = self._start(None, legacy=True)
+        self._merge(call, {"function": delta})
+        return completed
+
+    def close(self) -> list[PartialCall]:
+        return self._complete_open()
+
+    @property
+    def open(self) -> bool:
+        return bool(self.calls) and not self.calls[-1].done
+
+    def _add_one(self, delta: dict[str, Any], completed: list[PartialCall]) -> None:
+        call = self._resolve(delta)
+        if call is None:
+            completed += self._complete_open()
+            key = delta.get("index")
+            call = self._start(key if _is_index(key) else None)
+        self._merge(call, delta)
+
+    def _resolve(self, delta: dict[str, Any]) -> PartialCall | None:
+        """The call this delta continues, or None when it starts a new one."""
+        ident = delta.get("id")
+        if isinstance(ident, str) and ident:
+            known = self._by_id.get(ident)
+            if known is not None:
+                return known
+        else:
+            ident = None
+        key = delta.get("index")
+        if _is_index(key):
+            call = self._by_key.get(key)
+        else:  # no index: the latest call, unless a new id says otherwise
+            call = self.calls[-1] if self.calls and not self.calls[-1].legacy else None
+        if call is not None and ident is not None and call.id and call.id != ident:
+            return None  # same index (or none) but a different id: parallel calls all at index 0
+        return call
+
+    def _start(self, key: int | None, legacy: bool = False) -> PartialCall:
+        call = PartialCall(position=len(self.calls), key=key, legacy=legacy)
+        self.calls.append(call)
+        if key is not None:
+            self._by_key[key] = call
+        return call
+
+    def _merge(self, call: PartialCall, delta: dict[str, Any]) -> None:
+        if call.done:
+            self.late.append((call, delta))
+        call.merge(delta)
+        if call.id:
+            self._by_id.setdefault(call.id, call)
+
+    def _complete_open(self) -> list[PartialCall]:
+        completed = [call for call in self.calls if not call.done]
+        for call in completed:
+            call.done = True
+        return completed
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,103 @@
+"""Applying interventions to a chat-completions request body: the only place that edits it.
+
+Every function returns a new payload with a new ``messages`` list; the client's own objects are
+never mutated, and no message is dropped or reordered: we only insert or append.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.state.base import VetoRecord
+from gateway.trace.model import ToolCall, Turn
+
+Message = dict[str, Any]
+
+
+# --- conversation prefixes: where a vetoed exchange belongs ----------------------------------
+
+
+def prefix_hashes(turns: Sequence[Turn], count: int) -> list[str]:
+    """Rolling hash of the first ``k`` messages for k = 0..count, over a canonical projection
+    of each turn (role, text, calls, call id): SDKs re-serialize history with extra null
+    fields and different key order, which must not change the hash."""
+    by_index: dict[int, list[Turn]] = {}
+    for turn in turns:
+        by_index.setdefault(turn.index, []).append(turn)
+    hashes = [""]
+    state = hashlib.blake2b(digest_size=16)
+    for index in range(count):
+        for turn in by_index.get(index, ()):
+            state.update(_turn_bytes(turn))
+        state.update(b"\x1e")
+        hashes.append(state.copy().hexdigest())
+    return hashes
+
+
+def _turn_bytes(turn: Turn) -> bytes:
+    calls = "\x1f".join(f"{c.id}\x1d{c.name}\x1d{c.arguments}" for c in turn.tool_calls)
+    fields = (turn.role, turn.text, calls, turn.tool_call_id or "")
+    return "\x00".join(fields).encode("utf-8", "surrogatepass")
+
+
+def insert_vetoes(messages: list[Message], hashes: list[str], records: Sequence[VetoRecord]) -> list[Message]:
+    """Show the model the exchanges it was refused, each right after the prefix it followed
+    (and after the tool results that answered that prefix's last assistant turn)."""
+    placed: list[tuple[int, int, VetoRecord]] = []
+    for order, record in enumerate(records):
+        if record.anchor_len < len(hashes) and hashes[record.anchor_len] == record.anchor_hash:
+            position = record.anchor_len
+            while position < len(messages) and _role(messages[position]) in ("tool", "function"):
+                position += 1
+            placed.append((position, order, record))
+    if not placed:
+        return messages
+    out = list(messages)
+    for position, _, record in sorted(placed, key=lambda p: (p[0], p[1]), reverse=True):
+        out[position:position] = [dict(m) for m in record.messages]
+    return out
+
+
+# --- warn: the anchor message ----------------------------------------------------------------
+
+
+def add_anchor(messages: list[Message], text: str, placement: str) -> list[Message]:
+    """Put the warning where the model reads it before its next step."""
+    if placement == "tool_result" and messages and _role(messages[-1]) in ("tool", "function"):
+        return [*messages[:-1], _append_text(messages[-1], text)]
+    role = "user" if placement == "user" else "system"
+    return [*messages, {"role": role, "content": text}]
+
+
+def replace_content(messages: list[Message], index: int, text: str) -> list[Message]:
+    """Swap a tool result for our error observation (a call that should have been vetoed)."""
+    out = list(messages)
+    out[index] = {**out[index], "content": text}
+    return out
+
+
+def _append_text(message: Message, text: str) -> Message:
+    content = message.get("content")
+    if isinstance(content, list):
+        return {**message, "content": [*content, {"type": "text", "text": text}]}
+    prefix = content if isinstance(content, str) else ""
+    return {**message, "content": f"{prefix}\n\n{text}" if prefix else text}
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+# --- the vetoed exchange ---------------------------------------------------------------------
+
+
+def vetoed_exchange(call: ToolCall, observation: str) -> tuple[Message, Message]:
+    """The model's refused call and the error observation it gets instead."""
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}],
+    }
+    return assistant, {"role": "tool", "tool_call_id": call.id, "content": observation}
