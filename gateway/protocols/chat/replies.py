@@ -1,0 +1,84 @@
+"""Replies the gateway writes itself: the termination reply and the veto exchange.
+
+The termination reply must look like any model answer to the agent's framework (a valid
+``chat.completion``, or a valid SSE stream ending in ``[DONE]``) so the agent's loop ends
+gracefully on ``finish_reason: "stop"`` instead of on an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gateway.errors import error_body
+from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk, role_chunk, usage_chunk
+from gateway.protocols.chat.sse import DONE, data_event
+from gateway.trace.model import ToolCall
+
+__all__ = [
+    "assistant_message_for",
+    "error_body",
+    "termination_completion",
+    "termination_stream",
+    "veto_observation",
+]
+
+_ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def termination_completion(text: str, model: str, envelope: Envelope | None = None) -> dict[str, Any]:
+    """A non-streaming ``chat.completion`` whose only content is ``text``."""
+    env = envelope or Envelope.new(model)
+    body: dict[str, Any] = {
+        "id": env.id,
+        "object": "chat.completion",
+        "created": env.created,
+        "model": env.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": dict(_ZERO_USAGE),
+    }
+    if env.system_fingerprint is not None:
+        body["system_fingerprint"] = env.system_fingerprint
+    return body
+
+
+def termination_stream(
+    text: str, model: str, envelope: Envelope | None = None, include_usage: bool = False
+) -> list[bytes]:
+    """The same reply as a complete SSE stream: role, content, finish "stop", [usage], [DONE].
+
+    ``include_usage`` mirrors the request's ``stream_options.include_usage``.
+    """
+    env = envelope or Envelope.new(model)
+    chunks = [role_chunk(env), content_chunk(env, text), finish_chunk(env, "stop")]
+    if include_usage:
+        chunks.append(usage_chunk(env, dict(_ZERO_USAGE)))
+    return [data_event(chunk) for chunk in chunks] + [DONE]
+
+
+def veto_observation(call: ToolCall, text: str) -> dict[str, Any]:
+    """The error observation standing in for a vetoed call's result."""
+    if not call.id:  # legacy function_call: results are `role: function` messages
+        return {"role": "function", "name": call.name, "content": text}
+    return {"role": "tool", "tool_call_id": call.id, "content": text}
+
+
+def assistant_message_for(calls: Iterable[ToolCall], content: str | None = None) -> dict[str, Any]:
+    """The assistant turn that proposed ``calls``, so the model sees what it asked for."""
+    calls = list(calls)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if len(calls) == 1 and not calls[0].id:
+        message["function_call"] = {"name": calls[0].name, "arguments": calls[0].arguments}
+        return message
+    message["tool_calls"] = [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]
+    return message
