@@ -20,11 +20,14 @@ _LADDER = ("warn_at", "reject_at", "terminate_at")
 def ladders(settings_type: type[DetectorSettings]) -> tuple[tuple[str, str, str], ...]:
     """The (warn, reject, terminate) field-name triples a settings class defines."""
     fields = settings_type.model_fields
-    prefixes = [name.removesuffix("warn_at") for name in fields if name.endswith("warn_at")]
-    return tuple(
-        triple for p in prefixes
-        if all((triple := tuple(p + suffix for suffix in _LADDER))[i] in fields for i in range(3))
-    )
+    found = []
+    for name in fields:
+        if name.endswith("warn_at"):
+            prefix = name.removesuffix("warn_at")
+            triple = (prefix + "warn_at", prefix + "reject_at", prefix + "terminate_at")
+            if all(field in fields for field in triple):
+                found.append(triple)
+    return tuple(found)
 
 
 def ordered(values: list[int | None]) -> list[int | None]:

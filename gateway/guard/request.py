@@ -1,0 +1,111 @@
+"""The request path: rebuild what the model has seen, judge the executed history, plan the edit."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.policy.actions import Action
+from gateway.policy.engine import EffectivePolicy, Judgement
+from gateway.protocols.chat import rewrite
+from gateway.protocols.chat.parse import conversation_from_body
+from gateway.state.base import StateStore, VetoRecord
+from gateway.state.session import session_id
+from gateway.trace.builder import build_trace
+from gateway.trace.model import Conversation, Trace
+
+
+@dataclass(slots=True)
+class RequestPlan:
+    policy: EffectivePolicy
+    session: str
+    payload: dict[str, Any]
+    client_messages: list[Any]  # exactly what the client sent
+    messages: list[Any]  # what the model will see: vetoed exchanges re-shown, anchors added
+    conversation: Conversation
+    trace: Trace
+    judgement: Judgement
+    changed: bool = False
+    notes: list[str] = field(default_factory=list)  # degradations worth a log field
+
+    @property
+    def action(self) -> Action:
+        return self.judgement.action
+
+
+async def plan_request(
+    payload: dict[str, Any], headers: dict[str, str], path: str, policies, store: StateStore, log,
+) -> RequestPlan:
+    policy = policies.resolve(
+        agent=headers.get("x-loopguard-agent"),
+        api_key_sha256=_key_hash(headers.get("authorization")),
+        model=payload.get("model") if isinstance(payload.get("model"), str) else None,
+        path=path,
+    )
+    client = payload.get("messages")
+    client = client if isinstance(client, list) else []
+    conv = conversation_from_body(payload)
+    session = session_id(headers, payload, conv)
+    messages = await _with_vetoes(client, conv, session, store, log)
+    if messages is not client:
+        conv = conversation_from_body({**payload, "messages": messages})
+    trace = build_trace(conv, policy.trace_settings)
+    judgement = policy.judge(trace)
+    plan = RequestPlan(policy, session, payload, client, messages, conv, trace, judgement,
+                       changed=messages is not client)
+    _apply_history_action(plan)
+    return plan
+
+
+async def _with_vetoes(client: list[Any], conv: Conversation, session: str, store: StateStore, log) -> list[Any]:
+    try:
+        records = await store.vetoes(session)
+    except Exception as exc:  # a state outage degrades to what the request alone can tell
+        log.warning("state_unavailable", op="vetoes", error=type(exc).__name__)
+        return client
+    if not records:
+        return client
+    hashes = rewrite.prefix_hashes(conv.turns, len(client))
+    return rewrite.insert_vetoes(client, hashes, records)
+
+
+def _apply_history_action(plan: RequestPlan) -> None:
+    """Warn with an anchor; an executed call already at reject level gets its result replaced."""
+    action, finding = plan.judgement.action, plan.judgement.finding
+    if finding is None or action in (Action.PASS, Action.TERMINATE):
+        return
+    policy = plan.policy
+    if action == Action.REJECT:
+        latest = plan.trace.latest
+        index = _result_index(plan.messages, latest.call_id, latest.message_index) if latest else None
+        if index is not None:
+            text = policy.render("reject", finding)
+            plan.messages = rewrite.replace_content(plan.messages, index, text)
+            plan.changed = True
+    text = policy.render("warn", finding)
+    plan.messages = rewrite.add_anchor(plan.messages, text, policy.interventions.warn.placement)
+    plan.changed = True
+
+
+def _result_index(messages: list[Any], call_id: str, after: int) -> int | None:
+    for index in range(max(after, 0) + 1, len(messages)):
+        message = messages[index]
+        if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            return index
+    return None
+
+
+def veto_record(anchor: list[Any], call, observation: str, conv_of) -> VetoRecord:
+    """Remember a refused call so later requests show it right after ``anchor``."""
+    turns = conv_of(anchor).turns
+    hashes = rewrite.prefix_hashes(turns, len(anchor))
+    return VetoRecord(len(anchor), hashes[-1], rewrite.vetoed_exchange(call, observation))
+
+
+def _key_hash(authorization: str | None) -> str | None:
+    """Agents may be matched by API key without the policy (or a log) ever holding the key."""
+    if not authorization:
+        return None
+    token = authorization.split(" ", 1)[-1].strip()
+    return hashlib.sha256(token.encode()).hexdigest() if token else None

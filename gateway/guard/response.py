@@ -1,0 +1,54 @@
+"""The response path: judge each tool call the model proposes before the agent can run it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from gateway.policy.actions import Action
+from gateway.policy.engine import EffectivePolicy, Judgement
+from gateway.trace.builder import proposed_events
+from gateway.trace.model import ToolCall, Trace
+
+_log = structlog.get_logger("loopguard")
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    call: ToolCall
+    position: int  # index of the refused call within the model's round
+    judgement: Judgement
+
+    @property
+    def terminate(self) -> bool:
+        return self.judgement.action == Action.TERMINATE
+
+
+class ProposalJudge:
+    """Judges a round's calls in order, each as if appended to the executed history.
+
+    Calls ``judge`` one at a time, as a stream completes them; the first refused call ends the
+    round (seed 000: abort the rest of that round's calls).
+    """
+
+    def __init__(self, policy: EffectivePolicy, trace: Trace) -> None:
+        self.policy = policy
+        self.trace = trace
+        self.calls: list[ToolCall] = []
+        self.refusal: Refusal | None = None
+        self.shadowed: list[Judgement] = []  # what shadow mode or max_action held back
+
+    def judge(self, call: ToolCall, position: int) -> bool:
+        """True to let the call through to the agent."""
+        if self.refusal is not None:
+            return False
+        self.calls.append(call)
+        events = proposed_events(self.trace, tuple(self.calls), self.policy.trace_settings)
+        judgement = self.policy.judge(self.trace.with_events(events))
+        if judgement.would >= Action.REJECT and judgement.action < Action.REJECT:
+            self.shadowed.append(judgement)
+        if judgement.action >= Action.REJECT:
+            self.refusal = Refusal(call, position, judgement)
+            return False
+        return True

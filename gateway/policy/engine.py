@@ -1,0 +1,118 @@
+"""Findings to one decision: run the enabled detectors, fail open, pick the strongest, cap it.
+
+The plan (which detectors, with which settings and exemptions, in which order) is built once when
+a policy loads; judging a request is a loop over it with no parsing and no allocation beyond the
+findings themselves.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import structlog
+
+from gateway.detectors.base import Detector, DetectorSettings, Finding
+from gateway.policy.actions import Action, action_for
+from gateway.trace.model import Trace
+
+_log = structlog.get_logger(__name__)
+
+Registry = Mapping[str, Detector]
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    action: Action  # what to apply: capped by max_action, PASS in shadow mode
+    would: Action  # uncapped: what the ladder alone says, for audit logs and shadow rollouts
+    finding: Finding | None  # the finding that decided ``would``; None when it is PASS
+    findings: tuple[Finding, ...] = ()  # every finding, acted on or not
+    shadow: bool = False
+
+    @property
+    def detector(self) -> str | None:
+        return self.finding.detector if self.finding is not None else None
+
+
+@dataclass
+class EngineStats:
+    """Process-wide counters the metrics endpoint reads; plain ints, bumped under the GIL."""
+
+    fail_open_errors: int = 0
+    errors_by_detector: Counter[str] = field(default_factory=Counter)
+
+
+STATS = EngineStats()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    name: str
+    detect: Callable[[Trace, DetectorSettings], Finding | None]
+    settings: DetectorSettings
+    exempt: frozenset[str]  # global exempt_tools plus the detector's own
+
+
+def default_registry() -> Registry:
+    # Imported on use: the detectors package imports heavier libraries (rapidfuzz) that the
+    # policy code itself does not need, and tests inject their own registries.
+    from gateway.detectors import REGISTRY
+
+    return REGISTRY
+
+
+def build_plan(detectors: Mapping[str, DetectorSettings], exempt_tools: frozenset[str],
+               registry: Registry) -> tuple[Step, ...]:
+    """Enabled detectors in registry order, which is their priority order on ties."""
+    return tuple(
+        Step(name, det.detect, detectors[name], exempt_tools | detectors[name].exempt_tools)
+        for name, det in registry.items()
+        if name in detectors and detectors[name].enabled
+    )
+
+
+def judge(plan: tuple[Step, ...], trace: Trace, *, cap: Action, shadow: bool) -> Judgement:
+    latest = trace.latest
+    if latest is None:
+        return _pass(shadow)
+    findings: list[Finding] = []
+    best, deciding = Action.PASS, None
+    for step in plan:
+        if latest.tool in step.exempt:
+            continue
+        try:
+            finding = step.detect(trace, step.settings)
+            if finding is None:
+                continue
+            action = action_of(step.settings, finding)
+        except Exception:  # noqa: BLE001 - fail-open: a broken detector must not break traffic
+            _fail_open(step.name)
+            continue
+        findings.append(finding)
+        if action > best:  # strictly greater: on ties the earlier (higher priority) detector wins
+            best, deciding = action, finding
+    applied = Action.PASS if shadow else min(best, cap)
+    return Judgement(applied, best, deciding, tuple(findings), shadow)
+
+
+def action_of(settings: DetectorSettings, finding: Finding) -> Action:
+    """The ladder a finding is measured against. A detector with several ladders (e.g. polling
+    thresholds beside the generic ones) exposes ``thresholds_for(finding)`` returning the object
+    that carries the warn_at/reject_at/terminate_at that apply."""
+    pick = getattr(settings, "thresholds_for", None)
+    ladder = pick(finding) if callable(pick) else settings
+    return action_for(ladder, finding.count)
+
+
+def _fail_open(name: str) -> None:
+    STATS.fail_open_errors += 1
+    STATS.errors_by_detector[name] += 1
+    _log.exception("policy.detector_failed", detector=name, fail_open=True)
+
+
+_PASS = {flag: Judgement(Action.PASS, Action.PASS, None, (), flag) for flag in (False, True)}
+
+
+def _pass(shadow: bool) -> Judgement:
+    return _PASS[shadow]
