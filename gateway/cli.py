@@ -26,7 +26,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from gateway.config import ConfigError, load_config
     from gateway.logging import configure_logging
-    from gateway.server.app import build_app
+    from gateway.server.app import SERVER_OPTIONS, build_app
 
     try:
         config = load_config(args.config)
@@ -42,6 +42,7 @@ def _serve(args: argparse.Namespace) -> int:
         access_log=False,
         loop="auto",  # uvloop and httptools when installed
         http="auto",
+        **SERVER_OPTIONS,
     )
     return 0
 
