@@ -11,7 +11,7 @@ from support.servers import serve  # noqa: E402
 from support.upstream import ScriptedUpstream  # noqa: E402
 
 from gateway.config import Config  # noqa: E402
-from gateway.server.app import build_app  # noqa: E402
+from gateway.server.app import SERVER_OPTIONS, build_app  # noqa: E402
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def make_gateway(upstream):
         raw = {"upstream": {"base_url": upstream.url + "/v1"}}
         for key, value in overrides.items():
             raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
-        ctx = serve(build_app(Config.model_validate(raw)))
+        ctx = serve(build_app(Config.model_validate(raw)), **SERVER_OPTIONS)  # as `loopguard serve` runs it
         url = ctx.__enter__()
         started.append(ctx)
         return url

@@ -12,13 +12,16 @@ import uvicorn
 
 
 @contextmanager
-def serve(app, *, http: str = "h11") -> Iterator[str]:
-    """Run ``app`` on a free loopback port until the block exits; yields its base URL."""
+def serve(app, *, http: str = "h11", **options) -> Iterator[str]:
+    """Run ``app`` on a free loopback port until the block exits; yields its base URL.
+
+    ``options`` go to ``uvicorn.Config`` (e.g. the gateway's own ``GATEWAY_UVICORN_OPTIONS``).
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", http=http, loop="asyncio")
+    config = uvicorn.Config(app, **{"log_level": "warning", "lifespan": "on", "http": http, "loop": "asyncio", **options})
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -34,6 +35,11 @@ class Reply:
     chunk_delay: float = 0.0  # seconds between streamed chunks
     split_args: int = 7  # stream arguments in pieces of this many characters
     raw_stream: list[bytes] | None = None  # exact SSE bytes to send instead
+    # Byte-level fidelity tests (all optional; the defaults keep the behaviour above):
+    body: bytes | None = None  # exact non-streamed body bytes to send instead of a completion
+    raw_headers: list[tuple[str, str]] = field(default_factory=list)  # extra headers, repeats kept
+    delay: float = 0.0  # seconds before the response headers (a slow model, for timeouts)
+    chunked: bool = False  # send a non-streamed body with chunked transfer coding
 
     def completion(self, model: str) -> dict:
         message: dict[str, Any] = {"role": "assistant", "content": self.content}
@@ -77,9 +83,11 @@ class ScriptedUpstream:
         self.stream_finished = asyncio.Event  # type: ignore[assignment]
         self.finished_streams = 0
         self.cancelled_streams = 0
+        # Replies for the non-chat /v1/* routes; when empty the built-in answers below apply.
+        self.passthrough_script: deque[Reply] = deque()
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
-            Route("/v1/{rest:path}", self._other, methods=["GET", "POST", "DELETE"]),
+            Route("/v1/{rest:path}", self._other, methods=["GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS"]),
         ])
 
     def queue(self, *replies: Reply) -> None:
@@ -89,18 +97,49 @@ class ScriptedUpstream:
     def last(self) -> dict[str, Any]:
         return self.requests[-1]
 
+    def _record(self, request: Request, raw: bytes, body: Any) -> None:
+        self.requests.append({
+            "raw": raw, "json": body, "headers": dict(request.headers),
+            "raw_headers": list(request.headers.raw),  # repeats and order, for hop-by-hop tests
+            "method": request.method, "path": request.url.path,
+            "query": request.scope.get("query_string", b""),
+        })
+
     async def _chat(self, request: Request) -> Response:
         raw = await request.body()
-        body = orjson.loads(raw)
-        self.requests.append({"raw": raw, "json": body, "headers": dict(request.headers)})
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            body = json.loads(raw)  # what orjson refuses but JSON allows (lone surrogate escapes)
+        self._record(request, raw, body)
         reply = self.script.popleft() if self.script else self.default
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
         if reply.status != 200:
-            return Response(orjson.dumps(reply.error or {"error": {"message": "scripted", "type": "x"}}),
-                            status_code=reply.status, headers=reply.headers, media_type="application/json")
+            content = reply.body if reply.body is not None else orjson.dumps(
+                reply.error or {"error": {"message": "scripted", "type": "x"}})
+            return self._respond(reply, content)
         model = body.get("model", "test-model")
-        if body.get("stream"):
-            return StreamingResponse(self._sse(reply, model), media_type="text/event-stream", headers=reply.headers)
-        return Response(orjson.dumps(reply.completion(model)), media_type="application/json", headers=reply.headers)
+        if body.get("stream") and reply.body is None:
+            response = StreamingResponse(self._sse(reply, model), media_type="text/event-stream", headers=reply.headers)
+            response.raw_headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers)
+            return response
+        return self._respond(reply, reply.body if reply.body is not None else orjson.dumps(reply.completion(model)))
+
+    @staticmethod
+    def _respond(reply: Reply, content: bytes) -> Response:
+        """A non-streamed answer with the reply's status, headers and framing."""
+        if reply.chunked:
+            async def pieces():
+                half = len(content) // 2
+                yield content[:half]
+                yield content[half:]
+            response: Response = StreamingResponse(pieces(), status_code=reply.status, headers=reply.headers,
+                                                   media_type="application/json")
+        else:
+            response = Response(content, status_code=reply.status, headers=reply.headers, media_type="application/json")
+        response.raw_headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers)
+        return response
 
     async def _sse(self, reply: Reply, model: str):
         try:
@@ -120,7 +159,17 @@ class ScriptedUpstream:
 
     async def _other(self, request: Request) -> Response:
         raw = await request.body()
-        self.requests.append({"raw": raw, "json": None, "headers": dict(request.headers), "path": request.url.path})
+        self._record(request, raw, None)
+        if self.passthrough_script:
+            reply = self.passthrough_script.popleft()
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+            if reply.raw_stream is not None:
+                response = StreamingResponse(self._sse(reply, ""), status_code=reply.status,
+                                             media_type="text/event-stream", headers=reply.headers)
+                response.raw_headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers)
+                return response
+            return self._respond(reply, reply.body if reply.body is not None else b"{}")
         if request.url.path == "/v1/models":
             return Response(orjson.dumps({"object": "list", "data": [{"id": "test-model", "object": "model", "created": 0, "owned_by": "t"}]}),
                             media_type="application/json", headers={"x-upstream": "yes"})
