@@ -71,7 +71,7 @@ class SSEDecoder:
             if match is None:
                 break
             end, nxt = match.span()
-            if nxt == end_of_buf and buf[end] == _CR:
+            if nxt == end_of_buf and nxt - end == 1 and buf[end] == _CR:
                 self._skip_lf = True
             line = buf[pos:end]
             pos = scan = nxt
