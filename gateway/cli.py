@@ -26,6 +26,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from gateway.config import ConfigError, load_config
     from gateway.logging import configure_logging
+    from gateway.policy.schema import PolicyError
     from gateway.server.app import SERVER_OPTIONS, build_app
 
     try:
@@ -34,8 +35,13 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"loopguard: {exc}", file=sys.stderr)
         return 1
     configure_logging(config.logging.format, config.logging.level)
+    try:
+        app = build_app(config)
+    except PolicyError as exc:
+        print(f"loopguard: {exc}", file=sys.stderr)
+        return 1
     uvicorn.run(
-        build_app(config),
+        app,
         host=args.host or config.server.host,
         port=args.port if args.port is not None else config.server.port,
         log_level="warning",  # one structured line per request comes from the gateway itself

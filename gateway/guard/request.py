@@ -8,12 +8,12 @@ from typing import Any
 
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
-from gateway.protocols.chat import rewrite
+from gateway.protocols.chat import replies, rewrite
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.state.base import StateStore, VetoRecord
 from gateway.state.session import session_id
 from gateway.trace.builder import build_trace
-from gateway.trace.model import Conversation, Trace
+from gateway.trace.model import Conversation, ToolCall, Trace, Turn
 
 
 @dataclass(slots=True)
@@ -26,6 +26,7 @@ class RequestPlan:
     conversation: Conversation
     trace: Trace
     judgement: Judgement
+    client_turns: tuple[Turn, ...] = ()
     changed: bool = False
     notes: list[str] = field(default_factory=list)  # degradations worth a log field
 
@@ -45,7 +46,7 @@ async def plan_request(
     )
     client = payload.get("messages")
     client = client if isinstance(client, list) else []
-    conv = conversation_from_body(payload)
+    client_conv = conv = conversation_from_body(payload)
     session = session_id(headers, payload, conv)
     messages = await _with_vetoes(client, conv, session, store, log)
     if messages is not client:
@@ -53,7 +54,7 @@ async def plan_request(
     trace = build_trace(conv, policy.trace_settings)
     judgement = policy.judge(trace)
     plan = RequestPlan(policy, session, payload, client, messages, conv, trace, judgement,
-                       changed=messages is not client)
+                       client_conv.turns, changed=messages is not client)
     _apply_history_action(plan)
     return plan
 
@@ -96,11 +97,13 @@ def _result_index(messages: list[Any], call_id: str, after: int) -> int | None:
     return None
 
 
-def veto_record(anchor: list[Any], call, observation: str, conv_of) -> VetoRecord:
-    """Remember a refused call so later requests show it right after ``anchor``."""
-    turns = conv_of(anchor).turns
-    hashes = rewrite.prefix_hashes(turns, len(anchor))
-    return VetoRecord(len(anchor), hashes[-1], rewrite.vetoed_exchange(call, observation))
+def veto_record(plan: RequestPlan, call: ToolCall, observation: str) -> VetoRecord:
+    """Remember a refused call so later requests of the conversation show it to the model,
+    right after the client messages of this request."""
+    anchor = plan.client_messages
+    hashes = rewrite.prefix_hashes(plan.client_turns, len(anchor))
+    exchange = (replies.assistant_message_for([call]), replies.veto_observation(call, observation))
+    return VetoRecord(len(anchor), hashes[-1], exchange)
 
 
 def _key_hash(authorization: str | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -12,34 +13,42 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.config import Config
+from gateway.policy.holder import PolicyHolder
 from gateway.server.chat import chat_completions
 from gateway.server.context import Gateway
 from gateway.server.passthrough import passthrough
+from gateway.state.base import StateStore
+from gateway.state.memory import MemoryStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.httpx_transport import HttpxUpstream
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
-# How the ASGI server must run the app. Relayed responses carry the upstream's own Date and
-# Server headers (end-to-end, relayed unchanged); uvicorn would add a second of each, and two
-# Date headers make the value unparsable ("date, date") for clients that read it.
-SERVER_OPTIONS = {"server_header": False, "date_header": False}
 
-
-def build_app(config: Config, upstream: Upstream | None = None) -> Starlette:
+def build_app(
+    config: Config, upstream: Upstream | None = None, policies: PolicyHolder | None = None,
+    store: StateStore | None = None,
+) -> Starlette:
+    """``PolicyError`` from a bad policy file propagates: refusing to start is right then."""
     gateway = Gateway(
         config=config,
         upstream=upstream or HttpxUpstream(config.upstream),
+        policies=policies or PolicyHolder(config.policy),
+        store=store or MemoryStore(),
         log=structlog.get_logger("loopguard"),
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        app.state.gateway = gateway
+        watcher = asyncio.create_task(gateway.policies.watch())
         try:
             yield
         finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
             await gateway.upstream.aclose()
+            await gateway.store.aclose()
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
@@ -59,4 +68,6 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
-    return JSONResponse({"status": "ready", "upstream": gateway.config.upstream.base_url})
+    policy = gateway.policies.current
+    return JSONResponse({"status": "ready", "policy": getattr(policy, "name", None),
+                         "policy_file": str(gateway.policies.path)})

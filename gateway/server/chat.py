@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.errors import error_body
+from gateway.guard.request import plan_request
+from gateway.policy.actions import Action
+from gateway.protocols.chat import replies
+from gateway.server import chat_stream, chat_unary
 from gateway.server.body import BodyTooLarge, read_body
 from gateway.server.context import Gateway, upstream_path
+from gateway.server.exchange import Exchange, new_request_id
 from gateway.server.passthrough import too_large, upstream_failed
 from gateway.server.responses import RelayStream, openai_error, relay
-from gateway.upstream.base import UpstreamRequest, UpstreamResponse
+from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
-
-ACTION_HEADER = b"x-loopguard-action"
 
 
 async def chat_completions(request: Request) -> Response:
@@ -29,33 +32,18 @@ async def chat_completions(request: Request) -> Response:
     payload, problem = parse_payload(body)
     if problem is not None:
         return problem
-    stream = payload.get("stream") is True
-    outgoing = UpstreamRequest(
-        method="POST",
-        path=upstream_path(request.url.path),
-        query=request.scope.get("query_string", b""),
-        headers=gateway.forward_headers(request.headers.raw, identity=True),
-        body=body,
-    )
-    overhead = time.perf_counter() - started
+    ex = await _prepare(gateway, request, payload, body, started)
+    if ex.plan is not None and ex.plan.action == Action.TERMINATE:
+        return _terminate(ex)
+    ex.took(started)
     try:
-        upstream = await gateway.upstream.send(outgoing)
+        upstream = await gateway.upstream.send(ex.outgoing)
     except UpstreamError as exc:
-        return upstream_failed(gateway, exc, request.url.path)
-    waited = time.perf_counter() - started - overhead
-    log = gateway.log.bind(method="POST", path=request.url.path, status=upstream.status, stream=stream)
-    headers = [*upstream.headers, (ACTION_HEADER, b"pass")]
-    if stream and upstream.status == 200:
-        log.info("request", upstream_ms=_ms(waited), overhead_ms=_ms(overhead), action="pass")
-        return RelayStream(upstream.status, headers, _relay(upstream, log), upstream.aclose)
-    try:
-        content = await upstream.aread()
-    except UpstreamError as exc:
-        return upstream_failed(gateway, exc, request.url.path)
-    finally:
-        await upstream.aclose()
-    log.info("request", upstream_ms=_ms(time.perf_counter() - started - overhead), overhead_ms=_ms(overhead), action="pass")
-    return relay(upstream.status, headers, content)
+        return upstream_failed(gateway, exc, ex.path)
+    if ex.stream and upstream.status == 200:
+        chunks = chat_stream.relay(ex, upstream)
+        return RelayStream(200, ex.headers(upstream.headers), chunks, upstream.aclose)
+    return await chat_unary.respond(ex, upstream)
 
 
 def parse_payload(body: bytes) -> tuple[dict, None] | tuple[None, Response]:
@@ -68,13 +56,51 @@ def parse_payload(body: bytes) -> tuple[dict, None] | tuple[None, Response]:
     return payload, None
 
 
-async def _relay(upstream: UpstreamResponse, log) -> AsyncIterator[bytes]:
+async def _prepare(gateway: Gateway, request: Request, payload: dict, body: bytes, started: float) -> Exchange:
+    path = request.url.path
+    request_id = new_request_id(request.headers)
+    outgoing = UpstreamRequest(
+        method="POST", path=upstream_path(path), query=request.scope.get("query_string", b""),
+        headers=gateway.forward_headers(request.headers.raw, identity=True), body=body,
+    )
+    ex = Exchange(gateway, request_id, path, payload, body, payload.get("stream") is True, outgoing,
+                  None, gateway.log.bind(request_id=request_id, path=path), started)
     try:
-        async for chunk in upstream.aiter_raw():
-            yield chunk
-    except UpstreamError as exc:
-        # Headers are out already: all we can do is end the stream and say why in the log.
-        log.warning("upstream_stream_broken", error=type(exc).__name__)
+        plan = await plan_request(payload, request.headers, path, gateway.policies.current, gateway.store, ex.log)
+    except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
+        ex.fail_open("request")
+        return ex
+    ex.plan = plan
+    if plan.judgement.finding is not None:
+        ex.record(plan.judgement, plan.action, "request")
+    if plan.changed and plan.action != Action.TERMINATE:
+        outgoing.body = orjson.dumps({**payload, "messages": plan.messages})
+    return ex
+
+
+def _terminate(ex: Exchange) -> Response:
+    """The executed history already crossed the terminate threshold: answer without upstream."""
+    assert ex.plan is not None
+    text = ex.termination_text(ex.plan.judgement)
+    headers = ex.headers([])
+    ex.log.info("request", status=200, stream=ex.stream, action="terminate", upstream_ms=0,
+                overhead_ms=_ms(time.perf_counter() - ex.started))
+    if ex.terminate_as_error:
+        status = ex.plan.policy.interventions.terminate.status
+        return relay(status, [(b"content-type", b"application/json"), *headers],
+                     orjson.dumps(error_body(text, "loop_detected", code="loop_detected")))
+    if ex.stream:
+        include_usage = bool((ex.payload.get("stream_options") or {}).get("include_usage")) \
+            if isinstance(ex.payload.get("stream_options"), dict) else False
+        chunks = replies.termination_stream(text, ex.model, include_usage=include_usage)
+        return RelayStream(200, [(b"content-type", b"text/event-stream"), *headers], _iter(chunks))
+    body = orjson.dumps(replies.termination_completion(text, ex.model))
+    return relay(200, [(b"content-type", b"application/json"), *headers], body)
+
+
+async def _iter(chunks: list[bytes]):
+    for chunk in chunks:
+        yield chunk
 
 
 def _ms(seconds: float) -> float:

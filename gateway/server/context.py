@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import structlog
 
 from gateway.config import Config
+from gateway.policy.holder import PolicyHolder
+from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.headers import request_headers
 
@@ -15,6 +17,8 @@ from gateway.upstream.headers import request_headers
 class Gateway:
     config: Config
     upstream: Upstream
+    policies: PolicyHolder
+    store: StateStore
     log: structlog.typing.FilteringBoundLogger
 
     def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool) -> list[tuple[bytes, bytes]]:

@@ -9,12 +9,9 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from gateway.errors import error_body
+
 _JSON = (b"content-type", b"application/json")
-
-
-def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict:
-    """The OpenAI error envelope that SDKs turn into typed exceptions."""
-    return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
 def openai_error(

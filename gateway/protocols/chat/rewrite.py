@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.state.base import VetoRecord
-from gateway.trace.model import ToolCall, Turn
+from gateway.trace.model import Turn
 
 Message = dict[str, Any]
 
@@ -43,15 +43,13 @@ def _turn_bytes(turn: Turn) -> bytes:
 
 
 def insert_vetoes(messages: list[Message], hashes: list[str], records: Sequence[VetoRecord]) -> list[Message]:
-    """Show the model the exchanges it was refused, each right after the prefix it followed
-    (and after the tool results that answered that prefix's last assistant turn)."""
-    placed: list[tuple[int, int, VetoRecord]] = []
-    for order, record in enumerate(records):
-        if record.anchor_len < len(hashes) and hashes[record.anchor_len] == record.anchor_hash:
-            position = record.anchor_len
-            while position < len(messages) and _role(messages[position]) in ("tool", "function"):
-                position += 1
-            placed.append((position, order, record))
+    """Show the model the exchanges it was refused, each right after the client messages of
+    the request in which it was refused, i.e. just before the answer the model gave instead."""
+    placed = [
+        (record.anchor_len, order, record)
+        for order, record in enumerate(records)
+        if record.anchor_len < len(hashes) and hashes[record.anchor_len] == record.anchor_hash
+    ]
     if not placed:
         return messages
     out = list(messages)
@@ -88,16 +86,3 @@ def _append_text(message: Message, text: str) -> Message:
 
 def _role(message: Any) -> Any:
     return message.get("role") if isinstance(message, dict) else None
-
-
-# --- the vetoed exchange ---------------------------------------------------------------------
-
-
-def vetoed_exchange(call: ToolCall, observation: str) -> tuple[Message, Message]:
-    """The model's refused call and the error observation it gets instead."""
-    assistant = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}],
-    }
-    return assistant, {"role": "tool", "tool_call_id": call.id, "content": observation}
