@@ -10,7 +10,7 @@ from __future__ import annotations
 import string
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
@@ -34,7 +34,7 @@ _log = structlog.get_logger(__name__)
 @dataclass(frozen=True, slots=True)
 class Template:
     source: str
-    pieces: tuple[tuple[str, str | None], ...]  # (literal text, placeholder or None)
+    pieces: tuple[tuple[str, str | None], ...] = field(repr=False)  # (literal, placeholder|None)
 
     def render(self, values: dict[str, str]) -> str:
         return "".join(lit + (values.get(f, "") if f else "") for lit, f in self.pieces)
@@ -60,8 +60,8 @@ def check_template(text: str) -> Template:
 @dataclass(frozen=True, slots=True)
 class Messages:
     language: str
-    templates: MappingProxyType[str, Template]
-    special: MappingProxyType[tuple[str, str], Template]  # (kind, detector) -> shipped variant
+    templates: MappingProxyType[str, Template] = field(repr=False)
+    special: MappingProxyType[tuple[str, str], Template] = field(repr=False)  # (kind, detector)
 
     def render(self, kind: Kind, finding: Finding | None, **extra: object) -> str:
         """The text for ``kind``; never raises (a failure logs and falls back to a plain text)."""

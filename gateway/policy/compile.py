@@ -1,0 +1,165 @@
+"""Parsed YAML to a compiled Policy: validate, merge agents entries, precompute everything.
+
+Agents entries are deep-merged over the global block field by field (nested mappings merge key
+by key, lists and scalars replace), as seed 002 describes. Parts an entry does not touch are
+shared with the global block (same objects), so an entry costs only what it changes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from gateway.detectors.base import DetectorSettings
+from gateway.policy.actions import Action
+from gateway.policy.engine import Registry, build_plan
+from gateway.policy.messages import compile_messages
+from gateway.policy.model import AgentRule, EffectivePolicy, Policy
+from gateway.policy.schema import BODY_KEYS, AgentMatch, Body, PolicyError, PolicyFile, error_from
+from gateway.policy.schema import _join as join
+from gateway.policy.thresholds import fix_order
+from gateway.trace.settings import TraceSettings
+
+_log = structlog.get_logger(__name__)
+_REGEX_LISTS = ("volatile_patterns", "error_patterns", "unknown_tool_patterns")
+_RETRIED = {408, 409, 429}  # statuses the openai SDK retries on its own
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    file: str
+    name: str
+    registry: Registry
+    prefix: str = ""  # key path of the block being compiled: "" or "agents[2]"
+    agent: str | None = None
+
+
+def compile_policy(raw: Any, file: str, registry: Registry) -> Policy:
+    if not isinstance(raw, dict):
+        raise PolicyError(file, "", f"a policy is a YAML mapping of keys, not {type(raw).__name__}")
+    doc = _validate(PolicyFile, raw, _Ctx(file, "", registry))
+    ctx = _Ctx(file, doc.name or Path(file).stem, registry)
+    base_raw = _shorthand(_body(raw))
+    default = _effective(base_raw, None, None, ctx)
+    rules = []
+    for i, (entry, parsed) in enumerate(zip(raw.get("agents") or [], doc.agents)):
+        label = parsed.id or f"agents[{i}]"
+        override = _shorthand(_body(entry))
+        agent_ctx = _Ctx(file, ctx.name, registry, f"agents[{i}]", label)
+        policy = _effective(deep_merge(base_raw, override), override, default, agent_ctx)
+        rules.append(_rule(parsed.match, label, policy))
+    return Policy(ctx.name, file, default, tuple(rules))
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
+               inherited: EffectivePolicy | None, ctx: _Ctx) -> EffectivePolicy:
+    body = _validate(Body, merged, ctx)
+
+    def own(*keys: str) -> bool:  # does this block set any of ``keys`` itself?
+        return inherited is None or any(k in (override or {}) for k in keys)
+
+    trace = _trace_settings(body, ctx) if own("scope", "normalize") else inherited.trace_settings
+    messages = (compile_messages(body.messages.language, body.messages.model_dump())
+                if own("messages") else inherited.messages)
+    if own("interventions") and body.interventions.terminate.status in _RETRIED:
+        _log.warning("policy.terminate_status_retried", file=ctx.file, agent=ctx.agent,
+                     status=body.interventions.terminate.status,
+                     hint="clients retry this status; 422 ends the loop")
+    settings = _detectors(body.detectors, set((override or {}).get("detectors") or {}), inherited, ctx)
+    enabled = {name: s for name, s in settings.items() if s.enabled}
+    return EffectivePolicy(
+        name=ctx.name, source=ctx.file, agent=ctx.agent, mode=body.mode,
+        max_action=Action.parse(body.max_action), exempt_tools=body.exempt_tools,
+        trace_settings=trace, interventions=body.interventions, messages=messages,
+        detector_settings=MappingProxyType(settings), detectors=MappingProxyType(enabled),
+        plan=build_plan(enabled, body.exempt_tools, ctx.registry),
+    )
+
+
+def _detectors(blocks: dict[str, Any], touched: set[str], inherited: EffectivePolicy | None,
+               ctx: _Ctx) -> dict[str, DetectorSettings]:
+    for name, block in blocks.items():
+        if name not in ctx.registry:
+            raise PolicyError(ctx.file, join(ctx.prefix, f"detectors.{name}"),
+                              f"unknown detector (known: {', '.join(ctx.registry)})")
+        if not isinstance(block, dict):
+            raise PolicyError(ctx.file, join(ctx.prefix, f"detectors.{name}"),
+                              "expected a mapping of settings, or true/false")
+    out = {}
+    for name, detector in ctx.registry.items():
+        if inherited is not None and name not in touched:
+            out[name] = inherited.detector_settings[name]  # already validated and ordered
+            continue
+        path = join(ctx.prefix, f"detectors.{name}")
+        settings = _validate(detector.settings, blocks.get(name, {}), ctx, path)
+        out[name] = fix_order(settings, file=ctx.file, detector=name, agent=ctx.agent)
+    return out
+
+
+def _trace_settings(body: Body, ctx: _Ctx) -> TraceSettings:
+    path = join(ctx.prefix, "normalize")
+    if "scope" in body.normalize:
+        raise PolicyError(ctx.file, f"{path}.scope", "set scope at the top level of the block")
+    for key in _REGEX_LISTS:
+        patterns = body.normalize.get(key)
+        for i, pattern in enumerate(patterns if isinstance(patterns, list) else ()):
+            if isinstance(pattern, str):
+                _regex(pattern, ctx.file, f"{path}.{key}[{i}]")
+    try:
+        return _validate(TraceSettings, {**body.normalize, "scope": body.scope}, ctx, path)
+    except re.error as exc:  # each compiles alone but not joined, e.g. a mid-pattern "(?i)"
+        raise PolicyError(ctx.file, path, f"patterns cannot be combined: {exc}") from None
+
+
+def _regex(pattern: str, file: str, path: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise PolicyError(file, path, f"invalid regular expression: {exc}") from None
+
+
+def _rule(match: AgentMatch, label: str, policy: EffectivePolicy) -> AgentRule:
+    def glob(pattern: str | None) -> re.Pattern[str] | None:
+        return re.compile(fnmatch.translate(pattern)) if pattern is not None else None
+
+    key = match.api_key_sha256.lower() if match.api_key_sha256 else None
+    return AgentRule(label, match.header, key, glob(match.model), glob(match.path), policy)
+
+
+def _validate(model: type[BaseModel], raw: Any, ctx: _Ctx, path: str | None = None) -> Any:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise error_from(exc, ctx.file, ctx.prefix if path is None else path) from None
+
+
+def _body(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k in BODY_KEYS}
+
+
+def _shorthand(body: dict[str, Any]) -> dict[str, Any]:
+    """``detectors: {cycle: false}`` means ``{cycle: {enabled: false}}`` (seed 002's switches);
+    an empty ``cycle:`` means its defaults. Done before merging so switches merge field-wise."""
+    blocks = body.get("detectors")
+    if not isinstance(blocks, dict):
+        return body
+    fixed = {n: {"enabled": b} if isinstance(b, bool) else ({} if b is None else b)
+             for n, b in blocks.items()}
+    return {**body, "detectors": fixed}

@@ -1,0 +1,92 @@
+"""Policy files: read YAML strictly, compile, and find the shipped packs.
+
+Strict YAML: duplicate keys are errors (PyYAML would silently keep the last one, so an operator
+could edit a threshold that never applies); syntax errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.policy.compile import compile_policy
+from gateway.policy.engine import Registry, default_registry
+from gateway.policy.model import Policy
+from gateway.policy.schema import PolicyError
+
+_HERE = Path(__file__).resolve().parent
+# Searched in this order: package data first (a regular wheel install ships the packs as
+# gateway/policies/*.yaml), then the repository's top-level policies/ (a source checkout).
+SHIPPED_DIRS: tuple[Path, ...] = (_HERE.parent / "policies", _HERE.parent.parent / "policies")
+_PACK_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def load_policy(path: str | Path, registry: Registry | None = None) -> Policy:
+    """Read and compile one policy file; every problem raises :class:`PolicyError`."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(file, "", f"cannot read the file: {exc}") from None
+    return load_policy_text(text, file, registry)
+
+
+def load_policy_text(text: str, file: str = "<policy>", registry: Registry | None = None) -> Policy:
+    """Compile a policy from YAML text; ``file`` is only used in error messages and logs."""
+    return compile_policy(read_yaml(text, file), file, registry or default_registry())
+
+
+def load_shipped_policy(name: str = "default", registry: Registry | None = None) -> Policy:
+    return load_policy(shipped_policy_path(name), registry)
+
+
+def shipped_policy_path(name: str = "default") -> Path:
+    """The file of a shipped pack (``default``, ``shadow``, ``warn-only``, ``strict``,
+    ``openclaw``, ``weclaw``): gateway/policies/ first, then the repository's policies/."""
+    stem = name.removesuffix(".yaml")
+    if not _PACK_NAME.match(stem):
+        raise ValueError(f"not a policy pack name: {name!r}")
+    for folder in SHIPPED_DIRS:
+        candidate = folder / f"{stem}.yaml"
+        if candidate.is_file():
+            return candidate
+    searched = ", ".join(str(d) for d in SHIPPED_DIRS)
+    raise FileNotFoundError(f"no shipped policy {stem!r} (searched {searched})")
+
+
+def shipped_policy_names() -> tuple[str, ...]:
+    names = {p.stem for folder in SHIPPED_DIRS if folder.is_dir() for p in folder.glob("*.yaml")}
+    return tuple(sorted(names))
+
+
+def read_yaml(text: str, file: str) -> Any:
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        reason = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        raise PolicyError(file, "", f"invalid YAML: {reason}", line=line) from None
+    except yaml.YAMLError as exc:
+        raise PolicyError(file, "", f"invalid YAML: {exc}") from None
+    if data is None:
+        raise PolicyError(file, "", "the file is empty")
+    return data
+
+
+class _StrictLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                continue  # "<<" merges may legitimately be overridden by explicit keys
+            key = self.construct_object(key_node)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    f"duplicate key {key!r} (first at line {seen[key]});", None,
+                    "a repeated key would silently override the first", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
