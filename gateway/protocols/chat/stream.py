@@ -100,9 +100,9 @@ class ToolCallFilter:
         if self._final:
             return []
         out = self.end_upstream()
-        self._final = True
         if self.needs_decision:  # nobody decided: never leave the client without a finish
             out.append(data_event(finish_chunk(self.envelope or Envelope.new(""), "stop")))
+        self._final = True
         if self._held_usage is not None:
             out.append(data_event(usage_chunk(self.envelope or Envelope.new(""), self._held_usage)))
             self._held_usage = None
@@ -120,7 +120,8 @@ class ToolCallFilter:
     def needs_decision(self) -> bool:
         """Every call of this round was dropped: re-ask (``begin_continuation``) or ``terminate``."""
         state = self.round
-        return state.all_dropped and (state.finish_withheld or state.ended) and not self._terminated
+        decided = self._terminated or self._final
+        return state.all_dropped and (state.finish_withheld or state.ended) and not decided
 
     # --- internals ------------------------------------------------------------------------
 

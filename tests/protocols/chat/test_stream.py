@@ -1,0 +1,399 @@
+"""The tool-call filter: assembled calls, judged and relayed so the openai SDK accepts the stream."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway.protocols.chat.assembler import ToolCallAssembler
+from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk
+from gateway.protocols.chat.sse import DONE, data_event
+from gateway.protocols.chat.stream import ToolCallFilter
+from gateway.trace.model import ToolCall
+
+from .streams import (
+    ENV,
+    ENV2,
+    accumulate,
+    calls_of,
+    chunk,
+    client_chunks,
+    run,
+    sse,
+    tc,
+    tool_entries,
+    tools,
+)
+
+ROLE = chunk({"role": "assistant", "content": None})
+FINISH = chunk({}, "tool_calls")
+ARGS_A = '{"path": "a.txt"}'
+ARGS_B = '{"q": "caf\\u00e9 \\"x\\"", "n": 2}'
+
+# ANCHORS.md: the streamed tool-call shapes gateways keep breaking on.
+SHAPES = {
+    "id and name first, argument deltas without id": [
+        tools(tc(0, "call_a", "read", ""), role="assistant", content=None),
+        tools(tc(0, args='{"path"')),
+        tools(tc(0, args=': "a.txt"}')),
+        FINISH,
+    ],
+    "whole call in one delta": [ROLE, tools(tc(0, "call_a", "read", ARGS_A)), FINISH],
+    "closing brace in its own delta": [
+        ROLE,
+        tools(tc(0, "call_a", "read")),
+        tools(tc(0, args='{"path": "a.txt"')),
+        tools(tc(0, args="}")),
+        FINISH,
+    ],
+    "index omitted": [
+        ROLE,
+        tools(tc(id="call_a", name="read", args='{"path": ')),
+        tools(tc(args='"a.txt"}')),
+        FINISH,
+    ],
+    "extra empty-argument chunks": [
+        ROLE,
+        tools(tc(0, "call_a", "read", "")),
+        tools(tc(0, args="")),
+        tools(tc(0, args=ARGS_A)),
+        tools(tc(0, args="")),
+        tools(tc(0, args="")),
+        FINISH,
+    ],
+    "finish in the same chunk as the last delta": [
+        ROLE,
+        tools(tc(0, "call_a", "read", '{"path": "a')),
+        {**tools(tc(0, args='.txt"}')), "choices": [{**tools(tc(0, args='.txt"}'))["choices"][0], "finish_reason": "tool_calls"}]},
+    ],
+}
+PARALLEL = {
+    "parallel calls with distinct indices": [
+        ROLE,
+        tools(tc(0, "call_a", "read", "")),
+        tools(tc(0, args=ARGS_A)),
+        tools(tc(1, "call_b", "search", "")),
+        tools(tc(1, args=ARGS_B[:9])),
+        tools(tc(1, args=ARGS_B[9:])),
+        FINISH,
+    ],
+    "parallel calls in one delta": [ROLE, tools(tc(0, "call_a", "read", ARGS_A), tc(1, "call_b", "search", ARGS_B)), FINISH],
+    "parallel calls without index": [
+        ROLE,
+        tools(tc(id="call_a", name="read", args=ARGS_A)),
+        tools(tc(id="call_b", name="search", args=ARGS_B[:3])),
+        tools(tc(args=ARGS_B[3:])),
+        FINISH,
+    ],
+    "parallel calls all at index 0 (upstream bug)": [
+        ROLE,
+        tools(tc(0, "call_a", "read", ARGS_A)),
+        tools(tc(0, "call_b", "search", ARGS_B[:5])),
+        tools(tc(0, args=ARGS_B[5:])),
+        FINISH,
+    ],
+    "indices starting at 1": [ROLE, tools(tc(1, "call_a", "read", ARGS_A)), tools(tc(2, "call_b", "search", ARGS_B)), FINISH],
+    "arguments split at every character": [
+        ROLE,
+        tools(tc(0, "call_a", "read", "")),
+        *[tools(tc(0, args=ch)) for ch in ARGS_A],
+        tools(tc(1, "call_b", "search")),
+        *[tools(tc(1, args=ch)) for ch in ARGS_B],
+        FINISH,
+    ],
+}
+ONE = [("call_a", "read", ARGS_A)]
+TWO = [("call_a", "read", ARGS_A), ("call_b", "search", ARGS_B)]
+ALL_SHAPES = [(name, chunks, ONE) for name, chunks in SHAPES.items()] + [
+    (name, chunks, TWO) for name, chunks in PARALLEL.items()
+]
+
+
+def _deltas(chunks: list[dict]) -> list[list]:
+    return [c["choices"][0]["delta"].get("tool_calls") for c in chunks if c["choices"][0]["delta"].get("tool_calls")]
+
+
+@pytest.mark.parametrize("chunks,expected", [s[1:] for s in ALL_SHAPES], ids=[s[0] for s in ALL_SHAPES])
+def test_assembler_merges_every_shape(chunks: list[dict], expected: list[tuple]) -> None:
+    asm = ToolCallAssembler()
+    completed = [call for deltas in _deltas(chunks) for call in asm.add(deltas)] + asm.close()
+    assert [(c.id, c.name, c.arguments) for c in completed] == expected
+    assert [c.position for c in completed] == list(range(len(expected)))
+
+
+@pytest.mark.parametrize("chunks,expected", [s[1:] for s in ALL_SHAPES], ids=[s[0] for s in ALL_SHAPES])
+def test_sdk_accumulates_every_shape_after_the_filter(chunks: list[dict], expected: list[tuple]) -> None:
+    judged: list[tuple[ToolCall, int]] = []
+    out, filt = run(sse(*chunks), lambda call, pos: judged.append((call, pos)) or True)
+    completion = accumulate(out)
+    assert calls_of(completion) == expected
+    assert completion.choices[0].finish_reason == "tool_calls"
+    assert completion.id == ENV["id"] and completion.model == ENV["model"]
+    assert [(c.id, c.name, c.arguments) for c, _ in judged] == expected
+    assert [pos for _, pos in judged] == list(range(len(expected)))
+    entries = tool_entries(out)
+    assert [e["index"] for e in entries] == list(range(len(expected)))  # one chunk per call
+    assert all(e["function"]["arguments"] and e["type"] == "function" for e in entries)
+    assert filt.round.kept == [ToolCall(*e) for e in expected] and not filt.needs_decision
+
+
+def test_legacy_function_call() -> None:
+    stream = sse(
+        chunk({"role": "assistant", "content": None, "function_call": {"name": "read", "arguments": ""}}),
+        chunk({"function_call": {"arguments": '{"path": '}}),
+        chunk({"function_call": {"arguments": '"a.txt"}'}}),
+        chunk({}, "function_call"),
+    )
+    judged: list[ToolCall] = []
+    out, _ = run(stream, lambda call, pos: judged.append(call) or True)
+    message = accumulate(out).choices[0].message
+    assert (message.function_call.name, message.function_call.arguments) == ("read", ARGS_A)
+    assert judged == [ToolCall("", "read", ARGS_A)]
+    rejected, filt = run(stream, lambda call, pos: False)
+    assert b"function_call" not in rejected and filt.round.rejected == ToolCall("", "read", ARGS_A)
+
+
+RECORDED = sse(
+    chunk({"role": "assistant", "content": ""}),
+    chunk({"content": "Let me look. "}),
+    tools(tc(0, "call_a", "read", ""), content="Reading é"),
+    *[tools(tc(0, args=ARGS_A[i : i + 4])) for i in range(0, len(ARGS_A), 4)],
+    tools(tc(1, "call_b", "search", "")),
+    *[tools(tc(1, args=ARGS_B[i : i + 3])) for i in range(0, len(ARGS_B), 3)],
+    FINISH,
+    {**ENV, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}},
+    eol="\r\n",
+)
+
+
+def test_recorded_stream_at_every_split_point() -> None:
+    whole, _ = run(RECORDED)
+    completion = accumulate(whole)
+    assert calls_of(completion) == TWO
+    assert completion.choices[0].message.content == "Let me look. Reading é"
+    assert completion.usage.total_tokens == 15
+    for cut in range(len(RECORDED) + 1):
+        out, _ = run([RECORDED[:cut], RECORDED[cut:]])
+        assert client_chunks(out) == client_chunks(whole), cut
+    one_byte, _ = run([RECORDED[i : i + 1] for i in range(len(RECORDED))])
+    assert client_chunks(one_byte) == client_chunks(whole)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=len(RECORDED)), max_size=12))
+def test_recorded_stream_any_chunking(cuts: list[int]) -> None:
+    points = sorted(set(cuts))
+    pieces = [RECORDED[a:b] for a, b in zip([0, *points], [*points, len(RECORDED)])]
+    out, _ = run(pieces)
+    assert calls_of(accumulate(out)) == TWO
+
+
+def test_content_goes_out_before_the_held_call_completes() -> None:
+    filt = ToolCallFilter(lambda call, pos: True)
+    assert filt.feed(sse(ROLE, done=False)) == [sse(ROLE, done=False)]  # untouched bytes
+    held = filt.feed(sse(tools(tc(0, "call_a", "read", '{"pa')), done=False))
+    assert held == []
+    early = filt.feed(sse(tools(tc(0, args='th": "a.txt"}'), content="thinking"), done=False))
+    assert [c["choices"][0]["delta"] for c in client_chunks(b"".join(early))] == [{"content": "thinking"}]
+    later = filt.feed(sse(FINISH))
+    entries = tool_entries(b"".join(later))
+    assert entries == [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "read", "arguments": ARGS_A}}]
+    assert DONE not in b"".join(later)
+
+
+def test_stream_without_tool_calls_is_relayed_byte_for_byte() -> None:
+    stream = sse(
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": "Hello"}),
+        ": keep-alive",
+        chunk({}, "stop"),
+        {**ENV, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
+    ).replace(b"data: : keep-alive", b": keep-alive")
+    filt = ToolCallFilter(lambda call, pos: pytest.fail("no call to judge"))
+    relayed = filt.feed(stream) + filt.end_upstream()
+    assert DONE not in b"".join(relayed)  # withheld until the pipeline says the stream is final
+    assert b"".join(relayed + filt.final()) == stream
+    assert filt.final() == []  # [DONE] exactly once
+
+
+def test_partial_keep_drops_the_rejected_call_and_all_after_it() -> None:
+    stream = sse(
+        ROLE,
+        tools(tc(0, "call_a", "read", ARGS_A)),
+        tools(tc(1, "call_b", "search", ARGS_B)),
+        tools(tc(2, "call_c", "read", ARGS_A)),
+        FINISH,
+    )
+    judged: list[str] = []
+    out, filt = run(stream, lambda call, pos: judged.append(call.id) or call.id != "call_b")
+    completion = accumulate(out)
+    assert calls_of(completion) == [("call_a", "read", ARGS_A)]
+    assert completion.choices[0].finish_reason == "tool_calls"
+    assert judged == ["call_a", "call_b"]  # the round is aborted: call_c is never judged
+    state = filt.round
+    assert state.rejected == ToolCall("call_b", "search", ARGS_B) and state.rejected_position == 1
+    assert [c.id for c in state.kept] == ["call_a"] and [c.id for c in state.dropped] == ["call_b", "call_c"]
+    assert not filt.needs_decision
+
+
+def test_rejected_first_call_emits_nothing_tool_related() -> None:
+    stream = sse(ROLE, chunk({"content": "Checking."}), tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "search", ARGS_B)), FINISH)
+    filt = ToolCallFilter(lambda call, pos: False)
+    out = b"".join(filt.feed(stream) + filt.end_upstream())
+    assert b"tool_calls" not in out and b"finish_reason\":\"" not in out and DONE not in out
+    assert filt.needs_decision and filt.round.finish_withheld and filt.round.finish_reason == "tool_calls"
+    assert filt.round.rejected == ToolCall("call_a", "read", ARGS_A) and filt.round.rejected_position == 0
+    assert [c.id for c in filt.round.dropped] == ["call_a", "call_b"] and filt.round.kept == []
+    # the pipeline chooses to terminate
+    out += b"".join(filt.terminate("Stopped: read looped 5 times.") + filt.final())
+    completion = accumulate(out)
+    choice = completion.choices[0]
+    assert choice.message.content == "Checking.Stopped: read looped 5 times."
+    assert choice.message.tool_calls is None and choice.finish_reason == "stop"
+    assert out.endswith(DONE) and out.count(DONE) == 1
+
+
+def _continuation(first: bytes, second: bytes, judge) -> tuple[bytes, ToolCallFilter]:
+    filt = ToolCallFilter(judge)
+    out = filt.feed(first) + filt.end_upstream()
+    assert filt.needs_decision
+    filt.begin_continuation()
+    out += filt.feed(second) + filt.end_upstream() + filt.final()
+    return b"".join(out), filt
+
+
+USAGE1 = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "prompt_tokens_details": {"cached_tokens": 64}}
+USAGE2 = {"prompt_tokens": 130, "completion_tokens": 10, "total_tokens": 140, "prompt_tokens_details": {"cached_tokens": 100}}
+
+
+def test_reask_continues_the_same_client_stream() -> None:
+    first = sse(
+        chunk({"role": "assistant", "content": "Let me retry. "}),
+        tools(tc(0, "call_a", "read", ARGS_A)),
+        FINISH,
+        {**ENV, "choices": [], "usage": USAGE1},
+    )
+    second = sse(
+        chunk({"role": "assistant", "content": ""}, env=ENV2),
+        chunk({"content": "Trying search."}, env=ENV2),
+        {**tools(tc(0, "call_z", "search", ARGS_B)), **ENV2},
+        chunk({}, "tool_calls", env=ENV2),
+        {**ENV2, "choices": [], "usage": USAGE2},
+    )
+    out, filt = _continuation(first, second, lambda call, pos: call.id != "call_a")
+    chunks = client_chunks(out)
+    roles = [c for c in chunks for ch in c["choices"] if "role" in ch["delta"]]
+    assert len(roles) == 1  # no second role delta
+    assert {c["id"] for c in chunks} == {ENV["id"]} and {c["created"] for c in chunks} == {ENV["created"]}
+    completion = accumulate(out)
+    assert completion.choices[0].message.content == "Let me retry. Trying search."
+    assert calls_of(completion) == [("call_z", "search", ARGS_B)]
+    assert [e["index"] for e in tool_entries(out)] == [0]
+    assert completion.choices[0].finish_reason == "tool_calls"
+    assert completion.usage.total_tokens == 260 and completion.usage.prompt_tokens_details.cached_tokens == 164
+    assert [len(r.dropped) for r in filt.rounds] == [1, 0] and [len(r.kept) for r in filt.rounds] == [0, 1]
+    assert out.count(DONE) == 1 and out.endswith(DONE)
+
+
+def test_second_veto_then_terminate() -> None:
+    first = sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), FINISH)
+    second = sse(chunk({"role": "assistant"}, env=ENV2), {**tools(tc(0, "call_b", "read", ARGS_A)), **ENV2}, chunk({}, "tool_calls", env=ENV2))
+    filt = ToolCallFilter(lambda call, pos: False)
+    out = filt.feed(first) + filt.end_upstream()
+    filt.begin_continuation()
+    out += filt.feed(second) + filt.end_upstream()
+    assert filt.needs_decision and filt.round.rejected == ToolCall("call_b", "read", ARGS_A)
+    out += filt.terminate("Stopped.") + filt.final()
+    assert not filt.needs_decision
+    completion = accumulate(b"".join(out))
+    assert completion.choices[0].message.tool_calls is None
+    assert (completion.choices[0].message.content, completion.choices[0].finish_reason) == ("Stopped.", "stop")
+    assert len([c for c in client_chunks(b"".join(out)) if c["choices"] and "role" in c["choices"][0]["delta"]]) == 1
+
+
+def test_final_without_a_decision_still_finishes_the_stream() -> None:
+    out, filt = run(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), FINISH), lambda call, pos: False)
+    assert not filt.needs_decision and filt.round.all_dropped
+    completion = accumulate(out)
+    assert completion.choices[0].message.tool_calls is None
+    assert completion.choices[0].finish_reason == "stop"  # never a stream without a finish
+
+
+def test_continuation_indices_follow_earlier_kept_calls() -> None:
+    filt = ToolCallFilter(lambda call, pos: call.id != "call_b")
+    out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "read", ARGS_A)), done=False))
+    out += filt.end_upstream()
+    filt.begin_continuation()  # a pipeline may choose this even after a partial keep
+    out += filt.feed(sse({**tools(tc(0, "call_c", "search", ARGS_B)), **ENV2}, chunk({}, "tool_calls", env=ENV2)))
+    out += filt.final()
+    assert [e["index"] for e in tool_entries(b"".join(out))] == [0, 1]
+    assert [c[0] for c in calls_of(accumulate(b"".join(out)))] == ["call_a", "call_c"]
+
+
+def test_error_event_mid_stream_passes_untouched() -> None:
+    error = data_event({"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}})
+    filt = ToolCallFilter(lambda call, pos: True)
+    out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", '{"pa')), done=False) + error)
+    assert out[-1] == error
+    named = b"event: error\ndata: {\"message\": \"x\"}\n\n"
+    assert filt.feed(named) == [named]
+
+
+def test_judge_exception_fails_open() -> None:
+    def broken(call: ToolCall, pos: int) -> bool:
+        raise RuntimeError("detector bug")
+
+    out, filt = run(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), FINISH), broken)
+    assert calls_of(accumulate(out)) == ONE
+    assert [type(e) for e in filt.round.judge_errors] == [RuntimeError]
+
+
+def test_other_choices_pass_through_unjudged() -> None:
+    two = {**ENV, "choices": [
+        {"index": 0, "delta": {"tool_calls": [tc(0, "call_a", "read", ARGS_A)]}, "logprobs": None, "finish_reason": None},
+        {"index": 1, "delta": {"tool_calls": [tc(0, "call_x", "search", ARGS_B)]}, "logprobs": None, "finish_reason": None},
+    ]}
+    fin = {**ENV, "choices": [{"index": i, "delta": {}, "logprobs": None, "finish_reason": "tool_calls"} for i in (0, 1)]}
+    roles = {**ENV, "choices": [{"index": i, "delta": {"role": "assistant"}, "logprobs": None, "finish_reason": None} for i in (0, 1)]}
+    judged: list[str] = []
+    out, _ = run(sse(roles, two, fin), lambda call, pos: judged.append(call.id) or False)
+    completion = accumulate(out)
+    assert judged == ["call_a"]
+    assert completion.choices[0].message.tool_calls is None
+    assert completion.choices[1].message.tool_calls[0].id == "call_x"
+    assert completion.choices[1].finish_reason == "tool_calls"
+
+
+def test_late_delta_for_an_emitted_call_is_forwarded_with_its_new_index() -> None:
+    # Interleaved deltas (no known provider does this): the call was judged on what had arrived.
+    stream = sse(ROLE, tools(tc(1, "call_a", "read", '{"path": ')), tools(tc(2, "call_b", "search", ARGS_B)), tools(tc(1, args='"a.txt"}')), FINISH)
+    out, _ = run(stream)
+    assert calls_of(accumulate(out)) == TWO
+
+
+def test_usage_on_the_finish_chunk_stays_on_the_last_chunk() -> None:
+    usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    last = tools(tc(0, args='"}'))
+    last["choices"][0]["finish_reason"] = "tool_calls"
+    last["usage"] = usage
+    out, _ = run(sse(ROLE, tools(tc(0, "call_a", "read", '{"path": "a.txt')), last))
+    completion = accumulate(out)
+    assert completion.usage.total_tokens == 7 and calls_of(completion) == ONE
+    assert client_chunks(out)[-1]["usage"] == usage
+
+
+def test_extra_fields_of_a_call_are_kept() -> None:
+    entry = {**tc(0, "call_a", "read", ARGS_A), "extra_content": {"google": {"thought_signature": "sig"}}}
+    out, _ = run(sse(ROLE, tools(entry), FINISH))
+    assert tool_entries(out)[0]["extra_content"] == {"google": {"thought_signature": "sig"}}
+
+
+def test_chunk_helpers_make_valid_chunks() -> None:
+    env = Envelope.from_chunk(ENV)
+    stream = b"".join(data_event(c) for c in (content_chunk(env, "Hi", role=True), content_chunk(env, "!"), finish_chunk(env, "stop")))
+    completion = accumulate(stream + DONE)
+    assert (completion.id, completion.model, completion.system_fingerprint) == (ENV["id"], ENV["model"], ENV["system_fingerprint"])
+    assert completion.choices[0].message.content == "Hi!" and completion.choices[0].finish_reason == "stop"
+    assert orjson.loads(data_event(finish_chunk(env, "stop"))[6:])["object"] == "chat.completion.chunk"
