@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import structlog
+from structlog import get_logger as _log
 from pydantic import BaseModel, ValidationError
 
 from gateway.detectors.base import DetectorSettings
@@ -26,8 +26,6 @@ from gateway.policy.schema import BODY_KEYS, AgentMatch, Body, PolicyError, Poli
 from gateway.policy.schema import _join as join
 from gateway.policy.thresholds import fix_order
 from gateway.trace.settings import TraceSettings
-
-_log = structlog.get_logger(__name__)
 _REGEX_LISTS = ("volatile_patterns", "error_patterns", "unknown_tool_patterns")
 _RETRIED = {408, 409, 429}  # statuses the openai SDK retries on its own
 
@@ -79,7 +77,7 @@ def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
     messages = (compile_messages(body.messages.language, body.messages.model_dump())
                 if own("messages") else inherited.messages)
     if own("interventions") and body.interventions.terminate.status in _RETRIED:
-        _log.warning("policy.terminate_status_retried", file=ctx.file, agent=ctx.agent,
+        _log(__name__).warning("policy.terminate_status_retried", file=ctx.file, agent=ctx.agent,
                      status=body.interventions.terminate.status,
                      hint="clients retry this status; 422 ends the loop")
     settings = _detectors(body.detectors, set((override or {}).get("detectors") or {}), inherited, ctx)

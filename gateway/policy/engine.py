@@ -11,7 +11,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import structlog
+# Loggers are fetched per call in this package (rare paths only): a module-level logger would be
+# frozen by cache_logger_on_first_use before the CLI or a test configures structlog.
+from structlog import get_logger as _log
 
 from gateway.detectors.base import Detector, DetectorSettings, Finding
 from gateway.policy.actions import Action, action_for
@@ -19,8 +21,6 @@ from gateway.policy.messages import Kind, Messages, summarize_progress
 from gateway.policy.schema import Interventions
 from gateway.trace.model import Trace
 from gateway.trace.settings import TraceSettings
-
-_log = structlog.get_logger(__name__)
 
 Registry = Mapping[str, Detector]
 
@@ -111,7 +111,7 @@ def action_of(settings: DetectorSettings, finding: Finding) -> Action:
 def _fail_open(name: str) -> None:
     STATS.fail_open_errors += 1
     STATS.errors_by_detector[name] += 1
-    _log.exception("policy.detector_failed", detector=name, fail_open=True)
+    _log(__name__).exception("policy.detector_failed", detector=name, fail_open=True)
 
 
 # eq=False: identity equality and hashing, so a policy can key a cache (its mappings can't hash)

@@ -12,14 +12,12 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import structlog
+from structlog import get_logger as _log
 
 from gateway.policy.engine import Registry
 from gateway.policy.loader import load_policy, shipped_policy_path
 from gateway.policy.model import Policy
 from gateway.policy.schema import PolicyError
-
-_log = structlog.get_logger(__name__)
 
 Stamp = tuple[int, int, int] | None
 
@@ -56,17 +54,17 @@ class PolicyHolder:
         except PolicyError as exc:
             return self._reject(str(exc))
         except Exception as exc:  # noqa: BLE001 - e.g. a detector settings bug: keep running
-            _log.exception("policy.reload_crashed", file=str(self.path))
+            _log(__name__).exception("policy.reload_crashed", file=str(self.path))
             return self._reject(f"{self.path}: {type(exc).__name__}: {exc}")
         self._policy = policy
         self.reloads += 1
         self.last_error = None
-        _log.info("policy.reloaded", file=str(self.path), policy=policy.name)
+        _log(__name__).info("policy.reloaded", file=str(self.path), policy=policy.name)
         if self._on_reload is not None:
             try:
                 self._on_reload(policy)
             except Exception:  # noqa: BLE001 - a listener must not undo a good reload
-                _log.exception("policy.on_reload_failed", file=str(self.path))
+                _log(__name__).exception("policy.on_reload_failed", file=str(self.path))
         return True
 
     async def watch(self, *, poll_interval: float = 5.0, debounce_ms: int = 200) -> None:
@@ -98,14 +96,14 @@ class PolicyHolder:
                                       recursive=False, stop_event=stop):
                     self.reload_if_changed()
             except Exception:  # noqa: BLE001 - e.g. the folder vanished: poll until it is back
-                _log.exception("policy.watch_failed", file=str(self.path))
+                _log(__name__).exception("policy.watch_failed", file=str(self.path))
                 await asyncio.sleep(poll_interval)
                 self.reload_if_changed()
 
     def _reject(self, reason: str) -> bool:
         self.reload_errors += 1
         self.last_error = reason
-        _log.error("policy.reload_rejected", file=str(self.path), reason=reason,
+        _log(__name__).error("policy.reload_rejected", file=str(self.path), reason=reason,
                    kept=self._policy.name)
         return False
 

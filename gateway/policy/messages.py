@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-import structlog
+from structlog import get_logger as _log
 
 from gateway.detectors.base import Finding
 from gateway.policy.actions import REJECT_MARKER
@@ -27,8 +27,6 @@ __all__ = ["REJECT_MARKER", "PLACEHOLDERS", "Kind", "Messages", "check_template"
 Kind = Literal["warn", "reject", "reask", "terminate"]
 KINDS: tuple[Kind, ...] = ("warn", "reject", "reask", "terminate")
 PLACEHOLDERS = frozenset({"tool", "detector", "pattern", "count", "steps", "description", "progress"})
-
-_log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +70,7 @@ class Messages:
             template = self.special.get((kind, detector)) or self.templates[kind]
             return template.render(values)
         except Exception:  # noqa: BLE001 - an intervention must not fail because of its wording
-            _log.exception("policy.render_failed", kind=kind)
+            _log(__name__).exception("policy.render_failed", kind=kind)
             return (REJECT_MARKER + " call rejected: loop detected") if kind == "reject" else \
                 "[LoopGuard] Loop detected."
 

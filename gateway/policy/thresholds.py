@@ -9,11 +9,9 @@ is handled (e.g. no_progress's ``poll_*`` thresholds), so new detectors need not
 
 from __future__ import annotations
 
-import structlog
+from structlog import get_logger as _log
 
 from gateway.detectors.base import DetectorSettings
-
-_log = structlog.get_logger(__name__)
 _LADDER = ("warn_at", "reject_at", "terminate_at")
 
 
@@ -50,7 +48,7 @@ def fix_order(settings: DetectorSettings, *, file: str, detector: str,
         old = [getattr(settings, name) for name in triple]
         new = ordered(old)
         if new != old:
-            _log.warning("policy.thresholds_reordered", file=file, detector=detector, agent=agent,
+            _log(__name__).warning("policy.thresholds_reordered", file=file, detector=detector, agent=agent,
                          fields=list(triple), old=old, new=new)
             updates.update(zip(triple, new))
     if not updates:
