@@ -24,6 +24,11 @@ from gateway.upstream.httpx_transport import HttpxUpstream
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
+# How the ASGI server must run the app (used by `loopguard serve` and the test harness).
+# Relayed responses carry the upstream's own Date and Server headers (end-to-end, relayed
+# unchanged); uvicorn would add a second of each, and two Date headers read as "date, date".
+SERVER_OPTIONS = {"server_header": False, "date_header": False}
+
 
 def build_app(
     config: Config, upstream: Upstream | None = None, policies: PolicyHolder | None = None,
