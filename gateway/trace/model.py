@@ -10,6 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+# Every error observation the gateway writes in place of a vetoed call starts with this marker
+# (it equals ``gateway.policy.actions.REJECT_MARKER``; defined here too because the policy package
+# imports this module). The trace builder marks such results ``vetoed``: the model insisting on a
+# call counts as a repeat, but our own observation is never taken for the tool's result (never
+# "progress"), and a user message carrying it is not a genuine user turn.
+VETO_MARKER = "[loopguard]"
+
 
 # --- protocol-neutral conversation (what adapters produce) -----------------------------------
 
@@ -73,6 +80,7 @@ class ToolEvent:
     message_index: int = -1  # index of the assistant message that issued the call
     vetoed: bool = False  # the gateway rejected this call; its result is our error observation
     proposed: bool = False  # proposed in the response being judged, not executed yet
+    polling: bool = False  # a polling call (TraceSettings.polling_*): repeats by design
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +90,14 @@ class Trace:
     run_start: int  # index in ``turns`` of the first turn of the scope (after the last user turn)
     rounds: int  # model-tool round trips in scope
     declared_tools: frozenset[str] | None = None
+    # Events in scope older than TraceSettings.horizon are counted but not materialized: detectors
+    # look at bounded windows, so per-request cost and memory stay bounded by the horizon.
+    skipped: int = 0
+
+    @property
+    def total_events(self) -> int:
+        """Tool events in scope, including the ``skipped`` ones before the horizon."""
+        return self.skipped + len(self.events)
 
     @property
     def latest(self) -> ToolEvent | None:

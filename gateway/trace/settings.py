@@ -7,9 +7,11 @@ never compiles a regex.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
+
+from gateway.trace.memo import Memo
 
 # Keys whose values change on every call without meaning progress (seed 002: pid, duration,
 # session id, cwd, message/file ids, timestamps). Compared case-insensitively.
@@ -31,10 +33,30 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r"\b(exit|return) (code|status)[:= ]+[1-9]\d*",
     r'"(is_error|isError|error)"\s*:\s*(true|"[^"]+")',
 )
+# Calls that repeat by design while waiting for something (seed 000 exempts
+# check_background_tasks; Claude Code's BashOutput and Windsurf's command_status read a background
+# job's output). Detectors skip them or judge them on their own, higher polling thresholds.
+DEFAULT_POLLING_TOOLS: frozenset[str] = frozenset({"check_background_tasks", "BashOutput", "command_status"})
+# Matched against the canonical (compact, sorted-key JSON) arguments: `sleep 30 && tail log` in a
+# shell tool, OpenClaw's process tool with action poll.
+DEFAULT_POLLING_ARGS_PATTERNS: tuple[str, ...] = (r"\bsleep\s+\d", r'"action":"poll"')
 DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
     r"\b(unknown|unrecognized|invalid|undefined) (tool|function)\b",
     r"\b(tool|function) .{0,60}\b(not found|does not exist|is not available)\b",
 )
+
+
+def _valid_regex(pattern: str) -> str:
+    """A bad pattern fails at load as a ValueError, which pydantic reports with its key path
+    (e.g. ``error_patterns.2``), instead of a bare re.error later."""
+    try:
+        re.compile(f"(?:{pattern})")  # as _union will use it: e.g. "(?i)x" is refused there
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return pattern
+
+
+Regex = Annotated[str, AfterValidator(_valid_regex)]
 
 
 class TraceSettings(BaseModel):
@@ -43,20 +65,37 @@ class TraceSettings(BaseModel):
     scope: Literal["run", "conversation"] = "run"
     ignore_arg_keys: frozenset[str] = frozenset({"task_progress"})  # Cline's progress field
     volatile_keys: tuple[str, ...] = DEFAULT_VOLATILE_KEYS
-    volatile_patterns: tuple[str, ...] = DEFAULT_VOLATILE_PATTERNS
-    error_patterns: tuple[str, ...] = DEFAULT_ERROR_PATTERNS
-    unknown_tool_patterns: tuple[str, ...] = DEFAULT_UNKNOWN_TOOL_PATTERNS
+    volatile_patterns: tuple[Regex, ...] = DEFAULT_VOLATILE_PATTERNS
+    error_patterns: tuple[Regex, ...] = DEFAULT_ERROR_PATTERNS
+    unknown_tool_patterns: tuple[Regex, ...] = DEFAULT_UNKNOWN_TOOL_PATTERNS
+    polling_tools: frozenset[str] = DEFAULT_POLLING_TOOLS
+    polling_args_patterns: tuple[Regex, ...] = DEFAULT_POLLING_ARGS_PATTERNS
+    # Only the latest `horizon` tool events of the scope are materialized (older ones are counted
+    # in Trace.skipped): detectors look at bounded windows, so per-request cost and memory stay
+    # bounded however long the run is. Must be >= the largest detector window.
+    horizon: int = Field(default=64, ge=1)
+    # Regexes (volatile text, error and unknown-tool patterns) scan the first and last
+    # `scan_chars` characters of a result: stamps and error lines sit at the edges, and a 5 MB file
+    # read must not cost a second per request. The middle still goes into the hash unscrubbed, so
+    # results that differ there never look identical (the safe direction).
+    scan_chars: int = Field(default=1024, ge=64)
 
     _volatile_keys: frozenset[str] = PrivateAttr()
     _volatile_re: re.Pattern[str] | None = PrivateAttr()
     _error_re: re.Pattern[str] | None = PrivateAttr()
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
+    _polling_re: re.Pattern[str] | None = PrivateAttr()
+    _memo: dict[str, Memo] = PrivateAttr()
 
     def model_post_init(self, _context: object) -> None:
         self._volatile_keys = frozenset(k.lower() for k in self.volatile_keys)
         self._volatile_re = _union(self.volatile_patterns, 0)
         self._error_re = _union(self.error_patterns, re.IGNORECASE | re.MULTILINE)
         self._unknown_re = _union(self.unknown_tool_patterns, re.IGNORECASE)
+        self._polling_re = _union(self.polling_args_patterns, 0)
+        # Per-text results of normalization (see gateway.trace.memo): owned by this instance
+        # because they depend on exactly these settings.
+        self._memo = {"args": Memo(4096), "results": Memo(4096)}
 
     @property
     def volatile_key_set(self) -> frozenset[str]:
@@ -73,6 +112,13 @@ class TraceSettings(BaseModel):
     @property
     def unknown_tool_re(self) -> re.Pattern[str] | None:
         return self._unknown_re
+
+    @property
+    def polling_re(self) -> re.Pattern[str] | None:
+        return self._polling_re
+
+    def memo(self, kind: Literal["args", "results"]) -> Memo:
+        return self._memo[kind]
 
 
 def _union(patterns: tuple[str, ...], flags: int) -> re.Pattern[str] | None:

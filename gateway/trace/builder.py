@@ -1,0 +1,146 @@
+"""Conversation -> Trace: pair each tool call with its result, scope it to the run, normalize.
+
+Two passes: a cheap one over every turn in scope (pairing calls with results, counting rounds),
+then the text work (canonical arguments, result normalization, hashing) only for the latest
+``settings.horizon`` calls, the only ones a detector window can reach.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from gateway.trace.model import VETO_MARKER, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
+from gateway.trace.normalize import args_info, classify, result_info
+from gateway.trace.settings import TraceSettings
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A call found in the first pass, with the turn that answered it (if any)."""
+
+    call: ToolCall
+    round: int
+    message_index: int
+    result: Turn | None = None
+
+
+def build_trace(conv: Conversation, settings: TraceSettings) -> Trace:
+    start = run_start(conv.turns) if settings.scope == "run" else 0
+    pending, rounds = _pair(conv.turns, start)
+    skipped = max(0, len(pending) - settings.horizon)
+    events = tuple(
+        _event(p, skipped + i + 1, conv.tools, settings) for i, p in enumerate(pending[skipped:])
+    )
+    return Trace(events, conv.turns, start, rounds, conv.tools, skipped)
+
+
+def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSettings) -> tuple[ToolEvent, ...]:
+    """Events for calls the model proposes in the response being judged: no result yet, one new
+    round (``Trace.with_events`` counts it), steps continuing the trace."""
+    first = trace.total_events + 1
+    round_ = trace.rounds + 1
+    return tuple(
+        _event(_Pending(call, round_, -1), first + i, trace.declared_tools, settings, proposed=True)
+        for i, call in enumerate(calls)
+    )
+
+
+def run_start(turns: tuple[Turn, ...]) -> int:
+    """Index of the first turn after the last genuine user turn (0 when there is none)."""
+    for i in range(len(turns) - 1, -1, -1):
+        if is_genuine_user(turns[i]):
+            return i + 1
+    return 0
+
+
+def is_genuine_user(turn: Turn) -> bool:
+    """A user prompt, not one of our own notes (which start with the veto marker)."""
+    return turn.role == "user" and not turn.text.lstrip().startswith(VETO_MARKER)
+
+
+# --- pass 1: pairing -------------------------------------------------------------------------
+
+
+def _pair(turns: tuple[Turn, ...], start: int) -> tuple[list[_Pending], int]:
+    """Calls in scope in issue order, each with its result turn, and the number of rounds.
+
+    A result pairs with the nearest earlier unanswered call carrying its id (ids reused by some
+    providers, e.g. "call_0" every round, still pair correctly); a result without an id
+    (legacy ``role: function``) pairs with the latest round's first unanswered call of its name,
+    else its first unanswered call. Results that match no call are ignored.
+    """
+    calls: list[_Pending] = []
+    by_id: dict[str, deque[_Pending]] = {}
+    last_round: list[_Pending] = []
+    rounds = 0
+    for turn in turns[start:]:
+        if turn.role == "assistant" and turn.tool_calls:
+            rounds += 1
+            last_round = [_Pending(c, rounds, turn.index) for c in turn.tool_calls]
+            calls.extend(last_round)
+            _register(by_id, last_round)
+        elif turn.role == "tool":
+            match = _match(turn, by_id, last_round)
+            if match is not None:
+                match.result = turn
+    return calls, rounds
+
+
+def _register(by_id: dict[str, deque[_Pending]], round_calls: list[_Pending]) -> None:
+    fresh: dict[str, deque[_Pending]] = {}
+    for p in round_calls:
+        if p.call.id:
+            fresh.setdefault(p.call.id, deque()).append(p)
+    # A new call with a reused id supersedes an older unanswered one: the next result with that
+    # id is nearer to the new call.
+    by_id.update(fresh)
+
+
+def _match(turn: Turn, by_id: dict[str, deque[_Pending]], last_round: list[_Pending]) -> _Pending | None:
+    if turn.tool_call_id:
+        queue = by_id.get(turn.tool_call_id)
+        while queue:
+            p = queue.popleft()
+            if p.result is None:
+                return p
+        if any(p.call.id for p in last_round):
+            return None  # an id we never issued: a result without a call
+    unanswered = [p for p in last_round if p.result is None]
+    named = [p for p in unanswered if turn.name and p.call.name == turn.name]
+    # An answered call left in by_id is skipped there later (its result is set).
+    return (named or unanswered or [None])[0]
+
+
+# --- pass 2: the text work -------------------------------------------------------------------
+
+
+def _event(p: _Pending, step: int, tools: frozenset[str] | None, settings: TraceSettings,
+           *, proposed: bool = False) -> ToolEvent:
+    call = p.call
+    args = args_info(call.arguments, settings)
+    declared = None if tools is None else call.name in tools
+    turn = p.result
+    result = turn.text if turn is not None else None
+    info = result_info(result, settings) if result is not None else None
+    vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)
+    # A veto is our observation, not the tool's: the call did not run, so it is an error for the
+    # model, and detectors never compare its text as a result.
+    status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)
+    return ToolEvent(
+        step=step,
+        round=p.round,
+        call_id=call.id,
+        tool=call.name,
+        raw_args=call.arguments,
+        args=args.canonical,
+        args_hash=args.hash,
+        result=result,
+        result_hash=info.hash if info is not None else None,
+        status=status,
+        declared=declared,
+        message_index=p.message_index,
+        vetoed=vetoed,
+        proposed=proposed,
+        polling=args.polling or call.name in settings.polling_tools,
+    )

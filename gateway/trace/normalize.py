@@ -1,0 +1,203 @@
+"""The text work behind a ToolEvent: canonical arguments, normalized results, hashes, status.
+
+Everything here is a pure function of the text and the TraceSettings; the results are memoized on
+the settings (``TraceSettings.memo``) because every request carries the whole conversation again
+and the same texts would otherwise be parsed, scrubbed and hashed on each one.
+"""
+
+from __future__ import annotations
+
+import json
+from hashlib import blake2b
+from typing import Any, NamedTuple
+
+import orjson
+
+from gateway.trace.model import Status
+from gateway.trace.settings import TraceSettings
+
+PLACEHOLDER = "<v>"  # what scrubbed volatile text becomes, so "took 3s" and "took 9s" compare equal
+UNKNOWN_SCAN_CHARS = 300  # agents report an unknown tool in a short leading message
+_MEMO_KEY_CHARS = 4096  # longer texts are memoized by digest so the memo never pins big strings
+_INVALID = object()
+_JSON_START = frozenset('{["-0123456789tfn')
+_ERROR_FLAGS = ("is_error", "isError")
+_EXIT_KEYS = ("exit_code", "exitCode", "returncode", "returnCode")
+
+
+class ArgsInfo(NamedTuple):
+    canonical: str
+    hash: str
+    polling: bool  # the arguments match TraceSettings.polling_args_patterns
+
+
+class ResultInfo(NamedTuple):
+    hash: str  # hash of the normalized result
+    error: bool  # error patterns or an error flag in a JSON result
+    unknown: bool  # the result says the tool does not exist
+
+
+def text_hash(text: str) -> str:
+    """Fast, stable across processes and replicas (unlike ``hash()``), 64 bits."""
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+
+def canonical_args(raw: str, ignore_keys: frozenset[str] = frozenset()) -> str:
+    """Sorted-key compact JSON without ignored keys (at any depth); raw text when not JSON."""
+    value = _loads(raw)
+    if value is _INVALID:
+        return raw
+    try:
+        if ignore_keys:
+            value = _drop_keys(value, ignore_keys, fold=False)
+        return _dumps(value)
+    except RecursionError:  # absurdly deep JSON: compare it as text rather than fail
+        return raw
+
+
+def args_info(raw: str, settings: TraceSettings) -> ArgsInfo:
+    memo = settings.memo("args")
+    key = _memo_key(raw)
+    info = memo.get(key)
+    if info is None:
+        canonical = canonical_args(raw, settings.ignore_arg_keys)
+        polling_re = settings.polling_re
+        polling = polling_re is not None and polling_re.search(canonical) is not None
+        info = ArgsInfo(canonical, text_hash(canonical), polling)
+        memo.put(key, info)
+    return info
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+def normalize_result(text: str, settings: TraceSettings) -> str:
+    """Volatile JSON keys dropped at any depth, volatile text scrubbed (at the edges, see
+    ``TraceSettings.scan_chars``), surrounding whitespace removed."""
+    return _normalize(text.strip(), _result_json(text), settings)
+
+
+def result_info(text: str, settings: TraceSettings) -> ResultInfo:
+    memo = settings.memo("results")
+    key = _memo_key(text)
+    info = memo.get(key)
+    if info is None:
+        value = _result_json(text)  # parsed once for both the hash and the error flags
+        info = ResultInfo(
+            text_hash(_normalize(text.strip(), value, settings)),
+            _json_error(value) or _matches_error(text, settings),
+            _says_unknown(text, settings),
+        )
+        memo.put(key, info)
+    return info
+
+
+def _result_json(text: str) -> Any:
+    body = text.strip()
+    return _loads(body) if body[:1] in ("{", "[") else _INVALID
+
+
+def _normalize(body: str, value: Any, settings: TraceSettings) -> str:
+    if value is not _INVALID:
+        try:
+            body = _dumps(_drop_keys(value, settings.volatile_key_set, fold=True))
+        except RecursionError:
+            pass
+    return _scrub(body, settings)
+
+
+def classify(info: ResultInfo | None, is_error: bool | None, declared: bool | None) -> Status:
+    """ok | error | missing | unknown_tool for one executed call.
+
+    An explicit protocol flag beats the patterns. A call to an undeclared tool is unknown_tool
+    when it failed (the agent's "no such tool"); when it succeeded the agent evidently has the
+    tool (tool lists change between requests), so it is not reported as unknown.
+    """
+    if info is None:
+        return Status.MISSING
+    if info.unknown:
+        return Status.UNKNOWN_TOOL
+    failed = info.error if is_error is None else is_error
+    if failed and declared is False:
+        return Status.UNKNOWN_TOOL
+    return Status.ERROR if failed else Status.OK
+
+
+def _matches_error(text: str, settings: TraceSettings) -> bool:
+    error_re = settings.error_re
+    if error_re is None:
+        return False
+    n = settings.scan_chars
+    if len(text) <= 2 * n:
+        return error_re.search(text) is not None
+    return error_re.search(text, 0, n) is not None or error_re.search(text, len(text) - n) is not None
+
+
+def _says_unknown(text: str, settings: TraceSettings) -> bool:
+    unknown_re = settings.unknown_tool_re
+    return unknown_re is not None and unknown_re.search(text, 0, UNKNOWN_SCAN_CHARS) is not None
+
+
+def _json_error(value: Any) -> bool:
+    """An error flag or a non-zero exit code at the top of a JSON object result."""
+    if not isinstance(value, dict):
+        return False
+    if any(value.get(k) is True for k in _ERROR_FLAGS):
+        return True
+    if value.get("error") not in (None, False, "", [], {}):
+        return True
+    return any(type(value.get(k)) is int and value.get(k) != 0 for k in _EXIT_KEYS)
+
+
+def _scrub(text: str, settings: TraceSettings) -> str:
+    volatile_re = settings.volatile_re
+    if volatile_re is None:
+        return text
+    n = settings.scan_chars
+    if len(text) <= 2 * n:
+        return volatile_re.sub(PLACEHOLDER, text)
+    return volatile_re.sub(PLACEHOLDER, text[:n]) + text[n:-n] + volatile_re.sub(PLACEHOLDER, text[-n:])
+
+
+# --- JSON helpers ----------------------------------------------------------------------------
+
+
+def _loads(text: str) -> Any:
+    if not text or text.lstrip()[:1] not in _JSON_START:
+        return _INVALID
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:  # valid JSON orjson refuses: integers beyond 64 bits, lone surrogates
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _INVALID
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _drop_keys(value: Any, keys: frozenset[str], *, fold: bool) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _drop_keys(v, keys, fold=fold)
+            for k, v in value.items()
+            if (k.lower() if fold else k) not in keys
+        }
+    if isinstance(value, list):
+        return [_drop_keys(v, keys, fold=fold) for v in value]
+    return value
+
+
+def _memo_key(text: str) -> str | tuple[int, bytes]:
+    if len(text) <= _MEMO_KEY_CHARS:
+        return text
+    return len(text), blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
