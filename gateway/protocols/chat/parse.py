@@ -1,0 +1,160 @@
+"""OpenAI Chat Completions request bodies -> protocol-neutral Conversation.
+
+Agents send every shape the API ever accepted (content parts, null content, legacy
+``function_call`` / ``role: function``, arguments as objects...), and some send shapes it never
+did. Nothing here raises on a body: what cannot be understood is skipped, because the gateway must
+forward traffic it cannot read rather than break it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from gateway.trace.model import Conversation, ToolCall, Turn
+
+_ROLES = {
+    "system": "system",
+    "developer": "system",  # o1-style system prompts
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",  # legacy function results
+}
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+
+
+def conversation_from_body(body: Any) -> Conversation:
+    if not isinstance(body, dict):
+        return Conversation(())
+    return conversation_from_messages(body.get("messages"), declared_tools(body))
+
+
+def conversation_from_messages(messages: Any, tools: frozenset[str] | None = None) -> Conversation:
+    if not isinstance(messages, list):
+        return Conversation((), tools)
+    turns = tuple(t for i, m in enumerate(messages) if (t := turn_from_message(m, i)) is not None)
+    return Conversation(turns, tools)
+
+
+def turn_from_message(message: Any, index: int) -> Turn | None:
+    if not isinstance(message, dict):
+        return None
+    role = _ROLES.get(message.get("role")) if isinstance(message.get("role"), str) else None
+    if role is None:
+        return None
+    content = message.get("content")
+    text = content_text(content)
+    if role == "assistant":
+        return Turn(index, role, text, tool_calls_from_message(message))
+    if role == "tool":
+        if isinstance(content, dict):  # off-spec but seen: a result object instead of text
+            text = _arguments(content)
+        return Turn(index, role, text, tool_call_id=_str_or_none(message.get("tool_call_id")),
+                    name=_str_or_none(message.get("name")), is_error=_bool_or_none(message.get("is_error")))
+    return Turn(index, role, text)
+
+
+def tool_calls_from_message(message: Any) -> tuple[ToolCall, ...]:
+    """The tool calls of an assistant message (request history or a response's choice):
+    ``tool_calls`` entries, or the legacy ``function_call``."""
+    if not isinstance(message, dict):
+        return ()
+    calls = message.get("tool_calls")
+    found = [c for c in map(_tool_call, calls) if c is not None] if isinstance(calls, list) else []
+    if not found:
+        legacy = _function(message.get("function_call"), "")
+        if legacy is not None:
+            found.append(legacy)
+    return tuple(found)
+
+
+def declared_tools(body: dict) -> frozenset[str] | None:
+    """Names in ``tools`` (and legacy ``functions``); None when none are declared, or when an
+    entry's name cannot be read (the set would be incomplete and flag real tools unknown)."""
+    names: set[str] = set()
+    for entries, legacy in ((body.get("tools"), False), (body.get("functions"), True)):
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            return None
+        for entry in entries:
+            name = _declared_name(entry, legacy)
+            if name is None:
+                return None
+            names.add(name)
+    return frozenset(names) or None
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string, or its text parts joined by newlines (images etc. skipped)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_part_texts(content))
+    return ""
+
+
+def _part_texts(parts: Iterable[Any]) -> Iterable[str]:
+    for part in parts:
+        if isinstance(part, str):
+            yield part
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            kind = part.get("type")
+            if kind is None or (isinstance(kind, str) and kind in _TEXT_PARTS):
+                yield part["text"]
+
+
+def _tool_call(entry: Any) -> ToolCall | None:
+    if not isinstance(entry, dict):
+        return None
+    call_id = entry.get("id") if isinstance(entry.get("id"), str) else ""
+    kind = entry.get("type")
+    if kind == "custom" and isinstance(entry.get("custom"), dict):  # free-form custom tools
+        custom = entry["custom"]
+        name = custom.get("name")
+        return ToolCall(call_id, name, _arguments(custom.get("input"))) if isinstance(name, str) and name else None
+    return _function(entry.get("function"), call_id)
+
+
+def _function(fn: Any, call_id: str) -> ToolCall | None:
+    if not isinstance(fn, dict):
+        return None
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    return ToolCall(call_id, name, _arguments(fn.get("arguments")))
+
+
+def _arguments(value: Any) -> str:
+    """Raw argument text; objects some clients send instead of a string are serialized."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return str(value)
+
+
+def _declared_name(entry: Any, legacy: bool) -> str | None:
+    if not isinstance(entry, dict):
+        return None
+    if legacy:
+        holder: Any = entry
+    else:
+        kind = entry.get("type", "function")
+        holder = entry.get(kind) if isinstance(kind, str) else None
+    name = holder.get("name") if isinstance(holder, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _bool_or_none(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
