@@ -1,0 +1,44 @@
+"""Loop detectors: pure functions over a Trace, one family per module.
+
+``REGISTRY`` maps each detector's policy name to its entry, in priority order (on equal actions
+the earlier one decides): result-inclusive evidence first, argument-only guesses last.
+"""
+
+from __future__ import annotations
+
+from gateway.detectors import cycle, errors, progress, repeat, rounds, similar, unknown
+from gateway.detectors.base import Detector, DetectorSettings, Finding
+from gateway.detectors.cycle import CycleSettings
+from gateway.detectors.errors import ErrorRepeatSettings
+from gateway.detectors.progress import NoProgressSettings
+from gateway.detectors.repeat import ExactRepeatSettings
+from gateway.detectors.rounds import ToolRoundsSettings
+from gateway.detectors.similar import SimilarRepeatSettings
+from gateway.detectors.unknown import UnknownToolSettings
+
+REGISTRY: dict[str, Detector] = {
+    unknown.NAME: Detector(unknown.NAME, unknown.detect, UnknownToolSettings),
+    progress.NAME: Detector(progress.NAME, progress.detect, NoProgressSettings),
+    errors.NAME: Detector(errors.NAME, errors.detect, ErrorRepeatSettings),
+    repeat.NAME: Detector(repeat.NAME, repeat.detect, ExactRepeatSettings),
+    similar.NAME: Detector(similar.NAME, similar.detect, SimilarRepeatSettings),
+    cycle.NAME: Detector(cycle.NAME, cycle.detect, CycleSettings),
+    rounds.NAME: Detector(rounds.NAME, rounds.detect, ToolRoundsSettings),
+}
+
+
+def default_settings() -> dict[str, DetectorSettings]:
+    """Each registered detector with its shipped defaults."""
+    return {name: entry.settings() for name, entry in REGISTRY.items()}
+
+
+def largest_window(settings: dict[str, DetectorSettings]) -> int:
+    """The widest window the detectors look at: TraceSettings.horizon must be at least this."""
+    return max((getattr(s, "window", 0) for s in settings.values()), default=0)
+
+
+__all__ = [
+    "REGISTRY", "CycleSettings", "Detector", "DetectorSettings", "ErrorRepeatSettings",
+    "ExactRepeatSettings", "Finding", "NoProgressSettings", "SimilarRepeatSettings",
+    "ToolRoundsSettings", "UnknownToolSettings", "default_settings", "largest_window",
+]

@@ -28,6 +28,19 @@ class DetectorSettings(BaseModel):
     terminate_at: int | None = None
     exempt_tools: frozenset[str] = frozenset()
 
+    def thresholds_for(self, finding: Finding) -> DetectorSettings:
+        """The ladder ``finding.count`` is measured against (the policy engine asks). A finding
+        with ``ladder="poll"`` uses this settings' ``poll_warn_at`` / ``poll_reject_at`` /
+        ``poll_terminate_at``; findings without one use ``warn_at`` / ``reject_at`` / ``terminate_at``."""
+        if not finding.ladder:
+            return self
+        prefix = finding.ladder + "_"
+        return DetectorSettings(
+            warn_at=getattr(self, prefix + "warn_at"),
+            reject_at=getattr(self, prefix + "reject_at"),
+            terminate_at=getattr(self, prefix + "terminate_at"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -36,6 +49,7 @@ class Finding:
     steps: tuple[int, ...]  # affected ToolEvent.step values
     tools: tuple[str, ...]
     description: str  # human-readable, English; templates may embed it
+    ladder: str | None = None  # which threshold family applies (see DetectorSettings.thresholds_for)
 
 
 S = TypeVar("S", bound=DetectorSettings)

@@ -1,0 +1,118 @@
+"""Building blocks the detectors share: bounded windows, result comparison, repeat chains.
+
+Every detector looks only at the latest ``window`` events (a tuple slice), never the whole
+trace: its cost and memory are bounded by the window whatever the length of the run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+
+from gateway.trace.model import Status, ToolEvent, Trace
+
+FAILED = "failed"  # the outcome of any failed call: error texts may differ, the failure repeats
+_FAILURES = (Status.ERROR, Status.UNKNOWN_TOOL)
+
+
+def window(trace: Trace, size: int) -> tuple[ToolEvent, ...]:
+    return trace.events[-size:]
+
+
+def key(event: ToolEvent) -> tuple[str, str]:
+    """Same tool, same canonical arguments."""
+    return event.tool, event.args_hash
+
+
+def comparable(event: ToolEvent) -> str | None:
+    """The result hash to compare, or None when the event has no result of the tool's own:
+    proposed (not run yet), vetoed (our observation, never progress), or missing."""
+    if event.proposed or event.vetoed:
+        return None
+    return event.result_hash
+
+
+def failed(event: ToolEvent) -> bool:
+    return event.status in _FAILURES and not event.vetoed
+
+
+def failed_or_same_result(event: ToolEvent) -> Hashable | None:
+    """Failures all agree with each other (error text may differ); successes by result hash."""
+    if comparable(event) is None:
+        return None
+    return FAILED if failed(event) else event.result_hash
+
+
+def no_outcome(_event: ToolEvent) -> None:
+    return None
+
+
+def skipped(event: ToolEvent, exempt: frozenset[str], skip_polling: bool) -> bool:
+    return event.tool in exempt or (skip_polling and event.polling)
+
+
+class ProgressIndex:
+    """Whether an event brought something new: its (call, result) occurs once in the window.
+
+    Between two repeats of a call, a call with a new result is progress (polling whose output
+    changes, an edit before re-running tests); a call that keeps returning the same thing is not.
+    Built lazily: consecutive chains never need it.
+    """
+
+    __slots__ = ("_events", "_counts")
+
+    def __init__(self, events: Sequence[ToolEvent]) -> None:
+        self._events = events
+        self._counts: Counter[tuple[str, str, str]] | None = None
+
+    def is_new(self, event: ToolEvent) -> bool:
+        result = comparable(event)
+        if result is None:
+            return False
+        if self._counts is None:
+            self._counts = Counter(
+                (e.tool, e.args_hash, r) for e in self._events if (r := comparable(e)) is not None
+            )
+        return self._counts[(event.tool, event.args_hash, result)] == 1
+
+
+def chain(
+    events: Sequence[ToolEvent],
+    is_member: Callable[[ToolEvent, ToolEvent], bool],
+    outcome: Callable[[ToolEvent], Hashable | None],
+    *,
+    consecutive: bool,
+    stop_on_progress: bool,
+) -> list[ToolEvent]:
+    """The latest event and the earlier members of its pattern, newest first.
+
+    Walking back from the latest event: ``is_member(event, newest_member)`` says whether an event
+    continues the pattern; a member whose ``outcome`` differs from the chain's (the nearest known
+    one) ends it, because the repeat produced something different; None outcomes (proposed,
+    vetoed, missing) agree with anything. A non-member ends the chain when ``consecutive``, or when
+    it brought something new and ``stop_on_progress``; otherwise it is stepped over.
+    """
+    latest = events[-1]
+    members = [latest]
+    ref = outcome(latest)
+    progress = ProgressIndex(events) if stop_on_progress and not consecutive else None
+    for event in reversed(events[:-1]):
+        if is_member(event, members[-1]):
+            found = outcome(event)
+            if found is not None:
+                if ref is None:
+                    ref = found
+                elif found != ref:
+                    break
+            members.append(event)
+        elif consecutive or (progress is not None and progress.is_new(event)):
+            break
+    return members
+
+
+def same_call(event: ToolEvent, member: ToolEvent) -> bool:
+    return event.tool == member.tool and event.args_hash == member.args_hash
+
+
+def steps_of(events: Sequence[ToolEvent]) -> tuple[int, ...]:
+    return tuple(sorted(e.step for e in events))

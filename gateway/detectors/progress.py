@@ -1,0 +1,50 @@
+"""no_progress: the same call returning the same (normalized) result, again and again.
+
+OpenHands' identical action+observation pairs, OpenClaw's global circuit breaker and its
+knownPollNoProgress (polling calls get their own, higher ``poll_*`` ladder). Count = the latest
+call and its identical predecessors in the window whose results all match, stepping over other
+calls unless one of them brought something new (then the agent is getting somewhere). A proposed
+call counts as one more repeat; a vetoed one counts as the model insisting, and its result (our
+observation) is never compared.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from gateway.detectors.base import DetectorSettings, Finding
+from gateway.detectors.common import chain, comparable, same_call, skipped, steps_of, window
+from gateway.trace.model import Trace
+
+NAME = "no_progress"
+
+
+class NoProgressSettings(DetectorSettings):
+    # Same call, same result: the strongest evidence there is, so this detector escalates.
+    warn_at: int | None = 3  # seed 001/Cline: warn on the 3rd identical call
+    reject_at: int | None = 5  # Roo Code blocks the 4th, OpenHands stops at 4 pairs; one more grace
+    terminate_at: int | None = 8  # the model ignored the warning and 3 vetoes: end the run
+    window: int = Field(default=30, ge=2)  # OpenClaw historySize
+    consecutive: bool = False  # loops often interleave a read or a sleep
+    # Known polling tools, on top of TraceSettings.polling_tools/polling_args_patterns (seed 000
+    # exempts check_background_tasks; OpenClaw still caps endless polls, so: own ladder).
+    polling_tools: frozenset[str] = frozenset({"check_background_tasks"})
+    poll_warn_at: int | None = 10  # OpenClaw knownPollNoProgress warning
+    poll_reject_at: int | None = 20  # OpenClaw critical
+    poll_terminate_at: int | None = 30  # OpenClaw global circuit breaker (1,535-poll incident)
+
+
+def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:
+    events = window(trace, settings.window)
+    if not events or skipped(events[-1], settings.exempt_tools, False):
+        return None
+    latest = events[-1]
+    members = chain(events, same_call, comparable, consecutive=settings.consecutive, stop_on_progress=True)
+    count = len(members)
+    if count < 2:
+        return None
+    polling = latest.polling or latest.tool in settings.polling_tools
+    what = "polled" if polling else "called"
+    return Finding(NAME, count, steps_of(members), (latest.tool,),
+                   f"`{latest.tool}` {what} {count} times with identical arguments and the same result",
+                   ladder="poll" if polling else None)

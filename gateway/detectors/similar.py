@@ -1,0 +1,101 @@
+"""similar_repeat: the same tool with near-identical arguments, failing or returning the same.
+
+Seed 001's approximate repeat (normalized edit distance, similarity > 0.85, e.g. `npm install`
+retried with a growing list of flags) and seed 000's fuzzy match (character 3-gram Jaccard >= 0.8
+for arguments of >= 50 characters). Count = the latest call and its predecessors of the same tool
+whose arguments are similar (each to the next one: "chain", or each to the latest), with results
+that agree: all failed, or all the same result. Paginated reads, different files and larger
+limits are near-identical too, but each returns something new, so they never count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import Field
+from rapidfuzz.distance import Indel, Levenshtein
+
+from gateway.detectors.base import DetectorSettings, Finding
+from gateway.detectors.common import chain, failed_or_same_result, no_outcome, skipped, steps_of, window
+from gateway.trace.model import ToolEvent, Trace
+
+NAME = "similar_repeat"
+Metric = Literal["indel", "levenshtein", "jaccard3"]
+
+
+class SimilarRepeatSettings(DetectorSettings):
+    warn_at: int | None = 3  # seeds 000 and 001: the 3rd near-identical call
+    reject_at: int | None = None  # similarity is a guess: never blocks by default
+    terminate_at: int | None = None
+    exempt_tools: frozenset[str] = frozenset({"check_background_tasks"})  # seed 000
+    window: int = Field(default=8, ge=2)  # seed 001 window_size
+    consecutive: bool = False
+    # indel (rapidfuzz fuzz.ratio: appended flags cost once, not twice as in levenshtein);
+    # levenshtein = seed 001's 1 - distance / max length; jaccard3 = seed 000's 3-gram Jaccard.
+    metric: Metric = "indel"
+    min_similarity: float = Field(default=0.85, gt=0.0, le=1.0)  # seed 001 threshold
+    strict: bool = False  # seed 001 compares with ">" rather than ">="
+    min_length: int = Field(default=0, ge=0)  # seed 000: 50 (shorter arguments must match exactly)
+    compare: Literal["chain", "latest"] = "chain"  # seed 001 compares neighbours (flags drift)
+    # error_or_same: only failures or identical results count (pagination stays quiet);
+    # any: arguments alone, as in both seeds.
+    results: Literal["error_or_same", "any"] = "error_or_same"
+    skip_polling: bool = True
+
+
+def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
+    events = window(trace, settings.window)
+    if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling):
+        return None
+    latest = events[-1]
+    similar = _similarity(settings)
+    exempt, skip_polling = settings.exempt_tools, settings.skip_polling
+
+    def is_member(event: ToolEvent, newest: ToolEvent) -> bool:
+        anchor = newest if settings.compare == "chain" else latest
+        return (event.tool == latest.tool and not skipped(event, exempt, skip_polling)
+                and similar(event.args, anchor.args))
+
+    guarded = settings.results == "error_or_same"
+    members = chain(events, is_member, failed_or_same_result if guarded else no_outcome,
+                    consecutive=settings.consecutive, stop_on_progress=guarded)
+    count = len(members)
+    if count < 2:
+        return None
+    return Finding(NAME, count, steps_of(members), (latest.tool,),
+                   f"`{latest.tool}` called {count} times with near-identical arguments "
+                   f"({settings.metric} similarity >= {settings.min_similarity:.2f})")
+
+
+def _similarity(settings: SimilarRepeatSettings) -> Callable[[str, str], bool]:
+    threshold, strict, min_length = settings.min_similarity, settings.strict, settings.min_length
+    score = _METRICS[settings.metric]
+
+    def similar(a: str, b: str) -> bool:
+        if a == b:
+            return True
+        if len(a) < min_length or len(b) < min_length:
+            return False  # seed 000: short arguments only match exactly
+        value = score(a, b, threshold)
+        return value > threshold if strict else value >= threshold
+
+    return similar
+
+
+def _jaccard3(a: str, b: str, _cutoff: float) -> float:
+    """Seed 000: |S1 & S2| / |S1 | S2| over the sets of 3-character slices."""
+    sa, sb = _grams(a), _grams(b)
+    union = len(sa | sb)
+    return len(sa & sb) / union if union else 1.0
+
+
+def _grams(text: str) -> set[str]:
+    return {text[i:i + 3] for i in range(len(text) - 2)} or {text}
+
+
+_METRICS: dict[str, Callable[[str, str, float], float]] = {
+    "indel": lambda a, b, cutoff: Indel.normalized_similarity(a, b, score_cutoff=cutoff),
+    "levenshtein": lambda a, b, cutoff: Levenshtein.normalized_similarity(a, b, score_cutoff=cutoff),
+    "jaccard3": _jaccard3,
+}
