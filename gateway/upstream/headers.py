@@ -39,7 +39,10 @@ def request_headers(
     if identity:
         replaced.add(b"accept-encoding")
     out = [(k, v) for k, v in pairs if k not in _REQUEST_DROP and k not in named and k not in replaced]
-    out += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+    # The key and identity win over a configured header of the same name: each is sent once.
+    forced = ({b"authorization", b"api-key"} if api_key else set()) | ({b"accept-encoding"} if identity else set())
+    extra_pairs = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+    out += [(k, v) for k, v in extra_pairs if k not in forced]
     if api_key:
         out.append((b"authorization", b"Bearer " + api_key.encode("latin-1")))
     if identity:
