@@ -11,7 +11,20 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Envelope", "content_chunk", "finish_chunk", "new_completion_id", "role_chunk"]
+from gateway.protocols.chat.assembler import PartialCall
+
+__all__ = [
+    "Envelope",
+    "add_usage",
+    "call_delta",
+    "content_chunk",
+    "finish_chunk",
+    "late_delta",
+    "new_completion_id",
+    "role_chunk",
+    "usage_chunk",
+    "with_delta",
+]
 
 CHUNK_OBJECT = "chat.completion.chunk"
 
@@ -77,3 +90,49 @@ def finish_chunk(env: Envelope, reason: str = "stop", index: int = 0, **extra: A
 
 def usage_chunk(env: Envelope, usage: dict[str, Any]) -> dict[str, Any]:
     return env.chunk([], usage=usage)
+
+
+# --- re-emitting held tool calls -------------------------------------------------------
+
+
+def with_delta(head: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
+
+
+def call_delta(call: PartialCall, index: int) -> dict[str, Any]:
+    function = {"name": call.name, "arguments": call.arguments, **call.function_extra}
+    if call.legacy:
+        return {"function_call": function}
+    entry: dict[str, Any] = {"index": index}
+    if call.id:
+        entry["id"] = call.id
+    entry["type"] = call.type or "function"
+    entry["function"] = function
+    entry.update(call.extra)
+    return {"tool_calls": [entry]}
+
+
+def late_delta(call: PartialCall, fragment: dict[str, Any], index: int) -> dict[str, Any]:
+    if call.legacy:
+        return {"function_call": fragment.get("function", {})}
+    # ids and names would be concatenated again by accumulating clients
+    entry = {k: v for k, v in fragment.items() if k not in ("id", "index", "type")}
+    function = entry.get("function")
+    if isinstance(function, dict) and function.get("name") == call.name:
+        entry["function"] = {k: v for k, v in function.items() if k != "name"}
+    return {"tool_calls": [{"index": index, **entry}]}
+
+
+def add_usage(total: Any, more: Any) -> Any:
+    if not isinstance(total, dict) or not isinstance(more, dict):
+        return more if total is None else total
+    merged = dict(total)
+    for key, value in more.items():
+        old = merged.get(key)
+        if isinstance(value, (int, float)) and isinstance(old, (int, float)) and not isinstance(value, bool):
+            merged[key] = old + value
+        elif isinstance(value, dict) and isinstance(old, dict):
+            merged[key] = add_usage(old, value)
+        else:
+            merged[key] = value if old is None else old
+    return merged

@@ -37,96 +37,116 @@ class SSEEvent:
 
 
 class SSEDecoder:
-    """Splits an SSE byte stream into events, whatever the chunk boundaries and line endings."""
+    """Splits an SSE byte stream into events, whatever the chunk boundaries and line endings.
+
+    Lines are parsed only once their event is complete, so the only state between chunks is the
+    unfinished event's bytes and where scanning resumes. Streams without CR (nearly all) are
+    scanned with ``bytes.find``; the general path handles CR and CRLF.
+    """
 
     def __init__(self) -> None:
-        self._buf = bytearray()
-        self._line_start = 0  # start in _buf of the line being read
-        self._scan_from = 0  # no line ending exists in _buf[_line_start:_scan_from]
+        self._buf = bytearray()  # the unfinished event's bytes
+        self._scan = 0  # a line start in _buf: everything before it has been scanned
+        self._content = False  # the unfinished event has a non-empty line
         self._skip_lf = False  # the last line ended with a CR at the end of a chunk
-        self._reset_fields()
-
-    def _reset_fields(self) -> None:
-        self._data: list[str] = []
-        self._event: str | None = None
-        self._id: str | None = None
-        self._comments: list[str] = []
-        self._has_fields = False
+        self._seen = 0  # no blank line starts in _buf before this: a long line isn't rescanned
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        buf = self._buf
-        buf += chunk
-        pos = self._line_start
-        if self._skip_lf and len(buf) > pos:
+        buf: bytes | bytearray
+        if self._buf:
+            buf = self._buf
+            buf += chunk
+        else:  # the usual case, whole events per chunk: slice the chunk itself, no copy
+            buf = chunk
+        size, pos = len(buf), self._scan
+        if self._skip_lf and pos < size:
             # "\r" then "\n" in the next chunk is one line ending, not an extra blank line.
             self._skip_lf = False
-            if buf[pos] == _LF:
-                pos += 1
+            pos += buf[pos] == _LF
         events: list[SSEEvent] = []
-        event_start = 0
-        scan = max(pos, self._scan_from)
-        end_of_buf = len(buf)
-        while True:
-            match = _EOL.search(buf, scan)
-            if match is None:
-                break
-            end, nxt = match.span()
-            if nxt == end_of_buf and nxt - end == 1 and buf[end] == _CR:
-                self._skip_lf = True
-            line = buf[pos:end]
-            pos = scan = nxt
-            if line:
-                self._field(line)
-            elif self._has_fields:
-                events.append(self._dispatch(bytes(buf[event_start:pos]), True))
-                event_start = pos
+        start = 0
+        lf_only = buf.find(b"\r", max(pos, self._seen)) < 0
+        while pos < size:
+            if lf_only:
+                if buf[pos] == _LF:
+                    blank = pos
+                else:
+                    self._content = True
+                    found = buf.find(b"\n\n", max(pos, self._seen))
+                    if found < 0:
+                        pos = buf.rfind(b"\n", max(pos, self._seen)) + 1 or pos
+                        self._seen = size - 1
+                        break
+                    blank = found + 1
+                end = blank + 1
+            else:
+                match = _EOL.match(buf, pos)
+                if match is None:  # a non-empty line: skip to its end
+                    self._content = True
+                    match = _EOL.search(buf, pos)
+                    if match is None:
+                        break
+                    pos = self._line_end(buf, match)
+                    continue
+                blank, end = pos, self._line_end(buf, match)
+            if self._content:
+                events.append(_event(bytes(buf[start:end]), blank - start, True))
+                start, self._content = end, False
+            pos = end
         # Keep only the unfinished event: its bytes are still needed for its raw.
-        del buf[:event_start]
-        self._line_start = pos - event_start
-        self._scan_from = len(buf)
+        if buf is chunk:
+            self._buf[:] = chunk[start:]
+        else:
+            del buf[:start]
+        self._scan = pos - start
+        self._seen = max(self._seen - start, 0) if lf_only else 0
         return events
+
+    def _line_end(self, buf: bytes | bytearray, match: re.Match[bytes]) -> int:
+        end = match.end()
+        if end == len(buf) and buf[end - 1] == _CR:
+            self._skip_lf = True
+        return end
 
     def flush(self) -> list[SSEEvent]:
         """The stream ended: return what is left (an event missing its blank line, stray bytes)."""
         buf = self._buf
         if not buf:
             return []
-        tail = bytes(buf[self._line_start:]).rstrip(b"\r\n")
-        if tail:
-            self._field(tail)
-        event = self._dispatch(bytes(buf), False)
+        event = _event(bytes(buf), len(buf), False)
         buf.clear()
-        self._line_start = self._scan_from = 0
-        self._skip_lf = False
+        self._scan = self._seen = 0
+        self._content = self._skip_lf = False
         return [event]
 
-    def _field(self, line: bytes | bytearray) -> None:
+
+def _event(raw: bytes, size: int, terminated: bool) -> SSEEvent:
+    """Parse an event whose lines are ``raw[:size]`` (the rest is its blank line)."""
+    if raw.startswith(b"data: ") and raw.find(b"\n", 6) == size - 1 and b"\r" not in raw:
+        # The common case, one data line: no line splitting.
+        return SSEEvent(raw, raw[6 : size - 1].decode("utf-8", "replace"), terminated=terminated)
+    lines = raw[:size]
+    data: list[str] = []
+    comments: list[str] = []
+    event = ident = None
+    for line in lines.split(b"\n") if b"\r" not in lines else _EOL.split(lines):
+        if not line:  # stray blank lines before the event
+            continue
         # A line ending can't fall inside a UTF-8 sequence, so each line decodes on its own.
         text = line.decode("utf-8", "replace")
-        self._has_fields = True
         if text[0] == ":":
-            self._comments.append(text[1:].removeprefix(" "))
-            return
+            comments.append(text[1:].removeprefix(" "))
+            continue
         name, _, value = text.partition(":")
         value = value.removeprefix(" ")
         if name == "data":
-            self._data.append(value)
+            data.append(value)
         elif name == "event":
-            self._event = value
+            event = value
         elif name == "id" and "\0" not in value:
-            self._id = value
-
-    def _dispatch(self, raw: bytes, terminated: bool) -> SSEEvent:
-        event = SSEEvent(
-            raw=raw,
-            data="\n".join(self._data) if self._data else None,
-            event=self._event,
-            id=self._id,
-            comments=tuple(self._comments),
-            terminated=terminated,
-        )
-        self._reset_fields()
-        return event
+            ident = value
+    joined = "\n".join(data) if data else None
+    return SSEEvent(raw, joined, event, ident, tuple(comments), terminated)
 
 
 def data_event(payload: dict | list | str) -> bytes:

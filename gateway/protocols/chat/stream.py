@@ -19,7 +19,16 @@ from typing import Any
 import orjson
 
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
-from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk, usage_chunk
+from gateway.protocols.chat.chunks import (
+    Envelope,
+    add_usage,
+    call_delta,
+    content_chunk,
+    finish_chunk,
+    late_delta,
+    usage_chunk,
+    with_delta,
+)
 from gateway.protocols.chat.sse import DONE, SSEDecoder, SSEEvent, data_event
 from gateway.trace.model import ToolCall
 
@@ -130,6 +139,7 @@ class ToolCallFilter:
         self._asm = ToolCallAssembler()
         self._out_index: dict[int, int] = {}
         self._head: dict[str, Any] | None = None
+        self._fast = False
         self.rounds.append(RoundState())
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
@@ -140,9 +150,7 @@ class ToolCallFilter:
         if data == "[DONE]":
             self._saw_done = True  # withheld: a continuation may follow
             return
-        fast = not (self.envelope is None or self._continuation or self._asm.open
-                    or self.round.finish_withheld)
-        if fast and _TOOL_KEYS[0] not in raw and _TOOL_KEYS[1] not in raw:
+        if self._fast and _TOOL_KEYS[0] not in raw and _TOOL_KEYS[1] not in raw:
             self._relay(raw, out)
             return
         try:
@@ -153,6 +161,12 @@ class ToolCallFilter:
             self._relay(raw, out)
             return
         self._on_chunk(chunk, raw, out)
+        self._fast = self._can_skip()
+
+    def _can_skip(self) -> bool:
+        """Whether an event without tool-call keys can be relayed without being parsed."""
+        watching = self._continuation or self._asm.open or self.round.finish_withheld
+        return self.envelope is not None and not watching
 
     def _relay(self, raw: bytes, out: list[bytes]) -> None:
         self._emitted = True
@@ -182,7 +196,9 @@ class ToolCallFilter:
         if not (changed or usage_changed):
             self._relay(raw, out)
             return
-        pieces = [{**chunk, "choices": choices}] if choices or usage is not None else []
+        # Drop the chunk itself only when everything in it was taken out (held or re-emitted).
+        emptied = (not choices and bool(chunk["choices"])) or (usage_changed and usage is None)
+        pieces = [{**chunk, "choices": choices}] if choices or usage is not None or not emptied else []
         pieces += after
         for piece in pieces:  # the SDK keeps the usage of the last chunk it saw
             if "usage" in piece or usage is not None:
@@ -230,14 +246,14 @@ class ToolCallFilter:
                 self._out_index[call.position] = index = self._next_index
                 self._next_index += 1
                 state.kept.append(tool_call)
-                pieces.append(_with_delta(head, _call_delta(call, index)))
+                pieces.append(with_delta(head, call_delta(call, index)))
                 continue
             if state.rejected is None:
                 state.rejected, state.rejected_position = tool_call, call.position
             state.dropped.append(tool_call)
         for call, fragment in self._asm.late:  # deltas arriving after their call was judged
             if call.position in self._out_index:
-                pieces.append(_with_delta(head, _late_delta(call, fragment, self._out_index[call.position])))
+                pieces.append(with_delta(head, late_delta(call, fragment, self._out_index[call.position])))
         self._asm.late.clear()
         return pieces
 
@@ -253,10 +269,10 @@ class ToolCallFilter:
         if usage is None:
             return None, False
         if self.round.finish_withheld:
-            self._held_usage = _add_usage(self._held_usage, usage)
+            self._held_usage = add_usage(self._held_usage, usage)
             return None, True
         if self._held_usage is not None:
-            usage, self._held_usage = _add_usage(self._held_usage, usage), None
+            usage, self._held_usage = add_usage(self._held_usage, usage), None
             return usage, True
         return usage, False
 
@@ -267,46 +283,3 @@ class ToolCallFilter:
 
     def _env_head(self) -> dict[str, Any]:
         return (self.envelope or Envelope.new("")).chunk([])
-
-
-def _with_delta(head: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
-    return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
-
-
-def _call_delta(call: PartialCall, index: int) -> dict[str, Any]:
-    function = {"name": call.name, "arguments": call.arguments, **call.function_extra}
-    if call.legacy:
-        return {"function_call": function}
-    entry: dict[str, Any] = {"index": index}
-    if call.id:
-        entry["id"] = call.id
-    entry["type"] = call.type or "function"
-    entry["function"] = function
-    entry.update(call.extra)
-    return {"tool_calls": [entry]}
-
-
-def _late_delta(call: PartialCall, fragment: dict[str, Any], index: int) -> dict[str, Any]:
-    if call.legacy:
-        return {"function_call": fragment.get("function", {})}
-    # ids and names would be concatenated again by accumulating clients
-    entry = {k: v for k, v in fragment.items() if k not in ("id", "index", "type")}
-    function = entry.get("function")
-    if isinstance(function, dict) and function.get("name") == call.name:
-        entry["function"] = {k: v for k, v in function.items() if k != "name"}
-    return {"tool_calls": [{"index": index, **entry}]}
-
-
-def _add_usage(total: Any, more: Any) -> Any:
-    if not isinstance(total, dict) or not isinstance(more, dict):
-        return more if total is None else total
-    merged = dict(total)
-    for key, value in more.items():
-        old = merged.get(key)
-        if isinstance(value, (int, float)) and isinstance(old, (int, float)) and not isinstance(value, bool):
-            merged[key] = old + value
-        elif isinstance(value, dict) and isinstance(old, dict):
-            merged[key] = _add_usage(old, value)
-        else:
-            merged[key] = value if old is None else old
-    return merged

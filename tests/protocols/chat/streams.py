@@ -96,6 +96,8 @@ def accumulate(data: bytes) -> ParsedChatCompletion:
     state: ChatCompletionStreamState = ChatCompletionStreamState()
     for body in client_chunks(data):
         assert "error" not in body
+        if body.get("object") != "chat.completion.chunk":
+            continue  # as the SDK's ChatCompletionStream does (Azure content-filter chunks)
         state.handle_chunk(ChatCompletionChunk.model_validate(body))
     return state.get_final_completion()
 

@@ -397,3 +397,19 @@ def test_chunk_helpers_make_valid_chunks() -> None:
     assert (completion.id, completion.model, completion.system_fingerprint) == (ENV["id"], ENV["model"], ENV["system_fingerprint"])
     assert completion.choices[0].message.content == "Hi!" and completion.choices[0].finish_reason == "stop"
     assert orjson.loads(data_event(finish_chunk(env, "stop"))[6:])["object"] == "chat.completion.chunk"
+
+
+def test_null_tool_calls_in_content_deltas_are_relayed_untouched() -> None:
+    stream = sse(chunk({"role": "assistant", "content": "", "tool_calls": None}), chunk({"content": "Hi", "tool_calls": None}), chunk({}, "stop"))
+    out, _ = run(stream)
+    assert out == stream
+
+
+def test_continuation_keeps_chunks_without_choices() -> None:
+    filters = {**ENV2, "object": "", "choices": [], "prompt_filter_results": [{"prompt_index": 0}]}
+    first = sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), FINISH)
+    second = sse(filters, chunk({"role": "assistant", "content": "ok"}, env=ENV2), chunk({}, "stop", env=ENV2))
+    out, _ = _continuation(first, second, lambda call, pos: call.id != "call_a")
+    bodies = client_chunks(out)
+    assert [b["prompt_filter_results"] for b in bodies if "prompt_filter_results" in b] == [[{"prompt_index": 0}]]
+    assert accumulate(out).choices[0].message.content == "ok"
