@@ -83,12 +83,19 @@ def _finding(run: Sequence[ToolEvent], period: int, settings: CycleSettings) -> 
 
 
 def _stable(run: Sequence[ToolEvent], period: int) -> bool:
-    """Each call returned what it returned one period earlier (unknown results agree)."""
+    """Each call returned what it returned one period earlier, and every position of the cycle
+    has shown it at least once: a proposed call's result is unknown, so a position seen only
+    through proposed or vetoed calls proves nothing yet (a debugger's `p total` inside a loop of
+    `next`s is stable only until it prints a new total)."""
+    proven = set()
     for i in range(period, len(run)):
         a, b = comparable(run[i]), comparable(run[i - period])
-        if a is not None and b is not None and a != b:
+        if a is None or b is None:
+            continue
+        if a != b:
             return False
-    return True
+        proven.add(i % period)
+    return len(proven) == period
 
 
 def _cap(settings: CycleSettings, count: int) -> int:

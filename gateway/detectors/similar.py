@@ -10,14 +10,16 @@ limits are near-identical too, but each returns something new, so they never cou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Literal
 
 from pydantic import Field
 from rapidfuzz.distance import Indel, Levenshtein
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import chain, failed_or_same_result, no_outcome, skipped, steps_of, window
+from gateway.detectors.common import (
+    chain, comparable, failed, failed_or_same_result, no_outcome, skipped, steps_of, window,
+)
 from gateway.trace.model import ToolEvent, Trace
 
 NAME = "similar_repeat"
@@ -30,7 +32,9 @@ class SimilarRepeatSettings(DetectorSettings):
     terminate_at: int | None = None
     exempt_tools: frozenset[str] = frozenset({"check_background_tasks"})  # seed 000
     window: int = Field(default=8, ge=2)  # seed 001 window_size
-    consecutive: bool = False
+    # Seed 001 looks at the last calls in a row. A call in between breaks the run: small edits
+    # separated by test runs are the edit/run-tests cycle, iteration rather than a loop.
+    consecutive: bool = True
     # indel (rapidfuzz fuzz.ratio: appended flags cost once, not twice as in levenshtein);
     # levenshtein = seed 001's 1 - distance / max length; jaccard3 = seed 000's 3-gram Jaccard.
     metric: Metric = "indel"
@@ -41,6 +45,9 @@ class SimilarRepeatSettings(DetectorSettings):
     # error_or_same: only failures or identical results count (pagination stays quiet);
     # any: arguments alone, as in both seeds.
     results: Literal["error_or_same", "any"] = "error_or_same"
+    # ...and an identical success counts only if it says something: `mv`, `mkdir`, `git add`
+    # print nothing and a write tool may answer a bare "OK" for every different file.
+    min_result_chars: int = Field(default=16, ge=0)
     skip_polling: bool = True
 
 
@@ -58,14 +65,32 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
                 and similar(event.args, anchor.args))
 
     guarded = settings.results == "error_or_same"
-    members = chain(events, is_member, failed_or_same_result if guarded else no_outcome,
-                    consecutive=settings.consecutive, stop_on_progress=guarded)
+    if guarded and not _informative(latest, settings.min_result_chars):
+        return None
+    outcome = _outcome(settings.min_result_chars) if guarded else no_outcome
+    members = chain(events, is_member, outcome, consecutive=settings.consecutive, stop_on_progress=guarded)
     count = len(members)
     if count < 2:
         return None
     return Finding(NAME, count, steps_of(members), (latest.tool,),
                    f"`{latest.tool}` called {count} times with near-identical arguments "
                    f"({settings.metric} similarity >= {settings.min_similarity:.2f})")
+
+
+def _informative(event: ToolEvent, min_chars: int) -> bool:
+    """A failure, an unknown result (proposed, vetoed, missing), or a success with some text."""
+    if comparable(event) is None or failed(event):
+        return True
+    return len(event.result.strip()) >= min_chars if event.result is not None else True
+
+
+def _outcome(min_chars: int) -> Callable[[ToolEvent], Hashable | None]:
+    def outcome(event: ToolEvent) -> Hashable | None:
+        if not _informative(event, min_chars):
+            return object()  # a silent success agrees with nothing, not even another one
+        return failed_or_same_result(event)
+
+    return outcome
 
 
 def _similarity(settings: SimilarRepeatSettings) -> Callable[[str, str], bool]:

@@ -32,6 +32,9 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r"\bTraceback \(most recent call last\)",
     r"\b(exit|return) (code|status)[:= ]+[1-9]\d*",
     r'"(is_error|isError|error)"\s*:\s*(true|"[^"]+")',
+    r"^(npm|yarn|pnpm) (ERR!|error\b)",  # package managers print no "Error:" prefix
+    r"^fatal: ",  # git
+    r"\b(command not found|No such file or directory|Permission denied)\b",  # shell failures
 )
 # Calls that repeat by design while waiting for something (seed 000 exempts
 # check_background_tasks; Claude Code's BashOutput and Windsurf's command_status read a background
