@@ -51,6 +51,11 @@ class SSEDecoder:
         self._skip_lf = False  # the last line ended with a CR at the end of a chunk
         self._seen = 0  # no blank line starts in _buf before this: a long line isn't rescanned
 
+    @property
+    def idle(self) -> bool:
+        """Between events: the next byte starts a new event."""
+        return not self._buf and not self._skip_lf
+
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         buf: bytes | bytearray
         if self._buf:

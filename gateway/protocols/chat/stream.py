@@ -74,6 +74,17 @@ class ToolCallFilter:
     # --- driving ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[bytes]:
+        if (
+            self._fast
+            and data.endswith(b"\n\n")
+            and self._decoder.idle
+            and b"_call" not in data  # covers both tool-call keys in one scan
+            and b"[DONE]" not in data
+        ):
+            # Whole events (a chunk ending in a blank line ends an event, whatever its line
+            # endings) with nothing to hold or withhold: most chunks. Relay the chunk as is.
+            self._emitted = True
+            return [data]
         out: list[bytes] = []
         for event in self._decoder.feed(data):
             self._on_event(event, out)

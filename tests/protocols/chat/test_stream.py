@@ -413,3 +413,14 @@ def test_continuation_keeps_chunks_without_choices() -> None:
     bodies = client_chunks(out)
     assert [b["prompt_filter_results"] for b in bodies if "prompt_filter_results" in b] == [[{"prompt_index": 0}]]
     assert accumulate(out).choices[0].message.content == "ok"
+
+
+def test_content_events_are_relayed_as_the_same_bytes_as_they_arrive() -> None:
+    filt = ToolCallFilter(lambda call, pos: True)
+    events = [sse(c, done=False) for c in (ROLE, chunk({"content": "a"}), chunk({"content": "b"}), chunk({}, "stop"))]
+    split = events[2][:10], events[2][10:]
+    assert filt.feed(events[0]) == [events[0]]
+    assert filt.feed(events[1]) == [events[1]]
+    assert filt.feed(split[0]) == [] and filt.feed(split[1]) == [events[2]]
+    assert filt.feed(events[3] + b": ping\n\n") == [events[3] + b": ping\n\n"]
+    assert filt.feed(DONE) == [] and filt.final() == [DONE]
