@@ -36,10 +36,13 @@ async def chat_completions(request: Request) -> Response:
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:
         return _terminate(ex)
     ex.took(started)
+    sent = time.perf_counter()
     try:
         upstream = await gateway.upstream.send(ex.outgoing)
     except UpstreamError as exc:
         return upstream_failed(gateway, exc, ex.path)
+    finally:
+        ex.waited(sent)
     if ex.stream and upstream.status == 200:
         chunks = chat_stream.relay(ex, upstream)
         return RelayStream(200, ex.headers(upstream.headers), chunks, upstream.aclose)
@@ -83,8 +86,8 @@ def _terminate(ex: Exchange) -> Response:
     assert ex.plan is not None
     text = ex.termination_text(ex.plan.judgement)
     headers = ex.headers([])
-    ex.log.info("request", status=200, stream=ex.stream, action="terminate", upstream_ms=0,
-                overhead_ms=_ms(time.perf_counter() - ex.started))
+    ex.took(ex.started)
+    ex.log_request(200)
     if ex.terminate_as_error:
         status = ex.plan.policy.interventions.terminate.status
         return relay(status, [(b"content-type", b"application/json"), *headers],
@@ -102,6 +105,3 @@ async def _iter(chunks: list[bytes]):
     for chunk in chunks:
         yield chunk
 
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)

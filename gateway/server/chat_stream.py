@@ -78,7 +78,7 @@ async def relay(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes
             await current.aclose()
     for chunk in stream.final():
         yield chunk
-    ex.log.info("request", status=200, stream=True, action=ex.action.label, overhead_ms=round(ex.overhead_s * 1000, 3))
+    ex.log_request(200)
 
 
 async def _pump(ex: Exchange, stream: ToolCallFilter, upstream: UpstreamResponse) -> AsyncIterator[bytes]:

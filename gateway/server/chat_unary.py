@@ -24,9 +24,8 @@ _JSON = (b"content-type", b"application/json")
 
 
 async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
-    waited = time.perf_counter()
     try:
-        status, headers, content = await _read(upstream)
+        status, headers, content = await _read(ex, upstream)
         while (found := _refusal(ex, status, content)) is not None:
             data, refusal = found
             if not ex.may_reask(refusal) and refusal.position == 0:
@@ -35,19 +34,20 @@ async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
             if refusal.position > 0:  # the calls before it go to the agent; the rest are dropped
                 content = _keep_first(data, refusal.position)
                 break
-            status, headers, content = await _read(await ex.reask(stream=False))
+            status, headers, content = await _read(ex, await ex.reask(stream=False))
     except UpstreamError as exc:
         return upstream_failed(ex.gateway, exc, ex.path)
-    ex.log.info("request", status=status, stream=False, action=ex.action.label,
-                upstream_ms=_ms(time.perf_counter() - waited - ex.overhead_s), overhead_ms=_ms(ex.overhead_s))
+    ex.log_request(status)
     return relay(status, ex.headers(headers), content)
 
 
-async def _read(upstream: UpstreamResponse) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+async def _read(ex: Exchange, upstream: UpstreamResponse) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    started = time.perf_counter()
     try:
         return upstream.status, upstream.headers, await upstream.aread()
     finally:
         await upstream.aclose()
+        ex.waited(started)
 
 
 def _refusal(ex: Exchange, status: int, content: bytes) -> tuple[dict[str, Any], Refusal] | None:
@@ -81,13 +81,10 @@ def _keep_first(data: dict[str, Any], count: int) -> bytes:
 def _terminate(ex: Exchange, refusal: Refusal) -> Response:
     ex.record(refusal.judgement, Action.TERMINATE, "response")
     text = ex.termination_text(refusal.judgement)
-    ex.log.info("request", status=200, stream=False, action="terminate", overhead_ms=_ms(ex.overhead_s))
+    ex.log_request(200)
     if ex.terminate_as_error:
         status = ex.plan.policy.interventions.terminate.status
         body = orjson.dumps(error_body(text, "loop_detected", code="loop_detected"))
         return relay(status, ex.headers([_JSON]), body)
     return relay(200, ex.headers([_JSON]), orjson.dumps(replies.termination_completion(text, ex.model)))
 
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)

@@ -37,7 +37,8 @@ class Exchange:
     plan: RequestPlan | None  # None: the guard failed open, traffic is forwarded untouched
     log: Any
     started: float = field(default_factory=time.perf_counter)
-    overhead_s: float = 0.0
+    overhead_s: float = 0.0  # time spent in the gateway's own code
+    upstream_s: float = 0.0  # time spent waiting for the upstream
     reasks: int = 0
     action: Action = Action.PASS
     detector: str | None = None
@@ -46,6 +47,13 @@ class Exchange:
 
     def took(self, since: float) -> None:
         self.overhead_s += time.perf_counter() - since
+
+    def waited(self, since: float) -> None:
+        self.upstream_s += time.perf_counter() - since
+
+    def log_request(self, status: int) -> None:
+        self.log.info("request", method="POST", status=status, stream=self.stream, action=self.action.label,
+                      upstream_ms=round(self.upstream_s * 1000, 3), overhead_ms=round(self.overhead_s * 1000, 3))
 
     def record(self, judgement: Judgement, action: Action, phase: str) -> None:
         if self.plan is not None:
@@ -100,7 +108,11 @@ class Exchange:
         self.reasks += 1
         body = orjson.dumps({**self.payload, "messages": self.plan.messages})
         request = UpstreamRequest("POST", self.outgoing.path, self.outgoing.query, self.outgoing.headers, body)
-        return await self.gateway.upstream.send(request)
+        started = time.perf_counter()
+        try:
+            return await self.gateway.upstream.send(request)
+        finally:
+            self.waited(started)
 
     def termination_text(self, judgement: Judgement) -> str:
         assert self.plan is not None
