@@ -7,7 +7,6 @@ then the text work (canonical arguments, result normalization, hashing) only for
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from gateway.trace.model import VETO_MARKER, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
@@ -71,44 +70,49 @@ def _pair(turns: tuple[Turn, ...], start: int) -> tuple[list[_Pending], int]:
     else its first unanswered call. Results that match no call are ignored.
     """
     calls: list[_Pending] = []
-    by_id: dict[str, deque[_Pending]] = {}
+    by_id: dict[str, list[_Pending]] = {}
     last_round: list[_Pending] = []
     rounds = 0
     for turn in turns[start:]:
-        if turn.role == "assistant" and turn.tool_calls:
+        role = turn.role
+        if role == "tool":
+            match = _match(turn, by_id, last_round)
+            if match is not None:
+                match.result = turn
+        elif role == "assistant" and turn.tool_calls:
             rounds += 1
             last_round = [_Pending(c, rounds, turn.index) for c in turn.tool_calls]
             calls.extend(last_round)
             _register(by_id, last_round)
-        elif turn.role == "tool":
-            match = _match(turn, by_id, last_round)
-            if match is not None:
-                match.result = turn
     return calls, rounds
 
 
-def _register(by_id: dict[str, deque[_Pending]], round_calls: list[_Pending]) -> None:
-    fresh: dict[str, deque[_Pending]] = {}
-    for p in round_calls:
-        if p.call.id:
-            fresh.setdefault(p.call.id, deque()).append(p)
+def _register(by_id: dict[str, list[_Pending]], round_calls: list[_Pending]) -> None:
     # A new call with a reused id supersedes an older unanswered one: the next result with that
-    # id is nearer to the new call.
-    by_id.update(fresh)
+    # id is nearer to the new call. Calls of one round sharing an id pair in order.
+    fresh: set[str] = set()
+    for p in round_calls:
+        call_id = p.call.id
+        if not call_id:
+            continue
+        if call_id in fresh:
+            by_id[call_id].append(p)
+        else:
+            fresh.add(call_id)
+            by_id[call_id] = [p]
 
 
-def _match(turn: Turn, by_id: dict[str, deque[_Pending]], last_round: list[_Pending]) -> _Pending | None:
+def _match(turn: Turn, by_id: dict[str, list[_Pending]], last_round: list[_Pending]) -> _Pending | None:
     if turn.tool_call_id:
         queue = by_id.get(turn.tool_call_id)
         while queue:
-            p = queue.popleft()
-            if p.result is None:
+            p = queue.pop(0)
+            if p.result is None:  # answered calls left here were paired by order
                 return p
         if any(p.call.id for p in last_round):
             return None  # an id we never issued: a result without a call
     unanswered = [p for p in last_round if p.result is None]
     named = [p for p in unanswered if turn.name and p.call.name == turn.name]
-    # An answered call left in by_id is skipped there later (its result is set).
     return (named or unanswered or [None])[0]
 
 
