@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from gateway.detectors.base import DetectorSettings
+from gateway.trace.model import VETO_MARKER
 
 
 class Action(IntEnum):
@@ -34,7 +35,7 @@ def action_for(settings: DetectorSettings, count: int) -> Action:
     return Action.PASS
 
 
-# Every error observation the gateway writes for a vetoed call starts with this marker. The trace
-# builder recognises vetoed calls by it (so a veto is never mistaken for the tool's own result or
-# counted as progress), and the policy loader refuses a reject template that does not start with it.
-REJECT_MARKER = "[loopguard]"
+# Every error observation the gateway writes for a vetoed call starts with this marker; the
+# trace builder recognises vetoed calls by it, so there is one constant, owned by the trace
+# model, and the policy loader refuses a reject template that does not start with it.
+REJECT_MARKER = VETO_MARKER

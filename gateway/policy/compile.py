@@ -24,9 +24,8 @@ from gateway.policy.messages import compile_messages
 from gateway.policy.model import AgentRule, EffectivePolicy, Policy
 from gateway.policy.schema import BODY_KEYS, AgentMatch, Body, PolicyError, PolicyFile, error_from
 from gateway.policy.schema import _join as join
-from gateway.policy.thresholds import fix_order
+from gateway.policy.thresholds import fix_order, warn_unreachable
 from gateway.trace.settings import TraceSettings
-_REGEX_LISTS = ("volatile_patterns", "error_patterns", "unknown_tool_patterns")
 _RETRIED = {408, 409, 429}  # statuses the openai SDK retries on its own
 
 
@@ -73,14 +72,19 @@ def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
     def own(*keys: str) -> bool:  # does this block set any of ``keys`` itself?
         return inherited is None or any(k in (override or {}) for k in keys)
 
-    trace = _trace_settings(body, ctx) if own("scope", "normalize") else inherited.trace_settings
+    touched = set((override or {}).get("detectors") or {})
+    settings = _detectors(body.detectors, touched, inherited, ctx)
+    horizon = max((getattr(s, "window", 0) for s in settings.values() if s.enabled), default=0)
+    if own("scope", "normalize") or inherited.trace_settings.horizon < horizon:
+        trace = _trace_settings(body, horizon, ctx)
+    else:  # shared: the trace builder's memo lives on the TraceSettings instance
+        trace = inherited.trace_settings
     messages = (compile_messages(body.messages.language, body.messages.model_dump())
                 if own("messages") else inherited.messages)
     if own("interventions") and body.interventions.terminate.status in _RETRIED:
         _log(__name__).warning("policy.terminate_status_retried", file=ctx.file, agent=ctx.agent,
-                     status=body.interventions.terminate.status,
-                     hint="clients retry this status; 422 ends the loop")
-    settings = _detectors(body.detectors, set((override or {}).get("detectors") or {}), inherited, ctx)
+                               status=body.interventions.terminate.status,
+                               hint="clients retry this status; 422 ends the loop")
     enabled = {name: s for name, s in settings.items() if s.enabled}
     return EffectivePolicy(
         name=ctx.name, source=ctx.file, agent=ctx.agent, mode=body.mode,
@@ -108,29 +112,27 @@ def _detectors(blocks: dict[str, Any], touched: set[str], inherited: EffectivePo
         path = join(ctx.prefix, f"detectors.{name}")
         settings = _validate(detector.settings, blocks.get(name, {}), ctx, path)
         out[name] = fix_order(settings, file=ctx.file, detector=name, agent=ctx.agent)
+        warn_unreachable(out[name], file=ctx.file, detector=name, agent=ctx.agent)
     return out
 
 
-def _trace_settings(body: Body, ctx: _Ctx) -> TraceSettings:
+def _trace_settings(body: Body, horizon: int, ctx: _Ctx) -> TraceSettings:
+    """Scope + normalize; the horizon (events materialized per request) is raised to the widest
+    enabled detector window, else that detector would silently see less than configured."""
     path = join(ctx.prefix, "normalize")
     if "scope" in body.normalize:
         raise PolicyError(ctx.file, f"{path}.scope", "set scope at the top level of the block")
-    for key in _REGEX_LISTS:
-        patterns = body.normalize.get(key)
-        for i, pattern in enumerate(patterns if isinstance(patterns, list) else ()):
-            if isinstance(pattern, str):
-                _regex(pattern, ctx.file, f"{path}.{key}[{i}]")
+    data = {**body.normalize, "scope": body.scope}
     try:
-        return _validate(TraceSettings, {**body.normalize, "scope": body.scope}, ctx, path)
-    except re.error as exc:  # each compiles alone but not joined, e.g. a mid-pattern "(?i)"
+        trace = _validate(TraceSettings, data, ctx, path)
+        if trace.horizon >= horizon:
+            return trace
+        if "horizon" in body.normalize:
+            _log(__name__).warning("policy.horizon_raised", file=ctx.file, agent=ctx.agent,
+                                   old=trace.horizon, new=horizon, reason="largest detector window")
+        return _validate(TraceSettings, {**data, "horizon": horizon}, ctx, path)
+    except re.error as exc:  # each compiles alone but not joined, e.g. duplicate group names
         raise PolicyError(ctx.file, path, f"patterns cannot be combined: {exc}") from None
-
-
-def _regex(pattern: str, file: str, path: str) -> None:
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise PolicyError(file, path, f"invalid regular expression: {exc}") from None
 
 
 def _rule(match: AgentMatch, label: str, policy: EffectivePolicy) -> AgentRule:

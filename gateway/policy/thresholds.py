@@ -55,3 +55,19 @@ def fix_order(settings: DetectorSettings, *, file: str, detector: str,
         return settings
     # Re-validate rather than model_copy(update=...) so any derived state is recomputed.
     return type(settings).model_validate({**settings.model_dump(), **updates})
+
+
+def warn_unreachable(settings: DetectorSettings, *, file: str, detector: str,
+                     agent: str | None = None) -> None:
+    """A detector counts within its window, so a threshold above the window can never fire:
+    almost always a forgotten window after raising thresholds (e.g. OpenClaw's 30 in a window
+    of 8). Logged, not refused: it may be a deliberate way to switch a level off."""
+    size = getattr(settings, "window", None)
+    if not settings.enabled or not isinstance(size, int):
+        return
+    for triple in ladders(type(settings)):
+        for name in triple:
+            value = getattr(settings, name)
+            if value is not None and value > size:
+                _log(__name__).warning("policy.threshold_unreachable", file=file, detector=detector,
+                                       agent=agent, field=name, value=value, window=size)
