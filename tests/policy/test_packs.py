@@ -110,3 +110,15 @@ def test_openclaw_and_weclaw_interventions():
     weclaw = load_shipped_policy("weclaw").resolve()
     assert weclaw.messages.language == "zh"
     assert "循环告警" in weclaw.render("warn", judge("weclaw", *[DENIED] * 3).finding)
+
+
+def test_command_line_check(capsys, tmp_path):
+    from gateway.policy.__main__ import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nmode: loud\n", encoding="utf-8")
+    assert main([str(SHIPPED_DIRS[1] / "weclaw.yaml")]) == 0
+    assert "policy 'weclaw'" in capsys.readouterr().out
+    assert main([str(bad)]) == 1
+    assert f"{bad}: mode: Input should be 'enforce' or 'shadow'" in capsys.readouterr().err
+    assert main([]) == 2
