@@ -14,19 +14,23 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from structlog import get_logger as _log
 from pydantic import BaseModel, ValidationError
+from structlog import get_logger as _log
 
 from gateway.detectors.base import DetectorSettings
 from gateway.policy.actions import Action
 from gateway.policy.engine import Registry, build_plan
 from gateway.policy.messages import compile_messages
 from gateway.policy.model import AgentRule, EffectivePolicy, Policy
-from gateway.policy.schema import BODY_KEYS, AgentMatch, Body, PolicyError, PolicyFile, error_from
-from gateway.policy.schema import _join as join
+from gateway.policy.schema import (
+    BODY_KEYS, AgentMatch, Body, PolicyError, PolicyFile, error_from, join_path as join,
+)
 from gateway.policy.thresholds import fix_order, warn_unreachable
 from gateway.trace.settings import TraceSettings
+
 _RETRIED = {408, 409, 429}  # statuses the openai SDK retries on its own
+_CONTAINERS = frozenset({"exempt_tools", "normalize", "detectors", "interventions", "messages",
+                         "agents"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,9 @@ class _Ctx:
 def compile_policy(raw: Any, file: str, registry: Registry) -> Policy:
     if not isinstance(raw, dict):
         raise PolicyError(file, "", f"a policy is a YAML mapping of keys, not {type(raw).__name__}")
+    raw = _without_empty(raw)
+    if isinstance(raw.get("agents"), list):
+        raw["agents"] = [_without_empty(e) if isinstance(e, dict) else e for e in raw["agents"]]
     doc = _validate(PolicyFile, raw, _Ctx(file, "", registry))
     ctx = _Ctx(file, doc.name or Path(file).stem, registry)
     base_raw = _shorthand(_body(raw))
@@ -148,6 +155,12 @@ def _validate(model: type[BaseModel], raw: Any, ctx: _Ctx, path: str | None = No
         return model.model_validate(raw)
     except ValidationError as exc:
         raise error_from(exc, ctx.file, ctx.prefix if path is None else path) from None
+
+
+def _without_empty(block: dict[str, Any]) -> dict[str, Any]:
+    """``agents:`` or ``detectors:`` with every entry commented out is YAML null: read it as
+    "nothing set here" (an ops habit), not as a type error or as "replace with nothing"."""
+    return {k: v for k, v in block.items() if not (v is None and k in _CONTAINERS)}
 
 
 def _body(raw: dict[str, Any]) -> dict[str, Any]:

@@ -137,7 +137,9 @@ class EffectivePolicy:
     def judge(self, trace: Trace, registry: Registry | None = None) -> Judgement:
         """Run the enabled detectors on ``trace``. ``registry`` replaces the one the policy was
         loaded with (tests inject fakes); detectors it lacks are skipped."""
-        plan = self.plan if registry is None else build_plan(self.detectors, self.exempt_tools, registry)
+        plan = self.plan
+        if registry is not None:
+            plan = build_plan(self.detectors, self.exempt_tools, registry)
         return evaluate(plan, trace, cap=self.max_action, shadow=self.shadow)
 
     def render(self, kind: Kind, finding: Finding | None, **extra: object) -> str:

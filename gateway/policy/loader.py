@@ -22,6 +22,7 @@ _HERE = Path(__file__).resolve().parent
 # gateway/policies/*.yaml), then the repository's top-level policies/ (a source checkout).
 SHIPPED_DIRS: tuple[Path, ...] = (_HERE.parent / "policies", _HERE.parent.parent / "policies")
 _PACK_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def load_policy(path: str | Path, registry: Registry | None = None) -> Policy:
@@ -81,7 +82,7 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
                 continue  # "<<" merges may legitimately be overridden by explicit keys
             key = self.construct_object(key_node)
             if key in seen:

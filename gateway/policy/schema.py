@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator,
+)
 
 from gateway.policy.actions import REJECT_MARKER
 from gateway.policy.messages import check_template
@@ -144,12 +146,13 @@ def error_from(exc: ValidationError, file: str, prefix: str = "") -> PolicyError
         reason = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             reason = "unknown key"
-        problems.append((_join(prefix, path), reason))
+        problems.append((join_path(prefix, path), reason))
     (first_path, first_reason), *more = problems
     return PolicyError(file, first_path, first_reason, more=tuple(more))
 
 
-def _join(prefix: str, path: str) -> str:
+def join_path(prefix: str, path: str) -> str:
+    """``("agents[0]", "mode")`` -> ``"agents[0].mode"``; either part may be empty."""
     if not prefix:
         return path
     if not path:

@@ -48,8 +48,8 @@ def fix_order(settings: DetectorSettings, *, file: str, detector: str,
         old = [getattr(settings, name) for name in triple]
         new = ordered(old)
         if new != old:
-            _log(__name__).warning("policy.thresholds_reordered", file=file, detector=detector, agent=agent,
-                         fields=list(triple), old=old, new=new)
+            _log(__name__).warning("policy.thresholds_reordered", file=file, detector=detector,
+                                   agent=agent, fields=list(triple), old=old, new=new)
             updates.update(zip(triple, new))
     if not updates:
         return settings

@@ -26,6 +26,7 @@ class PollSettings(DetectorSettings):
     poll_warn_at: int | None = 2
     poll_reject_at: int | None = None
     poll_terminate_at: int | None = 4
+    window: int = 50
 
     def thresholds_for(self, finding: Finding) -> DetectorSettings:
         if set(finding.tools) <= self.poll_tools:
@@ -55,7 +56,7 @@ def detect_repeat(trace: Trace, settings: RepeatSettings) -> Finding | None:
 
 
 def detect_poll(trace: Trace, settings: PollSettings) -> Finding | None:
-    same = _tail(trace, 50)
+    same = _tail(trace, settings.window)
     if len(same) < 2:
         return None
     return Finding("poll", len(same), tuple(e.step for e in same), (same[-1].tool,), "same result")

@@ -101,7 +101,8 @@ def test_untouched_parts_are_shared_with_the_global_block(policy):
     assert agent.trace_settings is default.trace_settings  # one cache key for the trace builder
     assert agent.messages is default.messages
     assert agent.detectors["repeat"] is default.detectors["repeat"]
-    assert policy.resolve(agent="both", model="llama-3").trace_settings is not default.trace_settings
+    own_scope = policy.resolve(agent="both", model="llama-3")
+    assert own_scope.trace_settings is not default.trace_settings
 
 
 def test_agent_entry_unlabelled_gets_its_position(compile_policy):

@@ -40,25 +40,30 @@ def test_findings_below_every_threshold_are_kept_but_decide_nothing(compile_poli
 def test_max_action_caps_the_applied_action_not_the_would(compile_policy, max_action, applied):
     eff = compile_policy(ONLY_REPEAT + f"max_action: {max_action}\n").resolve()
     judgement = eff.judge(make_trace(*["ls"] * 5))
-    assert (judgement.action, judgement.would, judgement.shadow) == (applied, Action.TERMINATE, False)
+    assert (judgement.action, judgement.would) == (applied, Action.TERMINATE)
+    assert judgement.shadow is False
     assert judgement.finding.detector == "repeat"
 
 
 def test_shadow_applies_nothing_and_reports_what_it_would_do(compile_policy):
     eff = compile_policy(ONLY_REPEAT + "mode: shadow\nmax_action: reject\n").resolve()
     judgement = eff.judge(make_trace(*["ls"] * 5))
-    assert (judgement.action, judgement.would, judgement.shadow) == (Action.PASS, Action.TERMINATE, True)
+    assert (judgement.action, judgement.would) == (Action.PASS, Action.TERMINATE)
+    assert judgement.shadow is True
     assert judgement.finding is not None
 
 
 def test_the_strongest_finding_decides(compile_policy):
     # poll's generic ladder (10/20/30) says PASS for 4 calls; repeat says REJECT.
-    judgement = compile_policy("detectors: {always: false}\n").resolve().judge(make_trace(*["ls"] * 4))
+    eff = compile_policy("detectors: {always: false}\n").resolve()
+    judgement = eff.judge(make_trace(*["ls"] * 4))
     assert judgement.action is Action.REJECT and judgement.detector == "repeat"
     assert [f.detector for f in judgement.findings] == ["repeat", "poll"]
 
 
-@pytest.mark.parametrize(("order", "winner"), [(("repeat", "poll"), "repeat"), (("poll", "repeat"), "poll")])
+@pytest.mark.parametrize(("order", "winner"), [
+    (("repeat", "poll"), "repeat"), (("poll", "repeat"), "poll"),
+])
 def test_ties_go_to_registry_priority(compile_policy, order, winner):
     registry = {name: REGISTRY[name] for name in order}
     eff = compile_policy("detectors:\n  poll: {warn_at: 3, reject_at: 4, terminate_at: 5}\n",
@@ -133,7 +138,8 @@ def test_judge_accepts_an_injected_registry(compile_policy):
         calls.append(trace)
         return detect_repeat(trace, settings)
 
-    judgement = eff.judge(make_trace(*["ls"] * 3), registry={"repeat": Detector("repeat", spy, RepeatSettings)})
+    registry = {"repeat": Detector("repeat", spy, RepeatSettings)}
+    judgement = eff.judge(make_trace(*["ls"] * 3), registry=registry)
     assert len(calls) == 1 and judgement.action is Action.WARN
 
 

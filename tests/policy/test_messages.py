@@ -67,7 +67,8 @@ def test_chinese_templates(zh):
 
 
 def test_operator_override_with_literal_braces(compile_policy):
-    eff = compile_policy("messages:\n  warn: 'LOOP {{json}} {detector} x{count} on {tool}'\n").resolve()
+    template = "LOOP {{json}} {detector} x{count} on {tool}"
+    eff = compile_policy(f"messages:\n  warn: '{template}'\n").resolve()
     assert eff.render("warn", LOOP) == "LOOP {json} exact_repeat x4 on write_file"
     # an override replaces the tool_rounds variant too: the operator's words win
     assert eff.render("warn", ROUNDS) == "LOOP {json} tool_rounds x15 on ls"

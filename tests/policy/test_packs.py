@@ -90,8 +90,8 @@ def test_rollout_packs_still_report_what_they_would_do(pack):
 
 @pytest.mark.parametrize("pack", PACKS)
 def test_paginated_reads_stay_quiet_in_every_pack(pack):
-    pages = [("read_file", {"path": "big.log", "offset": 100 * i, "limit": 100}, f"lines {100 * i}..")
-             for i in range(12)]
+    pages = [("read_file", {"path": "big.log", "offset": 100 * i, "limit": 100},
+              f"lines {100 * i}..") for i in range(12)]
     assert judge(pack, *pages).would is Action.PASS
 
 

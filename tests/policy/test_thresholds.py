@@ -30,8 +30,8 @@ def test_ladders_are_found_by_name():
 
 def test_global_correction_is_applied_and_logged(compile_policy):
     with capture_logs() as logs:
-        eff = compile_policy("detectors:\n  repeat: {warn_at: 5, reject_at: 5, terminate_at: 3}\n").resolve()
-    s = eff.detectors["repeat"]
+        policy = compile_policy("detectors:\n  repeat: {warn_at: 5, reject_at: 5, terminate_at: 3}")
+    s = policy.resolve().detectors["repeat"]
     assert (s.warn_at, s.reject_at, s.terminate_at) == (5, 6, 7)
     (event,) = [e for e in logs if e["event"] == "policy.thresholds_reordered"]
     assert event["log_level"] == "warning"
@@ -42,8 +42,8 @@ def test_global_correction_is_applied_and_logged(compile_policy):
 
 def test_poll_ladder_is_corrected_generically(compile_policy):
     with capture_logs() as logs:
-        eff = compile_policy("detectors:\n  poll: {poll_warn_at: 6, poll_terminate_at: 6}\n").resolve()
-    s = eff.detectors["poll"]
+        policy = compile_policy("detectors:\n  poll: {poll_warn_at: 6, poll_terminate_at: 6}\n")
+    s = policy.resolve().detectors["poll"]
     assert (s.poll_warn_at, s.poll_reject_at, s.poll_terminate_at) == (6, None, 7)
     assert (s.warn_at, s.reject_at, s.terminate_at) == (10, 20, 30)  # the other ladder untouched
     (event,) = [e for e in logs if e["event"] == "policy.thresholds_reordered"]
@@ -73,3 +73,37 @@ def test_agent_override_that_breaks_the_order_is_corrected_for_that_agent_only(c
     assert (glob.warn_at, glob.reject_at, glob.terminate_at) == (3, 4, 5)
     events = [e for e in logs if e["event"] == "policy.thresholds_reordered"]
     assert [(e["agent"], e["old"], e["new"]) for e in events] == [("patient", [6, 4, 5], [6, 7, 8])]
+
+
+def test_threshold_beyond_the_window_is_logged(compile_policy):
+    with capture_logs() as logs:
+        compile_policy("detectors:\n  repeat: {window: 4, reject_at: 4, terminate_at: 9}\n")
+    (event,) = [e for e in logs if e["event"] == "policy.threshold_unreachable"]
+    found = (event["detector"], event["field"], event["value"], event["window"])
+    assert found == ("repeat", "terminate_at", 9, 4)
+
+
+def test_horizon_is_raised_to_the_widest_window(compile_policy):
+    with capture_logs() as logs:
+        policy = compile_policy("""\
+            detectors:
+              repeat: {window: 100}
+            agents:
+              - match: {header: wide}
+                detectors:
+                  poll: {window: 300}
+              - match: {header: narrow}
+                normalize: {horizon: 10}
+            """)
+    assert policy.resolve().trace_settings.horizon == 100  # implicit: raised silently
+    assert policy.resolve(agent="wide").trace_settings.horizon == 300
+    assert policy.resolve(agent="narrow").trace_settings.horizon == 100  # explicit: raised, logged
+    (event,) = [e for e in logs if e["event"] == "policy.horizon_raised"]
+    assert (event["old"], event["new"], event["agent"]) == (10, 100, "agents[1]")
+
+
+def test_a_terminate_status_clients_retry_is_logged(compile_policy):
+    with capture_logs() as logs:
+        compile_policy("interventions:\n  terminate: {mode: error, status: 409}\n")
+    (event,) = [e for e in logs if e["event"] == "policy.terminate_status_retried"]
+    assert event["status"] == 409

@@ -54,8 +54,8 @@ CASES = [
     ("agent empty match", "agents:\n  - match: {}\n    mode: shadow", "agents[0].match",
      "at least one of"),
     ("agent missing match", "agents:\n  - mode: shadow", "agents[0].match", "Field required"),
-    ("agent key hash", "agents:\n  - match: {api_key_sha256: abc}", "agents[0].match.api_key_sha256",
-     "should match pattern"),
+    ("agent key hash", "agents:\n  - match: {api_key_sha256: abc}",
+     "agents[0].match.api_key_sha256", "should match pattern"),
     ("agent sets version", "agents:\n  - match: {header: a}\n    version: 2", "agents[0].version",
      "unknown key"),
     ("agent template", "agents:\n  - match: {header: a}\n    messages: {warn: '{nope}'}",
@@ -63,7 +63,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("body", "path", "reason"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("body", "path", "reason"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
 def test_invalid_policy_names_file_key_and_reason(compile_policy, body, path, reason):
     with pytest.raises(PolicyError) as caught:
         compile_policy(body + "\n")
@@ -121,7 +122,8 @@ def test_policy_error_is_a_value_error():
 def test_a_minimal_policy_uses_every_default(compile_policy):
     policy = compile_policy("")
     eff = policy.resolve()
-    assert (eff.mode, eff.max_action.label, eff.trace_settings.scope) == ("enforce", "terminate", "run")
+    assert (eff.mode, eff.max_action.label) == ("enforce", "terminate")
+    assert eff.trace_settings.scope == "run"
     assert eff.interventions.warn.placement == "system"
     assert eff.interventions.reject.max_reasks == 2
     assert (eff.interventions.terminate.mode, eff.interventions.terminate.status) == ("reply", 422)
@@ -160,3 +162,19 @@ def test_normalize_builds_trace_settings_with_scope(compile_policy):
     assert ts.ignore_arg_keys == frozenset({"task_progress", "nonce"})
     assert ts.volatile_keys == ("pid",)
     assert ts.error_re.search("FAILED: boom")
+
+
+def test_empty_sections_mean_nothing_set(compile_policy):
+    """`agents:` with every entry commented out is YAML null; it must not be an error, and in an
+    agents entry it must not wipe the global block."""
+    policy = compile_policy("""\
+        exempt_tools:
+        detectors:
+          repeat: {window: 4}
+        agents:
+          - match: {header: a}
+            detectors:
+            messages:
+        """)
+    assert policy.resolve(agent="a").detectors["repeat"].window == 4
+    assert compile_policy("agents:\nnormalize:\n").rules == ()
