@@ -35,8 +35,8 @@ def new_result(i: int):
 # --- registry and contract ------------------------------------------------------------------
 
 def test_registry_names_in_priority_order():
-    assert list(REGISTRY) == ["unknown_tool", "no_progress", "error_repeat", "exact_repeat",
-                              "similar_repeat", "cycle", "tool_rounds"]
+    ours = ["unknown_tool", "no_progress", "error_repeat", "exact_repeat", "similar_repeat", "cycle", "tool_rounds"]
+    assert [name for name in REGISTRY if name in ours] == ours  # other families may sit in between
     for name, entry in REGISTRY.items():
         assert entry.name == name and issubclass(entry.settings, DetectorSettings)
 
