@@ -7,23 +7,30 @@ the earlier one decides): result-inclusive evidence first, argument-only guesses
 from __future__ import annotations
 
 from gateway.detectors import cycle, errors, progress, repeat, rounds, similar, unknown
+from gateway.detectors import required_tool, retrieval
 from gateway.detectors.base import Detector, DetectorSettings, Finding
 from gateway.detectors.cycle import CycleSettings
 from gateway.detectors.errors import ErrorRepeatSettings
 from gateway.detectors.progress import NoProgressSettings
 from gateway.detectors.repeat import ExactRepeatSettings
+from gateway.detectors.required_tool import RequiredToolSettings
+from gateway.detectors.retrieval import RetrievalSettings
 from gateway.detectors.rounds import ToolRoundsSettings
 from gateway.detectors.similar import SimilarRepeatSettings
 from gateway.detectors.unknown import UnknownToolSettings
 
 REGISTRY: dict[str, Detector] = {
     unknown.NAME: Detector(unknown.NAME, unknown.detect, UnknownToolSettings),
+    # Its text (answer from the best iteration) is the most useful one for a retrieval tool.
+    retrieval.NAME: Detector(retrieval.NAME, retrieval.detect, RetrievalSettings),
     progress.NAME: Detector(progress.NAME, progress.detect, NoProgressSettings),
     errors.NAME: Detector(errors.NAME, errors.detect, ErrorRepeatSettings),
     repeat.NAME: Detector(repeat.NAME, repeat.detect, ExactRepeatSettings),
     similar.NAME: Detector(similar.NAME, similar.detect, SimilarRepeatSettings),
     cycle.NAME: Detector(cycle.NAME, cycle.detect, CycleSettings),
     rounds.NAME: Detector(rounds.NAME, rounds.detect, ToolRoundsSettings),
+    # Thresholds off by default: it acts on the response path (gateway.guard.expectation).
+    required_tool.NAME: Detector(required_tool.NAME, required_tool.detect, RequiredToolSettings),
 }
 
 
@@ -39,6 +46,7 @@ def largest_window(settings: dict[str, DetectorSettings]) -> int:
 
 __all__ = [
     "REGISTRY", "CycleSettings", "Detector", "DetectorSettings", "ErrorRepeatSettings",
-    "ExactRepeatSettings", "Finding", "NoProgressSettings", "SimilarRepeatSettings",
+    "ExactRepeatSettings", "Finding", "NoProgressSettings", "RequiredToolSettings", "RetrievalSettings",
+    "SimilarRepeatSettings",
     "ToolRoundsSettings", "UnknownToolSettings", "default_settings", "largest_window",
 ]

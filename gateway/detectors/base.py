@@ -50,6 +50,9 @@ class Finding:
     tools: tuple[str, ...]
     description: str  # human-readable, English; templates may embed it
     ladder: str | None = None  # which threshold family applies (see DetectorSettings.thresholds_for)
+    # Extra template values, e.g. (("query", "..."), ("confidence", "0.45")); language-neutral:
+    # a value that names a term (e.g. "stop_max_iter") is translated by texts.TERMS.
+    details: tuple[tuple[str, str], ...] = ()
 
 
 S = TypeVar("S", bound=DetectorSettings)

@@ -18,7 +18,7 @@ from structlog import get_logger as _log
 
 from gateway.detectors.base import Finding
 from gateway.policy.actions import REJECT_MARKER
-from gateway.policy.texts import PATTERN_NAMES, SHIPPED, SPECIAL
+from gateway.policy.texts import PATTERN_NAMES, SHIPPED, SPECIAL, TERMS
 from gateway.trace.model import Trace
 
 __all__ = ["REJECT_MARKER", "PLACEHOLDERS", "Kind", "Messages", "check_template", "compile_messages",
@@ -27,6 +27,9 @@ __all__ = ["REJECT_MARKER", "PLACEHOLDERS", "Kind", "Messages", "check_template"
 Kind = Literal["warn", "reject", "reask", "terminate"]
 KINDS: tuple[Kind, ...] = ("warn", "reject", "reask", "terminate")
 PLACEHOLDERS = frozenset({"tool", "detector", "pattern", "count", "steps", "description", "progress"})
+# Filled from Finding.details by the detectors that have them (required_tool: call; retrieval:
+# query, confidence, reason); empty for the others.
+PLACEHOLDERS |= {"call", "query", "confidence", "reason"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,9 @@ def _values(finding: Finding | None, language: str) -> dict[str, str]:
     if finding is None:
         return {}
     names = PATTERN_NAMES.get(language, {})
+    terms = TERMS.get(language, {})
     return {
+        **{key: terms.get(value, value) for key, value in finding.details},
         "tool": ", ".join(dict.fromkeys(finding.tools)),  # a cycle names each tool once, in order
         "detector": finding.detector,
         "pattern": names.get(finding.detector, finding.detector.replace("_", " ")),

@@ -58,11 +58,58 @@ SPECIAL = {
            "已完成：{progress}。请缩小或拆分任务后再试。"},
 }
 
+# Seed 000's required tool: "reask" is the corrective user message (it starts with the marker so
+# the trace never takes it for a genuine user turn); "warn" is prepended to an answer given
+# without the call after the retries (and is the anchor if an operator sets warn_at).
+# Seed 003's retrieval guard: answer from the best iteration, named by its query and confidence.
+_EXTRA_SPECIAL = {
+    "en": {("warn", "required_tool"): "[LoopGuard] Warning: this request requires calling {call}, "
+           "and it was not called, so this answer is not based on the data `{tool}` provides.",
+           ("reask", "required_tool"): REJECT_MARKER + " This request needs data from the `{tool}` "
+           "tool, but you answered without calling it. Call {call} now, then answer from its "
+           "result. Do not answer from memory or only describe a plan.",
+           ("reject", "required_tool"): REJECT_MARKER + " This call was rejected and not executed: "
+           "this request requires calling {call} first. Call it now.",
+           ("warn", "retrieval"): "[LoopGuard] Stop retrieving: {reason}. Answer now from the best "
+           "retrieval so far: query \"{query}\" (confidence {confidence}). Do not call `{tool}` again.",
+           ("reject", "retrieval"): REJECT_MARKER + " This `{tool}` call was rejected and not "
+           "executed: retrieval already stopped ({reason}). Answer from the best retrieval so far: "
+           "query \"{query}\" (confidence {confidence}).",
+           ("terminate", "retrieval"): "[LoopGuard] This run was stopped: the agent kept retrieving "
+           "after retrieval had stopped ({reason}; {count} calls). Best retrieval: query "
+           "\"{query}\" (confidence {confidence}). Done so far: {progress}."},
+    "zh": {("warn", "required_tool"): "[LoopGuard 提醒] 本次请求需要调用 {call}，但该工具未被调用，"
+           "因此回答并非基于 `{tool}` 提供的实际数据。",
+           ("reask", "required_tool"): REJECT_MARKER + " 本次请求需要 `{tool}` 工具的数据，但你没有调用"
+           "它就给出了回答。请立即调用 {call}，再根据其结果回答；不要凭记忆回答或只描述计划。",
+           ("reject", "required_tool"): REJECT_MARKER + " 工具调用被拒绝，未执行：本次请求需要先调用 "
+           "{call}。请立即调用它。",
+           ("warn", "retrieval"): "[LoopGuard 检索告警] 请停止检索：{reason}。请根据目前最佳的检索结果"
+           "直接回答：查询“{query}”（置信度 {confidence}）。不要再调用 `{tool}`。",
+           ("reject", "retrieval"): REJECT_MARKER + " 工具调用被拒绝，未执行：检索已停止（{reason}）。"
+           "请根据目前最佳的检索结果回答：查询“{query}”（置信度 {confidence}）。",
+           ("terminate", "retrieval"): "[LoopGuard] 任务因检索停止后仍持续检索而终止（{reason}，"
+           "{count} 次）。最佳检索：查询“{query}”（置信度 {confidence}）。已完成：{progress}。"},
+}
+for _language, _texts in _EXTRA_SPECIAL.items():
+    SPECIAL[_language].update(_texts)
+
+# Detail values (Finding.details) that name a term, in each language.
+TERMS = MappingProxyType({
+    "en": {"stop_max_iter": "the maximum number of retrieval iterations was reached",
+           "stop_no_progress": "confidence is not improving",
+           "stop_duplicate": "the query repeats an earlier one",
+           "stop_sufficient": "the results are already sufficient"},
+    "zh": {"stop_max_iter": "已达到最大检索次数", "stop_no_progress": "置信度没有提升",
+           "stop_duplicate": "查询与之前的查询重复", "stop_sufficient": "检索结果已足够"},
+})
+
 PATTERN_NAMES = MappingProxyType({
     "en": {"exact_repeat": "exact repeat", "similar_repeat": "near-identical repeat",
            "no_progress": "no progress", "error_repeat": "repeated error", "cycle": "cycle",
-           "unknown_tool": "unknown tool", "tool_rounds": "too many tool rounds"},
+           "unknown_tool": "unknown tool", "tool_rounds": "too many tool rounds",
+           "required_tool": "required tool not called", "retrieval": "retrieval loop"},
     "zh": {"exact_repeat": "精确重复", "similar_repeat": "近似重复", "no_progress": "无进展",
            "error_repeat": "重复报错", "cycle": "振荡循环", "unknown_tool": "未知工具",
-           "tool_rounds": "工具轮次过多"},
+           "tool_rounds": "工具轮次过多", "required_tool": "未调用必需工具", "retrieval": "检索循环"},
 })

@@ -1,0 +1,227 @@
+"""retrieval: an agentic-RAG loop that stops making progress (seed 003's LoopGuard).
+
+Each call to a configured retrieval tool is one iteration: its query (an argument) and the
+confidence its result reports (a JSON path, or a regex over the text). After every iteration the
+seed's decision is taken (:func:`decide`): a duplicate query, ``max_iterations`` reached, a
+sufficient confidence, a declining trend, or a stable one without ``min_confidence_improvement``
+stops the loop; anything else continues.
+
+Count = 1 for the iteration whose decision was the first stop, plus every retrieval call after
+it (executed, vetoed or proposed now). So ``warn_at: 1`` tells the model to answer from the best
+iteration as soon as a stop is decided, and ``reject_at: 2`` vetoes any further retrieval. A
+proposed query that duplicates an executed one is a stop of its own (count 1). Reported only when
+the latest call is a retrieval call. Off by default: there are no retrieval tools to watch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import orjson
+from pydantic import Field, PrivateAttr, field_validator
+
+from gateway.detectors.base import DetectorSettings, Finding
+from gateway.detectors.text import jaccard, normalize, tokens
+from gateway.trace.model import Status, ToolEvent, Trace
+
+NAME = "retrieval"
+
+
+class Decision(StrEnum):
+    CONTINUE = "continue"
+    STOP_MAX_ITER = "stop_max_iter"
+    STOP_NO_PROGRESS = "stop_no_progress"
+    STOP_DUPLICATE = "stop_duplicate"
+    STOP_SUFFICIENT = "stop_sufficient"
+
+
+class RetrievalSettings(DetectorSettings):
+    enabled: bool = False  # nothing to watch until a policy names its retrieval tools
+    warn_at: int | None = 1  # the stop decision itself: answer from the best iteration
+    reject_at: int | None = 2  # any retrieval call after it is vetoed
+    terminate_at: int | None = None  # the veto's bounded re-asks already end an insisting model
+    tools: frozenset[str] = frozenset()  # names of the retrieval tools
+    query_arg: str = "query"  # argument holding the query (dot path); else the whole arguments
+    confidence_path: str | None = "confidence"  # JSON path in the result, e.g. meta.score, hits.0.score
+    confidence_regex: str | None = None  # tried when the path finds nothing; group 1 is the number
+    max_iterations: int = Field(default=3, ge=1)  # seed 003 DEFAULT_MAX_ITERATIONS
+    min_confidence_improvement: float = Field(default=0.05, ge=0.0)  # seed 003
+    sufficient_confidence: float = Field(default=0.7, gt=0.0)  # seed 003's high-confidence stop
+    trend_tolerance: float = Field(default=0.02, ge=0.0)  # seed 003: a change within +-0.02 is flat
+    duplicate_threshold: float = Field(default=0.9, gt=0.0, le=1.0)  # word-level Jaccard
+    max_result_chars: int = Field(default=262_144, ge=64)  # larger results: regex on the head only
+
+    _regex: re.Pattern[str] | None = PrivateAttr(default=None)
+
+    @field_validator("confidence_regex")
+    @classmethod
+    def _one_group(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                groups = re.compile(pattern).groups
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+            if groups < 1:
+                raise ValueError("needs a group around the number, e.g. 'confidence: ([0-9.]+)'")
+        return pattern
+
+    def model_post_init(self, _context: object) -> None:
+        self._regex = re.compile(self.confidence_regex) if self.confidence_regex else None
+
+
+@dataclass(frozen=True, slots=True)
+class Iteration:
+    query: str
+    confidence: float | None  # None: no result yet, an error, or no number where configured
+    step: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    decision: Decision
+    trend: str  # unknown | improving | stable | declining
+    reason: str
+
+
+def trend(confidences: Sequence[float], tolerance: float = 0.02) -> str:
+    """Seed 003 _get_confidence_trend: steps beyond +-tolerance, majority wins."""
+    if len(confidences) < 2:
+        return "unknown"
+    steps = [b - a for a, b in zip(confidences, confidences[1:])]
+    up = sum(d > tolerance for d in steps)
+    down = sum(d < -tolerance for d in steps)
+    return "declining" if down > up else "improving" if up > down else "stable"
+
+
+def is_duplicate(query: str, earlier: Sequence[str], threshold: float = 0.9) -> bool:
+    """Seed 003 is_duplicate_query: equal after normalization, or word-level Jaccard >= threshold
+    (CJK-aware tokens, see gateway.detectors.text)."""
+    text = normalize(query)
+    seen = [normalize(q) for q in earlier]
+    if text in seen:
+        return True
+    words = tokens(text)
+    return any(jaccard(words, tokens(q)) >= threshold for q in seen)
+
+
+def decide(iterations: Sequence[Iteration], s: RetrievalSettings) -> Verdict:
+    """Seed 003 should_continue after recording the latest iteration, with its duplicate check
+    first (a repeated query is wasted whatever its confidence)."""
+    latest, n = iterations[-1], len(iterations)
+    known = [i.confidence for i in iterations if i.confidence is not None]
+    flow = trend(known, s.trend_tolerance)
+    if is_duplicate(latest.query, [i.query for i in iterations[:-1]], s.duplicate_threshold):
+        return Verdict(Decision.STOP_DUPLICATE, flow, "the query repeats an earlier one")
+    if n >= s.max_iterations:
+        return Verdict(Decision.STOP_MAX_ITER, flow, f"reached the maximum of {s.max_iterations} iterations")
+    if latest.confidence is None:
+        return Verdict(Decision.CONTINUE, flow, "no confidence to judge yet")
+    if latest.confidence >= s.sufficient_confidence:
+        return Verdict(Decision.STOP_SUFFICIENT, "good", f"confidence {_num(latest.confidence)} is sufficient")
+    if flow == "declining":
+        return Verdict(Decision.STOP_NO_PROGRESS, flow, "confidence is declining")
+    if flow == "stable" and len(known) >= 2 and known[-1] - known[-2] < s.min_confidence_improvement:
+        return Verdict(Decision.STOP_NO_PROGRESS, flow, f"confidence improved by less than "
+                       f"{_num(s.min_confidence_improvement)}")
+    return Verdict(Decision.CONTINUE, flow, "iterating normally")
+
+
+def decisions(iterations: Sequence[Iteration], s: RetrievalSettings) -> list[Verdict]:
+    """The decision after each iteration, as the seed's demo prints them."""
+    return [decide(iterations[:k], s) for k in range(1, len(iterations) + 1)]
+
+
+def detect(trace: Trace, settings: RetrievalSettings) -> Finding | None:
+    latest = trace.latest
+    if latest is None or latest.tool not in settings.tools:
+        return None
+    calls = [e for e in trace.events if e.tool in settings.tools]
+    done: list[Iteration] = []
+    for position, event in enumerate(calls):
+        if event.proposed or event.vetoed:
+            continue  # never ran: not an iteration
+        done.append(Iteration(query_of(event, settings), confidence_of(event, settings), event.step))
+        verdict = decide(done, settings)
+        if verdict.decision is not Decision.CONTINUE:
+            return _finding(verdict, done, calls, len(calls) - position, settings)  # it + later
+    if latest.proposed or latest.vetoed:
+        if is_duplicate(query_of(latest, settings), [i.query for i in done], settings.duplicate_threshold):
+            verdict = Verdict(Decision.STOP_DUPLICATE, "unknown", "the query repeats an earlier one")
+            return _finding(verdict, done, calls, 1, settings)
+    return None
+
+
+# --- reading an iteration off a tool event ---------------------------------------------------
+
+
+def query_of(event: ToolEvent, settings: RetrievalSettings) -> str:
+    value = _path(_json(event.raw_args), settings.query_arg)
+    if value is None:
+        return event.args
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def confidence_of(event: ToolEvent, settings: RetrievalSettings) -> float | None:
+    text = event.result
+    if text is None or event.status != Status.OK:
+        return None
+    if settings.confidence_path and len(text) <= settings.max_result_chars:
+        found = _number(_path(_json(text), settings.confidence_path))
+        if found is not None:
+            return found
+    if settings._regex is not None:
+        match = settings._regex.search(text, 0, settings.max_result_chars)
+        return _number(match.group(1)) if match else None
+    return None
+
+
+def _json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _path(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(data, dict):
+            data = data.get(part)
+        elif isinstance(data, list) and part.lstrip("-").isdigit() and -len(data) <= int(part) < len(data):
+            data = data[int(part)]
+        else:
+            return None
+    return data
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _finding(verdict: Verdict, done: list[Iteration], calls: list[ToolEvent], count: int,
+             settings: RetrievalSettings) -> Finding:
+    scored = [i for i in done if i.confidence is not None]
+    best = max(scored, key=lambda i: i.confidence or 0.0) if scored else (done[-1] if done else None)
+    query = best.query if best else ""
+    confidence = _num(best.confidence) if best and best.confidence is not None else "n/a"
+    after = count - 1
+    description = (f"retrieval {verdict.decision.value} ({verdict.reason}; trend {verdict.trend}) after "
+                   f"{len(done)} iterations; best query {query!r} at confidence {confidence}"
+                   + (f"; {after} retrieval calls since" if after else ""))
+    tools = tuple(dict.fromkeys(e.tool for e in calls))
+    return Finding(NAME, count, tuple(e.step for e in calls), tools, description,
+                   details=(("query", query), ("confidence", confidence), ("reason", verdict.decision.value)))
+
+
+def _num(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".") or "0"
