@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.trace.memo import Memo
 from gateway.trace.model import VETO_MARKER, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
 from gateway.trace.normalize import args_info, classify, result_info
 from gateway.trace.settings import TraceSettings
@@ -24,13 +25,27 @@ class _Pending:
     result: Turn | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every event of one build needs, read once: pydantic private attributes are slow."""
+
+    settings: TraceSettings
+    tools: frozenset[str] | None
+    args_memo: Memo
+    results_memo: Memo
+    polling_tools: frozenset[str]
+
+    @classmethod
+    def of(cls, settings: TraceSettings, tools: frozenset[str] | None) -> _Context:
+        return cls(settings, tools, settings.memo("args"), settings.memo("results"), settings.polling_tools)
+
+
 def build_trace(conv: Conversation, settings: TraceSettings) -> Trace:
     start = run_start(conv.turns) if settings.scope == "run" else 0
     pending, rounds = _pair(conv.turns, start)
     skipped = max(0, len(pending) - settings.horizon)
-    events = tuple(
-        _event(p, skipped + i + 1, conv.tools, settings) for i, p in enumerate(pending[skipped:])
-    )
+    ctx = _Context.of(settings, conv.tools)
+    events = tuple(_event(p, skipped + i + 1, ctx) for i, p in enumerate(pending[skipped:]))
     return Trace(events, conv.turns, start, rounds, conv.tools, skipped)
 
 
@@ -39,9 +54,9 @@ def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSe
     round (``Trace.with_events`` counts it), steps continuing the trace."""
     first = trace.total_events + 1
     round_ = trace.rounds + 1
+    ctx = _Context.of(settings, trace.declared_tools)
     return tuple(
-        _event(_Pending(call, round_, -1), first + i, trace.declared_tools, settings, proposed=True)
-        for i, call in enumerate(calls)
+        _event(_Pending(call, round_, -1), first + i, ctx, proposed=True) for i, call in enumerate(calls)
     )
 
 
@@ -81,9 +96,16 @@ def _pair(turns: tuple[Turn, ...], start: int) -> tuple[list[_Pending], int]:
                 match.result = turn
         elif role == "assistant" and turn.tool_calls:
             rounds += 1
-            last_round = [_Pending(c, rounds, turn.index) for c in turn.tool_calls]
-            calls.extend(last_round)
-            _register(by_id, last_round)
+            if len(turn.tool_calls) == 1:  # the common case, without the general bookkeeping
+                p = _Pending(turn.tool_calls[0], rounds, turn.index)
+                last_round = [p]
+                calls.append(p)
+                if p.call.id:
+                    by_id[p.call.id] = [p]
+            else:
+                last_round = [_Pending(c, rounds, turn.index) for c in turn.tool_calls]
+                calls.extend(last_round)
+                _register(by_id, last_round)
     return calls, rounds
 
 
@@ -119,14 +141,13 @@ def _match(turn: Turn, by_id: dict[str, list[_Pending]], last_round: list[_Pendi
 # --- pass 2: the text work -------------------------------------------------------------------
 
 
-def _event(p: _Pending, step: int, tools: frozenset[str] | None, settings: TraceSettings,
-           *, proposed: bool = False) -> ToolEvent:
+def _event(p: _Pending, step: int, ctx: _Context, *, proposed: bool = False) -> ToolEvent:
     call = p.call
-    args = args_info(call.arguments, settings)
-    declared = None if tools is None else call.name in tools
+    args = args_info(call.arguments, ctx.settings, ctx.args_memo)
+    declared = None if ctx.tools is None else call.name in ctx.tools
     turn = p.result
     result = turn.text if turn is not None else None
-    info = result_info(result, settings) if result is not None else None
+    info = result_info(result, ctx.settings, ctx.results_memo) if result is not None else None
     vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
@@ -146,5 +167,5 @@ def _event(p: _Pending, step: int, tools: frozenset[str] | None, settings: Trace
         message_index=p.message_index,
         vetoed=vetoed,
         proposed=proposed,
-        polling=args.polling or call.name in settings.polling_tools,
+        polling=args.polling or call.name in ctx.polling_tools,
     )

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from gateway.trace.memo import Memo
 from gateway.trace.model import Status
 from gateway.trace.settings import TraceSettings
 
@@ -58,8 +59,10 @@ def canonical_args(raw: str, ignore_keys: frozenset[str] = frozenset()) -> str:
         return raw
 
 
-def args_info(raw: str, settings: TraceSettings) -> ArgsInfo:
-    memo = settings.memo("args")
+def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None) -> ArgsInfo:
+    """Canonical arguments, their hash and polling mark; ``memo`` defaults to the settings' own
+    (callers in a loop pass it in: reading a pydantic private attribute is slow)."""
+    memo = memo if memo is not None else settings.memo("args")
     key = _memo_key(raw)
     info = memo.get(key)
     if info is None:
@@ -80,8 +83,8 @@ def normalize_result(text: str, settings: TraceSettings) -> str:
     return _normalize(text.strip(), _result_json(text), settings)
 
 
-def result_info(text: str, settings: TraceSettings) -> ResultInfo:
-    memo = settings.memo("results")
+def result_info(text: str, settings: TraceSettings, memo: Memo | None = None) -> ResultInfo:
+    memo = memo if memo is not None else settings.memo("results")
     key = _memo_key(text)
     info = memo.get(key)
     if info is None:
