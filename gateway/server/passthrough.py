@@ -20,7 +20,7 @@ async def passthrough(request: Request) -> Response:
     try:
         body = await read_body(request, gateway.config.limits.max_body_bytes)
     except BodyTooLarge:
-        return too_large(gateway)
+        return refused(gateway, request.method, request.url.path, too_large(gateway), started)
     outgoing = UpstreamRequest(
         method=request.method,
         path=upstream_path(request.url.path),
@@ -28,13 +28,14 @@ async def passthrough(request: Request) -> Response:
         headers=gateway.forward_headers(request.headers.raw, identity=False),
         body=body,
     )
+    sent = time.perf_counter()
     try:
         upstream = await gateway.upstream.send(outgoing)
     except UpstreamError as exc:
-        return upstream_failed(gateway, exc, request.url.path)
+        return upstream_failed(gateway, exc, request.url.path, request.method)
     gateway.log.info(
         "request", method=request.method, path=request.url.path, status=upstream.status,
-        upstream_ms=round((time.perf_counter() - started) * 1000, 2), stream=True, action="pass",
+        upstream_ms=_ms(time.perf_counter() - sent), overhead_ms=_ms(sent - started), stream=True, action="pass",
     )
     return RelayStream(upstream.status, upstream.headers, upstream.aiter_raw(), upstream.aclose)
 
@@ -44,7 +45,20 @@ def too_large(gateway: Gateway) -> Response:
     return openai_error(413, f"Request body exceeds the gateway limit of {limit} bytes.", code="request_too_large")
 
 
-def upstream_failed(gateway: Gateway, exc: UpstreamError, path: str) -> Response:
-    gateway.log.warning("upstream_error", path=path, error=type(exc).__name__, detail=str(exc)[:300])
+def refused(gateway: Gateway, method: str, path: str, response: Response, started: float) -> Response:
+    """Log the request line of an answer the gateway gave without asking the upstream."""
+    gateway.log.info("request", method=method, path=path, status=response.status_code, stream=False,
+                     action="pass", upstream_ms=0.0, overhead_ms=_ms(time.perf_counter() - started))
+    return response
+
+
+def upstream_failed(gateway: Gateway, exc: UpstreamError, path: str, method: str = "POST") -> Response:
+    # The request line of a failed request: operators count requests by status from these.
+    gateway.log.warning("request", method=method, path=path, status=exc.status, action="pass",
+                        error=type(exc).__name__, detail=str(exc)[:300])
     kind = "timed out" if exc.status == 504 else "could not be reached"
     return openai_error(exc.status, f"The upstream model provider {kind}.", type="upstream_error", code=exc.code)
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)

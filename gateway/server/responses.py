@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.errors import error_body
+from gateway.upstream.errors import UpstreamError
 
 _JSON = (b"content-type", b"application/json")
 
@@ -66,9 +67,15 @@ class RelayStream(Response):
 
     async def _stream(self, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        async for chunk in self._chunks:
-            if chunk:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        try:
+            async for chunk in self._chunks:
+                if chunk:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except UpstreamError:
+            # The upstream's body broke off: leave ours unfinished so the server drops the
+            # connection and the client sees a broken stream, as it would without the gateway.
+            # Ending it cleanly would pass a truncated answer (half a tool call) off as complete.
+            return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     @staticmethod
