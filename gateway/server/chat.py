@@ -16,7 +16,7 @@ from gateway.server import chat_stream, chat_unary
 from gateway.server.body import BodyTooLarge, read_body
 from gateway.server.context import Gateway, upstream_path
 from gateway.server.exchange import Exchange, new_request_id
-from gateway.server.passthrough import too_large, upstream_failed
+from gateway.server.passthrough import refused, too_large, upstream_failed
 from gateway.server.responses import RelayStream, openai_error, relay
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
@@ -28,10 +28,10 @@ async def chat_completions(request: Request) -> Response:
     try:
         body = await read_body(request, gateway.config.limits.max_body_bytes)
     except BodyTooLarge:
-        return too_large(gateway)
+        return refused(gateway, "POST", request.url.path, too_large(gateway), started)
     payload, problem = parse_payload(body)
     if problem is not None:
-        return problem
+        return refused(gateway, "POST", request.url.path, problem, started)
     ex = await _prepare(gateway, request, payload, body, started)
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:
         return _terminate(ex)

@@ -71,8 +71,10 @@ async def relay(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes
                 break
             judges.renew()
             stream.begin_continuation()
-    except UpstreamError as exc:  # headers are out: end the stream cleanly, say why in the log
+    except UpstreamError as exc:  # headers are out: break the client's stream too (RelayStream)
         ex.log.warning("upstream_stream_broken", error=type(exc).__name__)
+        ex.log_request(200)
+        raise
     finally:
         if current is not upstream:
             await current.aclose()
