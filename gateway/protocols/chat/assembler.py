@@ -18,22 +18,16 @@ from gateway.trace.model import ToolCall
 
 __all__ = ["PartialCall", "ToolCallAssembler"]
 
-_CALL_KEYS = frozenset({"index", "id", "type", "function"})
-_FUNCTION_KEYS = frozenset({"name", "arguments"})
-
-
 @dataclass(slots=True)
 class PartialCall:
     position: int  # order of appearance in the choice, from 0
     key: int | None = None  # the upstream's `index`
     id: str = ""
     name: str = ""
-    type: str | None = None
     parts: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. provider signatures: kept verbatim
-    function_extra: dict[str, Any] = field(default_factory=dict)
     legacy: bool = False  # a `function_call`, not a `tool_calls` entry
     done: bool = False
+    late: bool = False  # a delta arrived after the call was complete (interleaved calls)
 
     @property
     def arguments(self) -> str:
@@ -48,15 +42,9 @@ class PartialCall:
         ident = delta.get("id")
         if isinstance(ident, str) and ident and not self.id:
             self.id = ident
-        kind = delta.get("type")
-        if isinstance(kind, str) and self.type is None:
-            self.type = kind
         fn = delta.get("function")
         if isinstance(fn, dict):
             self._merge_function(fn)
-        for key, value in delta.items():
-            if key not in _CALL_KEYS:
-                self.extra[key] = value
 
     def _merge_function(self, fn: dict[str, Any]) -> None:
         name = fn.get("name")
@@ -69,37 +57,44 @@ class PartialCall:
                 self.parts.append(args)
         elif args is not None:  # an object instead of JSON text: seen from some local servers
             self.parts.append(orjson.dumps(args).decode())
-        for key, value in fn.items():
-            if key not in _FUNCTION_KEYS:
-                self.function_extra[key] = value
 
 
 class ToolCallAssembler:
-    """One choice's tool calls; ``add``/``add_legacy``/``close`` return the calls they complete."""
+    """One choice's tool calls; the ``add*`` methods and ``close`` return the calls they complete."""
 
     def __init__(self) -> None:
         self.calls: list[PartialCall] = []
-        self.late: list[tuple[PartialCall, dict[str, Any]]] = []  # deltas for completed calls
         self._by_key: dict[int, PartialCall] = {}
         self._by_id: dict[str, PartialCall] = {}
 
     def add(self, deltas: Any) -> list[PartialCall]:
+        """A delta's ``tool_calls`` list."""
         completed: list[PartialCall] = []
         for delta in deltas if isinstance(deltas, list) else (deltas,):
             if isinstance(delta, dict):
-                self._add_one(delta, completed)
+                completed += self.add_entry(delta)[1]
         return completed
 
-    def add_legacy(self, delta: Any) -> list[PartialCall]:
-        if not isinstance(delta, dict):
-            return []
+    def add_entry(self, delta: dict[str, Any]) -> tuple[PartialCall, list[PartialCall]]:
+        """One ``tool_calls`` entry: the call it belongs to, and the calls it completes."""
+        completed: list[PartialCall] = []
+        call = self._resolve(delta)
+        if call is None:
+            completed = self._complete_open()
+            key = delta.get("index")
+            call = self._start(key if _is_index(key) else None)
+        self._merge(call, delta)
+        return call, completed
+
+    def add_legacy(self, delta: dict[str, Any]) -> tuple[PartialCall, list[PartialCall]]:
+        """A legacy ``function_call`` delta: one call per message."""
         if self.calls and self.calls[-1].legacy:
             call, completed = self.calls[-1], []
         else:
             completed = self._complete_open()
             call = self._start(None, legacy=True)
         self._merge(call, {"function": delta})
-        return completed
+        return call, completed
 
     def close(self) -> list[PartialCall]:
         return self._complete_open()
@@ -107,14 +102,6 @@ class ToolCallAssembler:
     @property
     def open(self) -> bool:
         return bool(self.calls) and not self.calls[-1].done
-
-    def _add_one(self, delta: dict[str, Any], completed: list[PartialCall]) -> None:
-        call = self._resolve(delta)
-        if call is None:
-            completed += self._complete_open()
-            key = delta.get("index")
-            call = self._start(key if _is_index(key) else None)
-        self._merge(call, delta)
 
     def _resolve(self, delta: dict[str, Any]) -> PartialCall | None:
         """The call this delta continues, or None when it starts a new one."""
@@ -142,8 +129,7 @@ class ToolCallAssembler:
         return call
 
     def _merge(self, call: PartialCall, delta: dict[str, Any]) -> None:
-        if call.done:
-            self.late.append((call, delta))
+        call.late |= call.done
         call.merge(delta)
         if call.id:
             self._by_id.setdefault(call.id, call)

@@ -11,19 +11,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.protocols.chat.assembler import PartialCall
-
 __all__ = [
     "Envelope",
     "add_usage",
-    "call_delta",
     "content_chunk",
     "finish_chunk",
-    "late_delta",
     "new_completion_id",
     "role_chunk",
     "usage_chunk",
-    "with_delta",
 ]
 
 CHUNK_OBJECT = "chat.completion.chunk"
@@ -92,38 +87,8 @@ def usage_chunk(env: Envelope, usage: dict[str, Any]) -> dict[str, Any]:
     return env.chunk([], usage=usage)
 
 
-# --- re-emitting held tool calls -------------------------------------------------------
-
-
-def with_delta(head: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
-    return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
-
-
-def call_delta(call: PartialCall, index: int) -> dict[str, Any]:
-    function = {"name": call.name, "arguments": call.arguments, **call.function_extra}
-    if call.legacy:
-        return {"function_call": function}
-    entry: dict[str, Any] = {"index": index}
-    if call.id:
-        entry["id"] = call.id
-    entry["type"] = call.type or "function"
-    entry["function"] = function
-    entry.update(call.extra)
-    return {"tool_calls": [entry]}
-
-
-def late_delta(call: PartialCall, fragment: dict[str, Any], index: int) -> dict[str, Any]:
-    if call.legacy:
-        return {"function_call": fragment.get("function", {})}
-    # ids and names would be concatenated again by accumulating clients
-    entry = {k: v for k, v in fragment.items() if k not in ("id", "index", "type")}
-    function = entry.get("function")
-    if isinstance(function, dict) and function.get("name") == call.name:
-        entry["function"] = {k: v for k, v in function.items() if k != "name"}
-    return {"tool_calls": [{"index": index, **entry}]}
-
-
 def add_usage(total: Any, more: Any) -> Any:
+    """Two usage objects summed field by field (nested token details too)."""
     if not isinstance(total, dict) or not isinstance(more, dict):
         return more if total is None else total
     merged = dict(total)

@@ -1,17 +1,23 @@
 """Relay a chat-completions SSE stream while holding each tool call until it has been judged.
 
-Content goes to the client as soon as it arrives; tool-call deltas of choice 0 are held until
-their call is complete, judged by a synchronous callback, then either emitted (one chunk per call,
-client-side ``index`` renumbered from 0 so dropped calls leave no gap) or dropped together with
-every later call of the round (seed 000: abort the rest of the round). When every call was
-dropped, the finish chunk is withheld and the pipeline decides: re-ask the model and relay its
+Content goes to the client as soon as it arrives. An event carrying choice 0's tool-call deltas is
+held until every call it touches is complete and judged (a call is complete when a later call
+starts, when finish_reason arrives, or when the stream ends), then released: as its original
+bytes when all its calls were kept under their own index (so an unvetoed stream is relayed byte
+for byte), or rebuilt without the dropped calls and with ``index`` renumbered from 0. The first
+rejected call drops itself and every later call of the round (seed 000). When every call was
+dropped the finish chunk is withheld and the pipeline decides: re-ask the model and relay its
 answer as a continuation of the same client stream, or end the stream with a terminate text.
 
-Choices other than 0 (``n > 1``, never used by agents) pass through unjudged.
+A role-only delta travels with the tool-call event it came in (that is what keeps OpenAI's first
+tool chunk byte-identical); any content for choice 0 makes it go out first. Choices other than 0
+(``n > 1``, which agents don't use) pass through unjudged.
 """
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,25 +25,17 @@ from typing import Any
 import orjson
 
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
-from gateway.protocols.chat.chunks import (
-    Envelope,
-    add_usage,
-    call_delta,
-    content_chunk,
-    finish_chunk,
-    late_delta,
-    usage_chunk,
-    with_delta,
-)
-from gateway.protocols.chat.sse import DONE, SSEDecoder, SSEEvent, data_event
+from gateway.protocols.chat.chunks import Envelope, add_usage, content_chunk, finish_chunk, usage_chunk
+from gateway.protocols.chat.sse import DONE, SSEDecoder, SSEEvent, comment, data_event
 from gateway.trace.model import ToolCall
 
-__all__ = ["Judge", "RoundState", "ToolCallFilter", "ToolCallAssembler", "content_chunk", "finish_chunk"]
+__all__ = ["Judge", "RoundState", "ToolCallAssembler", "ToolCallFilter", "content_chunk", "finish_chunk"]
 
 Judge = Callable[[ToolCall, int], bool]  # (call, position in the round) -> keep?
 
 _TOOL_KEYS = (b'"tool_calls"', b'"function_call"')
-_NOT_DELTA = frozenset({"tool_calls", "function_call"})
+_TOOL_FIELDS = ("tool_calls", "function_call")
+_KEEPALIVE = comment("holding")
 
 
 @dataclass(slots=True)
@@ -51,6 +49,7 @@ class RoundState:
     finish_reason: str | None = None  # as the upstream sent it
     finish_withheld: bool = False
     ended: bool = False  # the upstream stream is over
+    interleaved: bool = False  # a call got deltas after it was judged: judged on partial args
     judge_errors: list[Exception] = field(default_factory=list)  # judge raised: call kept
 
     @property
@@ -58,13 +57,29 @@ class RoundState:
         return bool(self.dropped) and not self.kept
 
 
+@dataclass(slots=True)
+class _Held:
+    """A choice-0 event waiting for the judgement of the calls it carries."""
+
+    raw: bytes
+    head: dict[str, Any]  # the chunk without its choices, usage reset
+    choice: dict[str, Any]
+    entries: list[tuple[dict[str, Any], PartialCall]]  # tool_calls entry (or function_call), its call
+    rest: dict[str, Any]  # delta fields that have not gone out yet (a role)
+    usage: Any
+    raw_ok: bool  # nothing was taken out of the event or changed in it
+
+
 class ToolCallFilter:
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
-    def __init__(self, judge: Judge, envelope: Envelope | None = None) -> None:
+    def __init__(self, judge: Judge, envelope: Envelope | None = None, keepalive_s: float | None = 15.0) -> None:
         self._judge = judge
         self.envelope = envelope  # of the client stream: taken from the first upstream chunk
         self.rounds: list[RoundState] = []
+        # While arguments stream in (a large file write takes a while) the client gets nothing;
+        # a comment now and then keeps idle-timeout proxies from cutting the connection.
+        self._keepalive_s = keepalive_s
         self._next_index = 0  # client-side tool-call index, continues across continuations
         self._continuation = False
         self._held_usage: dict[str, Any] | None = None
@@ -88,16 +103,19 @@ class ToolCallFilter:
         out: list[bytes] = []
         for event in self._decoder.feed(data):
             self._on_event(event, out)
+        if self._held:
+            self._keepalive(out)
         return out
 
     def end_upstream(self) -> list[bytes]:
-        """The upstream stream ended: judge and emit the calls still open."""
+        """The upstream stream ended: judge and release the calls still held."""
         out: list[bytes] = []
         if self.round.ended:
             return out
         for event in self._decoder.flush():
             self._on_event(event, out)
-        self._emit(self._settle(self._asm.close(), self._head or self._env_head()), out)
+        self._settle(self._asm.close())
+        self._release(out)
         self.round.ended = True
         return out
 
@@ -120,11 +138,12 @@ class ToolCallFilter:
         if self._final:
             return []
         out = self.end_upstream()
+        env = self.envelope or Envelope.new("")
         if self.needs_decision:  # nobody decided: never leave the client without a finish
-            out.append(data_event(finish_chunk(self.envelope or Envelope.new(""), "stop")))
+            out.append(data_event(finish_chunk(env, "stop")))
         self._final = True
         if self._held_usage is not None:
-            out.append(data_event(usage_chunk(self.envelope or Envelope.new(""), self._held_usage)))
+            out.append(data_event(usage_chunk(env, self._held_usage)))
             self._held_usage = None
         if self._saw_done or self._terminated:
             out.append(DONE)
@@ -143,14 +162,15 @@ class ToolCallFilter:
         decided = self._terminated or self._final
         return state.all_dropped and (state.finish_withheld or state.ended) and not decided
 
-    # --- internals ------------------------------------------------------------------------
+    # --- events ---------------------------------------------------------------------------
 
     def _new_round(self) -> None:
         self._decoder = SSEDecoder()
         self._asm = ToolCallAssembler()
-        self._out_index: dict[int, int] = {}
-        self._head: dict[str, Any] | None = None
+        self._held: deque[_Held] = deque()
+        self._out_index: dict[int, int] = {}  # call position -> client-side index, kept calls
         self._fast = False
+        self._hold_mark = 0.0
         self.rounds.append(RoundState())
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
@@ -172,101 +192,98 @@ class ToolCallFilter:
             self._relay(raw, out)
             return
         self._on_chunk(chunk, raw, out)
-        self._fast = self._can_skip()
-
-    def _can_skip(self) -> bool:
-        """Whether an event without tool-call keys can be relayed without being parsed."""
-        watching = self._continuation or self._asm.open or self.round.finish_withheld
-        return self.envelope is not None and not watching
-
-    def _relay(self, raw: bytes, out: list[bytes]) -> None:
-        self._emitted = True
-        out.append(raw)
+        watching = self._continuation or self._asm.open or self._held or self.round.finish_withheld
+        self._fast = self.envelope is not None and not watching
 
     def _on_chunk(self, chunk: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         if self.envelope is None:
             self.envelope = Envelope.from_chunk(chunk)
-        changed = self._continuation
-        if changed:  # one completion for the client: the re-ask wears the first stream's id
+        if self._continuation:  # one completion for the client: the re-ask wears the first id
             chunk["id"], chunk["created"] = self.envelope.id, self.envelope.created
-        self._head = head = {k: v for k, v in chunk.items() if k != "choices"}
-        if "usage" in head:
-            head["usage"] = None
-        choices: list[Any] = []
-        after: list[dict[str, Any]] = []
-        for choice in chunk["choices"]:
-            if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                kept, pieces, touched = self._choice0(choice, head)
-                changed |= touched
-                after += pieces
-                if kept is not None:
-                    choices.append(kept)
-            else:
-                choices.append(choice)
+        choice = next((c for c in chunk["choices"] if isinstance(c, dict) and c.get("index", 0) == 0), None)
+        delta = choice.get("delta") if choice is not None else None
+        delta = delta if isinstance(delta, dict) else {}
+        has_tools = delta.get("tool_calls") is not None or delta.get("function_call") is not None
+        if choice is not None and (has_tools or (choice.get("finish_reason") and self._asm.calls)):
+            self._hold(chunk, raw, choice, delta, out)
+        else:
+            self._plain(chunk, raw, choice, delta, out)
+
+    def _plain(self, chunk: dict, raw: bytes, choice: dict | None, delta: dict, out: list[bytes]) -> None:
+        """An event without tool calls: relayed as it is unless a re-ask or held usage changes it."""
+        if choice is not None:
+            self._flush_role(out)
+        strip = self._continuation and "role" in delta
         usage, usage_changed = self._usage(chunk.get("usage"))
-        if not (changed or usage_changed):
+        if not (self._continuation or usage_changed):
             self._relay(raw, out)
             return
-        # Drop the chunk itself only when everything in it was taken out (held or re-emitted).
-        emptied = (not choices and bool(chunk["choices"])) or (usage_changed and usage is None)
-        pieces = [{**chunk, "choices": choices}] if choices or usage is not None or not emptied else []
-        pieces += after
-        for piece in pieces:  # the SDK keeps the usage of the last chunk it saw
-            if "usage" in piece or usage is not None:
-                piece["usage"] = None
-        if pieces and usage is not None:
-            pieces[-1]["usage"] = usage
-        self._emit(pieces, out)
+        choices = chunk["choices"]
+        if strip:
+            rest = {k: v for k, v in delta.items() if k != "role"}
+            keep = _meaningful(rest, choice) or choice.get("finish_reason") is not None
+            choices = [c for c in choices if c is not choice or keep]
+            choices = [{**c, "delta": rest} if c is choice else c for c in choices]
+        if choices or usage is not None or not (chunk["choices"] or usage_changed):
+            self._emit_piece({**chunk, "choices": choices, **_usage_field(chunk, usage)}, out)
 
-    def _choice0(self, choice: dict[str, Any], head: dict[str, Any]) -> tuple[Any, list[dict], bool]:
-        """Split a choice into what goes out now, and the judged tool calls and finish."""
-        delta = choice.get("delta")
-        delta = delta if isinstance(delta, dict) else {}
-        tools, legacy = delta.get("tool_calls"), delta.get("function_call")
-        finish = choice.get("finish_reason")
-        strip_role = self._continuation and "role" in delta
-        if tools is None and legacy is None and not strip_role and not (finish and self._asm.calls):
-            return choice, [], False
-        completed = self._asm.add(tools) if tools is not None else []
-        if legacy is not None:
-            completed += self._asm.add_legacy(legacy)
-        if finish:
+    def _hold(self, chunk: dict, raw: bytes, choice: dict, delta: dict, out: list[bytes]) -> None:
+        head = {k: v for k, v in chunk.items() if k != "choices"}
+        if "usage" in head:
+            head["usage"] = None
+        rest = {k: v for k, v in delta.items() if k not in _TOOL_FIELDS}
+        if self._continuation:
+            rest.pop("role", None)
+        others = [c for c in chunk["choices"] if c is not choice]
+        usage = chunk.get("usage")
+        raw_ok = not self._continuation and usage is None
+        if others or _meaningful(rest, choice):  # content goes out now; the tool part waits
+            self._flush_role(out)
+            now = {**choice, "delta": rest, "finish_reason": None} if rest or choice.get("logprobs") else None
+            choices = [now if c is choice else c for c in chunk["choices"]]
+            self._emit_piece({**head, "choices": [c for c in choices if c is not None]}, out)
+            rest, raw_ok = {}, False
+        held = _Held(raw, head, choice, [], rest, usage, raw_ok)
+        completed = self._add_entries(held, delta)
+        if choice.get("finish_reason"):
+            self.round.finish_reason = choice["finish_reason"]
             completed += self._asm.close()
-        pieces = self._settle(completed, head)
-        if finish:
-            pieces += self._finish(choice, finish, head)
-        rest = {k: v for k, v in delta.items() if k not in _NOT_DELTA and not (strip_role and k == "role")}
-        if any(v is not None and v != "" for v in rest.values()) or choice.get("logprobs") is not None:
-            return {**choice, "delta": rest, "finish_reason": None}, pieces, True
-        return None, pieces, True
+        if not self._held:
+            self._hold_mark = time.monotonic()
+        self._held.append(held)
+        self._settle(completed)
+        self._release(out)
 
-    def _finish(self, choice: dict[str, Any], reason: str, head: dict[str, Any]) -> list[dict]:
-        state = self.round
-        state.finish_reason = reason
-        if state.all_dropped:
-            state.finish_withheld = True
-            return []
-        return [{**head, "choices": [{**choice, "delta": {}, "logprobs": None}]}]
+    def _add_entries(self, held: _Held, delta: dict[str, Any]) -> list[PartialCall]:
+        completed: list[PartialCall] = []
+        tools, legacy = delta.get("tool_calls"), delta.get("function_call")
+        for entry in tools if isinstance(tools, list) else ():
+            if isinstance(entry, dict):
+                call, done = self._asm.add_entry(entry)
+                held.entries.append((entry, call))
+                completed += done
+                self.round.interleaved |= call.late
+        if isinstance(legacy, dict):
+            call, done = self._asm.add_legacy(legacy)
+            held.entries.append((legacy, call))
+            completed += done
+        return completed
 
-    def _settle(self, completed: list[PartialCall], head: dict[str, Any]) -> list[dict]:
+    # --- judging and releasing ----------------------------------------------------------------
+
+    def _settle(self, completed: list[PartialCall]) -> None:
         """Judge completed calls in order; the first rejection drops the rest of the round."""
-        state, pieces = self.round, []
+        state = self.round
         for call in completed:
             tool_call = call.to_call()
             if state.rejected is None and self._keep(tool_call, call.position):
-                self._out_index[call.position] = index = self._next_index
+                self._out_index[call.position] = self._next_index
                 self._next_index += 1
                 state.kept.append(tool_call)
-                pieces.append(with_delta(head, call_delta(call, index)))
                 continue
             if state.rejected is None:
                 state.rejected, state.rejected_position = tool_call, call.position
             state.dropped.append(tool_call)
-        for call, fragment in self._asm.late:  # deltas arriving after their call was judged
-            if call.position in self._out_index:
-                pieces.append(with_delta(head, late_delta(call, fragment, self._out_index[call.position])))
-        self._asm.late.clear()
-        return pieces
 
     def _keep(self, call: ToolCall, position: int) -> bool:
         try:
@@ -274,6 +291,46 @@ class ToolCallFilter:
         except Exception as exc:  # fail-open: a broken judge must never break the stream
             self.round.judge_errors.append(exc)
             return True
+
+    def _release(self, out: list[bytes]) -> None:
+        """Send held events, in order, as soon as every call they touch is judged."""
+        held = self._held
+        while held and all(call.done for _, call in held[0].entries):
+            self._release_one(held.popleft(), out)
+
+    def _release_one(self, held: _Held, out: list[bytes]) -> None:
+        finish = held.choice.get("finish_reason")
+        if finish and self.round.all_dropped:
+            self.round.finish_withheld = True
+            finish = None
+        usage, usage_changed = self._usage(held.usage)
+        index = self._out_index
+        kept = [(entry, call) for entry, call in held.entries if call.position in index]
+        same = all(call.legacy or entry.get("index") == index[call.position] for entry, call in kept)
+        untouched = held.raw_ok and not usage_changed and finish == held.choice.get("finish_reason")
+        if untouched and same and len(kept) == len(held.entries):
+            self._relay(held.raw, out)
+            return
+        delta = dict(held.rest)
+        entries = [{**entry, "index": index[call.position]} for entry, call in kept if not call.legacy]
+        if entries:
+            delta["tool_calls"] = entries
+        for entry, call in kept:
+            if call.legacy:
+                delta["function_call"] = entry
+        choices = [{**held.choice, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        if delta or finish:
+            self._emit_piece({**held.head, "choices": choices, **_usage_field(held.head, usage)}, out)
+        elif usage is not None:
+            self._emit_piece({**held.head, "choices": [], "usage": usage}, out)
+
+    def _flush_role(self, out: list[bytes]) -> None:
+        """A held role must reach the client before any other delta of choice 0."""
+        for held in self._held:
+            if held.rest:
+                choice = {"index": 0, "delta": held.rest, "logprobs": None, "finish_reason": None}
+                self._emit_piece({**held.head, "choices": [choice]}, out)
+                held.rest, held.raw_ok = {}, False
 
     def _usage(self, usage: Any) -> tuple[Any, bool]:
         """Usage of a dropped round is held and added to the next one, so the client sees all."""
@@ -287,10 +344,32 @@ class ToolCallFilter:
             return usage, True
         return usage, False
 
-    def _emit(self, pieces: list[dict], out: list[bytes]) -> None:
-        for piece in pieces:
-            self._emitted = True
-            out.append(data_event(piece))
+    # --- output ---------------------------------------------------------------------------
 
-    def _env_head(self) -> dict[str, Any]:
-        return (self.envelope or Envelope.new("")).chunk([])
+    def _relay(self, raw: bytes, out: list[bytes]) -> None:
+        self._emitted = True
+        out.append(raw)
+
+    def _emit_piece(self, piece: dict[str, Any], out: list[bytes]) -> None:
+        self._emitted = True
+        out.append(data_event(piece))
+
+    def _keepalive(self, out: list[bytes]) -> None:
+        if self._keepalive_s is None:
+            return
+        now = time.monotonic()
+        if out:
+            self._hold_mark = now
+        elif now - self._hold_mark >= self._keepalive_s:
+            out.append(_KEEPALIVE)
+            self._hold_mark = now
+
+
+def _meaningful(rest: dict[str, Any], choice: dict[str, Any]) -> bool:
+    """Whether a delta has more than a role (content, refusal, ...) or the choice has logprobs."""
+    fields = any(v is not None and v != "" for k, v in rest.items() if k != "role")
+    return fields or choice.get("logprobs") is not None
+
+
+def _usage_field(chunk: dict[str, Any], usage: Any) -> dict[str, Any]:
+    return {"usage": usage} if usage is not None or "usage" in chunk else {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import json
+
 import orjson
 from openai._streaming import SSEDecoder as SDKDecoder
 from openai.lib.streaming.chat._completions import ChatCompletionStreamState
@@ -50,9 +52,10 @@ def tools(*entries: dict, **delta: Any) -> dict:
 
 
 def sse(*chunks: dict | str, done: bool = True, eol: str = "\n") -> bytes:
+    """Upstream bytes. ``json.dumps`` spacing differs from orjson's, so a re-encoded event shows."""
     out = b""
     for item in chunks:
-        body = item.encode() if isinstance(item, str) else orjson.dumps(item)
+        body = item.encode() if isinstance(item, str) else json.dumps(item, ensure_ascii=False).encode()
         out += b"data: " + body + (eol * 2).encode()
     if done:
         out += b"data: [DONE]" + (eol * 2).encode()
