@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -53,12 +53,50 @@ class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
+class StateConfig(_Strict):
+    """Where sessions' state lives: ``memory`` (one process) or ``redis`` (several replicas)."""
+
+    backend: Literal["memory", "redis"] = "memory"
+    url: str = "redis://127.0.0.1:6379/0"  # redis:// rediss:// or unix://; may carry a password
+    key_prefix: str = "loopguard:"
+    ttl_s: float = Field(3600.0, gt=0)  # an idle session is forgotten after this
+    max_sessions: int = Field(10_000, ge=1)  # memory backend: LRU bound
+    # Redis only: a slow Redis must not slow traffic, so each operation gets this long, and
+    # after a failure it is left alone for retry_after_s (requests run on what they carry).
+    op_timeout_s: float = Field(0.1, gt=0, le=5)
+    retry_after_s: float = Field(1.0, ge=0)
+    max_connections: int = Field(64, ge=1)
+
+    @field_validator("url")
+    @classmethod
+    def _scheme(cls, url: str) -> str:
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return url
+
+
+class SessionsConfig(_Strict):
+    """Where a request's session id comes from, first match wins; else a fingerprint of how
+    the conversation starts (system prompt, first user message, tool names)."""
+
+    headers: tuple[str, ...] = ("x-loopguard-session", "x-session-id")
+    body_user: bool = True  # the body's ``user`` field
+    metadata_key: str | None = "session_id"  # ``metadata.<key>`` of the body; null: not used
+
+    @field_validator("headers")
+    @classmethod
+    def _lower(cls, headers: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(h.strip().lower() for h in headers if h.strip())
+
+
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     upstream: UpstreamConfig = UpstreamConfig()
     policy: str | None = None  # path of a policy YAML; None = the shipped default pack
     limits: LimitsConfig = LimitsConfig()
     logging: LoggingConfig = LoggingConfig()
+    state: StateConfig = StateConfig()
+    sessions: SessionsConfig = SessionsConfig()
 
 
 def interpolate(value: Any, env: dict[str, str]) -> Any:

@@ -7,8 +7,9 @@ the earlier one decides): result-inclusive evidence first, argument-only guesses
 from __future__ import annotations
 
 from gateway.detectors import cycle, errors, progress, repeat, rounds, similar, unknown
-from gateway.detectors import required_tool, retrieval
+from gateway.detectors import compaction, required_tool, retrieval
 from gateway.detectors.base import Detector, DetectorSettings, Finding
+from gateway.detectors.compaction import PostCompactionSettings
 from gateway.detectors.cycle import CycleSettings
 from gateway.detectors.errors import ErrorRepeatSettings
 from gateway.detectors.progress import NoProgressSettings
@@ -20,6 +21,9 @@ from gateway.detectors.similar import SimilarRepeatSettings
 from gateway.detectors.unknown import UnknownToolSettings
 
 REGISTRY: dict[str, Detector] = {
+    # Armed only right after a compaction, and then the strongest evidence (seed 002): first,
+    # so its reason, compaction_loop_persisted, is the one reported when others also fire.
+    compaction.NAME: Detector(compaction.NAME, compaction.detect, PostCompactionSettings),
     unknown.NAME: Detector(unknown.NAME, unknown.detect, UnknownToolSettings),
     # Its text (answer from the best iteration) is the most useful one for a retrieval tool.
     retrieval.NAME: Detector(retrieval.NAME, retrieval.detect, RetrievalSettings),
@@ -46,7 +50,7 @@ def largest_window(settings: dict[str, DetectorSettings]) -> int:
 
 __all__ = [
     "REGISTRY", "CycleSettings", "Detector", "DetectorSettings", "ErrorRepeatSettings",
-    "ExactRepeatSettings", "Finding", "NoProgressSettings", "RequiredToolSettings", "RetrievalSettings",
+    "ExactRepeatSettings", "Finding", "NoProgressSettings", "PostCompactionSettings", "RequiredToolSettings", "RetrievalSettings",
     "SimilarRepeatSettings",
     "ToolRoundsSettings", "UnknownToolSettings", "default_settings", "largest_window",
 ]

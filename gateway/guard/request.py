@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gateway.config import SessionsConfig
+from gateway.guard import compaction
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.chat import replies, rewrite
 from gateway.protocols.chat.parse import conversation_from_body
-from gateway.state.base import StateStore, VetoRecord
-from gateway.state.session import session_id
+from gateway.state.base import EMPTY, SessionState, StateStore, VetoRecord
+from gateway.state.session import DEFAULT_SOURCES, session_id
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation, ToolCall, Trace, Turn
 
@@ -29,6 +31,7 @@ class RequestPlan:
     client_turns: tuple[Turn, ...] = ()
     changed: bool = False
     notes: list[str] = field(default_factory=list)  # degradations worth a log field
+    client_hash: str | None = None  # prefix hash of all client messages (where vetoes anchor)
 
     @property
     def action(self) -> Action:
@@ -37,6 +40,7 @@ class RequestPlan:
 
 async def plan_request(
     payload: dict[str, Any], headers: dict[str, str], path: str, policies, store: StateStore, log,
+    sessions: SessionsConfig = DEFAULT_SOURCES,
 ) -> RequestPlan:
     policy = policies.resolve(
         agent=headers.get("x-loopguard-agent"),
@@ -47,28 +51,45 @@ async def plan_request(
     client = payload.get("messages")
     client = client if isinstance(client, list) else []
     client_conv = conv = conversation_from_body(payload)
-    session = session_id(headers, payload, conv)
-    messages = await _with_vetoes(client, conv, session, store, log)
+    session = session_id(headers, payload, conv, sessions)
+    state = await _session_state(session, store, log)
+    tracked = _track(state, conv, len(client), session, store, log)
+    messages = rewrite.insert_vetoes(client, tracked.hashes, state.vetoes) if state.vetoes else client
     if messages is not client:
         conv = conversation_from_body({**payload, "messages": messages})
     trace = build_trace(conv, policy.trace_settings)
+    if tracked.compacted_at is not None:
+        start = compaction.shown_index(tracked.compacted_at, tracked.hashes, state.vetoes)
+        trace = replace(trace, compacted_at=start)
     judgement = policy.judge(trace)
     plan = RequestPlan(policy, session, payload, client, messages, conv, trace, judgement,
-                       client_conv.turns, changed=messages is not client)
+                       client_conv.turns, changed=messages is not client,
+                       client_hash=tracked.hashes[len(client)])
     _apply_history_action(plan)
     return plan
 
 
-async def _with_vetoes(client: list[Any], conv: Conversation, session: str, store: StateStore, log) -> list[Any]:
+async def _session_state(session: str, store: StateStore, log) -> SessionState:
+    """Vetoed exchanges and the history mark, in one store round trip."""
     try:
-        records = await store.vetoes(session)
-    except Exception as exc:  # a state outage degrades to what the request alone can tell
-        log.warning("state_unavailable", op="vetoes", error=type(exc).__name__)
-        return client
-    if not records:
-        return client
-    hashes = rewrite.prefix_hashes(conv.turns, len(client))
-    return rewrite.insert_vetoes(client, hashes, records)
+        return await store.session_state(session)
+    except Exception as exc:  # stores degrade by themselves; this guards a foreign one
+        log.warning("state_unavailable", op="session_state", error=type(exc).__name__)
+        return EMPTY
+
+
+def _track(state: SessionState, conv: Conversation, length: int, session: str, store: StateStore,
+           log) -> compaction.Tracked:
+    """Compare the history with the session's previous request and remember where it stands
+    now; the write is fire-and-forget, off the request's path."""
+    tracked = compaction.track(state, conv.turns, length)
+    if tracked.compacted_now:
+        log.info("history_compacted", session=session, before=state.mark.length, after=length)
+    try:
+        store.put_mark(session, tracked.mark)
+    except Exception as exc:  # noqa: BLE001 - losing a mark only weakens compaction detection
+        log.warning("state_unavailable", op="put_mark", error=type(exc).__name__)
+    return tracked
 
 
 def _apply_history_action(plan: RequestPlan) -> None:
@@ -101,9 +122,11 @@ def veto_record(plan: RequestPlan, call: ToolCall, observation: str) -> VetoReco
     """Remember a refused call so later requests of the conversation show it to the model,
     right after the client messages of this request."""
     anchor = plan.client_messages
-    hashes = rewrite.prefix_hashes(plan.client_turns, len(anchor))
+    digest = plan.client_hash
+    if digest is None:
+        digest = rewrite.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
     exchange = (replies.assistant_message_for([call]), replies.veto_observation(call, observation))
-    return VetoRecord(len(anchor), hashes[-1], exchange)
+    return VetoRecord(len(anchor), digest, exchange)
 
 
 def _key_hash(authorization: str | None) -> str | None:

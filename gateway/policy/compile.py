@@ -92,7 +92,8 @@ def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
         _log(__name__).warning("policy.terminate_status_retried", file=ctx.file, agent=ctx.agent,
                                status=body.interventions.terminate.status,
                                hint="clients retry this status; 422 ends the loop")
-    enabled = {name: s for name, s in settings.items() if s.enabled}
+    # The master switch filters, it does not rewrite: detector_settings still show what is set.
+    enabled = {} if body.enabled is False else {name: s for name, s in settings.items() if s.enabled}
     return EffectivePolicy(
         name=ctx.name, source=ctx.file, agent=ctx.agent, mode=body.mode,
         max_action=Action.parse(body.max_action), exempt_tools=body.exempt_tools,

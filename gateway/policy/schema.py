@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator,
+    BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator,
+    model_validator,
 )
 
 from gateway.policy.actions import REJECT_MARKER
@@ -105,6 +106,10 @@ class AgentMatch(_Model):
 class Body(_Model):
     """What both the global block and an ``agents`` entry may set."""
 
+    # Master switch (seed 002's loopDetection.enabled): false turns every detector off,
+    # post_compaction included; unset or true leaves the detectors as configured, so the
+    # post-compaction guard stays on even where every other detector is switched off.
+    enabled: StrictBool | None = None
     mode: Mode = "enforce"
     max_action: Level = "terminate"
     scope: Scope = "run"

@@ -94,6 +94,21 @@ _EXTRA_SPECIAL = {
 for _language, _texts in _EXTRA_SPECIAL.items():
     SPECIAL[_language].update(_texts)
 
+# Seed 002's post-compaction guard ends the run with the error compaction_loop_persisted, naming
+# the tool and the count of identical calls; the reason code stays untranslated so it is greppable.
+_COMPACTION_SPECIAL = {
+    "en": {("terminate", "post_compaction"): "[LoopGuard] This run was stopped "
+           "(compaction_loop_persisted): after the context was compacted, `{tool}` was called "
+           "{count} times with the same arguments and got the same result each time, so the "
+           "compaction did not break the loop. Done so far: {progress}. Review the task or change "
+           "the approach before trying again."},
+    "zh": {("terminate", "post_compaction"): "[LoopGuard] 任务已终止（compaction_loop_persisted）："
+           "上下文压缩之后，`{tool}` 以相同参数被调用了 {count} 次且每次结果相同，压缩未能打破循环。"
+           "已完成：{progress}。请检查任务或换用不同方法后再试。"},
+}
+for _language, _texts in _COMPACTION_SPECIAL.items():
+    SPECIAL[_language].update(_texts)
+
 # Detail values (Finding.details) that name a term, in each language.
 TERMS = MappingProxyType({
     "en": {"stop_max_iter": "the maximum number of retrieval iterations was reached",
@@ -108,8 +123,10 @@ PATTERN_NAMES = MappingProxyType({
     "en": {"exact_repeat": "exact repeat", "similar_repeat": "near-identical repeat",
            "no_progress": "no progress", "error_repeat": "repeated error", "cycle": "cycle",
            "unknown_tool": "unknown tool", "tool_rounds": "too many tool rounds",
-           "required_tool": "required tool not called", "retrieval": "retrieval loop"},
+           "required_tool": "required tool not called", "retrieval": "retrieval loop",
+           "post_compaction": "loop persisted after compaction"},
     "zh": {"exact_repeat": "精确重复", "similar_repeat": "近似重复", "no_progress": "无进展",
            "error_repeat": "重复报错", "cycle": "振荡循环", "unknown_tool": "未知工具",
-           "tool_rounds": "工具轮次过多", "required_tool": "未调用必需工具", "retrieval": "检索循环"},
+           "tool_rounds": "工具轮次过多", "required_tool": "未调用必需工具", "retrieval": "检索循环",
+           "post_compaction": "压缩后循环持续"},
 })

@@ -18,7 +18,7 @@ from gateway.server.chat import chat_completions
 from gateway.server.context import Gateway
 from gateway.server.passthrough import passthrough
 from gateway.state.base import StateStore
-from gateway.state.memory import MemoryStore
+from gateway.state import build_store
 from gateway.upstream.base import Upstream
 from gateway.upstream.httpx_transport import HttpxUpstream
 
@@ -39,7 +39,7 @@ def build_app(
         config=config,
         upstream=upstream or HttpxUpstream(config.upstream),
         policies=policies or PolicyHolder(config.policy),
-        store=store or MemoryStore(),
+        store=store or build_store(config.state),
         log=structlog.get_logger("loopguard"),
     )
 

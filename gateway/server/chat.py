@@ -69,7 +69,8 @@ async def _prepare(gateway: Gateway, request: Request, payload: dict, body: byte
     ex = Exchange(gateway, request_id, path, payload, body, payload.get("stream") is True, outgoing,
                   None, gateway.log.bind(request_id=request_id, path=path), started)
     try:
-        plan = await plan_request(payload, request.headers, path, gateway.policies.current, gateway.store, ex.log)
+        plan = await plan_request(payload, request.headers, path, gateway.policies.current, gateway.store, ex.log,
+                                  sessions=gateway.config.sessions)
     except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
         ex.fail_open("request")
         return ex

@@ -1,0 +1,22 @@
+"""Per-session state between requests: the store interface, its backends, session identity."""
+
+from __future__ import annotations
+
+from gateway.config import StateConfig
+from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
+from gateway.state.memory import MemoryStore
+
+
+def build_store(config: StateConfig) -> StateStore:
+    """The configured backend. Building one never connects: Redis is reached on first use, so
+    a gateway starts (and serves, degraded) even while Redis is down."""
+    if config.backend == "redis":
+        from gateway.state.redis import RedisStore  # imported only when configured
+
+        return RedisStore(config.url, key_prefix=config.key_prefix, ttl_s=config.ttl_s,
+                          op_timeout_s=config.op_timeout_s, retry_after_s=config.retry_after_s,
+                          max_connections=config.max_connections)
+    return MemoryStore(max_sessions=config.max_sessions, ttl_s=config.ttl_s)
+
+
+__all__ = ["EMPTY", "HistoryMark", "MemoryStore", "SessionState", "StateStore", "VetoRecord", "build_store"]

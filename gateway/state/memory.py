@@ -1,12 +1,19 @@
-"""The default store: in process, bounded by an LRU of sessions and a TTL on each."""
+"""The default store: in process, bounded by an LRU of sessions and a TTL on each.
+
+Memory is bounded by ``max_sessions`` whatever the traffic: a new session beyond the bound
+evicts the least recently used one (counted in ``evictions``), and sessions idle for longer than
+``ttl_s`` are dropped when met (counted in ``expirations``). A session that only carries a
+history mark costs a few hundred bytes (``benchmarks/state.py`` measures it); each vetoed
+exchange adds its two wire messages.
+"""
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from gateway.state.base import VetoRecord
+from gateway.state.base import EMPTY, HistoryMark, SessionState, VetoRecord
 
 # A session that keeps getting vetoed is terminated long before this; the cap only bounds memory.
 MAX_VETOES_PER_SESSION = 64
@@ -15,18 +22,26 @@ MAX_VETOES_PER_SESSION = 64
 @dataclass(slots=True)
 class _Entry:
     touched: float
-    vetoes: list[VetoRecord] = field(default_factory=list)
+    vetoes: tuple[VetoRecord, ...] = ()  # a tuple: most sessions share the empty one
+    mark: HistoryMark | None = None
 
 
 class MemoryStore:
+    degradations = 0  # nothing here can be unavailable
+
     def __init__(self, max_sessions: int = 10_000, ttl_s: float = 3600.0) -> None:
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
-        self.evictions = 0
+        self.evictions = 0  # dropped by the LRU bound: raise max_sessions if this keeps growing
+        self.expirations = 0  # dropped after ttl_s idle
         self._sessions: OrderedDict[str, _Entry] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    async def session_state(self, session: str) -> SessionState:
+        entry = self._live(session)
+        return SessionState(entry.vetoes, entry.mark) if entry else EMPTY
 
     async def vetoes(self, session: str) -> list[VetoRecord]:
         entry = self._live(session)
@@ -34,8 +49,11 @@ class MemoryStore:
 
     async def add_veto(self, session: str, record: VetoRecord) -> None:
         entry = self._live(session) or self._create(session)
-        entry.vetoes.append(record)
-        del entry.vetoes[:-MAX_VETOES_PER_SESSION]
+        entry.vetoes = (*entry.vetoes, record)[-MAX_VETOES_PER_SESSION:]
+
+    def put_mark(self, session: str, mark: HistoryMark) -> None:
+        entry = self._live(session) or self._create(session)
+        entry.mark = mark
 
     async def aclose(self) -> None:
         self._sessions.clear()
@@ -47,15 +65,27 @@ class MemoryStore:
         now = time.monotonic()
         if now - entry.touched > self.ttl_s:
             del self._sessions[session]
-            self.evictions += 1
+            self.expirations += 1
             return None
         entry.touched = now
         self._sessions.move_to_end(session)
         return entry
 
     def _create(self, session: str) -> _Entry:
-        entry = self._sessions[session] = _Entry(time.monotonic())
+        now = time.monotonic()
+        self._drop_expired(now)
+        entry = self._sessions[session] = _Entry(now)
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)
             self.evictions += 1
         return entry
+
+    def _drop_expired(self, now: float, limit: int = 16) -> None:
+        """The LRU order is the idle order, so expired sessions sit at the front; a few are
+        dropped per new session, which keeps idle memory shrinking at O(1) cost per call."""
+        for _ in range(limit):
+            oldest = next(iter(self._sessions.values()), None)
+            if oldest is None or now - oldest.touched <= self.ttl_s:
+                return
+            self._sessions.popitem(last=False)
+            self.expirations += 1

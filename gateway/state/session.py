@@ -6,23 +6,30 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from gateway.config import SessionsConfig
 from gateway.trace.model import Conversation
 
-SESSION_HEADERS = ("x-loopguard-session", "x-session-id")
+DEFAULT_SOURCES = SessionsConfig()
+SESSION_HEADERS = DEFAULT_SOURCES.headers
 
 
-def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation) -> str:
-    """Explicit identifiers first (header, body ``user``, ``metadata.session_id``); else a
-    fingerprint of how the conversation starts, which is stable across its requests."""
-    for name in SESSION_HEADERS:
+def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
+               sources: SessionsConfig = DEFAULT_SOURCES) -> str:
+    """Explicit identifiers first, in the configured order (headers, body ``user``,
+    ``metadata.<key>``); else a fingerprint of how the conversation starts, which is stable
+    across its requests. The prefix keeps an id from one source from meeting another's."""
+    for name in sources.headers:
         if value := headers.get(name):
             return "h:" + value[:200]
-    user = payload.get("user")
-    if isinstance(user, str) and user:
-        return "u:" + user[:200]
+    if sources.body_user:
+        user = payload.get("user")
+        if isinstance(user, str) and user:
+            return "u:" + user[:200]
     metadata = payload.get("metadata")
-    if isinstance(metadata, dict) and isinstance(sid := metadata.get("session_id"), str) and sid:
-        return "m:" + sid[:200]
+    if sources.metadata_key and isinstance(metadata, dict):
+        sid = metadata.get(sources.metadata_key)
+        if isinstance(sid, str) and sid:
+            return "m:" + sid[:200]
     return "f:" + fingerprint(conv)
 
 

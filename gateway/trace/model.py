@@ -93,6 +93,10 @@ class Trace:
     # Events in scope older than TraceSettings.horizon are counted but not materialized: detectors
     # look at bounded windows, so per-request cost and memory stay bounded by the horizon.
     skipped: int = 0
+    # Set by the request path when the session's history was compacted (it got shorter instead
+    # of growing): the message index where the post-compaction history begins. Tool events at
+    # or after it are the calls the agent made since; the post_compaction detector reads it.
+    compacted_at: int | None = None
 
     @property
     def total_events(self) -> int:

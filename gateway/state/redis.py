@@ -1,0 +1,154 @@
+"""Shared state on Redis, for several gateway replicas serving one fleet of agents.
+
+Decisions must not depend on which replica serves a request, so vetoed exchanges and history
+marks live here instead of in each process. Redis is an aid, never a dependency of traffic:
+
+- every operation runs under ``op_timeout_s`` (a slow Redis must not slow requests down);
+- any error or timeout is logged (the URL's password never), counted in ``degradations``, and
+  answered with "nothing stored": the request is judged from what it carries alone;
+- after a failure, Redis is left alone for ``retry_after_s`` (requests don't each pay a timeout
+  while it is down), then tried again; redis-py's pool opens fresh connections, so a restarted
+  server is used again without any action.
+
+Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
+``MAX_VETOES_PER_SESSION``) and ``{prefix}h:{session}`` (the history mark). Both carry a TTL,
+refreshed by every request of the session, so an idle session disappears by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+import structlog
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from gateway.state.base import EMPTY, HistoryMark, SessionState, VetoRecord
+from gateway.state.memory import MAX_VETOES_PER_SESSION
+
+T = TypeVar("T")
+_FAILED = object()
+
+
+class RedisStore:
+    evictions = 0  # Redis bounds itself: keys expire by TTL
+
+    def __init__(self, url: str, *, key_prefix: str = "loopguard:", ttl_s: float = 3600.0,
+                 op_timeout_s: float = 0.1, retry_after_s: float = 1.0, max_connections: int = 64,
+                 max_pending_writes: int = 1024) -> None:
+        self.key_prefix = key_prefix
+        self.ttl_ms = max(1, round(ttl_s * 1000))
+        self.op_timeout_s = op_timeout_s
+        self.retry_after_s = retry_after_s
+        self.max_pending_writes = max_pending_writes
+        self.degradations = 0
+        self.where = redacted_url(url)
+        self._password = urlsplit(url).password
+        # One immediate retry: a pooled connection to a server that has since restarted fails
+        # once, and the retry on a fresh connection succeeds within the same operation.
+        self._pool = BlockingConnectionPool.from_url(
+            url, max_connections=max_connections, timeout=None, retry=Retry(NoBackoff(), 1),
+            socket_connect_timeout=max(op_timeout_s, 0.5), socket_timeout=max(op_timeout_s, 0.5))
+        self._client = Redis(connection_pool=self._pool)
+        self._down_until = 0.0
+        self._healthy = True
+        self._pending: set[asyncio.Task[None]] = set()
+
+    # --- the StateStore interface -------------------------------------------------------------
+
+    async def session_state(self, session: str) -> SessionState:
+        state = await self._run("session_state", lambda: self._read(session))
+        return EMPTY if state is _FAILED else state
+
+    async def vetoes(self, session: str) -> list[VetoRecord]:
+        return list((await self.session_state(session)).vetoes)
+
+    async def add_veto(self, session: str, record: VetoRecord) -> None:
+        await self._run("add_veto", lambda: self._append(session, record))
+
+    def put_mark(self, session: str, mark: HistoryMark) -> None:
+        if len(self._pending) >= self.max_pending_writes:  # Redis cannot keep up: shed, don't queue
+            self.degradations += 1
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._run("put_mark", lambda: self._write_mark(session, mark)))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def aclose(self) -> None:
+        if self._pending:  # let in-flight writes land; each is bounded by op_timeout_s
+            await asyncio.wait(set(self._pending), timeout=self.op_timeout_s * 2)
+        await self._client.aclose()
+        await self._pool.aclose()
+
+    # --- Redis commands -----------------------------------------------------------------------
+
+    def key(self, kind: str, session: str) -> str:
+        return f"{self.key_prefix}{kind}:{session}"
+
+    async def _read(self, session: str) -> SessionState:
+        pipe = self._client.pipeline(transaction=False)  # one round trip for both keys
+        pipe.lrange(self.key("v", session), 0, -1)
+        pipe.get(self.key("h", session))
+        raw_vetoes, raw_mark = await pipe.execute()
+        vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
+        mark = HistoryMark.loads(raw_mark) if raw_mark is not None else None
+        return SessionState(vetoes, mark) if vetoes or mark else EMPTY
+
+    async def _append(self, session: str, record: VetoRecord) -> None:
+        key = self.key("v", session)
+        pipe = self._client.pipeline(transaction=True)  # append, trim and expire as one
+        pipe.rpush(key, record.dumps())
+        pipe.ltrim(key, -MAX_VETOES_PER_SESSION, -1)
+        pipe.pexpire(key, self.ttl_ms)
+        await pipe.execute()
+
+    async def _write_mark(self, session: str, mark: HistoryMark) -> None:
+        pipe = self._client.pipeline(transaction=False)
+        pipe.set(self.key("h", session), mark.dumps(), px=self.ttl_ms)
+        pipe.pexpire(self.key("v", session), self.ttl_ms)  # the session is alive: keep its vetoes
+        await pipe.execute()
+
+    # --- degradation --------------------------------------------------------------------------
+
+    async def _run(self, op: str, command: Callable[[], Awaitable[T]]) -> T | object:
+        if time.monotonic() < self._down_until:
+            self.degradations += 1
+            return _FAILED
+        try:
+            async with asyncio.timeout(self.op_timeout_s):
+                result = await command()
+        except Exception as exc:  # noqa: BLE001 - any failure degrades; cancellation still propagates
+            self._degraded(op, exc)
+            return _FAILED
+        if not self._healthy:
+            self._healthy = True
+            structlog.get_logger("loopguard").info("state_recovered", backend="redis", redis=self.where)
+        return result
+
+    def _degraded(self, op: str, exc: Exception) -> None:
+        self.degradations += 1
+        self._healthy = False
+        self._down_until = time.monotonic() + self.retry_after_s
+        detail = str(exc) or ("timed out" if isinstance(exc, TimeoutError) else "")
+        if self._password:
+            detail = detail.replace(self._password, "***")
+        structlog.get_logger("loopguard").warning(
+            "state_degraded", backend="redis", op=op, error=type(exc).__name__, detail=detail[:200],
+            redis=self.where, retry_after_s=self.retry_after_s)
+
+
+def redacted_url(url: str) -> str:
+    """The URL without its password, for logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
