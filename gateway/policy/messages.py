@@ -21,12 +21,15 @@ from gateway.policy.actions import REJECT_MARKER
 from gateway.policy.texts import PATTERN_NAMES, SHIPPED, SPECIAL, TERMS
 from gateway.trace.model import Trace
 
-__all__ = ["REJECT_MARKER", "PLACEHOLDERS", "Kind", "Messages", "check_template", "compile_messages",
-           "summarize_progress"]
+__all__ = [
+    "REJECT_MARKER", "PLACEHOLDERS", "Kind", "Messages", "check_template", "compile_messages",
+    "summarize_progress",
+]
 
 Kind = Literal["warn", "reject", "reask", "terminate"]
 KINDS: tuple[Kind, ...] = ("warn", "reject", "reask", "terminate")
-PLACEHOLDERS = frozenset({"tool", "detector", "pattern", "count", "steps", "description", "progress"})
+PLACEHOLDERS = frozenset(
+    {"tool", "detector", "pattern", "count", "steps", "description", "progress"})
 # Filled from Finding.details by the detectors that have them (required_tool: call; retrieval:
 # query, confidence, reason); empty for the others.
 PLACEHOLDERS |= {"call", "query", "confidence", "reason"}
@@ -46,14 +49,16 @@ def check_template(text: str) -> Template:
     try:
         parsed = list(string.Formatter().parse(text))
     except ValueError as exc:  # e.g. a lone "{"
-        raise ValueError(f"bad template syntax ({exc}); write literal braces as {{{{ and }}}}") from None
+        hint = "write literal braces as {{ and }}"
+        raise ValueError(f"bad template syntax ({exc}); {hint}") from None
     pieces = []
     for literal, field, spec, conversion in parsed:
         if field is not None and field not in PLACEHOLDERS:
             raise ValueError(f"unknown placeholder {{{field}}} (allowed: "
                              + ", ".join(f"{{{p}}}" for p in sorted(PLACEHOLDERS)) + ")")
         if spec or conversion:
-            raise ValueError(f"placeholder {{{field}}}: format specs and conversions are not supported")
+            raise ValueError(f"placeholder {{{field}}}: format specs and conversions are not "
+                             "supported")
         pieces.append((literal, field))
     return Template(text, tuple(pieces))
 
@@ -74,8 +79,9 @@ class Messages:
             return template.render(values)
         except Exception:  # noqa: BLE001 - an intervention must not fail because of its wording
             _log(__name__).exception("policy.render_failed", kind=kind)
-            return (REJECT_MARKER + " call rejected: loop detected") if kind == "reject" else \
-                "[LoopGuard] Loop detected."
+            if kind == "reject":
+                return REJECT_MARKER + " call rejected: loop detected"
+            return "[LoopGuard] Loop detected."
 
 
 def compile_messages(language: str, overrides: dict[str, str | None]) -> Messages:

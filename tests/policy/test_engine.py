@@ -155,3 +155,19 @@ def test_judgements_are_immutable(compile_policy):
     with pytest.raises(AttributeError):
         judgement.action = Action.TERMINATE  # type: ignore[misc]
 
+
+
+def test_master_switch_turns_every_detector_off(compile_policy):
+    policy = compile_policy("""\
+        enabled: false
+        agents:
+          - match: {header: guarded}
+            enabled: true
+        """)
+    assert policy.resolve().detectors == {}
+    assert policy.resolve().judge(make_trace(*["ls"] * 9)).findings == ()
+    assert policy.resolve().detector_settings["repeat"].enabled is True  # kept, for `check`
+    assert policy.resolve(agent="guarded").judge(make_trace(*["ls"] * 5)).action is Action.TERMINATE
+    opt_out = compile_policy("agents:\n  - match: {header: batch}\n    enabled: false\n")
+    assert opt_out.resolve(agent="batch").detectors == {}
+    assert opt_out.resolve().detectors != {}

@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from structlog.testing import capture_logs
 
 from gateway.detectors import REGISTRY
-from gateway.policy import Action, load_policy, load_shipped_policy, shipped_policy_names
+from gateway.policy import (
+    Action, load_policy, load_shipped_policy, shipped_policy_names, shipped_policy_path,
+)
 from gateway.policy.loader import SHIPPED_DIRS
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation, ToolCall, Turn
@@ -31,7 +34,12 @@ def test_pack_loads_without_corrections_or_warnings(name):
 
 
 def test_default_pack_equals_the_detectors_shipped_defaults():
-    """default.yaml spells the defaults out for operators; this keeps file and code in step."""
+    """default.yaml spells the defaults out for operators; this keeps file and code in step:
+    every registered detector, every one of its fields, in priority order, with equal values."""
+    raw = yaml.safe_load(shipped_policy_path("default").read_text(encoding="utf-8"))
+    assert list(raw["detectors"]) == list(REGISTRY)
+    for name, detector in REGISTRY.items():
+        assert set(raw["detectors"][name]) == set(detector.settings.model_fields), name
     eff = load_shipped_policy("default").resolve()
     assert dict(eff.detector_settings) == {name: d.settings() for name, d in REGISTRY.items()}
     assert eff.trace_settings.model_dump() == TraceSettings().model_dump()
@@ -45,8 +53,6 @@ def test_rollout_packs_judge_exactly_like_default(name):
 
 
 def test_the_package_folder_is_searched_first():
-    from gateway.policy import shipped_policy_path
-
     assert shipped_policy_path("default").parent == SHIPPED_DIRS[0]
     assert load_policy(SHIPPED_DIRS[1] / "default.yaml").name == "default"
 
