@@ -80,9 +80,13 @@ class RedisStore:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def aclose(self) -> None:
-        if self._pending:  # let in-flight writes land; each is bounded by op_timeout_s
+    async def flush(self) -> None:
+        """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""
+        if self._pending:
             await asyncio.wait(set(self._pending), timeout=self.op_timeout_s * 2)
+
+    async def aclose(self) -> None:
+        await self.flush()  # let in-flight writes land
         await self._client.aclose()
         await self._pool.aclose()
 

@@ -1,0 +1,72 @@
+"""The in-memory store: bounded by an LRU of sessions and a TTL, whatever the traffic."""
+
+import time
+
+from gateway.config import StateConfig
+from gateway.state import EMPTY, HistoryMark, MemoryStore, VetoRecord, build_store
+from gateway.state.memory import MAX_VETOES_PER_SESSION
+
+
+def veto(n: int) -> VetoRecord:
+    return VetoRecord(n, f"h{n}", ({"role": "assistant", "content": None}, {"role": "tool", "content": str(n)}))
+
+
+async def test_many_sessions_stay_within_max_sessions_and_evictions_are_counted():
+    store = MemoryStore(max_sessions=100, ttl_s=60)
+    for i in range(1000):
+        store.put_mark(f"s{i}", HistoryMark(i, "d"))
+    assert len(store) == 100
+    assert store.evictions == 900 and store.expirations == 0
+    assert await store.session_state("s0") is EMPTY  # least recently used: gone
+    assert (await store.session_state("s999")).mark == HistoryMark(999, "d")
+
+
+async def test_a_session_in_use_is_not_the_one_evicted():
+    store = MemoryStore(max_sessions=3, ttl_s=60)
+    for name in ("a", "b", "c"):
+        await store.add_veto(name, veto(1))
+    await store.session_state("a")  # a is used again: b is now the least recently used
+    await store.add_veto("d", veto(1))
+    assert [len(await store.vetoes(n)) for n in "abcd"] == [1, 0, 1, 1]
+    assert store.evictions == 1
+
+
+async def test_idle_sessions_expire_after_ttl():
+    store = MemoryStore(max_sessions=100, ttl_s=0.05)
+    await store.add_veto("old", veto(1))
+    store.put_mark("idle", HistoryMark(3, "x"))
+    time.sleep(0.08)
+    assert await store.vetoes("old") == []
+    assert store.expirations == 1
+    store.put_mark("new", HistoryMark(1, "y"))  # creating a session drops expired ones in front
+    assert len(store) == 1 and store.expirations == 2 and store.evictions == 0
+
+
+async def test_session_state_returns_vetoes_and_mark_together():
+    store = MemoryStore()
+    await store.add_veto("s", veto(1))
+    await store.add_veto("s", veto(2))
+    store.put_mark("s", HistoryMark(4, "abc", 2, "def"))
+    state = await store.session_state("s")
+    assert state.vetoes == (veto(1), veto(2))
+    assert state.mark == HistoryMark(4, "abc", 2, "def")
+    assert store.degradations == 0
+
+
+async def test_vetoes_per_session_are_capped():
+    store = MemoryStore()
+    for n in range(MAX_VETOES_PER_SESSION + 6):
+        await store.add_veto("s", veto(n))
+    vetoes = await store.vetoes("s")
+    assert len(vetoes) == MAX_VETOES_PER_SESSION and vetoes[0] == veto(6)
+
+
+def test_build_store_uses_the_configured_bounds():
+    store = build_store(StateConfig(max_sessions=7, ttl_s=12))
+    assert isinstance(store, MemoryStore) and store.max_sessions == 7 and store.ttl_s == 12
+
+
+def test_records_survive_serialization():
+    assert VetoRecord.loads(veto(3).dumps()) == veto(3)
+    for mark in (HistoryMark(1, "a"), HistoryMark(9, "b", 3, "c")):
+        assert HistoryMark.loads(mark.dumps()) == mark

@@ -1,0 +1,149 @@
+"""The Redis store against a real redis-server: round trips, TTLs, bounds, and degrading
+(never failing) when Redis is down, slow or restarted."""
+
+import asyncio
+import time
+
+import pytest
+from structlog.testing import capture_logs
+from support.redis_server import RedisServer
+
+from gateway.config import StateConfig
+from gateway.state import EMPTY, HistoryMark, VetoRecord, build_store
+from gateway.state.memory import MAX_VETOES_PER_SESSION
+from gateway.state.redis import RedisStore, redacted_url
+
+
+def veto(n: int) -> VetoRecord:
+    return VetoRecord(n, f"h{n}", ({"role": "assistant", "content": None}, {"role": "tool", "content": str(n)}))
+
+
+def store_for(url: str, **options) -> RedisStore:
+    return RedisStore(url, **{"key_prefix": "t:", "ttl_s": 60, "op_timeout_s": 1.0, **options})
+
+
+async def test_roundtrip_in_one_session_state_call(redis_server):
+    store = store_for(redis_server.url)
+    assert await store.session_state("s") is EMPTY
+    await store.add_veto("s", veto(1))
+    await store.add_veto("s", veto(2))
+    store.put_mark("s", HistoryMark(5, "abc", 3, "def"))
+    await store.flush()
+    state = await store.session_state("s")
+    assert state.vetoes == (veto(1), veto(2))
+    assert state.mark == HistoryMark(5, "abc", 3, "def")
+    assert await store.vetoes("other") == []
+    assert store.degradations == 0
+    await store.aclose()
+
+
+async def test_every_key_has_the_prefix_and_a_ttl(redis_server):
+    store = store_for(redis_server.url, ttl_s=30)
+    await store.add_veto("sess-1", veto(1))
+    store.put_mark("sess-1", HistoryMark(2, "x"))
+    store.put_mark("sess-2", HistoryMark(2, "y"))
+    await store.flush()
+    client = redis_server.client()
+    keys = sorted(k.decode() for k in client.keys("*"))
+    assert keys == ["t:h:sess-1", "t:h:sess-2", "t:v:sess-1"]
+    for key in keys:
+        assert 0 < client.pttl(key) <= 30_000
+    await store.aclose()
+
+
+async def test_veto_lists_are_trimmed(redis_server):
+    store = store_for(redis_server.url)
+    for n in range(MAX_VETOES_PER_SESSION + 5):
+        await store.add_veto("s", veto(n))
+    assert redis_server.client().llen("t:v:s") == MAX_VETOES_PER_SESSION
+    assert (await store.vetoes("s"))[0] == veto(5)
+    await store.aclose()
+
+
+async def test_an_idle_session_expires(redis_server):
+    store = store_for(redis_server.url, ttl_s=0.2)
+    await store.add_veto("s", veto(1))
+    store.put_mark("s", HistoryMark(1, "x"))
+    await store.flush()
+    await asyncio.sleep(0.4)
+    assert await store.session_state("s") is EMPTY
+    await store.aclose()
+
+
+async def test_build_store_builds_the_configured_redis_store(redis_server):
+    store = build_store(StateConfig(backend="redis", url=redis_server.url, key_prefix="cfg:", ttl_s=9))
+    assert isinstance(store, RedisStore) and store.ttl_ms == 9000 and store.key("v", "s") == "cfg:v:s"
+    await store.add_veto("s", veto(1))
+    assert await store.vetoes("s") == [veto(1)]
+    await store.aclose()
+
+
+async def test_unreachable_redis_degrades_logs_without_the_password_and_counts(tmp_path):
+    closed = RedisServer(tmp_path, password="hunter2-secret")  # never started: nothing listens
+    store = store_for(closed.url, retry_after_s=0)
+    with capture_logs() as logs:
+        assert await store.session_state("s") is EMPTY
+        await store.add_veto("s", veto(1))  # a write is skipped, not raised
+        store.put_mark("s", HistoryMark(1, "x"))
+        await store.flush()
+    assert store.degradations == 3
+    degraded = [e for e in logs if e["event"] == "state_degraded"]
+    assert [e["op"] for e in degraded] == ["session_state", "add_veto", "put_mark"]
+    assert all(e["log_level"] == "warning" and e["error"] for e in degraded)
+    assert "hunter2-secret" not in repr(logs)
+    assert degraded[0]["redis"] == f"redis://:***@127.0.0.1:{closed.port}/0"
+    await store.aclose()
+
+
+async def test_after_a_failure_redis_is_left_alone_for_retry_after_s(tmp_path):
+    store = store_for(RedisServer(tmp_path).url, retry_after_s=60)
+    with capture_logs() as logs:
+        for _ in range(5):
+            assert await store.session_state("s") is EMPTY
+    assert store.degradations == 5
+    assert len([e for e in logs if e["event"] == "state_degraded"]) == 1  # one attempt, one line
+    await store.aclose()
+
+
+async def test_a_hung_redis_costs_at_most_op_timeout_s(redis_server):
+    store = store_for(redis_server.url, op_timeout_s=0.05, retry_after_s=0)
+    await store.add_veto("s", veto(1))  # a pooled connection exists before Redis hangs
+    redis_server.pause()
+    try:
+        for _ in range(3):
+            started = time.perf_counter()
+            assert await store.session_state("s") is EMPTY
+            assert time.perf_counter() - started < 0.3
+            await store.add_veto("s", veto(2))  # skipped, not raised
+    finally:
+        redis_server.resume()
+    assert store.degradations == 6
+    # Answered again once Redis is back (a timed-out write may still have landed: best effort).
+    assert (await store.vetoes("s"))[0] == veto(1)
+    await store.aclose()
+
+
+async def test_a_restarted_redis_is_used_again(redis_server):
+    store = store_for(redis_server.url, retry_after_s=0.1)
+    await store.add_veto("s", veto(1))
+    redis_server.stop()
+    assert await store.session_state("s") is EMPTY
+    assert store.degradations == 1
+    redis_server.start()  # same port, empty data
+    await asyncio.sleep(0.15)
+    with capture_logs() as logs:
+        await store.add_veto("s", veto(2))
+        assert await store.vetoes("s") == [veto(2)]
+    assert store.degradations == 1
+    assert [e["event"] for e in logs] == ["state_recovered"]
+    await store.aclose()
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("redis://:pw@host:6380/1", "redis://:***@host:6380/1"),
+    ("redis://user:pw@host/0", "redis://user:***@host/0"),
+    ("redis://host:6379/0", "redis://host:6379/0"),
+    ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+])
+def test_redacted_url(url, shown):
+    assert redacted_url(url) == shown
