@@ -64,7 +64,10 @@ messages = st.one_of(
 )
 tools = st.one_of(st.none(), st.lists(st.sampled_from(NAMES[:4]), max_size=4).map(
     lambda names: [{"type": "function", "function": {"name": n}} for n in names]))
-bodies = st.fixed_dictionaries({"messages": st.lists(messages, max_size=40), "tools": tools})
+# Loops: a few messages, then a block repeated 2-5 times (so every detector has work to do).
+looped = st.tuples(st.lists(messages, max_size=8), st.lists(messages, min_size=1, max_size=4), st.integers(2, 5)).map(
+    lambda parts: parts[0] + parts[1] * parts[2])
+bodies = st.fixed_dictionaries({"messages": st.one_of(st.lists(messages, max_size=40), looped), "tools": tools})
 
 # Defaults plus settings that switch on every option the defaults leave off.
 VARIANTS = [
