@@ -18,43 +18,21 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, add_usage, content_chunk, finish_chunk, usage_chunk
+from gateway.protocols.chat.rounds import Judge, RoundState
 from gateway.protocols.chat.sse import DONE, SSEDecoder, SSEEvent, comment, data_event
-from gateway.trace.model import ToolCall
 
 __all__ = ["Judge", "RoundState", "ToolCallAssembler", "ToolCallFilter", "content_chunk", "finish_chunk"]
-
-Judge = Callable[[ToolCall, int], bool]  # (call, position in the round) -> keep?
 
 _TOOL_KEYS = (b'"tool_calls"', b'"function_call"')
 _TOOL_FIELDS = ("tool_calls", "function_call")
 _KEEPALIVE = comment("holding")
-
-
-@dataclass(slots=True)
-class RoundState:
-    """Choice 0's tool calls in one upstream stream, as judged."""
-
-    kept: list[ToolCall] = field(default_factory=list)
-    dropped: list[ToolCall] = field(default_factory=list)  # the rejected call and all after it
-    rejected: ToolCall | None = None
-    rejected_position: int | None = None
-    finish_reason: str | None = None  # as the upstream sent it
-    finish_withheld: bool = False
-    ended: bool = False  # the upstream stream is over
-    interleaved: bool = False  # a call got deltas after it was judged: judged on partial args
-    judge_errors: list[Exception] = field(default_factory=list)  # judge raised: call kept
-
-    @property
-    def all_dropped(self) -> bool:
-        return bool(self.dropped) and not self.kept
 
 
 @dataclass(slots=True)
@@ -73,7 +51,9 @@ class _Held:
 class ToolCallFilter:
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
-    def __init__(self, judge: Judge, envelope: Envelope | None = None, keepalive_s: float | None = 15.0) -> None:
+    def __init__(
+        self, judge: Judge, envelope: Envelope | None = None, keepalive_s: float | None = 15.0
+    ) -> None:
         self._judge = judge
         self.envelope = envelope  # of the client stream: taken from the first upstream chunk
         self.rounds: list[RoundState] = []
@@ -129,6 +109,8 @@ class ToolCallFilter:
         """End the client stream with ``text`` and finish_reason "stop" (call ``final`` next)."""
         env = self.envelope or Envelope.new(model)
         self.round.finish_withheld = False
+        self.round.ended = True  # whatever is still held or unread is dropped with the stream
+        self._held.clear()
         self._terminated = True
         chunks = [content_chunk(env, text, role=not self._emitted), finish_chunk(env, "stop")]
         return [data_event(chunk) for chunk in chunks]
@@ -168,7 +150,6 @@ class ToolCallFilter:
         self._decoder = SSEDecoder()
         self._asm = ToolCallAssembler()
         self._held: deque[_Held] = deque()
-        self._out_index: dict[int, int] = {}  # call position -> client-side index, kept calls
         self._fast = False
         self._hold_mark = 0.0
         self.rounds.append(RoundState())
@@ -203,7 +184,8 @@ class ToolCallFilter:
         choice = next((c for c in chunk["choices"] if isinstance(c, dict) and c.get("index", 0) == 0), None)
         delta = choice.get("delta") if choice is not None else None
         delta = delta if isinstance(delta, dict) else {}
-        has_tools = delta.get("tool_calls") is not None or delta.get("function_call") is not None
+        # Some servers send "tool_calls": [] with every content delta: that is no tool call.
+        has_tools = bool(delta.get("tool_calls")) or delta.get("function_call") is not None
         if choice is not None and (has_tools or (choice.get("finish_reason") and self._asm.calls)):
             self._hold(chunk, raw, choice, delta, out)
         else:
@@ -272,25 +254,7 @@ class ToolCallFilter:
     # --- judging and releasing ----------------------------------------------------------------
 
     def _settle(self, completed: list[PartialCall]) -> None:
-        """Judge completed calls in order; the first rejection drops the rest of the round."""
-        state = self.round
-        for call in completed:
-            tool_call = call.to_call()
-            if state.rejected is None and self._keep(tool_call, call.position):
-                self._out_index[call.position] = self._next_index
-                self._next_index += 1
-                state.kept.append(tool_call)
-                continue
-            if state.rejected is None:
-                state.rejected, state.rejected_position = tool_call, call.position
-            state.dropped.append(tool_call)
-
-    def _keep(self, call: ToolCall, position: int) -> bool:
-        try:
-            return bool(self._judge(call, position))
-        except Exception as exc:  # fail-open: a broken judge must never break the stream
-            self.round.judge_errors.append(exc)
-            return True
+        self._next_index = self.round.settle(completed, self._judge, self._next_index)
 
     def _release(self, out: list[bytes]) -> None:
         """Send held events, in order, as soon as every call they touch is judged."""
@@ -304,7 +268,7 @@ class ToolCallFilter:
             self.round.finish_withheld = True
             finish = None
         usage, usage_changed = self._usage(held.usage)
-        index = self._out_index
+        index = self.round.out_index
         kept = [(entry, call) for entry, call in held.entries if call.position in index]
         same = all(call.legacy or entry.get("index") == index[call.position] for entry, call in kept)
         untouched = held.raw_ok and not usage_changed and finish == held.choice.get("finish_reason")

@@ -66,7 +66,7 @@ SHAPES = {
     "finish in the same chunk as the last delta": [
         ROLE,
         tools(tc(0, "call_a", "read", '{"path": "a')),
-        {**tools(tc(0, args='.txt"}')), "choices": [{**tools(tc(0, args='.txt"}'))["choices"][0], "finish_reason": "tool_calls"}]},
+        chunk({"tool_calls": [tc(0, args='.txt"}')]}, "tool_calls"),
     ],
 }
 PARALLEL = {
@@ -79,7 +79,11 @@ PARALLEL = {
         tools(tc(1, args=ARGS_B[9:])),
         FINISH,
     ],
-    "parallel calls in one delta": [ROLE, tools(tc(0, "call_a", "read", ARGS_A), tc(1, "call_b", "search", ARGS_B)), FINISH],
+    "parallel calls in one delta": [
+        ROLE,
+        tools(tc(0, "call_a", "read", ARGS_A), tc(1, "call_b", "search", ARGS_B)),
+        FINISH,
+    ],
     "parallel calls without index": [
         ROLE,
         tools(tc(id="call_a", name="read", args=ARGS_A)),
@@ -94,7 +98,12 @@ PARALLEL = {
         tools(tc(0, args=ARGS_B[5:])),
         FINISH,
     ],
-    "indices starting at 1": [ROLE, tools(tc(1, "call_a", "read", ARGS_A)), tools(tc(2, "call_b", "search", ARGS_B)), FINISH],
+    "indices starting at 1": [
+        ROLE,
+        tools(tc(1, "call_a", "read", ARGS_A)),
+        tools(tc(2, "call_b", "search", ARGS_B)),
+        FINISH,
+    ],
     "arguments split at every character": [
         ROLE,
         tools(tc(0, "call_a", "read", "")),
@@ -124,11 +133,16 @@ def test_assembler_merges_every_shape(chunks: list[dict], expected: list[tuple])
 
 
 # Shapes whose indices the client can't use as they are (the SDK merges by `index`).
-RENUMBERED = {"index omitted", "parallel calls without index", "parallel calls all at index 0 (upstream bug)", "indices starting at 1"}
+RENUMBERED = {
+    "index omitted",
+    "parallel calls without index",
+    "parallel calls all at index 0 (upstream bug)",
+    "indices starting at 1",
+}
 
 
 @pytest.mark.parametrize("name,chunks,expected", ALL_SHAPES, ids=[s[0] for s in ALL_SHAPES])
-def test_sdk_accumulates_every_shape_after_the_filter(name: str, chunks: list[dict], expected: list[tuple]) -> None:
+def test_sdk_accumulates_every_shape_after_the_filter(name: str, chunks: list[dict], expected: list) -> None:
     judged: list[tuple[ToolCall, int]] = []
     out, filt = run(sse(*chunks), lambda call, pos: judged.append((call, pos)) or True)
     completion = accumulate(out)
@@ -244,7 +258,13 @@ def test_partial_keep_drops_the_rejected_call_and_all_after_it() -> None:
 
 
 def test_rejected_first_call_emits_nothing_tool_related() -> None:
-    stream = sse(ROLE, chunk({"content": "Checking."}), tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "search", ARGS_B)), FINISH)
+    stream = sse(
+        ROLE,
+        chunk({"content": "Checking."}),
+        tools(tc(0, "call_a", "read", ARGS_A)),
+        tools(tc(1, "call_b", "search", ARGS_B)),
+        FINISH,
+    )
     filt = ToolCallFilter(lambda call, pos: False)
     out = b"".join(filt.feed(stream) + filt.end_upstream())
     assert b"tool_calls" not in out and b"finish_reason\":\"" not in out and DONE not in out
@@ -269,8 +289,10 @@ def _continuation(first: bytes, second: bytes, judge) -> tuple[bytes, ToolCallFi
     return b"".join(out), filt
 
 
-USAGE1 = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "prompt_tokens_details": {"cached_tokens": 64}}
-USAGE2 = {"prompt_tokens": 130, "completion_tokens": 10, "total_tokens": 140, "prompt_tokens_details": {"cached_tokens": 100}}
+USAGE1 = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+USAGE2 = {"prompt_tokens": 130, "completion_tokens": 10, "total_tokens": 140}
+USAGE1["prompt_tokens_details"] = {"cached_tokens": 64}
+USAGE2["prompt_tokens_details"] = {"cached_tokens": 100}
 
 
 def test_reask_continues_the_same_client_stream() -> None:
@@ -304,7 +326,10 @@ def test_reask_continues_the_same_client_stream() -> None:
 
 def test_second_veto_then_terminate() -> None:
     first = sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), FINISH)
-    second = sse({**tools(tc(0, "call_b", "read", ARGS_A), role="assistant", content=None), **ENV2}, chunk({}, "tool_calls", env=ENV2))
+    second = sse(
+        {**tools(tc(0, "call_b", "read", ARGS_A), role="assistant", content=None), **ENV2},
+        chunk({}, "tool_calls", env=ENV2),
+    )
     filt = ToolCallFilter(lambda call, pos: False)
     out = filt.feed(first) + filt.end_upstream()
     filt.begin_continuation()
@@ -315,7 +340,8 @@ def test_second_veto_then_terminate() -> None:
     completion = accumulate(b"".join(out))
     assert completion.choices[0].message.tool_calls is None
     assert (completion.choices[0].message.content, completion.choices[0].finish_reason) == ("Stopped.", "stop")
-    assert len([c for c in client_chunks(b"".join(out)) if c["choices"] and "role" in c["choices"][0]["delta"]]) == 1
+    deltas = [c["choices"][0]["delta"] for c in client_chunks(b"".join(out)) if c["choices"]]
+    assert len([d for d in deltas if "role" in d]) == 1
 
 
 def test_final_without_a_decision_still_finishes_the_stream() -> None:
@@ -328,7 +354,8 @@ def test_final_without_a_decision_still_finishes_the_stream() -> None:
 
 def test_continuation_indices_follow_earlier_kept_calls() -> None:
     filt = ToolCallFilter(lambda call, pos: call.id != "call_b")
-    out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "read", ARGS_A)), done=False))
+    calls = tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "read", ARGS_A))
+    out = filt.feed(sse(ROLE, *calls, done=False))
     out += filt.end_upstream()
     filt.begin_continuation()  # a pipeline may choose this even after a partial keep
     out += filt.feed(sse({**tools(tc(0, "call_c", "search", ARGS_B)), **ENV2}, chunk({}, "tool_calls", env=ENV2)))
@@ -357,11 +384,11 @@ def test_judge_exception_fails_open() -> None:
 
 def test_other_choices_pass_through_unjudged() -> None:
     two = {**ENV, "choices": [
-        {"index": 0, "delta": {"tool_calls": [tc(0, "call_a", "read", ARGS_A)]}, "logprobs": None, "finish_reason": None},
-        {"index": 1, "delta": {"tool_calls": [tc(0, "call_x", "search", ARGS_B)]}, "logprobs": None, "finish_reason": None},
+        {"index": 0, "delta": {"tool_calls": [tc(0, "call_a", "read", ARGS_A)]}, "finish_reason": None},
+        {"index": 1, "delta": {"tool_calls": [tc(0, "call_x", "search", ARGS_B)]}, "finish_reason": None},
     ]}
-    fin = {**ENV, "choices": [{"index": i, "delta": {}, "logprobs": None, "finish_reason": "tool_calls"} for i in (0, 1)]}
-    roles = {**ENV, "choices": [{"index": i, "delta": {"role": "assistant"}, "logprobs": None, "finish_reason": None} for i in (0, 1)]}
+    fin = {**ENV, "choices": [{"index": i, "delta": {}, "finish_reason": "tool_calls"} for i in (0, 1)]}
+    roles = {**ENV, "choices": [{"index": i, "delta": {"role": "assistant"}, "finish_reason": None} for i in (0, 1)]}
     judged: list[str] = []
     out, _ = run(sse(roles, two, fin), lambda call, pos: judged.append(call.id) or False)
     completion = accumulate(out)
@@ -373,7 +400,13 @@ def test_other_choices_pass_through_unjudged() -> None:
 
 def test_interleaved_deltas_still_reach_the_client_whole() -> None:
     # No known provider interleaves; the judge then sees the call as it was when the next started.
-    stream = sse(ROLE, tools(tc(1, "call_a", "read", '{"path": ')), tools(tc(2, "call_b", "search", ARGS_B)), tools(tc(1, args='"a.txt"}')), FINISH)
+    stream = sse(
+        ROLE,
+        tools(tc(1, "call_a", "read", '{"path": ')),
+        tools(tc(2, "call_b", "search", ARGS_B)),
+        tools(tc(1, args='"a.txt"}')),
+        FINISH,
+    )
     judged: list[ToolCall] = []
     out, filt = run(stream, lambda call, pos: judged.append(call) or True)
     assert calls_of(accumulate(out)) == TWO
@@ -402,7 +435,8 @@ def test_held_role_goes_out_before_later_content() -> None:
     filt = ToolCallFilter(lambda call, pos: True)
     assert filt.feed(sse(first, done=False)) == []  # the role waits with its tool call
     out = filt.feed(sse(chunk({"content": "hm"}), done=False))
-    assert [c["choices"][0]["delta"] for c in client_chunks(b"".join(out))] == [{"role": "assistant", "content": None}, {"content": "hm"}]
+    deltas = [c["choices"][0]["delta"] for c in client_chunks(b"".join(out))]
+    assert deltas == [{"role": "assistant", "content": None}, {"content": "hm"}]
     out += filt.feed(sse(tools(tc(0, args=': "a.txt"}')), FINISH)) + filt.final()
     completion = accumulate(b"".join(out))
     assert calls_of(completion) == ONE and completion.choices[0].message.content == "hm"
@@ -411,13 +445,15 @@ def test_held_role_goes_out_before_later_content() -> None:
 
 def test_role_reaches_the_client_when_its_call_is_dropped() -> None:
     filt = ToolCallFilter(lambda call, pos: False)
-    out = filt.feed(sse(tools(tc(0, "call_a", "read", ARGS_A), role="assistant", content=None), FINISH)) + filt.end_upstream()
+    first = tools(tc(0, "call_a", "read", ARGS_A), role="assistant", content=None)
+    out = filt.feed(sse(first, FINISH)) + filt.end_upstream()
     assert [c["choices"][0]["delta"] for c in client_chunks(b"".join(out))] == [{"role": "assistant", "content": None}]
     assert filt.needs_decision
 
 
 def test_mixed_content_and_rejected_call_in_one_delta() -> None:
-    out, filt = run(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A), content="Let me read."), FINISH), lambda call, pos: False)
+    mixed = tools(tc(0, "call_a", "read", ARGS_A), content="Let me read.")
+    out, filt = run(sse(ROLE, mixed, FINISH), lambda call, pos: False)
     assert b"tool_calls" not in out and accumulate(out).choices[0].message.content == "Let me read."
     assert filt.round.rejected is not None
 
@@ -434,15 +470,21 @@ def test_keepalive_comments_while_a_call_is_held(keepalive: float | None, expect
 
 def test_chunk_helpers_make_valid_chunks() -> None:
     env = Envelope.from_chunk(ENV)
-    stream = b"".join(data_event(c) for c in (content_chunk(env, "Hi", role=True), content_chunk(env, "!"), finish_chunk(env, "stop")))
+    chunks = content_chunk(env, "Hi", role=True), content_chunk(env, "!"), finish_chunk(env, "stop")
+    stream = b"".join(data_event(c) for c in chunks)
     completion = accumulate(stream + DONE)
-    assert (completion.id, completion.model, completion.system_fingerprint) == (ENV["id"], ENV["model"], ENV["system_fingerprint"])
+    envelope = completion.id, completion.model, completion.system_fingerprint
+    assert envelope == (ENV["id"], ENV["model"], ENV["system_fingerprint"])
     assert completion.choices[0].message.content == "Hi!" and completion.choices[0].finish_reason == "stop"
     assert orjson.loads(data_event(finish_chunk(env, "stop"))[6:])["object"] == "chat.completion.chunk"
 
 
 def test_null_tool_calls_in_content_deltas_are_relayed_untouched() -> None:
-    stream = sse(chunk({"role": "assistant", "content": "", "tool_calls": None}), chunk({"content": "Hi", "tool_calls": None}), chunk({}, "stop"))
+    stream = sse(
+        chunk({"role": "assistant", "content": "", "tool_calls": None}),
+        chunk({"content": "Hi", "tool_calls": None}),
+        chunk({}, "stop"),
+    )
     out, _ = run(stream)
     assert out == stream
 
@@ -466,3 +508,23 @@ def test_content_events_are_relayed_as_the_same_bytes_as_they_arrive() -> None:
     assert filt.feed(split[0]) == [] and filt.feed(split[1]) == [events[2]]
     assert filt.feed(events[3] + b": ping\n\n") == [events[3] + b": ping\n\n"]
     assert filt.feed(DONE) == [] and filt.final() == [DONE]
+
+
+def test_empty_tool_call_lists_with_content_are_relayed_untouched() -> None:
+    stream = sse(
+        chunk({"role": "assistant", "content": "", "tool_calls": []}),
+        chunk({"content": "Hi", "tool_calls": []}),
+        chunk({}, "stop"),
+    )
+    out, _ = run(stream)
+    assert out == stream
+
+
+def test_terminate_mid_stream_drops_what_is_held() -> None:
+    judged: list[str] = []
+    filt = ToolCallFilter(lambda call, pos: judged.append(call.id) or True)
+    out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", '{"pa')), done=False))
+    out += filt.terminate("Stopped.") + filt.final()
+    completion = accumulate(b"".join(out))
+    assert judged == [] and completion.choices[0].message.tool_calls is None
+    assert (completion.choices[0].message.content, completion.choices[0].finish_reason) == ("Stopped.", "stop")
