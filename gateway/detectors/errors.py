@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import FAILED, chain, failed, failed_or_same_result, same_call, skipped, steps_of, window
+from gateway.detectors.common import FAILED, chain, failed_or_same_result, same_call, skipped, steps_of, window
 from gateway.trace.model import Trace
 
 NAME = "error_repeat"
@@ -33,8 +33,9 @@ def detect(trace: Trace, settings: ErrorRepeatSettings) -> Finding | None:
         return None
     members = chain(events, same_call, failed_or_same_result,
                     consecutive=settings.consecutive, stop_on_progress=True)
+    # All known outcomes are failures, and there is at least one (not only vetoes or proposals).
     outcomes = {failed_or_same_result(e) for e in members} - {None}
-    if len(members) < 2 or outcomes != {FAILED} or not any(failed(e) for e in members):
+    if len(members) < 2 or outcomes != {FAILED}:
         return None
     tool = events[-1].tool
     count = len(members)

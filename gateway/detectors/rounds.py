@@ -29,6 +29,7 @@ def detect(trace: Trace, settings: ToolRoundsSettings) -> Finding | None:
     count = trace.rounds
     if count < min(thresholds):
         return None
+    # A round's calls are the last events; 64 bounds the scan whatever a round's size.
     this_round = tuple(e for e in trace.events[-64:] if e.round == latest.round)
     tools = tuple(dict.fromkeys(e.tool for e in this_round))
     return Finding(NAME, count, tuple(e.step for e in this_round), tools,
