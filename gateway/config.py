@@ -89,6 +89,31 @@ class SessionsConfig(_Strict):
         return tuple(h.strip().lower() for h in headers if h.strip())
 
 
+class WebhookConfig(_Strict):
+    """Audit events POSTed as JSON, one per event, from a bounded queue off the request path."""
+
+    url: str
+    timeout_s: float = Field(5.0, gt=0)
+    queue_size: int = Field(1000, ge=1)  # events waiting; beyond it new events are dropped, counted
+    max_retries: int = Field(3, ge=0, le=20)  # network errors, 408/429 and 5xx are retried
+    backoff_s: float = Field(0.5, gt=0)  # first retry delay, doubled per retry (at most 30 s)
+    headers: dict[str, str] = {}  # e.g. {Authorization: "Bearer ${AUDIT_TOKEN}"}
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return url
+
+
+class AuditConfig(_Strict):
+    """Where ``loop_intervention`` events go besides the log (which always gets them)."""
+
+    jsonl_path: str | None = None  # one JSON line per event, appended
+    webhook: WebhookConfig | None = None
+
+
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     upstream: UpstreamConfig = UpstreamConfig()
@@ -97,6 +122,7 @@ class Config(_Strict):
     logging: LoggingConfig = LoggingConfig()
     state: StateConfig = StateConfig()
     sessions: SessionsConfig = SessionsConfig()
+    audit: AuditConfig = AuditConfig()
 
 
 def interpolate(value: Any, env: dict[str, str]) -> Any:

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
+from gateway.audit.bus import AuditBus
+from gateway.audit.events import InterventionEvent, intervention, run_number
+from gateway.audit.log_sink import LogSink
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
+from gateway.trace.model import Trace
 
 
-def audit(log, judgement: Judgement, *, phase: str, session: str, policy: str, action: Action | None = None) -> None:
-    finding = judgement.finding
-    if finding is None:
-        return
-    applied = judgement.action if action is None else action
-    log.info(
-        "loop_intervention",
-        phase=phase,  # "request" (executed history) or "response" (proposed call)
-        session=session,
-        policy=policy,
-        detector=finding.detector,
-        action=applied.label,
-        would=judgement.would.label,
-        shadow=judgement.shadow or applied < judgement.would,
-        tool=",".join(finding.tools),
-        count=finding.count,
-        steps=list(finding.steps),
-        description=finding.description,
-    )
+def audit(log, judgement: Judgement, *, phase: str, session: str, policy: str, action: Action | None = None,
+          bus: AuditBus | None = None, agent: str | None = None, trace: Trace | None = None,
+          request_id: str | None = None) -> InterventionEvent | None:
+    """Emit the ``loop_intervention`` event to ``bus`` (its log sink writes the structlog line);
+    without a bus, to ``log`` alone, as before the bus existed."""
+    event = intervention(judgement, phase=phase, session=session, policy=policy, action=action,
+                         agent=agent, run=run_number(trace), request_id=request_id)
+    if event is None:
+        return None
+    (bus or AuditBus([LogSink(log)])).emit(event)
+    return event

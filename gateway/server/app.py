@@ -12,7 +12,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.audit.bus import build_bus
 from gateway.config import Config
+from gateway.metrics.endpoint import metrics_endpoint
+from gateway.metrics.middleware import RequestMetrics
+from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.policy.holder import PolicyHolder
 from gateway.server.chat import chat_completions
 from gateway.server.context import Gateway
@@ -41,14 +45,20 @@ def build_app(
         policies=policies or PolicyHolder(config.policy),
         store=store or build_store(config.state),
         log=structlog.get_logger("loopguard"),
+        audit=build_bus(config.audit),
+        metrics=GatewayMetrics(),
     )
+    gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
+    gateway.metrics.watch(gateway)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         watcher = asyncio.create_task(gateway.policies.watch())
+        await gateway.audit.start()
         try:
             yield
         finally:
+            await gateway.audit.stop()
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
@@ -58,11 +68,13 @@ def build_app(
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(RequestMetrics, metrics=gateway.metrics)
     app.state.gateway = gateway
     return app
 

@@ -75,6 +75,7 @@ async def _prepare(gateway: Gateway, request: Request, payload: dict, body: byte
         ex.fail_open("request")
         return ex
     ex.plan = plan
+    gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
     if plan.judgement.finding is not None:
         ex.record(plan.judgement, plan.action, "request")
     if plan.changed and plan.action != Action.TERMINATE:

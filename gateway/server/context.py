@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
+from gateway.audit.bus import AuditBus
 from gateway.config import Config
+from gateway.metrics.registry import GatewayMetrics
 from gateway.policy.holder import PolicyHolder
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
@@ -20,6 +22,8 @@ class Gateway:
     policies: PolicyHolder
     store: StateStore
     log: structlog.typing.FilteringBoundLogger
+    audit: AuditBus = field(default_factory=AuditBus)  # loop_intervention events -> sinks
+    metrics: GatewayMetrics = field(default_factory=GatewayMetrics)  # this app's own registry
 
     def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool) -> list[tuple[bytes, bytes]]:
         up = self.config.upstream

@@ -54,11 +54,14 @@ class Exchange:
     def log_request(self, status: int) -> None:
         self.log.info("request", method="POST", status=status, stream=self.stream, action=self.action.label,
                       upstream_ms=round(self.upstream_s * 1000, 3), overhead_ms=round(self.overhead_s * 1000, 3))
+        self.gateway.metrics.exchange_done(self.overhead_s, self.upstream_s)
 
     def record(self, judgement: Judgement, action: Action, phase: str) -> None:
         if self.plan is not None:
-            audit(self.log, judgement, phase=phase, session=self.plan.session,
-                  policy=self.plan.policy.name, action=action)
+            plan = self.plan
+            audit(self.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
+                  action=action, bus=self.gateway.audit, agent=plan.policy.agent, trace=plan.trace,
+                  request_id=self.request_id)
         if action > self.action or (action == self.action and self.detector is None):
             self.action, self.detector = action, judgement.detector
 

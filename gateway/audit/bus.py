@@ -1,0 +1,81 @@
+"""The audit bus: a plain loop over sinks. A failing sink is logged and skipped, never fatal,
+and never keeps the other sinks from seeing the event (seed 001: a side channel only)."""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from typing import Any, Protocol
+
+import structlog
+
+from gateway.audit.events import InterventionEvent
+from gateway.audit.log_sink import LogSink
+
+
+class Sink(Protocol):
+    name: str
+
+    def emit(self, event: InterventionEvent) -> None: ...
+
+
+class AuditBus:
+    def __init__(self, sinks: list[Sink] | None = None) -> None:
+        self.sinks: list[Sink] = list(sinks) if sinks is not None else [LogSink()]
+        self.errors: Counter[str] = Counter()  # sink name -> failed emits, for metrics
+
+    def add(self, sink: Sink) -> None:
+        self.sinks.append(sink)
+
+    def find(self, name: str) -> Any:
+        return next((s for s in self.sinks if s.name == name), None)
+
+    def emit(self, event: InterventionEvent) -> None:
+        for sink in self.sinks:
+            try:
+                sink.emit(event)
+            except Exception as exc:  # noqa: BLE001 - an audit sink must never fail a request
+                self._failed(sink, "emit", exc)
+
+    async def start(self) -> None:
+        await self._each("start")
+
+    async def stop(self) -> None:
+        await self._each("stop")
+
+    async def _each(self, hook: str) -> None:
+        for sink in self.sinks:
+            method = getattr(sink, hook, None)
+            if method is None:
+                continue
+            try:
+                result = method()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # noqa: BLE001 - e.g. an unwritable JSONL path
+                self._failed(sink, hook, exc)
+
+    def _failed(self, sink: Sink, op: str, exc: Exception) -> None:
+        self.errors[sink.name] += 1
+        # The error type and text, no traceback: a broken sink would otherwise flood the log.
+        structlog.get_logger("loopguard").warning("audit.sink_failed", sink=sink.name, op=op,
+                                                  error=type(exc).__name__, detail=str(exc)[:200])
+
+
+def build_bus(audit_config: Any, log: Any = None) -> AuditBus:
+    """The log sink always; the JSONL file and the webhook when configured."""
+    sinks: list[Sink] = [LogSink(log)]
+    if audit_config is None:
+        return AuditBus(sinks)
+    if audit_config.jsonl_path:
+        from gateway.audit.jsonl_sink import JsonlSink
+
+        sinks.append(JsonlSink(audit_config.jsonl_path))
+    hook = audit_config.webhook
+    if hook is not None:
+        from gateway.audit.webhook_sink import WebhookSink
+
+        sinks.append(WebhookSink(hook.url, timeout_s=hook.timeout_s, queue_size=hook.queue_size,
+                                 max_retries=hook.max_retries, backoff_s=hook.backoff_s,
+                                 headers=dict(hook.headers)))
+    return AuditBus(sinks)

@@ -1,0 +1,78 @@
+"""The audit event: one finding acted on (or held back by shadow mode / max_action)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+from gateway.policy.actions import Action
+from gateway.policy.engine import Judgement
+from gateway.trace.builder import is_genuine_user
+from gateway.trace.model import Trace
+
+EVENT = "loop_intervention"
+
+
+@dataclass(frozen=True, slots=True)
+class InterventionEvent:
+    time: str  # ISO 8601, UTC, millisecond precision
+    session: str
+    run: int  # which run of the session: the number of genuine user prompts so far
+    agent: str | None  # the policy's agents entry that applied; None for the global block
+    policy: str
+    detector: str
+    action: str  # what was done to traffic: pass | warn | reject | terminate
+    would: str  # what the ladder alone says (uncapped); differs from action when held back
+    tool: str  # the finding's tools, comma-joined
+    count: int
+    steps: tuple[int, ...]
+    shadow: bool  # True when would > action (shadow mode or the max_action cap)
+    phase: str  # "request" (executed history) or "response" (a proposed call)
+    request_id: str | None = None
+    description: str = ""
+
+    name: ClassVar[str] = EVENT
+
+    def fields(self) -> dict[str, Any]:
+        """Everything but the event name, JSON-ready (steps as a list)."""
+        out = asdict(self)
+        out["steps"] = list(self.steps)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": EVENT, **self.fields()}
+
+
+def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
+                 action: Action | None = None, agent: str | None = None, run: int = 0,
+                 request_id: str | None = None) -> InterventionEvent | None:
+    """The event for a judgement; None when it has no finding (nothing to audit)."""
+    finding = judgement.finding
+    if finding is None:
+        return None
+    applied = judgement.action if action is None else action
+    if phase == "response" and applied < Action.REJECT:
+        # The response path can only veto or end a run; a capped or shadowed refusal let the
+        # call through untouched, so nothing was done to traffic here.
+        applied = Action.PASS
+    would = judgement.would
+    return InterventionEvent(
+        time=now_iso(), session=session, run=run, agent=agent, policy=policy,
+        detector=finding.detector, action=applied.label, would=would.label,
+        tool=",".join(finding.tools), count=finding.count, steps=tuple(finding.steps),
+        shadow=judgement.shadow or applied < would, phase=phase, request_id=request_id,
+        description=finding.description,
+    )
+
+
+def run_number(trace: Trace | None) -> int:
+    """Counted only when an event is emitted (rare), so the request path never pays for it."""
+    if trace is None:
+        return 0
+    return sum(1 for turn in trace.turns if is_genuine_user(turn))
+
+
+def now_iso() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"

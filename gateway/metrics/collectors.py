@@ -1,0 +1,78 @@
+"""Values owned elsewhere, read when Prometheus scrapes (never on the request path)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from gateway.policy.engine import STATS
+
+
+class GatewayCollector(Collector):
+    def __init__(self, gateway: Any, metrics: Any) -> None:
+        self.gateway = gateway
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._guard()
+        yield from self._state()
+        yield from self._policy()
+        yield from self._audit()
+        self.metrics.recovery.expire()  # settle quiet sessions so the outcome counters are current
+        yield GaugeMetricFamily("loopguard_warns_pending", "Warns waiting for the session's next request",
+                                value=len(self.metrics.recovery))
+
+    def _guard(self) -> Iterator[Metric]:
+        # STATS is process-wide: detector failures inside the engine plus guard failures in the
+        # pipeline (Exchange.fail_open); each one forwarded a request untouched.
+        yield CounterMetricFamily("loopguard_fail_open_errors",
+                                  "Guard errors that forwarded traffic untouched (fail-open)",
+                                  value=STATS.fail_open_errors)
+        by_detector = CounterMetricFamily("loopguard_detector_errors", "Detector exceptions, by detector",
+                                          labels=["detector"])
+        for name, count in sorted(STATS.errors_by_detector.items()):
+            by_detector.add_metric([name], count)
+        yield by_detector
+
+    def _state(self) -> Iterator[Metric]:
+        store = self.gateway.store
+        yield CounterMetricFamily("loopguard_state_degradations",
+                                  "State-store operations the backend could not serve (requests went on without)",
+                                  value=getattr(store, "degradations", 0))
+        yield CounterMetricFamily("loopguard_state_evictions", "Sessions dropped to stay within bounds",
+                                  value=getattr(store, "evictions", 0))
+
+    def _policy(self) -> Iterator[Metric]:
+        holder = self.gateway.policies
+        yield CounterMetricFamily("loopguard_policy_reloads", "Policy files reloaded after an edit",
+                                  value=getattr(holder, "reloads", 0))
+        yield CounterMetricFamily("loopguard_policy_reload_errors",
+                                  "Policy edits rejected (the previous policy kept running)",
+                                  value=getattr(holder, "reload_errors", 0))
+        info = GaugeMetricFamily("loopguard_policy_info", "The running policy", labels=["policy"])
+        info.add_metric([str(getattr(holder.current, "name", ""))], 1)
+        yield info
+
+    def _audit(self) -> Iterator[Metric]:
+        bus = self.gateway.audit
+        errors = CounterMetricFamily("loopguard_audit_sink_errors", "Audit sink failures, by sink", labels=["sink"])
+        for name, count in sorted(bus.errors.items()):
+            errors.add_metric([name], count)
+        yield errors
+        webhook = bus.find("webhook")
+        if webhook is None:
+            return
+        yield CounterMetricFamily("loopguard_audit_webhook_sent", "Audit events delivered to the webhook",
+                                  value=webhook.sent)
+        yield CounterMetricFamily("loopguard_audit_webhook_retries", "Webhook delivery retries",
+                                  value=webhook.retries)
+        dropped = CounterMetricFamily("loopguard_audit_webhook_dropped",
+                                      "Audit events the webhook never got, by reason", labels=["reason"])
+        for reason in ("queue_full", "undeliverable", "shutdown"):
+            dropped.add_metric([reason], webhook.dropped.get(reason, 0))
+        yield dropped
+        yield GaugeMetricFamily("loopguard_audit_webhook_queued", "Audit events waiting for the webhook",
+                                value=webhook.queue.qsize())

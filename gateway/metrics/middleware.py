@@ -1,0 +1,44 @@
+"""Counts every HTTP answer by route and status, errors included (a pure ASGI wrapper: one
+closure per request, one dict lookup at response start; streamed bodies pass straight through)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.metrics.registry import GatewayMetrics
+
+_EXACT = frozenset({"/v1/chat/completions", "/chat/completions", "/healthz", "/readyz", "/metrics"})
+
+
+def route_of(path: str) -> str:
+    """A bounded label: the known routes, every other /v1/* path as one, the rest as "other"."""
+    if path in _EXACT:
+        return path
+    return "/v1/*" if path.startswith("/v1/") else "other"
+
+
+class RequestMetrics:
+    def __init__(self, app: Any, metrics: GatewayMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        route = route_of(scope["path"])
+        started = False
+
+        async def counting_send(message: dict) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                self.metrics.request(route, message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counting_send)
+        except Exception:
+            if not started:  # Starlette's error handler answers 500 outside this wrapper
+                self.metrics.request(route, 500)
+            raise

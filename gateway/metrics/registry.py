@@ -1,0 +1,95 @@
+"""The gateway's own metrics, in a registry of its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from gateway.audit.events import InterventionEvent
+from gateway.metrics.recovery import RecoveryMonitor
+from gateway.policy.engine import Judgement
+
+# The gateway's own work per request is sub-millisecond to a few ms; the upstream is seconds to
+# minutes. Separate bucket ladders keep both readable.
+OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+
+class GatewayMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None, *, settle_s: float = 600.0) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("loopguard_requests", "HTTP requests answered, by route and status",
+                                ["route", "status"], registry=r)
+        self.interventions = Counter(
+            "loopguard_interventions",
+            "Findings acted on: shadow=false is what was applied to traffic; shadow=true is a "
+            "stronger action the policy held back (shadow mode or max_action)",
+            ["detector", "action", "shadow"], registry=r)
+        self.overhead = Histogram("loopguard_gateway_overhead_seconds",
+                                  "Time a chat request spent in the gateway's own code (upstream wait excluded)",
+                                  buckets=OVERHEAD_BUCKETS, registry=r)
+        self.upstream = Histogram("loopguard_upstream_seconds",
+                                  "Time a chat request spent waiting for the upstream, re-asks included",
+                                  buckets=UPSTREAM_BUCKETS, registry=r)
+        self.warn_outcomes = Counter("loopguard_warn_outcomes",
+                                     "After a warn, did the run break the pattern (recovered) or persist",
+                                     ["detector", "outcome"], registry=r)
+        self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
+        self._children: dict[tuple[Any, ...], Any] = {}  # label values -> child, built once each
+
+    # --- hot path: a dict lookup and an inc() --------------------------------------------------
+
+    def request(self, route: str, status: int) -> None:
+        key = ("req", route, status)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self.requests.labels(route, str(status))
+        child.inc()
+
+    def exchange_done(self, overhead_s: float, upstream_s: float) -> None:
+        self.overhead.observe(overhead_s)
+        self.upstream.observe(upstream_s)
+
+    def judged(self, session: str, judgement: Judgement) -> None:
+        self.recovery.judged(session, judgement)
+
+    # --- audit events ----------------------------------------------------------------------------
+
+    def intervention(self, event: InterventionEvent) -> None:
+        if event.action != "pass":
+            self._count(event.detector, event.action, "false")
+        if event.shadow:
+            self._count(event.detector, event.would, "true")
+        if event.phase == "response" and event.action in ("reject", "terminate"):
+            self.recovery.refused(event.session, event.detector, event.tool, event.count)
+
+    def _count(self, detector: str, action: str, shadow: str) -> None:
+        key = ("int", detector, action, shadow)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self.interventions.labels(detector, action, shadow)
+        child.inc()
+
+    def _outcome(self, detector: str, outcome: str) -> None:
+        self.warn_outcomes.labels(detector, outcome).inc()
+
+    def watch(self, gateway: Any) -> None:
+        """Expose the gateway's slower-moving state, read on each scrape."""
+        from gateway.metrics.collectors import GatewayCollector
+
+        self.registry.register(GatewayCollector(gateway, self))
+
+
+class MetricsSink:
+    """The audit bus's view for metrics: interventions counted from the same events operators
+    read in the log, so the two can never disagree."""
+
+    name = "metrics"
+
+    def __init__(self, metrics: GatewayMetrics) -> None:
+        self.metrics = metrics
+
+    def emit(self, event: InterventionEvent) -> None:
+        self.metrics.intervention(event)
