@@ -15,9 +15,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--config", default=os.environ.get("LOOPGUARD_CONFIG"), help="config YAML")
     serve.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default from config: 8080)")
+    check = commands.add_parser("check", help="validate a config or policy file and print the effective policy")
+    check.add_argument("path", metavar="CONFIG_OR_POLICY")
+    check.add_argument("--format", choices=["yaml", "json"], default="yaml", help="output format (default: yaml)")
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "check":
+        return _check(args)
     return 2
 
 
@@ -51,6 +56,14 @@ def _serve(args: argparse.Namespace) -> int:
         **SERVER_OPTIONS,
     )
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from gateway.check import run_check
+    from gateway.logging import configure_logging
+
+    configure_logging("console", "warning")  # threshold corrections etc. to stderr; stdout stays YAML
+    return run_check(args.path, args.format)
 
 
 if __name__ == "__main__":
