@@ -91,7 +91,7 @@ def trend(confidences: Sequence[float], tolerance: float = 0.02) -> str:
     """Seed 003 _get_confidence_trend: steps beyond +-tolerance, majority wins."""
     if len(confidences) < 2:
         return "unknown"
-    steps = [b - a for a, b in zip(confidences, confidences[1:])]
+    steps = [_diff(b, a) for a, b in zip(confidences, confidences[1:])]
     up = sum(d > tolerance for d in steps)
     down = sum(d < -tolerance for d in steps)
     return "declining" if down > up else "improving" if up > down else "stable"
@@ -124,7 +124,7 @@ def decide(iterations: Sequence[Iteration], s: RetrievalSettings) -> Verdict:
         return Verdict(Decision.STOP_SUFFICIENT, "good", f"confidence {_num(latest.confidence)} is sufficient")
     if flow == "declining":
         return Verdict(Decision.STOP_NO_PROGRESS, flow, "confidence is declining")
-    if flow == "stable" and len(known) >= 2 and known[-1] - known[-2] < s.min_confidence_improvement:
+    if flow == "stable" and len(known) >= 2 and _diff(known[-1], known[-2]) < s.min_confidence_improvement:
         return Verdict(Decision.STOP_NO_PROGRESS, flow, f"confidence improved by less than "
                        f"{_num(s.min_confidence_improvement)}")
     return Verdict(Decision.CONTINUE, flow, "iterating normally")
@@ -221,6 +221,11 @@ def _finding(verdict: Verdict, done: list[Iteration], calls: list[ToolEvent], co
     tools = tuple(dict.fromkeys(e.tool for e in calls))
     return Finding(NAME, count, tuple(e.step for e in calls), tools, description,
                    details=(("query", query), ("confidence", confidence), ("reason", verdict.decision.value)))
+
+
+def _diff(new: float, old: float) -> float:
+    """Rounded, so that 0.52 - 0.50 is the 0.02 it reads as, not 0.020000000000000018."""
+    return round(new - old, 9)
 
 
 def _num(value: float) -> str:

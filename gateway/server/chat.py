@@ -12,7 +12,7 @@ from gateway.errors import error_body
 from gateway.guard.request import plan_request
 from gateway.policy.actions import Action
 from gateway.protocols.chat import replies
-from gateway.server import chat_stream, chat_unary
+from gateway.server import chat_expect, chat_stream, chat_unary
 from gateway.server.body import BodyTooLarge, read_body
 from gateway.server.context import Gateway, upstream_path
 from gateway.server.exchange import Exchange, new_request_id
@@ -76,6 +76,7 @@ async def _prepare(gateway: Gateway, request: Request, payload: dict, body: byte
         return ex
     ex.plan = plan
     gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
+    ex.expectation = chat_expect.guard_for(ex)  # a tool this turn requires (seed 000), or None
     if plan.judgement.finding is not None:
         ex.record(plan.judgement, plan.action, "request")
     if plan.changed and plan.action != Action.TERMINATE:

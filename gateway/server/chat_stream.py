@@ -15,6 +15,7 @@ from gateway.guard.response import ProposalJudge, Refusal
 from gateway.policy.actions import Action
 from gateway.protocols.chat.sse import comment, data_event
 from gateway.protocols.chat.stream import ToolCallFilter
+from gateway.server import chat_expect
 from gateway.server.exchange import Exchange
 from gateway.trace.model import ToolCall
 from gateway.upstream.base import UpstreamResponse
@@ -41,7 +42,15 @@ class _Judges:
         self.current = self.ex.proposal_judge()
 
 
-async def relay(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+def relay(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+    """The client stream. When the turn requires a tool (seed 000), each attempt is held until
+    the model's answer is known (``chat_expect``); otherwise nothing is held."""
+    if ex.expectation is not None:
+        return chat_expect.relay_held(ex, upstream, relay_once)
+    return relay_once(ex, upstream)
+
+
+async def relay_once(ex: Exchange, upstream: UpstreamResponse, *, log: bool = True) -> AsyncIterator[bytes]:
     judges = _Judges(ex)
     stream = ToolCallFilter(judges)
     current = upstream
@@ -73,14 +82,16 @@ async def relay(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes
             stream.begin_continuation()
     except UpstreamError as exc:  # headers are out: break the client's stream too (RelayStream)
         ex.log.warning("upstream_stream_broken", error=type(exc).__name__)
-        ex.log_request(200)
+        if log:
+            ex.log_request(200)
         raise
     finally:
         if current is not upstream:
             await current.aclose()
     for chunk in stream.final():
         yield chunk
-    ex.log_request(200)
+    if log:
+        ex.log_request(200)
 
 
 async def _pump(ex: Exchange, stream: ToolCallFilter, upstream: UpstreamResponse) -> AsyncIterator[bytes]:

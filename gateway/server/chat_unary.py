@@ -13,6 +13,7 @@ from gateway.guard.response import Refusal
 from gateway.policy.actions import Action
 from gateway.protocols.chat import replies
 from gateway.protocols.chat.parse import tool_calls_from_message
+from gateway.server import chat_expect
 from gateway.server.exchange import Exchange
 from gateway.server.passthrough import upstream_failed
 from gateway.server.responses import relay
@@ -35,6 +36,10 @@ async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
                 content = _keep_first(data, refusal.position)
                 break
             status, headers, content = await _read(ex, await ex.reask(stream=False))
+        if ex.expectation is not None:  # the turn requires a tool: re-ask, then warn (seed 000)
+            if (retry := await chat_expect.retry_unary(ex, status, content)) is not None:
+                return await respond(ex, retry)
+            content = chat_expect.final_unary(ex, status, content)
     except UpstreamError as exc:
         return upstream_failed(ex.gateway, exc, ex.path)
     ex.log_request(status)

@@ -42,6 +42,8 @@ class Exchange:
     reasks: int = 0
     action: Action = Action.PASS
     detector: str | None = None
+    # The turn's required tool (gateway.guard.expectation.TurnGuard), None when none is pending.
+    expectation: Any = None
 
     # --- bookkeeping ------------------------------------------------------------------------
 
@@ -105,10 +107,12 @@ class Exchange:
                                  plan.policy.trace_settings)
         return observation
 
-    async def reask(self, stream: bool) -> UpstreamResponse:
-        """Ask the model again, with its refused call and our observation in the history."""
+    async def reask(self, stream: bool, *, counted: bool = True) -> UpstreamResponse:
+        """Ask the model again, with its refused call and our observation in the history.
+        ``counted=False``: a required-tool retry, which has its own budget (max_retries)."""
         assert self.plan is not None
-        self.reasks += 1
+        if counted:
+            self.reasks += 1
         body = orjson.dumps({**self.payload, "messages": self.plan.messages})
         request = UpstreamRequest("POST", self.outgoing.path, self.outgoing.query, self.outgoing.headers, body)
         started = time.perf_counter()
