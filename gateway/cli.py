@@ -18,11 +18,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate a config or policy file and print the effective policy")
     check.add_argument("path", metavar="CONFIG_OR_POLICY")
     check.add_argument("--format", choices=["yaml", "json"], default="yaml", help="output format (default: yaml)")
+    replay = commands.add_parser("replay", help="run a policy offline over recorded conversations")
+    replay.add_argument("files", nargs="+", metavar="FILE",
+                        help="JSONL of chat-completions request bodies (or {\"messages\": [...]}), or a JSON list")
+    replay.add_argument("--policy", default="default", help="policy file or shipped pack name (default: default)")
+    replay.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    replay.add_argument("--agent", help="x-loopguard-agent value to resolve per-agent overrides with")
+    replay.add_argument("--model", help="price savings as this model (default: each body's model)")
+    replay.add_argument("--quiet", action="store_true", help="no progress bar or notes on stderr")
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "check":
         return _check(args)
+    if args.command == "replay":
+        return _replay(args)
     return 2
 
 
@@ -64,6 +74,15 @@ def _check(args: argparse.Namespace) -> int:
 
     configure_logging("console", "warning")  # threshold corrections etc. to stderr; stdout stays YAML
     return run_check(args.path, args.format)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from gateway.logging import configure_logging
+    from gateway.replay.command import run_replay
+
+    configure_logging("console", "warning")  # policy warnings to stderr; stdout is the table
+    return run_replay(args.files, args.policy, html=args.html, agent=args.agent, model=args.model,
+                      quiet=args.quiet)
 
 
 if __name__ == "__main__":

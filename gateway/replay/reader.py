@@ -1,0 +1,114 @@
+"""Recorded traffic in: JSONL of chat-completions request bodies (or ``{"messages": [...]}``),
+or a JSON list of them. An agent sends one growing body per step, so bodies whose messages are a
+prefix of a longer one are the same conversation: only the longest is kept."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+_WRAPPERS = ("body", "request")  # recorders often wrap the body: {"request": {...}, "response": ...}
+
+
+@dataclass(slots=True)
+class Recorded:
+    source: str  # file name
+    position: int  # line (JSONL) or 1-based index (JSON list)
+    body: dict[str, Any]
+    requests: int = 1  # how many recorded bodies were this conversation
+
+    @property
+    def label(self) -> str:
+        return f"{self.source}:{self.position}"
+
+    @property
+    def messages(self) -> list[Any]:
+        return self.body["messages"]
+
+
+@dataclass(slots=True)
+class Reading:
+    conversations: list[Recorded]
+    bodies: int  # bodies read, before merging growing ones
+    problems: list[str]  # "file:line: why", for lines that were skipped
+
+
+def read_files(paths: Iterable[str | Path]) -> Reading:
+    bodies: list[Recorded] = []
+    problems: list[str] = []
+    for path in paths:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{path}: cannot read: {exc}")
+            continue
+        for position, item, problem in _items(text):
+            body = _body(item) if problem is None else None
+            if body is None:
+                problems.append(f"{path}:{position}: {problem or 'no messages list; skipped'}")
+            else:
+                bodies.append(Recorded(path.name, position, body))
+    return Reading(longest_per_conversation(bodies), len(bodies), problems)
+
+
+def _items(text: str) -> Iterator[tuple[int, Any, str | None]]:
+    if text.lstrip().startswith("["):
+        try:
+            items = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            yield 1, None, f"invalid JSON: {exc}"
+            return
+        for index, item in enumerate(items, 1):
+            yield index, item, None
+        return
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield number, orjson.loads(line), None
+        except orjson.JSONDecodeError as exc:
+            yield number, None, f"invalid JSON: {exc}"
+
+
+def _body(item: Any) -> dict[str, Any] | None:
+    if not isinstance(item, dict):
+        return None
+    if isinstance(item.get("messages"), list) and item["messages"]:
+        return item
+    for key in _WRAPPERS:
+        inner = item.get(key)
+        if isinstance(inner, dict) and isinstance(inner.get("messages"), list) and inner["messages"]:
+            return inner
+    return None
+
+
+def longest_per_conversation(bodies: list[Recorded]) -> list[Recorded]:
+    """Drop every body whose messages are a prefix of a longer kept one (same conversation,
+    earlier step); counts them on the kept one. Input order is kept."""
+    chains = [_prefix_hashes(r.messages) for r in bodies]
+    owner: dict[bytes, int] = {}  # prefix hash -> index of the kept body it belongs to
+    kept: list[int] = []
+    for index in sorted(range(len(bodies)), key=lambda i: -len(chains[i])):
+        full = chains[index][-1]
+        if full in owner:
+            bodies[owner[full]].requests += 1
+            continue
+        kept.append(index)
+        for digest in chains[index]:
+            owner.setdefault(digest, index)
+    return [bodies[i] for i in sorted(kept)]
+
+
+def _prefix_hashes(messages: list[Any]) -> list[bytes]:
+    out, running = [], b""
+    for message in messages:
+        running = hashlib.blake2b(running + orjson.dumps(message, option=orjson.OPT_SORT_KEYS),
+                                  digest_size=16).digest()
+        out.append(running)
+    return out

@@ -1,0 +1,132 @@
+"""Replays one conversation through a policy, turn by turn, as the gateway would have seen it.
+
+For each assistant message at index i: the request that produced it carried messages[:i], judged
+on the request path (warn, reject level, terminate); its tool calls are judged as proposals with
+the response path's own ProposalJudge (reject, terminate; the first refusal ends the round). The
+recorded body itself is the last request. Nothing is rewritten: the recorded history is judged as
+it happened, so each action is reported at the first step where it would have fired.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gateway.guard.response import ProposalJudge
+from gateway.policy.actions import Action
+from gateway.policy.engine import EffectivePolicy, action_of
+from gateway.policy.model import Policy
+from gateway.protocols.chat.parse import conversation_from_body
+from gateway.replay.model import Mark, Result, Row
+from gateway.replay.reader import Recorded
+from gateway.trace.builder import build_trace, is_genuine_user
+from gateway.trace.model import Conversation, Trace, Turn
+from gateway.trace.normalize import args_info
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+def effective(policy: Policy, body: dict[str, Any], agent: str | None) -> EffectivePolicy:
+    """The policy the gateway would resolve for this body, enforcing: in shadow mode replay
+    shows what the policy would do (its max_action cap still applies)."""
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    eff = policy.resolve(agent=agent, model=model, path=CHAT_PATH)
+    return dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
+
+
+def replay(recorded: Recorded, policy: Policy, agent: str | None = None) -> Result:
+    body = recorded.body
+    eff = effective(policy, body, agent)
+    conv = conversation_from_body(body)
+    rows, where = _rows(conv, eff)
+    result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
+                    len(recorded.messages), recorded.requests, rows)
+    for k, turn in enumerate(conv.turns):
+        if turn.role == "assistant":
+            trace = build_trace(Conversation(conv.turns[:k], conv.tools), eff.trace_settings)
+            _request_path(result, eff, trace, where, cut=turn.index)
+            if turn.tool_calls:
+                _response_path(result, eff, trace, turn, where)
+    if not conv.turns or conv.turns[-1].role != "assistant":  # the recorded request itself
+        _request_path(result, eff, build_trace(conv, eff.trace_settings), where, cut=len(recorded.messages))
+    return result
+
+
+def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], dict[tuple[int, int], Row]]:
+    results = {t.tool_call_id: t.text for t in conv.turns if t.role == "tool" and t.tool_call_id}
+    rows: list[Row] = []
+    where: dict[tuple[int, int], Row] = {}  # (message index, position in its round) -> row
+    seen: dict[tuple[str, str], int] = {}
+    for turn in conv.turns:
+        if is_genuine_user(turn):
+            seen.clear()  # counts restart with each run, as the detectors' do
+        for position, call in enumerate(turn.tool_calls if turn.role == "assistant" else ()):
+            key = (call.name, args_info(call.arguments, eff.trace_settings).hash)
+            seen[key] = seen.get(key, 0) + 1
+            row = Row(len(rows) + 1, turn.index, call.name, call.arguments, results.get(call.id), seen[key])
+            rows.append(row)
+            where[(turn.index, position)] = row
+    return rows, where
+
+
+def _request_path(result: Result, eff: EffectivePolicy, trace: Trace, where: dict, cut: int) -> None:
+    latest = trace.latest
+    if latest is None:
+        return
+    judgement = eff.judge(trace)
+    row = _row_of(trace, latest, where)
+    for finding in judgement.findings:
+        action = min(action_of(eff.detectors[finding.detector], finding), eff.max_action)
+        if action > Action.PASS and row is not None:
+            _mark(result, row, Mark(action.label, finding.detector, "request", finding.count, finding.description),
+                  cut if action == Action.TERMINATE else None)
+
+
+def _response_path(result: Result, eff: EffectivePolicy, trace: Trace, turn: Turn, where: dict) -> None:
+    judge = ProposalJudge(eff, trace)
+    for position, call in enumerate(turn.tool_calls):
+        if judge.judge(call, position):
+            continue
+        refusal = judge.refusal
+        finding = refusal.judgement.finding
+        row = where[(turn.index, position)]
+        mark = Mark(refusal.judgement.action.label, finding.detector, "response", finding.count, finding.description)
+        _mark(result, row, mark, turn.index + 1)
+        for later in range(position + 1, len(turn.tool_calls)):
+            where[(turn.index, later)].dropped = True
+        return
+
+
+def _row_of(trace: Trace, event: Any, where: dict) -> Row | None:
+    """The row of a trace event: its message, and its position among that message's calls."""
+    position = sum(1 for e in trace.events if e.message_index == event.message_index and e.step < event.step)
+    if trace.skipped:  # calls of the same message before the horizon are not materialized
+        position = _position_by_id(trace, event, where)
+    return where.get((event.message_index, position))
+
+
+def _position_by_id(trace: Trace, event: Any, where: dict) -> int:
+    turn = next((t for t in trace.turns if t.index == event.message_index), None)
+    ids = [c.id for c in turn.tool_calls] if turn else []
+    return ids.index(event.call_id) if event.call_id in ids else 0
+
+
+def _mark(result: Result, row: Row, mark: Mark, cut: int | None) -> None:
+    """Only where each (detector, action) fires first: later turns keep matching the same loop,
+    and the timeline would drown in repeats of one decision. Turns are replayed in order, so the
+    first time seen is the earliest step."""
+    steps = result.by_detector.setdefault(mark.detector, {})
+    if mark.action in steps:
+        return
+    steps[mark.action] = row.step
+    row.marks.append(mark)
+    first = result.first.get(mark.action)
+    if first is None or row.step < first[0]:
+        result.first[mark.action] = (row.step, mark.detector)
+    # Where the run would have been stopped: the first terminate, else the first vetoed call.
+    stops = mark.action == "terminate" or (mark.action == "reject" and mark.phase == "response")
+    if stops and cut is not None:
+        better = result.cut_step is None or row.step < result.cut_step or (
+            row.step == result.cut_step and cut < (result.cut or cut))
+        if better:
+            result.cut, result.cut_step = cut, row.step

@@ -1,0 +1,48 @@
+"""``loopguard replay`` as operators run it, and the promise that litellm stays off the gateway."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from support.process import ROOT, child_env
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "replay"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gateway", *args], env=child_env(), cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_replay_prints_the_table_and_no_progress_bar_off_a_terminal():
+    result = run("replay", str(FIXTURES / "support_bot.json"), "--policy", "default")
+    assert result.returncode == 0, result.stderr
+    assert "support_bot.json:1" in result.stdout and "no_progress" in result.stdout
+    assert "replaying" not in result.stderr  # tqdm is disabled when stderr is not a TTY
+
+
+def test_usage_error_and_bad_policy(tmp_path):
+    assert run("replay").returncode == 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nmax_action: stop\n")
+    result = run("replay", str(FIXTURES / "support_bot.json"), "--policy", str(bad))
+    assert result.returncode == 1 and f"{bad}: max_action" in result.stderr
+
+
+def test_litellm_is_never_imported_by_the_gateway_or_the_table():
+    probe = """
+import sys
+from gateway.config import Config
+from gateway.server.app import build_app
+import gateway.cli
+build_app(Config())
+from gateway.replay.command import run_replay
+import io
+run_replay([sys.argv[1]], out=io.StringIO(), err=io.StringIO())
+print("litellm" in sys.modules)
+"""
+    result = subprocess.run([sys.executable, "-c", probe, str(FIXTURES / "support_bot.json")], env=child_env(),
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "False", result.stderr
