@@ -38,11 +38,8 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
 )
 # Calls that repeat by design while waiting for something (seed 000 exempts
 # check_background_tasks; Claude Code's BashOutput and Windsurf's command_status read a background
-# job's output; Playwright MCP's browser_wait_for and plain wait/sleep tools wait). Detectors skip
-# them or judge them on their own, higher polling thresholds.
-DEFAULT_POLLING_TOOLS: frozenset[str] = frozenset({
-    "check_background_tasks", "BashOutput", "command_status", "browser_wait_for", "wait", "sleep",
-})
+# job's output). Detectors skip them or judge them on their own, higher polling thresholds.
+DEFAULT_POLLING_TOOLS: frozenset[str] = frozenset({"check_background_tasks", "BashOutput", "command_status"})
 # Matched against the canonical (compact, sorted-key JSON) arguments: `sleep 30 && tail log` in a
 # shell tool, OpenClaw's process tool with action poll.
 DEFAULT_POLLING_ARGS_PATTERNS: tuple[str, ...] = (r"\bsleep\s+\d", r'"action":"poll"')
