@@ -26,6 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay.add_argument("--agent", help="x-loopguard-agent value to resolve per-agent overrides with")
     replay.add_argument("--model", help="price savings as this model (default: each body's model)")
     replay.add_argument("--quiet", action="store_true", help="no progress bar or notes on stderr")
+    commands.add_parser("demo", help="watch a looping agent get warned, vetoed and stopped (no API key needed)")
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
@@ -33,6 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _check(args)
     if args.command == "replay":
         return _replay(args)
+    if args.command == "demo":
+        return _demo()
     return 2
 
 
@@ -83,6 +86,14 @@ def _replay(args: argparse.Namespace) -> int:
     configure_logging("console", "warning")  # policy warnings to stderr; stdout is the table
     return run_replay(args.files, args.policy, html=args.html, agent=args.agent, model=args.model,
                       quiet=args.quiet)
+
+
+def _demo() -> int:
+    from gateway.demo import run_demo
+    from gateway.logging import configure_logging
+
+    configure_logging("console", "error")  # the transcript is the output; the gateway's own log stays quiet
+    return run_demo()
 
 
 if __name__ == "__main__":
