@@ -6,8 +6,9 @@ where the previous request of the session stood (a :class:`HistoryMark`: message
 hash). A request that is shorter than the previous one no longer extends it: the history was
 compacted, and the tool calls made from there on are post-compaction calls, which the
 ``post_compaction`` detector watches (seed 002: a loop that survives its own compaction is
-ended with ``compaction_loop_persisted``). Later requests that extend the compacted one keep
-the marker; a history that is rewritten without getting shorter starts afresh.
+ended with ``compaction_loop_persisted``). The compacted request's mark is kept as the session's
+compaction marker while later requests extend it; a history that is rewritten without getting
+shorter starts afresh.
 """
 
 from __future__ import annotations
@@ -22,31 +23,35 @@ from gateway.trace.model import Turn
 
 @dataclass(frozen=True, slots=True)
 class Tracked:
-    mark: HistoryMark  # to remember for the session's next request
     compacted_at: int | None  # client message index where the post-compaction history begins
     compacted_now: bool  # this very request is the compacted one
-    hashes: Mapping[int, str]  # prefix hashes at the marks' positions and the vetoes' anchors
+    marker: HistoryMark | None  # the compaction marker that applies from now on
+    marker_changed: bool  # ... and differs from the stored one (a write is due)
+    hashes: Mapping[int, str]  # prefix hashes at this request's length and the vetoes' anchors
 
 
-def track(state: SessionState, turns: Sequence[Turn], length: int) -> Tracked:
-    """Compare the request's history (``length`` client messages) with the session's mark.
-    One pass of hashing serves the mark and the vetoed exchanges' anchors."""
-    previous = state.mark
-    wanted = {length, *(r.anchor_len for r in state.vetoes)}
-    if previous is not None:
-        wanted |= {previous.length, previous.compacted_len or 0}
-    hashes = prefix_hashes_at(turns, length, wanted)
-    digest = hashes[length]
-    if previous is None:
-        return Tracked(HistoryMark(length, digest), None, False, hashes)
-    if length < previous.length:  # shorter: summarized or truncated, so it cannot extend it
-        return Tracked(HistoryMark(length, digest, length, digest), length, True, hashes)
-    if hashes.get(previous.length) != previous.digest:  # rewritten, not shorter: a fresh history
-        return Tracked(HistoryMark(length, digest), None, False, hashes)
-    start = previous.compacted_len
-    if start is not None and hashes.get(start) == previous.compacted_hash:
-        return Tracked(HistoryMark(length, digest, start, previous.compacted_hash), start, False, hashes)
-    return Tracked(HistoryMark(length, digest), None, False, hashes)
+def track(state: SessionState, turns: Sequence[Turn], length: int, digest: str) -> Tracked:
+    """Compare the request's history (``length`` client messages, prefix hash ``digest``) with
+    the session's previous request and its compaction marker. Hashing beyond ``digest`` is
+    only needed when the session has vetoed exchanges or a marker to check."""
+    previous, marker = state.mark, state.compacted
+    wanted = {r.anchor_len for r in state.vetoes}
+    if previous is not None and length < previous.length:  # shorter: summarized or truncated
+        return Tracked(length, True, HistoryMark(length, digest), True, _hashes(turns, length, digest, wanted))
+    if marker is not None:
+        wanted |= {marker.length, previous.length if previous is not None else -1}
+    hashes = _hashes(turns, length, digest, wanted)
+    if marker is None:
+        return Tracked(None, False, None, False, hashes)
+    extends = previous is not None and hashes.get(previous.length) == previous.digest
+    if extends and hashes.get(marker.length) == marker.digest:
+        return Tracked(marker.length, False, marker, False, hashes)
+    return Tracked(None, False, None, True, hashes)  # rewritten, not shorter: a fresh history
+
+
+def _hashes(turns: Sequence[Turn], length: int, digest: str, wanted: set[int]) -> Mapping[int, str]:
+    found = prefix_hashes_at(turns, length, wanted - {length}) if wanted - {length} else {}
+    return {**found, length: digest}
 
 
 def shown_index(client_index: int, hashes: Mapping[int, str], vetoes: Sequence[VetoRecord]) -> int:

@@ -12,7 +12,7 @@ from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.chat import replies, rewrite
 from gateway.protocols.chat.parse import conversation_from_body
-from gateway.state.base import EMPTY, SessionState, StateStore, VetoRecord
+from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.state.session import DEFAULT_SOURCES, session_id
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation, ToolCall, Trace, Turn
@@ -52,8 +52,10 @@ async def plan_request(
     client = client if isinstance(client, list) else []
     client_conv = conv = conversation_from_body(payload)
     session = session_id(headers, payload, conv, sessions)
-    state = await _session_state(session, store, log)
-    tracked = _track(state, conv, len(client), session, store, log)
+    length = len(client)
+    mark = HistoryMark(length, rewrite.prefix_hashes_at(conv.turns, length, (length,))[length])
+    state = await _session_state(session, mark, store, log)
+    tracked = _track(state, conv, mark, session, store, log)
     messages = rewrite.insert_vetoes(client, tracked.hashes, state.vetoes) if state.vetoes else client
     if messages is not client:
         conv = conversation_from_body({**payload, "messages": messages})
@@ -64,31 +66,32 @@ async def plan_request(
     judgement = policy.judge(trace)
     plan = RequestPlan(policy, session, payload, client, messages, conv, trace, judgement,
                        client_conv.turns, changed=messages is not client,
-                       client_hash=tracked.hashes[len(client)])
+                       client_hash=mark.digest)
     _apply_history_action(plan)
     return plan
 
 
-async def _session_state(session: str, store: StateStore, log) -> SessionState:
-    """Vetoed exchanges and the history mark, in one store round trip."""
+async def _session_state(session: str, mark: HistoryMark, store: StateStore, log) -> SessionState:
+    """Vetoed exchanges and the previous history mark, swapped for ``mark``: one round trip."""
     try:
-        return await store.session_state(session)
+        return await store.session_state(session, mark)
     except Exception as exc:  # stores degrade by themselves; this guards a foreign one
         log.warning("state_unavailable", op="session_state", error=type(exc).__name__)
         return EMPTY
 
 
-def _track(state: SessionState, conv: Conversation, length: int, session: str, store: StateStore,
+def _track(state: SessionState, conv: Conversation, mark: HistoryMark, session: str, store: StateStore,
            log) -> compaction.Tracked:
-    """Compare the history with the session's previous request and remember where it stands
-    now; the write is fire-and-forget, off the request's path."""
-    tracked = compaction.track(state, conv.turns, length)
+    """Compare the history with the session's previous request; a compaction marker that starts
+    or stops applying is written fire-and-forget, off the request's path."""
+    tracked = compaction.track(state, conv.turns, mark.length, mark.digest)
     if tracked.compacted_now:
-        log.info("history_compacted", session=session, before=state.mark.length, after=length)
-    try:
-        store.put_mark(session, tracked.mark)
-    except Exception as exc:  # noqa: BLE001 - losing a mark only weakens compaction detection
-        log.warning("state_unavailable", op="put_mark", error=type(exc).__name__)
+        log.info("history_compacted", session=session, before=state.mark.length, after=mark.length)
+    if tracked.marker_changed:
+        try:
+            store.mark_compacted(session, tracked.marker)
+        except Exception as exc:  # noqa: BLE001 - losing it only weakens compaction detection
+            log.warning("state_unavailable", op="mark_compacted", error=type(exc).__name__)
     return tracked
 
 

@@ -38,23 +38,19 @@ class VetoRecord:
 
 @dataclass(frozen=True, slots=True)
 class HistoryMark:
-    """Where a session's history stood at its latest request: its client message count and
-    the prefix hash over them (``rewrite.prefix_hashes``). When the history was compacted,
-    ``compacted_len``/``compacted_hash`` mark the compacted request the history now extends:
-    tool calls after it are the post-compaction calls."""
+    """Where a session's history stood at a request: its client message count and the prefix
+    hash over those messages (``rewrite.prefix_hashes``)."""
 
     length: int
     digest: str
-    compacted_len: int | None = None
-    compacted_hash: str | None = None
 
     def dumps(self) -> bytes:
-        return orjson.dumps([self.length, self.digest, self.compacted_len, self.compacted_hash])
+        return orjson.dumps([self.length, self.digest])
 
     @classmethod
     def loads(cls, raw: bytes | str) -> HistoryMark:
-        length, digest, compacted_len, compacted_hash = orjson.loads(raw)
-        return cls(int(length), str(digest), compacted_len, compacted_hash)
+        length, digest = orjson.loads(raw)
+        return cls(int(length), str(digest))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +58,8 @@ class SessionState:
     """Everything a request reads, fetched in one round trip."""
 
     vetoes: tuple[VetoRecord, ...] = ()
-    mark: HistoryMark | None = None
+    mark: HistoryMark | None = None  # the session's previous request
+    compacted: HistoryMark | None = None  # the request whose history was compacted, if any
 
 
 EMPTY = SessionState()
@@ -77,16 +74,19 @@ class StateStore(Protocol):
     degradations: int
     evictions: int
 
-    async def session_state(self, session: str) -> SessionState: ...
-
-    async def vetoes(self, session: str) -> list[VetoRecord]:
-        """The session's vetoed exchanges, oldest first."""
+    async def session_state(self, session: str, mark: HistoryMark | None = None) -> SessionState:
+        """The session's vetoed exchanges (oldest first), previous history mark and compaction
+        marker; ``mark`` (where this request stands) replaces the previous mark in the same
+        round trip, so a request costs one."""
         ...
+
+    async def vetoes(self, session: str) -> list[VetoRecord]: ...
 
     async def add_veto(self, session: str, record: VetoRecord) -> None: ...
 
-    def put_mark(self, session: str, mark: HistoryMark) -> None:
-        """Record the history mark without waiting (fire and forget: off the request's path)."""
+    def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
+        """Set (or clear, with None) the compaction marker without waiting: fire and forget,
+        off the request's path. Rare: only when a compaction starts or stops applying."""
         ...
 
     async def aclose(self) -> None: ...

@@ -24,6 +24,7 @@ class _Entry:
     touched: float
     vetoes: tuple[VetoRecord, ...] = ()  # a tuple: most sessions share the empty one
     mark: HistoryMark | None = None
+    compacted: HistoryMark | None = None
 
 
 class MemoryStore:
@@ -39,9 +40,16 @@ class MemoryStore:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    async def session_state(self, session: str) -> SessionState:
+    async def session_state(self, session: str, mark: HistoryMark | None = None) -> SessionState:
         entry = self._live(session)
-        return SessionState(entry.vetoes, entry.mark) if entry else EMPTY
+        if mark is None:
+            return SessionState(entry.vetoes, entry.mark, entry.compacted) if entry else EMPTY
+        if entry is None:
+            self._create(session).mark = mark
+            return EMPTY
+        state = SessionState(entry.vetoes, entry.mark, entry.compacted)
+        entry.mark = mark
+        return state
 
     async def vetoes(self, session: str) -> list[VetoRecord]:
         entry = self._live(session)
@@ -51,9 +59,10 @@ class MemoryStore:
         entry = self._live(session) or self._create(session)
         entry.vetoes = (*entry.vetoes, record)[-MAX_VETOES_PER_SESSION:]
 
-    def put_mark(self, session: str, mark: HistoryMark) -> None:
-        entry = self._live(session) or self._create(session)
-        entry.mark = mark
+    def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
+        entry = self._live(session)
+        if entry is not None:
+            entry.compacted = mark
 
     async def aclose(self) -> None:
         self._sessions.clear()

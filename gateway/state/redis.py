@@ -11,8 +11,13 @@ marks live here instead of in each process. Redis is an aid, never a dependency 
   server is used again without any action.
 
 Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
-``MAX_VETOES_PER_SESSION``) and ``{prefix}h:{session}`` (the history mark). Both carry a TTL,
+``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
+``{prefix}c:{session}`` (the compaction marker, while one applies). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
+
+A request costs one round trip: one pipeline reads the vetoes and the compaction marker, swaps
+the history mark (``SET ... GET``, Redis >= 6.2) and refreshes the TTLs. Only a compaction
+starting or ending writes more, fire-and-forget.
 """
 
 from __future__ import annotations
@@ -61,8 +66,8 @@ class RedisStore:
 
     # --- the StateStore interface -------------------------------------------------------------
 
-    async def session_state(self, session: str) -> SessionState:
-        state = await self._run("session_state", lambda: self._read(session))
+    async def session_state(self, session: str, mark: HistoryMark | None = None) -> SessionState:
+        state = await self._run("session_state", lambda: self._read(session, mark))
         return EMPTY if state is _FAILED else state
 
     async def vetoes(self, session: str) -> list[VetoRecord]:
@@ -71,12 +76,12 @@ class RedisStore:
     async def add_veto(self, session: str, record: VetoRecord) -> None:
         await self._run("add_veto", lambda: self._append(session, record))
 
-    def put_mark(self, session: str, mark: HistoryMark) -> None:
+    def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
         if len(self._pending) >= self.max_pending_writes:  # Redis cannot keep up: shed, don't queue
             self.degradations += 1
             return
         task = asyncio.get_running_loop().create_task(
-            self._run("put_mark", lambda: self._write_mark(session, mark)))
+            self._run("mark_compacted", lambda: self._write_compacted(session, mark)))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
@@ -95,14 +100,22 @@ class RedisStore:
     def key(self, kind: str, session: str) -> str:
         return f"{self.key_prefix}{kind}:{session}"
 
-    async def _read(self, session: str) -> SessionState:
-        pipe = self._client.pipeline(transaction=False)  # one round trip for both keys
-        pipe.lrange(self.key("v", session), 0, -1)
-        pipe.get(self.key("h", session))
-        raw_vetoes, raw_mark = await pipe.execute()
+    async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
+        keys = [self.key(kind, session) for kind in "vhc"]
+        pipe = self._client.pipeline(transaction=False)  # one round trip
+        pipe.lrange(keys[0], 0, -1)
+        if mark is None:
+            pipe.get(keys[1])
+        else:  # swap: this request's mark in, the previous one out
+            pipe.set(keys[1], mark.dumps(), px=self.ttl_ms, get=True)
+            for key in (keys[0], keys[2]):  # the session is alive: keep what it has
+                pipe.pexpire(key, self.ttl_ms)
+        pipe.get(keys[2])
+        raw_vetoes, raw_mark, *_, raw_compacted = await pipe.execute()
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
-        mark = HistoryMark.loads(raw_mark) if raw_mark is not None else None
-        return SessionState(vetoes, mark) if vetoes or mark else EMPTY
+        previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
+        compacted = HistoryMark.loads(raw_compacted) if raw_compacted is not None else None
+        return SessionState(vetoes, previous, compacted) if vetoes or previous or compacted else EMPTY
 
     async def _append(self, session: str, record: VetoRecord) -> None:
         key = self.key("v", session)
@@ -112,11 +125,11 @@ class RedisStore:
         pipe.pexpire(key, self.ttl_ms)
         await pipe.execute()
 
-    async def _write_mark(self, session: str, mark: HistoryMark) -> None:
-        pipe = self._client.pipeline(transaction=False)
-        pipe.set(self.key("h", session), mark.dumps(), px=self.ttl_ms)
-        pipe.pexpire(self.key("v", session), self.ttl_ms)  # the session is alive: keep its vetoes
-        await pipe.execute()
+    async def _write_compacted(self, session: str, mark: HistoryMark | None) -> None:
+        if mark is None:
+            await self._client.delete(self.key("c", session))
+        else:
+            await self._client.set(self.key("c", session), mark.dumps(), px=self.ttl_ms)
 
     # --- degradation --------------------------------------------------------------------------
 

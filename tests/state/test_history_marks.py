@@ -20,49 +20,69 @@ def history(*steps: str, system: str = "sys", task: str = "task") -> list[dict]:
     return messages
 
 
+def mark_of(messages: list[dict]) -> HistoryMark:
+    turns = conversation_from_body({"messages": messages}).turns
+    return HistoryMark(len(messages), rewrite.prefix_hashes(turns, len(messages))[-1])
+
+
 def follow(state: SessionState, messages: list[dict]):
     turns = conversation_from_body({"messages": messages}).turns
-    return track(state, turns, len(messages))
+    mark = mark_of(messages)
+    return track(state, turns, mark.length, mark.digest)
 
 
-def test_the_first_request_only_sets_a_mark():
+class Session:
+    """What the request path does with a store: swap the mark, then keep the marker."""
+
+    def __init__(self) -> None:
+        self.state = EMPTY
+
+    def request(self, messages: list[dict]):
+        tracked = follow(self.state, messages)
+        self.state = SessionState(mark=mark_of(messages), compacted=tracked.marker)
+        return tracked
+
+
+def test_the_first_request_has_nothing_to_compare_with():
     tracked = follow(EMPTY, history("a"))
-    assert tracked.compacted_at is None and not tracked.compacted_now
-    assert tracked.mark.length == 4 and tracked.mark.compacted_len is None
+    assert tracked.compacted_at is None and not tracked.compacted_now and not tracked.marker_changed
 
 
 def test_a_growing_history_is_no_compaction():
-    first = follow(EMPTY, history("a"))
-    second = follow(SessionState(mark=first.mark), history("a", "b"))
-    assert second.compacted_at is None and second.mark.length == 6
+    session = Session()
+    session.request(history("a"))
+    grown = session.request(history("a", "b"))
+    assert grown.compacted_at is None and not grown.marker_changed
 
 
 def test_a_shorter_history_is_a_compaction_and_later_requests_keep_the_marker():
-    long = follow(EMPTY, history("a", "b", "c"))
+    session = Session()
+    session.request(history("a", "b", "c"))
     compacted = [*history()[:2], {"role": "user", "content": "Summary: read a, b, c. Continue."}]
-    now = follow(SessionState(mark=long.mark), compacted)
+    now = session.request(compacted)
     assert now.compacted_now and now.compacted_at == 3
-    assert now.mark.compacted_len == 3 and now.mark.compacted_hash == now.mark.digest
+    assert now.marker == mark_of(compacted) and now.marker_changed
     call = {"id": "c9", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
     later = [*compacted, {"role": "assistant", "content": None, "tool_calls": [call]},
              {"role": "tool", "tool_call_id": "c9", "content": "c"}]
-    after = follow(SessionState(mark=now.mark), later)
-    assert after.compacted_at == 3 and not after.compacted_now
-    assert after.mark.compacted_len == 3 and after.mark.length == 5
+    after = session.request(later)
+    assert after.compacted_at == 3 and not after.compacted_now and not after.marker_changed
+    assert session.request([*later, {"role": "user", "content": "next"}]).compacted_at == 3
 
 
-def test_a_rewritten_history_that_did_not_shrink_starts_afresh():
-    compacted = follow(EMPTY, history("a"))
-    marked = HistoryMark(compacted.mark.length, compacted.mark.digest, 2, compacted.mark.digest)
-    other = follow(SessionState(mark=marked), history("x", "y"))  # longer, different prefix
-    assert other.compacted_at is None and other.mark.compacted_len is None
+def test_a_rewritten_history_that_did_not_shrink_clears_the_marker():
+    session = Session()
+    session.request(history("a", "b"))
+    session.request(history("a"))  # compacted
+    cleared = session.request(history("x", "y"))  # longer, but not an extension of it
+    assert cleared.compacted_at is None and cleared.marker is None and cleared.marker_changed
 
 
-def test_a_marker_whose_prefix_is_gone_is_dropped():
-    base = follow(EMPTY, history("a", "b"))
-    stale = HistoryMark(base.mark.length, base.mark.digest, 2, "not-this-prefix")
-    grown = follow(SessionState(mark=stale), history("a", "b", "c"))
-    assert grown.compacted_at is None and grown.mark.compacted_len is None
+def test_without_vetoes_or_a_marker_only_the_request_digest_is_hashed():
+    session = Session()
+    session.request(history("a", "b"))
+    tracked = session.request(history("a", "b", "c"))
+    assert dict(tracked.hashes) == {8: mark_of(history("a", "b", "c")).digest}
 
 
 def test_vetoed_exchanges_before_the_compaction_point_shift_it():

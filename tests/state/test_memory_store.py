@@ -14,7 +14,7 @@ def veto(n: int) -> VetoRecord:
 async def test_many_sessions_stay_within_max_sessions_and_evictions_are_counted():
     store = MemoryStore(max_sessions=100, ttl_s=60)
     for i in range(1000):
-        store.put_mark(f"s{i}", HistoryMark(i, "d"))
+        await store.session_state(f"s{i}", HistoryMark(i, "d"))  # every request leaves its mark
     assert len(store) == 100
     assert store.evictions == 900 and store.expirations == 0
     assert await store.session_state("s0") is EMPTY  # least recently used: gone
@@ -34,23 +34,28 @@ async def test_a_session_in_use_is_not_the_one_evicted():
 async def test_idle_sessions_expire_after_ttl():
     store = MemoryStore(max_sessions=100, ttl_s=0.05)
     await store.add_veto("old", veto(1))
-    store.put_mark("idle", HistoryMark(3, "x"))
+    await store.session_state("idle", HistoryMark(3, "x"))
     time.sleep(0.08)
     assert await store.vetoes("old") == []
     assert store.expirations == 1
-    store.put_mark("new", HistoryMark(1, "y"))  # creating a session drops expired ones in front
+    await store.session_state("new", HistoryMark(1, "y"))  # a new session drops expired ones in front
     assert len(store) == 1 and store.expirations == 2 and store.evictions == 0
 
 
-async def test_session_state_returns_vetoes_and_mark_together():
+async def test_session_state_returns_vetoes_marks_and_swaps_the_mark():
     store = MemoryStore()
+    assert await store.session_state("s", HistoryMark(2, "first")) is EMPTY
     await store.add_veto("s", veto(1))
     await store.add_veto("s", veto(2))
-    store.put_mark("s", HistoryMark(4, "abc", 2, "def"))
-    state = await store.session_state("s")
+    store.mark_compacted("s", HistoryMark(2, "first"))
+    state = await store.session_state("s", HistoryMark(4, "abc"))
     assert state.vetoes == (veto(1), veto(2))
-    assert state.mark == HistoryMark(4, "abc", 2, "def")
-    assert store.degradations == 0
+    assert state.mark == HistoryMark(2, "first") and state.compacted == HistoryMark(2, "first")
+    assert (await store.session_state("s")).mark == HistoryMark(4, "abc")  # swapped in
+    store.mark_compacted("s", None)
+    assert (await store.session_state("s")).compacted is None
+    store.mark_compacted("unknown", HistoryMark(1, "x"))  # no session, nothing to mark
+    assert len(store) == 1 and store.degradations == 0
 
 
 async def test_vetoes_per_session_are_capped():
@@ -68,5 +73,4 @@ def test_build_store_uses_the_configured_bounds():
 
 def test_records_survive_serialization():
     assert VetoRecord.loads(veto(3).dumps()) == veto(3)
-    for mark in (HistoryMark(1, "a"), HistoryMark(9, "b", 3, "c")):
-        assert HistoryMark.loads(mark.dumps()) == mark
+    assert HistoryMark.loads(HistoryMark(9, "b").dumps()) == HistoryMark(9, "b")

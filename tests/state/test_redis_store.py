@@ -24,28 +24,46 @@ def store_for(url: str, **options) -> RedisStore:
 
 async def test_roundtrip_in_one_session_state_call(redis_server):
     store = store_for(redis_server.url)
-    assert await store.session_state("s") is EMPTY
+    assert await store.session_state("s", HistoryMark(2, "first")) is EMPTY
     await store.add_veto("s", veto(1))
     await store.add_veto("s", veto(2))
-    store.put_mark("s", HistoryMark(5, "abc", 3, "def"))
+    store.mark_compacted("s", HistoryMark(2, "first"))
     await store.flush()
-    state = await store.session_state("s")
+    state = await store.session_state("s", HistoryMark(5, "abc"))
     assert state.vetoes == (veto(1), veto(2))
-    assert state.mark == HistoryMark(5, "abc", 3, "def")
+    assert state.mark == HistoryMark(2, "first") and state.compacted == HistoryMark(2, "first")
+    assert (await store.session_state("s")).mark == HistoryMark(5, "abc")  # swapped in
+    store.mark_compacted("s", None)
+    await store.flush()
+    assert (await store.session_state("s")).compacted is None
     assert await store.vetoes("other") == []
     assert store.degradations == 0
+    await store.aclose()
+
+
+async def test_a_request_costs_one_round_trip(redis_server):
+    store = store_for(redis_server.url)
+    await store.add_veto("s", veto(1))
+    client = redis_server.client()
+    before = client.info("stats")["total_connections_received"], client.info("commandstats")
+    await store.session_state("s", HistoryMark(3, "x"))
+    calls = {k: v["calls"] - before[1].get(k, {"calls": 0})["calls"] for k, v in client.info("commandstats").items()}
+    # LRANGE, SET..GET, 2 x PEXPIRE, GET: one pipeline (the two INFO calls are ours).
+    assert {k: n for k, n in calls.items() if n and k != "cmdstat_info"} == {
+        "cmdstat_lrange": 1, "cmdstat_set": 1, "cmdstat_pexpire": 2, "cmdstat_get": 1}
     await store.aclose()
 
 
 async def test_every_key_has_the_prefix_and_a_ttl(redis_server):
     store = store_for(redis_server.url, ttl_s=30)
     await store.add_veto("sess-1", veto(1))
-    store.put_mark("sess-1", HistoryMark(2, "x"))
-    store.put_mark("sess-2", HistoryMark(2, "y"))
+    await store.session_state("sess-1", HistoryMark(2, "x"))
+    await store.session_state("sess-2", HistoryMark(2, "y"))
+    store.mark_compacted("sess-2", HistoryMark(2, "y"))
     await store.flush()
     client = redis_server.client()
     keys = sorted(k.decode() for k in client.keys("*"))
-    assert keys == ["t:h:sess-1", "t:h:sess-2", "t:v:sess-1"]
+    assert keys == ["t:c:sess-2", "t:h:sess-1", "t:h:sess-2", "t:v:sess-1"]
     for key in keys:
         assert 0 < client.pttl(key) <= 30_000
     await store.aclose()
@@ -63,7 +81,8 @@ async def test_veto_lists_are_trimmed(redis_server):
 async def test_an_idle_session_expires(redis_server):
     store = store_for(redis_server.url, ttl_s=0.2)
     await store.add_veto("s", veto(1))
-    store.put_mark("s", HistoryMark(1, "x"))
+    await store.session_state("s", HistoryMark(1, "x"))
+    store.mark_compacted("s", HistoryMark(1, "x"))
     await store.flush()
     await asyncio.sleep(0.4)
     assert await store.session_state("s") is EMPTY
@@ -84,11 +103,11 @@ async def test_unreachable_redis_degrades_logs_without_the_password_and_counts(t
     with capture_logs() as logs:
         assert await store.session_state("s") is EMPTY
         await store.add_veto("s", veto(1))  # a write is skipped, not raised
-        store.put_mark("s", HistoryMark(1, "x"))
+        store.mark_compacted("s", HistoryMark(1, "x"))
         await store.flush()
     assert store.degradations == 3
     degraded = [e for e in logs if e["event"] == "state_degraded"]
-    assert [e["op"] for e in degraded] == ["session_state", "add_veto", "put_mark"]
+    assert [e["op"] for e in degraded] == ["session_state", "add_veto", "mark_compacted"]
     assert all(e["log_level"] == "warning" and e["error"] for e in degraded)
     assert "hunter2-secret" not in repr(logs)
     assert degraded[0]["redis"] == f"redis://:***@127.0.0.1:{closed.port}/0"
