@@ -125,9 +125,13 @@ def summarize_progress(trace: Trace, language: str = "en", top: int = 5) -> str:
     done = [e.tool for e in trace.events if not e.proposed and not e.vetoed]
     counts = Counter(done).most_common()
     shown = [f"{tool} ×{n}" for tool, n in counts[:top]] + (["…"] if len(counts) > top else [])
+    # Calls before the trace horizon were not kept as events, but they did run.
+    total = len(done) + trace.skipped
+    if trace.skipped:
+        shown.append(f"+{trace.skipped} earlier" if language != "zh" else f"另有 {trace.skipped} 次更早的调用")
     if language == "zh":
-        return f"{trace.rounds} 轮共 {len(done)} 次工具调用（{'，'.join(shown)}）" if done else "尚未执行任何工具调用"
-    if not done:
+        return f"{trace.rounds} 轮共 {total} 次工具调用（{'，'.join(shown)}）" if total else "尚未执行任何工具调用"
+    if not total:
         return "no tool calls were executed"
-    plural = "s" if len(done) != 1 else ""
-    return f"{len(done)} tool call{plural} over {trace.rounds} rounds ({', '.join(shown)})"
+    plural = "s" if total != 1 else ""
+    return f"{total} tool call{plural} over {trace.rounds} rounds ({', '.join(shown)})"
