@@ -107,3 +107,15 @@ def test_progress_counts_executed_calls_only(en):
     vetoed = replace(trace.events[-1], step=3, vetoed=True)
     assert en.progress(trace.with_events((vetoed,))) == "2 tool calls over 3 rounds (a ×1, b ×1)"
     assert en.progress(make_trace()) == "no tool calls were executed"
+
+
+@pytest.mark.parametrize(("skipped", "language", "expected"), [
+    (0, "en", "2 tool calls over 2 rounds (read ×2)"),
+    (40, "en", "42 tool calls over 2 rounds (read ×2, +40 earlier)"),
+    (40, "zh", "2 轮共 42 次工具调用"),
+])
+def test_progress_counts_calls_before_the_horizon(skipped, language, expected):
+    from gateway.policy.messages import summarize_progress
+
+    trace = replace(make_trace("read", "read"), skipped=skipped)
+    assert summarize_progress(trace, language).startswith(expected)
