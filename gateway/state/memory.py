@@ -4,8 +4,8 @@ Memory is bounded by ``max_sessions`` whatever the traffic: a new session beyond
 evicts the least recently used one (counted in ``evictions``), and sessions idle for longer than
 ``ttl_s`` are dropped when met (counted in ``expirations``). Every request leaves its session's
 history mark: about 370 bytes per session, about 1.4 KB with one vetoed exchange (measured at
-10,000 sessions by ``benchmarks/state.py``), so the default bound of 10,000 sessions holds a few
-MB at most (vetoes are capped per session).
+10,000 sessions by ``benchmarks/state.py``): the default bound of 10,000 sessions is about 4 MB
+of marks; vetoed exchanges add about 1 KB each, at most MAX_VETOES_PER_SESSION per session.
 """
 
 from __future__ import annotations
