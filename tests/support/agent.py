@@ -29,6 +29,7 @@ class Agent:
     messages: list[dict] = field(default_factory=list)
     finish_reasons: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)  # x-loopguard-action of each response
+    specs: list[dict] | None = None  # the tools declared to the model; None: TOOLS
 
     def run(self, prompt: str, max_steps: int = 12) -> str | None:
         """Run until the model answers without tool calls (returns its text) or max_steps."""
@@ -48,7 +49,8 @@ class Agent:
         return None
 
     def _step(self) -> tuple[dict, str]:
-        kwargs = dict(model="test-model", messages=self.messages, tools=TOOLS, extra_headers=self.headers)
+        kwargs = dict(model="test-model", messages=self.messages, tools=self.specs or TOOLS,
+                      extra_headers=self.headers)
         if not self.stream:
             raw = self.client.chat.completions.with_raw_response.create(**kwargs)
             self.actions.append(raw.headers.get("x-loopguard-action", ""))
@@ -65,3 +67,9 @@ class Agent:
             call.pop("parsed_arguments", None)
             call["function"].pop("parsed_arguments", None)
         return message, choice.finish_reason
+
+
+def declare(*names: str) -> list[dict]:
+    """Tool declarations (a free-form object argument) for ``Agent.specs``."""
+    return [{"type": "function", "function": {"name": name, "description": name,
+                                              "parameters": {"type": "object"}}} for name in names]

@@ -1,6 +1,7 @@
 """Policy texts for end-to-end tests."""
 
 import textwrap
+from pathlib import Path
 
 OTHERS_OFF = {name: {"enabled": False} for name in
               ("exact_repeat", "similar_repeat", "error_repeat", "cycle", "unknown_tool", "tool_rounds")}
@@ -13,3 +14,11 @@ def ladder_policy(extra: str = "", **no_progress) -> str:
     lines += [f"  {name}: {{enabled: false}}" for name in OTHERS_OFF]
     lines.append("  no_progress: {" + ", ".join(f"{k}: {v}" for k, v in ladder.items()) + "}")
     return "\n".join(lines) + "\n" + textwrap.dedent(extra)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
+
+
+def example_policy(name: str) -> str:
+    """A shipped example policy's text (policies/examples/<name>.yaml)."""
+    return (EXAMPLES / f"{name}.yaml").read_text(encoding="utf-8")
