@@ -75,6 +75,9 @@ class RequiredToolSettings(DetectorSettings):
     memory_tags: tuple[str, ...] = ("relevant-memories",)  # recalled memory: never matched
     input_tags: tuple[str, ...] = ("current-user-message",)  # if present, only this is matched
     max_retries: int = Field(default=2, ge=0, le=10)  # seed 000 MAX_INCOMPLETE_TOOL_RETRIES
+    # Each message is read up to this many characters: a 5 MB tool result in the context must
+    # not cost every request of the run a full scan.
+    scan_chars: int = Field(default=65_536, ge=256)
 
     _memory_re: re.Pattern[str] | None = PrivateAttr(default=None)
     _input_re: re.Pattern[str] | None = PrivateAttr(default=None)
@@ -88,12 +91,18 @@ class RequiredToolSettings(DetectorSettings):
     def typed(self, text: str) -> str:
         """What the user typed: recalled memories removed, the input block alone if there is
         one, normalized (seed 000: _strip_recall_context, lower, strip)."""
+        text = text[:self.scan_chars]
         if self._memory_re is not None:
             text = self._memory_re.sub(" ", text)
         if self._input_re is not None:
             blocks = [m.group(2) for m in self._input_re.finditer(text)]
             text = "\n".join(blocks) if blocks else text
         return normalize(text)
+
+    @property
+    def compiled_rules(self) -> tuple[Rule, ...]:
+        """The rules with every phrase normalized like the input (done once, at load)."""
+        return self._lowered
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +132,7 @@ def resolve(turns: Sequence[Turn], settings: RequiredToolSettings) -> Expectatio
         return None
     before = turns[max(0, user - settings.context_messages):user] if settings.context_messages else ()
     context = "\n".join(settings.typed(t.text) for t in before)
-    for rule in settings._lowered:
+    for rule in settings.compiled_rules:
         kind = _matches(rule, text, context, settings.short_max_units)
         if kind is not None:
             return Expectation(rule.tool, tuple(rule.args.items()), kind, turns[user].index)

@@ -72,6 +72,10 @@ class RetrievalSettings(DetectorSettings):
     def model_post_init(self, _context: object) -> None:
         self._regex = re.compile(self.confidence_regex) if self.confidence_regex else None
 
+    @property
+    def confidence_re(self) -> re.Pattern[str] | None:
+        return self._regex
+
 
 @dataclass(frozen=True, slots=True)
 class Iteration:
@@ -173,8 +177,8 @@ def confidence_of(event: ToolEvent, settings: RetrievalSettings) -> float | None
         found = _number(_path(_json(text), settings.confidence_path))
         if found is not None:
             return found
-    if settings._regex is not None:
-        match = settings._regex.search(text, 0, settings.max_result_chars)
+    if settings.confidence_re is not None:
+        match = settings.confidence_re.search(text, 0, settings.max_result_chars)
         return _number(match.group(1)) if match else None
     return None
 

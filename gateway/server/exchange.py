@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from gateway.guard.audit import audit
+from gateway.guard.expectation import TurnGuard
 from gateway.guard.request import RequestPlan, veto_record
 from gateway.guard.response import ProposalJudge, Refusal
 from gateway.policy.actions import Action
@@ -42,8 +43,7 @@ class Exchange:
     reasks: int = 0
     action: Action = Action.PASS
     detector: str | None = None
-    # The turn's required tool (gateway.guard.expectation.TurnGuard), None when none is pending.
-    expectation: Any = None
+    expectation: TurnGuard | None = None  # the turn's required tool, when one is still pending
 
     # --- bookkeeping ------------------------------------------------------------------------
 

@@ -210,3 +210,9 @@ def test_the_example_loads_and_its_texts_name_the_call():
     assert policy.render("reask", finding).startswith(VETO_MARKER)  # never a genuine user turn
     assert "未被调用" in policy.render("warn", finding)
     assert policy.judge(trace).action == Action.PASS  # thresholds off: no request-path action
+
+
+def test_each_message_is_read_up_to_scan_chars():
+    late_marker = ("tool", "x" * 70_000 + " 持仓")
+    assert expected(late_marker, ("user", "体检")) is None
+    assert expected(("tool", "x" * 1_000 + " 持仓"), ("user", "体检")) == DIAGNOSE
