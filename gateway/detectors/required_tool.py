@@ -20,51 +20,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.text import EDGE_PUNCTUATION, normalize, units
+from gateway.detectors.text import normalize
+from gateway.detectors.turn_rules import Affirmative, FollowUp, Rule, Scalar, match, normalized, tag_pattern
 from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import ToolEvent, Trace, Turn
 
+__all__ = ["NAME", "Affirmative", "Expectation", "FollowUp", "RequiredToolSettings", "Rule", "detect",
+           "finding", "resolve", "satisfied"]
+
 NAME = "required_tool"
-Scalar = str | int | float | bool | None
-
-
-class _Block(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FollowUp(_Block):
-    """A contextual follow-up: a short input containing one of ``short`` ("体检", "健康吗"), or any
-    input containing one of ``deictic`` ("分析这些", "这几只"), after a context marker."""
-
-    short: tuple[str, ...] = ()
-    deictic: tuple[str, ...] = ()
-    markers: tuple[str, ...] = Field(min_length=1)  # in the previous messages ("持仓", "成本价")
-
-
-class Affirmative(_Block):
-    """A bare yes ("要", "好的", "可以", "行": the whole input) after a message that offered an
-    analysis (``hints``) of the data (``markers``)."""
-
-    words: tuple[str, ...] = Field(min_length=1)
-    hints: tuple[str, ...] = Field(min_length=1)
-    markers: tuple[str, ...] = Field(min_length=1)
-
-
-class Rule(_Block):
-    tool: str = Field(min_length=1)
-    args: dict[str, Scalar] = Field(default_factory=dict)  # each must equal the call's argument
-    keywords: tuple[str, ...] = ()  # substrings of the input
-    followup: FollowUp | None = None
-    affirmative: Affirmative | None = None
-
-    @model_validator(mode="after")
-    def _has_trigger(self) -> Rule:
-        if not (self.keywords or self.followup or self.affirmative):
-            raise ValueError("a rule needs keywords, followup or affirmative")
-        return self
 
 
 class RequiredToolSettings(DetectorSettings):
@@ -84,9 +51,9 @@ class RequiredToolSettings(DetectorSettings):
     _lowered: tuple[Rule, ...] = PrivateAttr(default=())
 
     def model_post_init(self, _context: object) -> None:
-        self._memory_re = _tag_re(self.memory_tags)
-        self._input_re = _tag_re(self.input_tags)
-        self._lowered = tuple(_lower(rule) for rule in self.rules)
+        self._memory_re = tag_pattern(self.memory_tags)
+        self._input_re = tag_pattern(self.input_tags)
+        self._lowered = tuple(normalized(rule) for rule in self.rules)
 
     def typed(self, text: str) -> str:
         """What the user typed: recalled memories removed, the input block alone if there is
@@ -133,7 +100,7 @@ def resolve(turns: Sequence[Turn], settings: RequiredToolSettings) -> Expectatio
     before = turns[max(0, user - settings.context_messages):user] if settings.context_messages else ()
     context = "\n".join(settings.typed(t.text) for t in before)
     for rule in settings.compiled_rules:
-        kind = _matches(rule, text, context, settings.short_max_units)
+        kind = match(rule, text, context, settings.short_max_units)
         if kind is not None:
             return Expectation(rule.tool, tuple(rule.args.items()), kind, turns[user].index)
     return None
@@ -164,26 +131,7 @@ def finding(expectation: Expectation, count: int, steps: tuple[int, ...] = ()) -
                    f"and it has not been called", details=(("call", expectation.call),))
 
 
-# --- matching --------------------------------------------------------------------------------
-
-
-def _matches(rule: Rule, text: str, context: str, short_max: int) -> str | None:
-    if any(k in text for k in rule.keywords):
-        return "keywords"
-    follow = rule.followup
-    if follow is not None and _any_in(follow.markers, context):
-        is_short = units(text) <= short_max and _any_in(follow.short, text)
-        if is_short or _any_in(follow.deictic, text):
-            return "followup"
-    yes = rule.affirmative
-    if yes is not None and text.strip(EDGE_PUNCTUATION) in yes.words:
-        if _any_in(yes.hints, context) and _any_in(yes.markers, context):
-            return "affirmative"
-    return None
-
-
-def _any_in(needles: tuple[str, ...], haystack: str) -> bool:
-    return any(n in haystack for n in needles)
+# --- matching ---------------------------------------------------------------------------------
 
 
 def _turn_calls(expectation: Expectation, events: Sequence[ToolEvent]) -> list[ToolEvent]:
@@ -200,27 +148,3 @@ def _fulfils(event: ToolEvent, expectation: Expectation) -> bool:
     except orjson.JSONDecodeError:
         return False
     return isinstance(args, dict) and all(k in args and args[k] == v for k, v in expectation.args)
-
-
-def _tag_re(tags: tuple[str, ...]) -> re.Pattern[str] | None:
-    if not tags:
-        return None
-    names = "|".join(re.escape(t) for t in tags)
-    # An unclosed block runs to the end of the message (a truncated memory dump still never counts).
-    return re.compile(rf"<({names})\b[^>]*>(.*?)(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
-
-
-def _lower(rule: Rule) -> Rule:
-    """Phrases normalized like the input once, at load, so matching is plain substring tests."""
-    def low(items: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(n for n in map(normalize, items) if n)
-
-    follow, yes = rule.followup, rule.affirmative
-    return rule.model_copy(update={
-        "keywords": low(rule.keywords),
-        "followup": follow and follow.model_copy(update={
-            "short": low(follow.short), "deictic": low(follow.deictic), "markers": low(follow.markers)}),
-        "affirmative": yes and yes.model_copy(update={
-            "words": tuple(w.strip(EDGE_PUNCTUATION) for w in low(yes.words)),
-            "hints": low(yes.hints), "markers": low(yes.markers)}),
-    })

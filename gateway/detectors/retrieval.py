@@ -16,27 +16,19 @@ the latest call is a retrieval call. Off by default: there are no retrieval tool
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import orjson
 from pydantic import Field, PrivateAttr, field_validator
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.text import jaccard, normalize, tokens
+from gateway.detectors.rag_loop import Decision, Iteration, Verdict, decide, decisions, fmt, is_duplicate, trend
 from gateway.trace.model import Status, ToolEvent, Trace
 
+__all__ = ["NAME", "Decision", "Iteration", "RetrievalSettings", "Verdict", "confidence_of", "decide",
+           "decisions", "detect", "is_duplicate", "query_of", "trend"]
+
 NAME = "retrieval"
-
-
-class Decision(StrEnum):
-    CONTINUE = "continue"
-    STOP_MAX_ITER = "stop_max_iter"
-    STOP_NO_PROGRESS = "stop_no_progress"
-    STOP_DUPLICATE = "stop_duplicate"
-    STOP_SUFFICIENT = "stop_sufficient"
 
 
 class RetrievalSettings(DetectorSettings):
@@ -75,68 +67,6 @@ class RetrievalSettings(DetectorSettings):
     @property
     def confidence_re(self) -> re.Pattern[str] | None:
         return self._regex
-
-
-@dataclass(frozen=True, slots=True)
-class Iteration:
-    query: str
-    confidence: float | None  # None: no result yet, an error, or no number where configured
-    step: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    decision: Decision
-    trend: str  # unknown | improving | stable | declining
-    reason: str
-
-
-def trend(confidences: Sequence[float], tolerance: float = 0.02) -> str:
-    """Seed 003 _get_confidence_trend: steps beyond +-tolerance, majority wins."""
-    if len(confidences) < 2:
-        return "unknown"
-    steps = [_diff(b, a) for a, b in zip(confidences, confidences[1:])]
-    up = sum(d > tolerance for d in steps)
-    down = sum(d < -tolerance for d in steps)
-    return "declining" if down > up else "improving" if up > down else "stable"
-
-
-def is_duplicate(query: str, earlier: Sequence[str], threshold: float = 0.9) -> bool:
-    """Seed 003 is_duplicate_query: equal after normalization, or word-level Jaccard >= threshold
-    (CJK-aware tokens, see gateway.detectors.text)."""
-    text = normalize(query)
-    seen = [normalize(q) for q in earlier]
-    if text in seen:
-        return True
-    words = tokens(text)
-    return any(jaccard(words, tokens(q)) >= threshold for q in seen)
-
-
-def decide(iterations: Sequence[Iteration], s: RetrievalSettings) -> Verdict:
-    """Seed 003 should_continue after recording the latest iteration, with its duplicate check
-    first (a repeated query is wasted whatever its confidence)."""
-    latest, n = iterations[-1], len(iterations)
-    known = [i.confidence for i in iterations if i.confidence is not None]
-    flow = trend(known, s.trend_tolerance)
-    if is_duplicate(latest.query, [i.query for i in iterations[:-1]], s.duplicate_threshold):
-        return Verdict(Decision.STOP_DUPLICATE, flow, "the query repeats an earlier one")
-    if n >= s.max_iterations:
-        return Verdict(Decision.STOP_MAX_ITER, flow, f"reached the maximum of {s.max_iterations} iterations")
-    if latest.confidence is None:
-        return Verdict(Decision.CONTINUE, flow, "no confidence to judge yet")
-    if latest.confidence >= s.sufficient_confidence:
-        return Verdict(Decision.STOP_SUFFICIENT, "good", f"confidence {_num(latest.confidence)} is sufficient")
-    if flow == "declining":
-        return Verdict(Decision.STOP_NO_PROGRESS, flow, "confidence is declining")
-    if flow == "stable" and len(known) >= 2 and _diff(known[-1], known[-2]) < s.min_confidence_improvement:
-        return Verdict(Decision.STOP_NO_PROGRESS, flow, f"confidence improved by less than "
-                       f"{_num(s.min_confidence_improvement)}")
-    return Verdict(Decision.CONTINUE, flow, "iterating normally")
-
-
-def decisions(iterations: Sequence[Iteration], s: RetrievalSettings) -> list[Verdict]:
-    """The decision after each iteration, as the seed's demo prints them."""
-    return [decide(iterations[:k], s) for k in range(1, len(iterations) + 1)]
 
 
 def detect(trace: Trace, settings: RetrievalSettings) -> Finding | None:
@@ -217,7 +147,7 @@ def _finding(verdict: Verdict, done: list[Iteration], calls: list[ToolEvent], co
     scored = [i for i in done if i.confidence is not None]
     best = max(scored, key=lambda i: i.confidence or 0.0) if scored else (done[-1] if done else None)
     query = best.query if best else ""
-    confidence = _num(best.confidence) if best and best.confidence is not None else "n/a"
+    confidence = fmt(best.confidence) if best and best.confidence is not None else "n/a"
     after = count - 1
     description = (f"retrieval {verdict.decision.value} ({verdict.reason}; trend {verdict.trend}) after "
                    f"{len(done)} iterations; best query {query!r} at confidence {confidence}"
@@ -227,10 +157,3 @@ def _finding(verdict: Verdict, done: list[Iteration], calls: list[ToolEvent], co
                    details=(("query", query), ("confidence", confidence), ("reason", verdict.decision.value)))
 
 
-def _diff(new: float, old: float) -> float:
-    """Rounded, so that 0.52 - 0.50 is the 0.02 it reads as, not 0.020000000000000018."""
-    return round(new - old, 9)
-
-
-def _num(value: float) -> str:
-    return f"{value:.3f}".rstrip("0").rstrip(".") or "0"
