@@ -43,6 +43,36 @@ class UpstreamConfig(_Strict):
     headers: dict[str, str] = {}
     max_connections: int = Field(512, ge=1)
 
+    # Checked here, not per request: a value HTTP cannot carry would fail every request (500s
+    # for non-Latin-1, 502s for line breaks) instead of failing once, at startup, with its key.
+    @field_validator("api_key")
+    @classmethod
+    def _key_sendable(cls, value: str | None) -> str | None:
+        if value is not None:
+            _header_value(value)
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_sendable(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not _TOKEN.fullmatch(name):
+                raise ValueError(f"{name!r} is not a valid header name")
+            _header_value(text, name)
+        return value
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _header_value(value: str, name: str = "the value") -> None:
+    if any(c in value for c in "\r\n\0"):
+        raise ValueError(f"{name}: a header value cannot contain line breaks or NUL")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name}: a header value must be Latin-1 (ASCII for portability)") from None
+
 
 class LimitsConfig(_Strict):
     max_body_bytes: int = Field(32 * 1024 * 1024, ge=1)  # long agent histories run to megabytes

@@ -72,6 +72,11 @@ BAD = {
     "header value not a string": ("upstream:\n  headers:\n    X-Num: 1\n", "upstream.headers.X-Num"),
     "section not a mapping": ("server: 8080\n", "server"),
     "policy not a string": ("policy: [a]\n", "policy"),
+    # values HTTP cannot carry: caught at load instead of failing every request
+    "header value with a line break": ('upstream:\n  headers: {X-Team: "a\\r\\nX-Injected: 1"}\n', "upstream.headers"),
+    "header value not Latin-1": ("upstream:\n  headers: {X-Team: \u65e5\u672c}\n", "upstream.headers"),
+    "header name not a token": ('upstream:\n  headers: {"X Team": a}\n', "upstream.headers"),
+    "api key not Latin-1": ("upstream:\n  api_key: sk-\u65e5\n", "upstream.api_key"),
 }
 
 
