@@ -85,6 +85,18 @@ def test_body_over_limit_is_413(make_gateway, upstream, framing, path):
 
 
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_far_over_limit_still_gets_413_not_a_reset(make_gateway_on, upstream, framing):
+    # The gateway answers before reading an oversized body; the client, still uploading, must
+    # get the 413 rather than a connection reset (which SDKs retry as a network error).
+    url = make_gateway_on(limits={"max_body_bytes": LIMIT})
+    body = _body_of(8 * 1024 * 1024)
+    content = body if framing == "content-length" else iter([body[i:i + 65536] for i in range(0, len(body), 65536)])
+    response = httpx.post(url + "/v1/chat/completions", content=content, timeout=30)
+    assert response.status_code == 413
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
 def test_body_at_limit_is_forwarded(make_gateway, upstream, framing):
     url = make_gateway(limits={"max_body_bytes": LIMIT})
     body = _body_of(LIMIT)
