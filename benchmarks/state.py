@@ -228,7 +228,8 @@ def session_memory(sessions: int, with_veto: bool) -> float:
             await store.session_state(session, HistoryMark(60 + i % 40, digest))  # what a request leaves
             if with_veto:
                 exchange = (replies.assistant_message_for([call]), replies.veto_observation(call, observation))
-                await store.add_veto(session, VetoRecord(59, hashlib.blake2b(b"x", digest_size=16).hexdigest(), exchange))
+                anchor = hashlib.blake2b(str(i).encode(), digest_size=16).hexdigest()
+                await store.add_veto(session, VetoRecord(59, anchor, exchange))
 
     gc.collect()
     tracemalloc.start()
