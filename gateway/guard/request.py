@@ -8,6 +8,7 @@ from typing import Any
 
 from gateway.config import SessionsConfig
 from gateway.guard import compaction
+from gateway.guard.history import HistoryCache
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.chat import replies, rewrite
@@ -40,7 +41,7 @@ class RequestPlan:
 
 async def plan_request(
     payload: dict[str, Any], headers: dict[str, str], path: str, policies, store: StateStore, log,
-    sessions: SessionsConfig = DEFAULT_SOURCES,
+    sessions: SessionsConfig = DEFAULT_SOURCES, history: HistoryCache | None = None, size: int = 0,
 ) -> RequestPlan:
     policy = policies.resolve(
         agent=headers.get("x-loopguard-agent"),
@@ -50,16 +51,22 @@ async def plan_request(
     )
     client = payload.get("messages")
     client = client if isinstance(client, list) else []
-    client_conv = conv = conversation_from_body(payload)
-    session = session_id(headers, payload, conv, sessions)
     length = len(client)
-    mark = HistoryMark(length, rewrite.prefix_hashes_at(conv.turns, length, (length,))[length])
+    if history is not None:
+        parsed = history.parse(payload, size, policy.trace_settings)
+        conv, memo, digest = parsed.conv, parsed.events, parsed.digest
+    else:
+        conv, memo = conversation_from_body(payload), None
+        digest = rewrite.prefix_hashes_at(conv.turns, length, (length,))[length]
+    client_conv = conv
+    session = session_id(headers, payload, conv, sessions)
+    mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)
     tracked = _track(state, conv, mark, session, store, log)
     messages = rewrite.insert_vetoes(client, tracked.hashes, state.vetoes) if state.vetoes else client
     if messages is not client:
-        conv = conversation_from_body({**payload, "messages": messages})
-    trace = build_trace(conv, policy.trace_settings)
+        conv, memo = conversation_from_body({**payload, "messages": messages}), None
+    trace = build_trace(conv, policy.trace_settings, memo)
     if tracked.compacted_at is not None:
         start = compaction.shown_index(tracked.compacted_at, tracked.hashes, state.vetoes)
         trace = replace(trace, compacted_at=start)

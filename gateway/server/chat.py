@@ -70,7 +70,7 @@ async def _prepare(gateway: Gateway, request: Request, payload: dict, body: byte
                   None, gateway.log.bind(request_id=request_id, path=path), started)
     try:
         plan = await plan_request(payload, request.headers, path, gateway.policies.current, gateway.store, ex.log,
-                                  sessions=gateway.config.sessions)
+                                  sessions=gateway.config.sessions, history=gateway.history, size=len(body))
     except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
         ex.fail_open("request")
         return ex

@@ -8,6 +8,7 @@ import structlog
 
 from gateway.audit.bus import AuditBus
 from gateway.config import Config
+from gateway.guard.history import HistoryCache
 from gateway.metrics.registry import GatewayMetrics
 from gateway.policy.holder import PolicyHolder
 from gateway.state.base import StateStore
@@ -24,6 +25,7 @@ class Gateway:
     log: structlog.typing.FilteringBoundLogger
     audit: AuditBus = field(default_factory=AuditBus)  # loop_intervention events -> sinks
     metrics: GatewayMetrics = field(default_factory=GatewayMetrics)  # this app's own registry
+    history: HistoryCache = field(default_factory=HistoryCache)  # parse only what is new
 
     def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool) -> list[tuple[bytes, bytes]]:
         up = self.config.upstream

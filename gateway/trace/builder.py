@@ -40,13 +40,28 @@ class _Context:
         return cls(settings, tools, settings.memo("args"), settings.memo("results"), settings.polling_tools)
 
 
-def build_trace(conv: Conversation, settings: TraceSettings) -> Trace:
+def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None = None) -> Trace:
+    """``memo`` (see gateway/guard/history.py) carries events over from the previous request of
+    the same conversation; only a caller that keeps ``conv``'s turns alive may pass one, since
+    it is keyed by their identity."""
     start = run_start(conv.turns) if settings.scope == "run" else 0
     pending, rounds = _pair(conv.turns, start)
     skipped = max(0, len(pending) - settings.horizon)
     ctx = _Context.of(settings, conv.tools)
-    events = tuple(_event(p, skipped + i + 1, ctx) for i, p in enumerate(pending[skipped:]))
+    if memo is None:
+        events = tuple(_event(p, skipped + i + 1, ctx) for i, p in enumerate(pending[skipped:]))
+    else:
+        events = tuple(_remembered(p, skipped + i + 1, ctx, memo) for i, p in enumerate(pending[skipped:]))
     return Trace(events, conv.turns, start, rounds, conv.tools, skipped)
+
+
+def _remembered(p: _Pending, step: int, ctx: _Context, memo: dict) -> ToolEvent:
+    # Same call object, same result turn object, same position: the same event as last time.
+    key = (id(p.call), id(p.result), step, p.round)
+    event = memo.get(key)
+    if event is None:
+        event = memo[key] = _event(p, step, ctx)
+    return event
 
 
 def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSettings) -> tuple[ToolEvent, ...]:

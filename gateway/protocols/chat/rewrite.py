@@ -65,6 +65,25 @@ def prefix_hashes_at(turns: Sequence[Turn], count: int, positions: Iterable[int]
 _INDEX = attrgetter("index")
 
 
+def extend_history_hash(state: Any, turns: Sequence[Turn], start: int, count: int) -> Any:
+    """Feed messages ``start``..``count - 1`` into the blake2b ``state`` (one that has hashed
+    messages 0..start-1) in exactly the byte stream ``prefix_hashes_at`` hashes, so a history
+    that only grew is hashed by its new messages alone. ``turns``: those messages' turns, in
+    index order."""
+    parts: list[str] = []
+    closed = start
+    for turn in turns:
+        if turn.index >= count:
+            break
+        if turn.index > closed:
+            parts.append("\x1e" * (turn.index - closed))
+            closed = turn.index
+        parts.append(_turn_text(turn))
+    parts.append("\x1e" * (count - closed))
+    state.update("".join(parts).encode("utf-8", "surrogatepass"))
+    return state
+
+
 def _turn_text(turn: Turn) -> str:
     calls = "\x1f".join(f"{c.id}\x1d{c.name}\x1d{c.arguments}" for c in turn.tool_calls) \
         if turn.tool_calls else ""

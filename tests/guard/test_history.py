@@ -1,0 +1,92 @@
+"""The history cache may only save work: every trace equals one built from scratch."""
+
+import random
+
+import pytest
+
+from gateway.guard.history import HistoryCache
+from gateway.protocols.chat.parse import conversation_from_body
+from gateway.protocols.chat.rewrite import prefix_hashes_at
+from gateway.trace.builder import build_trace
+from gateway.trace.settings import TraceSettings
+
+SETTINGS = TraceSettings()
+TOOLS = [{"type": "function", "function": {"name": n}} for n in ("read", "run", "grep")]
+
+
+def grow(messages, rng, step):
+    """One agent round: an assistant call (sometimes two) and its results."""
+    calls = [
+        {"id": f"c{step}_{k}", "type": "function",
+         "function": {"name": rng.choice(["read", "run", "grep"]), "arguments": f'{{"p": {rng.randint(0, 3)}}}'}}
+        for k in range(rng.choice([1, 1, 2]))
+    ]
+    messages = [*messages, {"role": "assistant", "content": None, "tool_calls": calls}]
+    for call in calls:
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": rng.choice(["same", "Error: x", f"out {step}"])})
+    if rng.random() < 0.1:
+        messages.append({"role": "user", "content": f"next task {step}"})  # a new run renumbers steps
+    return messages
+
+
+def fresh(body):
+    return build_trace(conversation_from_body(body), SETTINGS)
+
+
+def check(cache, body):
+    parsed = cache.parse(body, 1000, SETTINGS)
+    assert parsed.conv == conversation_from_body(body)
+    assert build_trace(parsed.conv, SETTINGS, parsed.events) == fresh(body)
+    n = len(body["messages"])
+    assert parsed.digest == prefix_hashes_at(parsed.conv.turns, n, (n,))[n]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_incremental_traces_equal_fresh_ones(seed):
+    rng = random.Random(seed)
+    cache = HistoryCache()
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": f"task {seed}"}]
+    for step in range(40):
+        messages = grow(messages, rng, step)
+        # Each request is a new list of new dicts, as a client re-serializing its history sends.
+        body = {"messages": [dict(m) for m in messages], "tools": TOOLS}
+        check(cache, body)
+        # the request the agent sends right after a call was proposed, before its result
+        if step % 7 == 3:
+            check(cache, {"messages": [dict(m) for m in messages[:-1]], "tools": TOOLS})
+    assert cache.hits >= 30
+
+
+def test_an_edited_history_is_parsed_from_scratch():
+    cache = HistoryCache()
+    base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+            {"role": "assistant", "content": "first answer"}]
+    cache.parse({"messages": base}, 10, SETTINGS)
+    edited = [*base[:2], {"role": "assistant", "content": "summary of earlier work"}, {"role": "user", "content": "go"}]
+    check(cache, {"messages": edited})
+    assert (cache.hits, cache.misses) == (0, 2)
+
+
+def test_changed_declared_tools_drop_the_event_memo():
+    cache = HistoryCache()
+    rng = random.Random(1)
+    messages = grow([{"role": "user", "content": "go"}], rng, 0)
+    cache.parse({"messages": messages, "tools": TOOLS}, 10, SETTINGS)
+    memo = cache.parse({"messages": messages, "tools": TOOLS}, 10, SETTINGS).events
+    assert memo is not None
+    memo["sentinel"] = True
+    kept = cache.parse({"messages": messages, "tools": TOOLS}, 10, SETTINGS).events
+    dropped = cache.parse({"messages": messages, "tools": TOOLS[:1]}, 10, SETTINGS).events
+    assert "sentinel" in kept and "sentinel" not in dropped
+
+
+@pytest.mark.parametrize(("entries", "max_bytes", "size", "kept"), [
+    (3, 10_000, 10, 3),  # bounded by entries
+    (100, 100, 10, 10),  # bounded by bytes
+    (100, 100, 30, 0),  # one history larger than a quarter of the budget is never held
+])
+def test_bounded(entries, max_bytes, size, kept):
+    cache = HistoryCache(max_entries=entries, max_bytes=max_bytes)
+    for i in range(20):
+        cache.parse({"messages": [{"role": "user", "content": f"conversation {i}"}]}, size, SETTINGS)
+    assert len(cache._entries) == kept
