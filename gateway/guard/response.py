@@ -45,7 +45,7 @@ class ProposalJudge:
             return False
         self.calls.append(call)
         events = proposed_events(self.trace, tuple(self.calls), self.policy.trace_settings)
-        judgement = self.policy.judge(self.trace.with_events(events))
+        judgement = self.policy.judge_proposal(self.trace.with_events(events))
         if judgement.would >= Action.REJECT and judgement.action < Action.REJECT:
             self.shadowed.append(judgement)
         if judgement.action >= Action.REJECT:

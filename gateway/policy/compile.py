@@ -19,7 +19,7 @@ from structlog import get_logger as _log
 
 from gateway.detectors.base import DetectorSettings
 from gateway.policy.actions import Action
-from gateway.policy.engine import Registry, build_plan
+from gateway.policy.engine import Registry, blocking, build_plan
 from gateway.policy.messages import compile_messages
 from gateway.policy.model import AgentRule, EffectivePolicy, Policy
 from gateway.policy.schema import (
@@ -99,7 +99,8 @@ def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
         max_action=Action.parse(body.max_action), exempt_tools=body.exempt_tools,
         trace_settings=trace, interventions=body.interventions, messages=messages,
         detector_settings=MappingProxyType(settings), detectors=MappingProxyType(enabled),
-        plan=build_plan(enabled, body.exempt_tools, ctx.registry),
+        plan=(plan := build_plan(enabled, body.exempt_tools, ctx.registry)),
+        blocking_plan=blocking(plan),
     )
 
 

@@ -75,6 +75,17 @@ def build_plan(detectors: Mapping[str, DetectorSettings], exempt_tools: frozense
     )
 
 
+def blocking(plan: tuple[Step, ...]) -> tuple[Step, ...]:
+    """The steps that can reject or terminate. A proposed call is only ever refused, never
+    warned (warnings travel on the request path), so the response path runs just these."""
+    return tuple(step for step in plan if _can_block(step.settings))
+
+
+def _can_block(settings: DetectorSettings) -> bool:
+    # Any ladder counts: e.g. no_progress's poll_reject_at beside its reject_at.
+    return any(value is not None for name, value in settings if name.endswith(("reject_at", "terminate_at")))
+
+
 def evaluate(plan: tuple[Step, ...], trace: Trace, *, cap: Action, shadow: bool) -> Judgement:
     latest = trace.latest
     if latest is None:
@@ -129,6 +140,7 @@ class EffectivePolicy:
     detector_settings: Mapping[str, DetectorSettings]  # every registered detector, registry order
     detectors: Mapping[str, DetectorSettings]  # the enabled ones
     plan: tuple[Step, ...] = field(repr=False, compare=False)
+    blocking_plan: tuple[Step, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def shadow(self) -> bool:
@@ -140,6 +152,12 @@ class EffectivePolicy:
         plan = self.plan
         if registry is not None:
             plan = build_plan(self.detectors, self.exempt_tools, registry)
+        return evaluate(plan, trace, cap=self.max_action, shadow=self.shadow)
+
+    def judge_proposal(self, trace: Trace) -> Judgement:
+        """Judge the trace whose latest event is a proposed call: only reject/terminate matter,
+        so detectors that can at most warn are skipped (the same refusals, less work)."""
+        plan = self.blocking_plan if self.blocking_plan is not None else blocking(self.plan)
         return evaluate(plan, trace, cap=self.max_action, shadow=self.shadow)
 
     def render(self, kind: Kind, finding: Finding | None, **extra: object) -> str:

@@ -171,3 +171,23 @@ def test_master_switch_turns_every_detector_off(compile_policy):
     opt_out = compile_policy("agents:\n  - match: {header: batch}\n    enabled: false\n")
     assert opt_out.resolve(agent="batch").detectors == {}
     assert opt_out.resolve().detectors != {}
+
+
+@pytest.mark.parametrize(("repeat_ladder", "runs_on_proposals"), [
+    ("{warn_at: 3, reject_at: 4, terminate_at: 5}", True),
+    ("{warn_at: 3, reject_at: null, terminate_at: 5}", True),
+    ("{warn_at: 3, reject_at: null, terminate_at: null}", False),  # can only warn
+])
+def test_proposals_are_judged_only_by_detectors_that_can_block(compile_policy, repeat_ladder, runs_on_proposals):
+    eff = compile_policy(f"detectors: {{poll: false, always: false, repeat: {repeat_ladder}}}\n").resolve()
+    trace = make_trace(*["ls"] * 5)
+    assert eff.judge(trace).finding is not None  # the request path still sees the warning
+    proposal = eff.judge_proposal(trace)
+    assert (proposal.finding is not None) == runs_on_proposals
+    if runs_on_proposals:
+        assert proposal == eff.judge(trace)  # same refusal as a full judgement
+
+
+def test_poll_ladders_count_as_blocking(compile_policy):
+    eff = compile_policy("detectors: {always: false, repeat: false}\n").resolve()
+    assert [step.name for step in eff.blocking_plan] == ["poll"]
