@@ -11,7 +11,8 @@ Three targets in front of one fast canned upstream, each a separate uvicorn proc
 
 Latency: closed loop, one request at a time, the targets interleaved round-robin (the starting
 target rotates every round) so machine noise lands on all three alike. The body is a realistic,
-loop-free agent history: 60 messages with ~20 KB of tool calls and results. Added latency is
+loop-free agent history: 60 messages with ~20 KB of tool calls and results; the "looping"
+modes end the same history in a 3-repeat loop, so the default policy injects a warning. Added latency is
 p(target) - p(direct) at p50 and p99; the target is gateway_added <= 1.3 x relay_added.
 Throughput: requests/s with 32 concurrent clients for relay and gateway.
 
@@ -77,6 +78,20 @@ def conversation(messages: int = 60) -> dict:
                                                "parameters": {"type": "object", "properties": {}}}}
              for name in TOOLS]
     return {"model": "gpt-4o-mini", "messages": history[:messages], "tools": tools, "temperature": 0}
+
+
+def looping(messages: int = 60) -> dict:
+    """The same history ending in a loop: the last three rounds repeat one call with one result,
+    so the default policy injects a warning (the body is rewritten and re-serialized)."""
+    body = conversation(messages - 6)
+    for k in range(3):
+        call_id = f"call_loop_{k}"
+        body["messages"].append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function",
+             "function": {"name": "run_command", "arguments": '{"command": "pytest tests/unit -q"}'}}]})
+        body["messages"].append({"role": "tool", "tool_call_id": call_id,
+                                 "content": "FAILED tests/unit/test_pool.py::test_retry - AssertionError"})
+    return body
 
 
 def _completion() -> bytes:
@@ -210,7 +225,7 @@ def one(client: httpx.Client, body: bytes) -> tuple[float, str | None]:
     return elapsed, response.headers.get("x-loopguard-action")
 
 
-def latency(urls: dict[str, str], body: bytes, n: int, warmup: int) -> tuple[dict, int]:
+def latency(urls: dict[str, str], body: bytes, n: int, warmup: int, expect: str = "pass") -> tuple[dict, int]:
     samples: dict[str, list[float]] = {name: [] for name in TARGETS}
     not_pass = 0
     clients = {name: httpx.Client(base_url=url, timeout=60) for name, url in urls.items()}
@@ -219,7 +234,7 @@ def latency(urls: dict[str, str], body: bytes, n: int, warmup: int) -> tuple[dic
             shift = round_ % len(TARGETS)
             for name in TARGETS[shift:] + TARGETS[:shift]:
                 elapsed, action = one(clients[name], body)
-                if name == "gateway" and action != "pass":
+                if name == "gateway" and action != expect:
                     not_pass += 1
                 if round_ >= warmup:
                     samples[name].append(elapsed)
@@ -316,8 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
 
-    payload = conversation()
-    bodies = {"unary": orjson.dumps(payload), "stream": orjson.dumps({**payload, "stream": True})}
+    payload, loop = conversation(), looping()
+    bodies = {"unary": orjson.dumps(payload), "stream": orjson.dumps({**payload, "stream": True}),
+              "unary, looping (warn)": orjson.dumps(loop), "stream, looping (warn)": orjson.dumps({**loop, "stream": True})}
     results: dict = {"n": args.n, "warmup": args.warmup, "body_bytes": len(bodies["unary"]),
                      "messages": len(payload["messages"]), "concurrency": args.concurrency,
                      "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
@@ -325,18 +341,19 @@ def main(argv: list[str] | None = None) -> int:
                      "latency": {}, "throughput": {}, "gateway_not_pass": 0}
     with targets() as urls:
         for mode, body in bodies.items():
-            samples, not_pass = latency(urls, body, args.n, args.warmup)
+            expect = "warn" if "looping" in mode else "pass"
+            samples, not_pass = latency(urls, body, args.n, args.warmup, expect)
             results["latency"][mode] = summarize(samples)
             results["gateway_not_pass"] += not_pass
         if not args.no_throughput:
-            for mode, body in bodies.items():
+            for mode, body in list(bodies.items())[:2]:
                 results["throughput"][mode] = {
                     name: asyncio.run(throughput(urls[name], body, args.concurrency, args.seconds))
                     for name in TARGETS}
     print(f"body: {results['messages']} messages, {results['body_bytes']} bytes; "
           f"n={args.n} (+{args.warmup} warmup) per target and mode; {os.cpu_count()} CPUs")
     if results["gateway_not_pass"]:
-        print(f"WARNING: the gateway acted on {results['gateway_not_pass']} requests (expected pass)")
+        print(f"WARNING: {results['gateway_not_pass']} gateway answers had an unexpected action")
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
