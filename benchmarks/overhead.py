@@ -26,8 +26,6 @@ import asyncio
 import json
 import os
 import platform
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +35,10 @@ from pathlib import Path
 import httpx
 import orjson
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
+
+from harness import ROOT, answers, free_port, percentile, process  # noqa: E402
+
 TARGETS = ("direct", "relay", "gateway")
 
 # ---- the canned upstream ------------------------------------------------------------------------
@@ -154,36 +155,6 @@ async def upstream_app(scope, receive, send):
 
 # ---- processes ----------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def process(command: list[str], ready_url: str, env: dict[str, str] | None = None):
-    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if child.poll() is not None:
-                raise RuntimeError(f"{command} exited with {child.returncode}")
-            try:
-                httpx.get(ready_url, timeout=1)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{command} did not start") from None
-                time.sleep(0.05)
-        yield child
-    finally:
-        child.terminate()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-
-
 @contextmanager
 def targets():
     """Start upstream, relay and gateway; yield {name: base URL}."""
@@ -198,13 +169,13 @@ def targets():
         stack.enter_context(process(
             [sys.executable, "-m", "uvicorn", "benchmarks.overhead:upstream_app", "--port", str(ports["direct"]),
              "--loop", "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log",
-             "--lifespan", "off"], urls["direct"] + "/v1/models", env))
+             "--lifespan", "off"], answers(urls["direct"] + "/v1/models"), env))
         stack.enter_context(process(
             [sys.executable, str(ROOT / "benchmarks/relay.py"), "--port", str(ports["relay"]),
-             "--upstream", urls["direct"]], urls["relay"] + "/v1/models", env))
+             "--upstream", urls["direct"]], answers(urls["relay"] + "/v1/models"), env))
         stack.enter_context(process(
             [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(ports["gateway"])],
-            urls["gateway"] + "/healthz", env))
+            answers(urls["gateway"] + "/healthz"), env))
         yield urls
 
 
@@ -282,13 +253,6 @@ async def throughput(url: str, body: bytes, concurrency: int, seconds: float) ->
     stop = started + seconds
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return done / (time.perf_counter() - started)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile: an observed value, no interpolation."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def summarize(samples: dict[str, list[float]]) -> dict:

@@ -27,7 +27,6 @@ import os
 import platform
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +38,10 @@ from pathlib import Path
 import httpx
 import orjson
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
+
+from harness import ROOT, answers, free_port, percentile, process  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
 from gateway.protocols.chat import replies  # noqa: E402
@@ -93,40 +95,6 @@ async def upstream_app(scope, receive, send):
 
 
 # ---- processes ---------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def process(command: list[str], ready: Callable[[], bool], env: dict[str, str] | None = None):
-    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while not ready():
-            if child.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{command[:3]} did not start")
-            time.sleep(0.05)
-        yield child
-    finally:
-        child.terminate()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-
-
-def answers(url: str) -> Callable[[], bool]:
-    def check() -> bool:
-        try:
-            httpx.get(url, timeout=1)
-            return True
-        except httpx.HTTPError:
-            return False
-    return check
 
 
 def redis_answers(port: int) -> Callable[[], bool]:
@@ -192,13 +160,6 @@ def latency(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str,
         for client in clients.values():
             client.close()
     return samples
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile: an observed value, no interpolation."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def summarize(samples: dict[str, list[float]]) -> dict:

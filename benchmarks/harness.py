@@ -1,0 +1,59 @@
+"""What the benchmarks share: child processes on free loopback ports, and percentiles."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def answers(url: str) -> Callable[[], bool]:
+    """Ready once ``url`` answers at all."""
+    def check() -> bool:
+        try:
+            httpx.get(url, timeout=1)
+            return True
+        except httpx.HTTPError:
+            return False
+    return check
+
+
+@contextmanager
+def process(command: list[str], ready: Callable[[], bool], env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+    """Run ``command`` until the block exits; wait (30 s at most) until ``ready()``."""
+    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready():
+            if child.poll() is not None:
+                raise RuntimeError(f"{command[:4]} exited with {child.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{command[:4]} did not start")
+            time.sleep(0.05)
+        yield child
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile: an observed value, no interpolation."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
