@@ -5,19 +5,9 @@ import pytest
 from support.agent import Agent
 from support.looping import recovering, stubborn
 from support.policies import ladder_policy
+from support.seen import MARK, anchors, observations
 from support.upstream import Reply
 
-MARK = "[loopguard]"
-
-
-def observations(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"]
-            if m.get("role") == "tool" and str(m.get("content", "")).startswith(MARK)]
-
-
-def anchors(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"]
-            if m.get("role") == "system" and str(m.get("content", "")).startswith("[LoopGuard]")]
 
 
 @pytest.mark.parametrize("stream", [False, True])

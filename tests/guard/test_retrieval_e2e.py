@@ -8,9 +8,9 @@ import json
 import pytest
 from support.agent import Agent, declare
 from support.policies import example_policy
+from support.seen import anchors, observations
 from support.upstream import Reply
 
-MARK = "[loopguard]"
 TOOL = "search_knowledge_base"
 CONFIDENCE = {"公司报销制度": 0.3, "报销流程规定": 0.45, "报销审批标准": 0.42, "报销报表模板": 0.5}
 QUERIES = list(CONFIDENCE)
@@ -24,16 +24,6 @@ def next_search(request: dict) -> Reply:
     done = sum(1 for m in request["messages"] if m.get("role") == "assistant" and m.get("tool_calls"))
     query = QUERIES[min(done, len(QUERIES) - 1)]
     return Reply(tool_calls=[(TOOL, json.dumps({"query": query}, ensure_ascii=False))])
-
-
-def observations(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"]
-            if m.get("role") == "tool" and str(m.get("content", "")).startswith(MARK)]
-
-
-def anchors(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"]
-            if m.get("role") == "system" and str(m.get("content", "")).startswith("[LoopGuard]")]
 
 
 def researcher(request: dict) -> Reply:
