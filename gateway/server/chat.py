@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import orjson
@@ -53,7 +54,10 @@ def parse_payload(body: bytes) -> tuple[dict, None] | tuple[None, Response]:
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        return None, openai_error(400, f"The request body is not valid JSON: {exc}", code="invalid_json")
+        try:  # valid JSON orjson refuses (lone surrogate escapes, 1e400) is still forwarded
+            payload = json.loads(body)
+        except (ValueError, RecursionError):
+            return None, openai_error(400, f"The request body is not valid JSON: {exc}", code="invalid_json")
     if not isinstance(payload, dict):
         return None, openai_error(400, "The request body must be a JSON object.", code="invalid_body")
     return payload, None
@@ -71,16 +75,16 @@ async def _prepare(gateway: Gateway, request: Request, payload: dict, body: byte
     try:
         plan = await plan_request(payload, request.headers, path, gateway.policies.current, gateway.store, ex.log,
                                   sessions=gateway.config.sessions, history=gateway.history, size=len(body))
+        ex.plan = plan
+        gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
+        ex.expectation = chat_expect.guard_for(ex)  # a tool this turn requires (seed 000), or None
+        if plan.judgement.finding is not None:
+            ex.record(plan.judgement, plan.action, "request")
+        if plan.changed and plan.action != Action.TERMINATE:
+            outgoing.body = orjson.dumps({**payload, "messages": plan.messages})
     except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
         ex.fail_open("request")
-        return ex
-    ex.plan = plan
-    gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
-    ex.expectation = chat_expect.guard_for(ex)  # a tool this turn requires (seed 000), or None
-    if plan.judgement.finding is not None:
-        ex.record(plan.judgement, plan.action, "request")
-    if plan.changed and plan.action != Action.TERMINATE:
-        outgoing.body = orjson.dumps({**payload, "messages": plan.messages})
+        ex.plan, ex.expectation, outgoing.body = None, None, body
     return ex
 
 
