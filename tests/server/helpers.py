@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -18,6 +17,7 @@ from support.servers import serve
 
 from gateway.config import Config
 from gateway.server.app import SERVER_OPTIONS, build_app
+from support.waiting import wait_for  # noqa: F401 - the tests import it from here too
 
 API_KEY = "sk-client-test"
 
@@ -29,16 +29,6 @@ def sdk(base_url: str, **kwargs) -> openai.OpenAI:
 
 def async_sdk(base_url: str, **kwargs) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0, timeout=10, **kwargs)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 3.0) -> bool:
-    """Poll until ``predicate()`` holds: waits on events, not on sleeps tuned to one machine."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 def error_shape(response: httpx.Response) -> dict:

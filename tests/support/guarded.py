@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
+from support.waiting import wait_for  # noqa: F401 - the tests import it from here too
 
 
 @dataclass
@@ -49,15 +49,6 @@ def guarded(responder: Callable[[dict], Reply], tmp_path: Path, policy_text: str
         with serve(app, **SERVER_OPTIONS) as url:
             client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=10)
             yield Guarded(url, app, upstream, client)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 def sample_event(detector: str = "exact_repeat", action: Action = Action.WARN, session: str = "s") -> InterventionEvent:
