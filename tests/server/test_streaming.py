@@ -11,6 +11,7 @@ import time
 import httpx
 import orjson
 import pytest
+from support.deltas import tc
 from support.upstream import Reply
 
 from .helpers import async_sdk, sdk, wait_for
@@ -28,17 +29,7 @@ def event(delta: dict | None = None, finish: str | None = None, choices: list | 
 
 def call(index: int, id: str | None = None, name: str | None = None, args: str | None = None) -> dict:
     """One tool-call delta; only the fields given are present, as providers send them."""
-    delta: dict = {"index": index}
-    if id is not None:
-        delta.update(id=id, type="function")
-    function = {}
-    if name is not None:
-        function["name"] = name
-    if args is not None:
-        function["arguments"] = args
-    if function:
-        delta["function"] = function
-    return {"tool_calls": [delta]}
+    return {"tool_calls": [tc(index, id, name, args)]}
 
 
 DONE = b"data: [DONE]\n\n"

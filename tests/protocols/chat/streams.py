@@ -15,6 +15,7 @@ from openai.types.chat.parsed_chat_completion import ParsedChatCompletion
 
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.trace.model import ToolCall
+from support.deltas import tc  # noqa: F401 - the stream tests import it from here
 
 ENV = {
     "id": "chatcmpl-up1",
@@ -24,27 +25,11 @@ ENV = {
     "system_fingerprint": "fp_abc",
 }
 ENV2 = {**ENV, "id": "chatcmpl-up2", "created": 1700000099}
-_OMIT: Any = object()
 
 
 def chunk(delta: dict | None = None, finish: str | None = None, *, env: dict = ENV, **extra: Any) -> dict:
     choice = {"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}
     return {**env, "choices": [choice], **extra}
-
-
-def tc(index: Any = _OMIT, id: str | None = None, name: str | None = None, args: str | None = None) -> dict:
-    """One tool-call delta entry; only the given fields appear (``index`` omitted with _OMIT)."""
-    entry: dict[str, Any] = {} if index is _OMIT else {"index": index}
-    if id is not None:
-        entry.update(id=id, type="function")
-    function = {}
-    if name is not None:
-        function["name"] = name
-    if args is not None:
-        function["arguments"] = args
-    if function:
-        entry["function"] = function
-    return entry
 
 
 def tools(*entries: dict, **delta: Any) -> dict:
