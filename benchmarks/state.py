@@ -41,6 +41,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
 
 from harness import ROOT, answers, free_port, percentile, process  # noqa: E402
+from overhead import conversation  # noqa: E402 - the same loop-free 60-message history
 
 sys.path.insert(0, str(ROOT))
 
@@ -49,30 +50,8 @@ from gateway.state import HistoryMark, MemoryStore, VetoRecord  # noqa: E402
 from gateway.trace.model import ToolCall  # noqa: E402
 
 TARGETS = ("direct", "memory", "redis")
-TOOLS = ["read_file", "grep", "run_command", "list_dir", "edit_file", "search_web"]
 
 # ---- the canned upstream and the conversation --------------------------------------------------
-
-
-def conversation(messages: int = 60) -> dict:
-    """A loop-free agent history: every call different, results of real size."""
-    history: list[dict] = [
-        {"role": "system", "content": "You are a careful coding agent. " * 40},
-        {"role": "user", "content": "Refactor the worker pool so retries are configurable, then run the tests."},
-    ]
-    i = 0
-    while len(history) < messages:
-        call_id = f"call_{i:04d}"
-        args = {"path": f"src/pkg{i}/module_{i * 7 % 13}.py", "offset": i * 40, "limit": 200}
-        history.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function",
-             "function": {"name": TOOLS[i % len(TOOLS)], "arguments": json.dumps(args)}}]})
-        result = "\n".join(f"{i:04d}:{j:03d} value_{i * 31 + j} = compute(item_{j}, scale={i}.{j})" for j in range(8))
-        history.append({"role": "tool", "tool_call_id": call_id, "content": result})
-        i += 1
-    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
-             for n in TOOLS]
-    return {"model": "gpt-4o-mini", "messages": history[:messages], "tools": tools}
 
 
 COMPLETION = orjson.dumps({
