@@ -14,10 +14,9 @@ from gateway.guard.request import plan_request
 from gateway.policy.actions import Action
 from gateway.protocols.chat import replies
 from gateway.server import chat_expect, chat_stream, chat_unary
-from gateway.server.body import BodyTooLarge, read_body
 from gateway.server.context import Gateway, upstream_path
 from gateway.server.exchange import Exchange, new_request_id
-from gateway.server.passthrough import refused, too_large, upstream_failed
+from gateway.server.passthrough import read_or_refuse, refused, upstream_failed
 from gateway.server.responses import RelayStream, openai_error, relay
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
@@ -26,10 +25,9 @@ from gateway.upstream.errors import UpstreamError
 async def chat_completions(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
     started = time.perf_counter()
-    try:
-        body = await read_body(request, gateway.config.limits.max_body_bytes)
-    except BodyTooLarge:
-        return refused(gateway, "POST", request.url.path, too_large(gateway), started)
+    body = await read_or_refuse(gateway, request, started)
+    if isinstance(body, Response):
+        return body
     payload, problem = parse_payload(body)
     if problem is not None:
         return refused(gateway, "POST", request.url.path, problem, started)

@@ -17,10 +17,9 @@ from gateway.upstream.errors import UpstreamError
 async def passthrough(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
     started = time.perf_counter()
-    try:
-        body = await read_body(request, gateway.config.limits.max_body_bytes)
-    except BodyTooLarge:
-        return refused(gateway, request.method, request.url.path, too_large(gateway), started)
+    body = await read_or_refuse(gateway, request, started)
+    if isinstance(body, Response):
+        return body
     outgoing = UpstreamRequest(
         method=request.method,
         path=upstream_path(request.url.path),
@@ -43,6 +42,14 @@ async def passthrough(request: Request) -> Response:
 def too_large(gateway: Gateway) -> Response:
     limit = gateway.config.limits.max_body_bytes
     return openai_error(413, f"Request body exceeds the gateway limit of {limit} bytes.", code="request_too_large")
+
+
+async def read_or_refuse(gateway: Gateway, request: Request, started: float) -> bytes | Response:
+    """The request body, or the logged 413 answer when it is over the configured limit."""
+    try:
+        return await read_body(request, gateway.config.limits.max_body_bytes)
+    except BodyTooLarge:
+        return refused(gateway, request.method, request.url.path, too_large(gateway), started)
 
 
 def refused(gateway: Gateway, method: str, path: str, response: Response, started: float) -> Response:

@@ -84,18 +84,19 @@ def test_server_down_traffic_unaffected_drops_and_retries_counted(tmp_path):
         assert metric(gw.url, "loopguard_audit_webhook_retries_total") == 6
 
 
+async def deliver_one(sink: WebhookSink) -> None:
+    """Start the sink, send one event, wait until it is settled (sent or dropped), stop."""
+    await sink.start()
+    sink.emit(sample_event())
+    await asyncio.wait_for(sink.queue.join(), 5)
+    await sink.stop()
+
+
 def test_5xx_is_retried_then_delivered(tmp_path):
     receiver = Receiver(503, 500)
     with serve(receiver.app) as hook_url:
         sink = WebhookSink(hook_url + "/hook", backoff_s=0.01, max_retries=3)
-
-        async def deliver():
-            await sink.start()
-            sink.emit(sample_event())
-            await asyncio.wait_for(sink.queue.join(), 5)
-            await sink.stop()
-
-        asyncio.run(deliver())
+        asyncio.run(deliver_one(sink))
     assert (sink.sent, sink.retries, receiver.attempts) == (1, 2, 3)
     assert not sink.dropped["undeliverable"]
 
@@ -104,14 +105,7 @@ def test_4xx_is_not_retried(tmp_path):
     receiver = Receiver(400)
     with serve(receiver.app) as hook_url:
         sink = WebhookSink(hook_url + "/hook", backoff_s=0.01, max_retries=3)
-
-        async def deliver():
-            await sink.start()
-            sink.emit(sample_event())
-            await asyncio.wait_for(sink.queue.join(), 5)
-            await sink.stop()
-
-        asyncio.run(deliver())
+        asyncio.run(deliver_one(sink))
     assert (sink.sent, sink.retries, receiver.attempts, sink.dropped["undeliverable"]) == (0, 0, 1, 1)
 
 
