@@ -18,11 +18,21 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class ConfigError(ValueError):
-    """An invalid configuration file: ``file``, dotted ``path`` of the key, ``reason``."""
+    """An invalid configuration file: ``file``, dotted ``path`` of the key, ``reason``.
 
-    def __init__(self, file: str, path: str, reason: str) -> None:
+    ``problems`` holds every (path, reason) found, so an operator fixes the file in one pass
+    instead of one error per restart; ``path`` and ``reason`` are the first of them.
+    """
+
+    def __init__(self, file: str, path: str, reason: str,
+                 more: tuple[tuple[str, str], ...] = ()) -> None:
         self.file, self.path, self.reason = file, path, reason
-        super().__init__(f"{file}: {path}: {reason}" if path else f"{file}: {reason}")
+        self.problems: tuple[tuple[str, str], ...] = ((path, reason), *more)
+        super().__init__("\n".join(_line(file, p, r) for p, r in self.problems))
+
+
+def _line(file: str, path: str, reason: str) -> str:
+    return f"{file}: {path}: {reason}" if path else f"{file}: {reason}"
 
 
 class _Strict(BaseModel):
@@ -30,18 +40,22 @@ class _Strict(BaseModel):
 
 
 class ServerConfig(_Strict):
-    host: str = "127.0.0.1"
-    port: int = Field(8080, ge=0, le=65535)
+    host: str = Field("127.0.0.1", description="bind address; `0.0.0.0` to accept other hosts "
+                      "(`--host` overrides)")
+    port: int = Field(8080, ge=0, le=65535, description="port (`--port` overrides)")
 
 
 class UpstreamConfig(_Strict):
-    base_url: str = "https://api.openai.com/v1"
-    # A server-side key replaces the client's Authorization; without it the client's is forwarded.
-    api_key: str | None = None
-    timeout_s: float = Field(600.0, gt=0)  # LLM calls can legitimately take minutes
-    connect_timeout_s: float = Field(10.0, gt=0)
-    headers: dict[str, str] = {}
-    max_connections: int = Field(512, ge=1)
+    base_url: str = Field("https://api.openai.com/v1", description="any OpenAI-compatible base "
+                          "URL; env `LOOPGUARD_UPSTREAM_BASE_URL` overrides")
+    api_key: str | None = Field(None, description="server-side key replacing the client's "
+                                "Authorization; unset: each client's own key is forwarded")
+    # LLM calls can legitimately take minutes.
+    timeout_s: float = Field(600.0, gt=0, description="whole-request timeout (504 when exceeded)")
+    connect_timeout_s: float = Field(10.0, gt=0, description="connect timeout (502 when exceeded)")
+    headers: dict[str, str] = Field({}, description="extra headers sent upstream, e.g. "
+                                    "`{OpenAI-Organization: org-...}`")
+    max_connections: int = Field(512, ge=1, description="pooled keep-alive connections")
 
     # Checked here, not per request: a value HTTP cannot carry would fail every request (500s
     # for non-Latin-1, 502s for line breaks) instead of failing once, at startup, with its key.
@@ -75,27 +89,34 @@ def _header_value(value: str, name: str = "the value") -> None:
 
 
 class LimitsConfig(_Strict):
-    max_body_bytes: int = Field(32 * 1024 * 1024, ge=1)  # long agent histories run to megabytes
+    # Long agent histories run to megabytes.
+    max_body_bytes: int = Field(32 * 1024 * 1024, ge=1, description="larger request bodies get 413")
 
 
 class LoggingConfig(_Strict):
-    format: Literal["json", "console"] = "json"
-    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["json", "console"] = Field("json", description="one JSON line per event, "
+                                               "or `console` for people")
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="least "
+                                                                "severe level logged")
 
 
 class StateConfig(_Strict):
     """Where sessions' state lives: ``memory`` (one process) or ``redis`` (several replicas)."""
 
-    backend: Literal["memory", "redis"] = "memory"
-    url: str = "redis://127.0.0.1:6379/0"  # redis:// rediss:// or unix://; may carry a password
-    key_prefix: str = "loopguard:"
-    ttl_s: float = Field(3600.0, gt=0)  # an idle session is forgotten after this
-    max_sessions: int = Field(10_000, ge=1)  # memory backend: LRU bound
-    # Redis only: a slow Redis must not slow traffic, so each operation gets this long, and
-    # after a failure it is left alone for retry_after_s (requests run on what they carry).
-    op_timeout_s: float = Field(0.1, gt=0, le=5)
-    retry_after_s: float = Field(1.0, ge=0)
-    max_connections: int = Field(64, ge=1)
+    backend: Literal["memory", "redis"] = Field("memory", description="`memory` (one process) "
+                                                "or `redis` (several replicas decide alike)")
+    url: str = Field("redis://127.0.0.1:6379/0", description="redis: `redis://`, `rediss://` or "
+                     "`unix://`; the password it may carry is never logged")
+    key_prefix: str = Field("loopguard:", description="redis: prefix of every key")
+    ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
+    max_sessions: int = Field(10_000, ge=1, description="memory: least recently used sessions "
+                              "are evicted beyond this")
+    # A slow Redis must not slow traffic, so each operation gets this long, and after a failure
+    # it is left alone for retry_after_s (requests run on what they carry).
+    op_timeout_s: float = Field(0.1, gt=0, le=5, description="redis: each operation's budget")
+    retry_after_s: float = Field(1.0, ge=0, description="redis: after a failure, requests skip "
+                                 "it this long, then it is tried again")
+    max_connections: int = Field(64, ge=1, description="redis: pooled connections")
 
     @field_validator("url")
     @classmethod
@@ -109,9 +130,11 @@ class SessionsConfig(_Strict):
     """Where a request's session id comes from, first match wins; else a fingerprint of how
     the conversation starts (system prompt, first user message, tool names)."""
 
-    headers: tuple[str, ...] = ("x-loopguard-session", "x-session-id")
-    body_user: bool = True  # the body's ``user`` field
-    metadata_key: str | None = "session_id"  # ``metadata.<key>`` of the body; null: not used
+    headers: tuple[str, ...] = Field(("x-loopguard-session", "x-session-id"), description="request "
+                                     "headers carrying a session id, first match wins")
+    body_user: bool = Field(True, description="use the body's `user` field next")
+    metadata_key: str | None = Field("session_id", description="then the body's `metadata.<key>`; "
+                                     "null: metadata is not used")
 
     @field_validator("headers")
     @classmethod
@@ -122,12 +145,16 @@ class SessionsConfig(_Strict):
 class WebhookConfig(_Strict):
     """Audit events POSTed as JSON, one per event, from a bounded queue off the request path."""
 
-    url: str
-    timeout_s: float = Field(5.0, gt=0)
-    queue_size: int = Field(1000, ge=1)  # events waiting; beyond it new events are dropped, counted
-    max_retries: int = Field(3, ge=0, le=20)  # network errors, 408/429 and 5xx are retried
-    backoff_s: float = Field(0.5, gt=0)  # first retry delay, doubled per retry (at most 30 s)
-    headers: dict[str, str] = {}  # e.g. {Authorization: "Bearer ${AUDIT_TOKEN}"}
+    url: str = Field(description="`http://` or `https://` URL each event is POSTed to")
+    timeout_s: float = Field(5.0, gt=0, description="per POST")
+    queue_size: int = Field(1000, ge=1, description="events waiting; beyond it new events are "
+                            "dropped and counted")
+    max_retries: int = Field(3, ge=0, le=20, description="retries of network errors, 408, 429 "
+                             "and 5xx")
+    backoff_s: float = Field(0.5, gt=0, description="first retry delay, doubled per retry (at "
+                             "most 30 s)")
+    headers: dict[str, str] = Field({}, description='e.g. `{Authorization: "Bearer '
+                                    '${AUDIT_TOKEN}"}`')
 
     @field_validator("url")
     @classmethod
@@ -140,14 +167,18 @@ class WebhookConfig(_Strict):
 class AuditConfig(_Strict):
     """Where ``loop_intervention`` events go besides the log (which always gets them)."""
 
-    jsonl_path: str | None = None  # one JSON line per event, appended
-    webhook: WebhookConfig | None = None
+    jsonl_path: str | None = Field(None, description="file each event is appended to as one "
+                                   "JSON line")
+    webhook: WebhookConfig | None = Field(None, description="POST each event to a URL (keys "
+                                          "below); unset: no webhook")
 
 
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     upstream: UpstreamConfig = UpstreamConfig()
-    policy: str | None = None  # path of a policy YAML; None = the shipped default pack
+    policy: str | None = Field(None, description="policy YAML (relative to the config file) or "
+                               "a shipped pack's name (`default`, `strict`, `shadow`, ...); "
+                               "unset: `default`")
     limits: LimitsConfig = LimitsConfig()
     logging: LoggingConfig = LoggingConfig()
     state: StateConfig = StateConfig()
@@ -155,40 +186,85 @@ class Config(_Strict):
     audit: AuditConfig = AuditConfig()
 
 
-def interpolate(value: Any, env: dict[str, str]) -> Any:
-    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a YAML tree."""
+Problems = list[tuple[str, str]]  # (dotted key path, reason)
+
+
+def interpolate(value: Any, env: dict[str, str], problems: Problems | None = None, path: str = "") -> Any:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a YAML tree.
+
+    A ``${VAR}`` without a default whose variable is unset is a problem at its key path (an
+    empty value would quietly change behaviour, e.g. an unset ``upstream.api_key`` forwards the
+    client's key); a set-but-empty variable is taken as it is, and ``${VAR:-}`` allows unset.
+    """
     if isinstance(value, str):
-        return _ENV_REF.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if default is not None:
+                return env.get(name) or default
+            if name not in env and problems is not None:
+                problems.append((path, f"environment variable {name} is not set "
+                                       f"(write ${{{name}:-}} to allow it to be unset)"))
+            return env.get(name, "")
+
+        return _ENV_REF.sub(substitute, value)
     if isinstance(value, dict):
-        return {k: interpolate(v, env) for k, v in value.items()}
+        return {k: interpolate(v, env, problems, _join(path, k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [interpolate(v, env) for v in value]
+        return [interpolate(v, env, problems, _join(path, i)) for i, v in enumerate(value)]
     return value
 
 
+def _join(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
 def load_config(path: str | os.PathLike[str] | None, env: dict[str, str] | None = None) -> Config:
-    """Load ``path`` (or defaults when None) and apply environment overrides."""
+    """Load ``path`` (or defaults when None) and apply environment overrides. Every problem of
+    the file is reported at once, in one :class:`ConfigError`."""
     env = dict(os.environ) if env is None else env
     raw: dict[str, Any] = {}
     file = str(path) if path else "<defaults>"
     if path:
         raw = _read_yaml(Path(path))
-    raw = interpolate(raw, env)
+    problems: Problems = []
+    raw = interpolate(raw, env, problems)
     if base_url := env.get("LOOPGUARD_UPSTREAM_BASE_URL"):
         raw.setdefault("upstream", {})
         if isinstance(raw["upstream"], dict):
             raw["upstream"]["base_url"] = base_url
-    try:
-        config = Config.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(file, ".".join(str(p) for p in err["loc"]), err["msg"]) from exc
-    if path and config.policy:
-        # Relative policy paths are relative to the config file, not to the working directory.
-        policy = Path(config.policy)
-        if not policy.is_absolute():
-            config = config.model_copy(update={"policy": str(Path(path).parent / policy)})
+            problems[:] = [p for p in problems if p[0] != "upstream.base_url"]  # overridden
+    if isinstance(raw.get("policy"), str):
+        raw["policy"] = _policy_path(raw["policy"], Path(path).parent if path else None, problems)
+    config = _validate(raw, problems)
+    if problems or config is None:
+        (first_path, first_reason), *more = problems
+        raise ConfigError(file, first_path, first_reason, tuple(more))
     return config
+
+
+def _validate(raw: dict[str, Any], problems: Problems) -> Config | None:
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        reported = {where for where, _ in problems}  # an unset variable's key fails again: once
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            if where not in reported:
+                problems.append((where, err["msg"]))
+        return None
+
+
+def _policy_path(ref: str, base: Path | None, problems: Problems) -> str:
+    """``policy:`` is a file (relative to the config file, not to the working directory) or
+    the name of a shipped pack, the same rule as ``loopguard replay --policy``."""
+    from gateway.policy.loader import policy_path, shipped_policy_names
+
+    try:
+        return str(policy_path(ref, base))
+    except (ValueError, FileNotFoundError):
+        packs = ", ".join(shipped_policy_names())
+        problems.append(("policy", f"{ref!r} is neither a file nor a shipped pack ({packs})"))
+        return ref
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

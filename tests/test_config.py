@@ -182,3 +182,86 @@ def test_reads_the_process_environment_by_default(tmp_path, monkeypatch):
     monkeypatch.delenv("LOOPGUARD_UPSTREAM_BASE_URL", raising=False)
     path = write(tmp_path, 'upstream: {base_url: "${LG_TEST_UPSTREAM}"}\n')
     assert load_config(path).upstream.base_url == "http://from-env/v1"
+
+
+def test_unset_variable_without_default_is_an_error_naming_it_and_the_key(tmp_path):
+    # A typo'd variable must not quietly become "" (an empty api_key forwards the client's key).
+    path = write(tmp_path, "upstream:\n  api_key: ${OPENAI_API_KEYY}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={"OPENAI_API_KEY": "sk-x"})
+    assert caught.value.path == "upstream.api_key"
+    assert "OPENAI_API_KEYY" in caught.value.reason and str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("template, env, expected", [
+    ("${EMPTY}", {"EMPTY": ""}, ""),  # set but empty is a deliberate value
+    ("${MAYBE:-}", {}, ""),  # an explicit empty default allows unset
+])
+def test_empty_values_that_are_meant(tmp_path, template, env, expected):
+    path = write(tmp_path, f'audit: {{jsonl_path: "x{template}"}}\n')
+    assert load_config(path, env=env).audit.jsonl_path == "x" + expected
+
+
+def test_unset_variable_in_a_list_names_the_index(tmp_path):
+    path = write(tmp_path, "sessions:\n  headers: [x-a, '${HDR}']\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert caught.value.path == "sessions.headers.1" and "HDR" in caught.value.reason
+
+
+def test_unset_variable_is_forgiven_where_the_env_override_replaces_it(tmp_path):
+    path = write(tmp_path, "upstream:\n  base_url: ${UP}\n")
+    config = load_config(path, env={"LOOPGUARD_UPSTREAM_BASE_URL": "http://o/v1"})
+    assert config.upstream.base_url == "http://o/v1"
+
+
+def test_all_problems_are_reported_at_once(tmp_path):
+    path = write(tmp_path, """
+server: {port: 70000}
+upstream:
+  api_key: ${MISSING_KEY}
+  timeout_s: -1
+logging: {level: verbose}
+state: {bogus: 1, url: '${REDIS}'}
+policy: no-such-pack
+""")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    paths = [p for p, _ in caught.value.problems]
+    assert sorted(paths) == sorted(["server.port", "upstream.api_key", "upstream.timeout_s",
+                                    "logging.level", "state.bogus", "state.url", "policy"])
+    assert len(set(paths)) == len(paths)  # an unset variable's key is not reported twice
+    lines = str(caught.value).splitlines()
+    assert len(lines) == len(paths)
+    for line, key in zip(lines, (p for p, _ in caught.value.problems)):
+        assert line.startswith(f"{path}: {key}: ")
+    assert (caught.value.path, caught.value.reason) == caught.value.problems[0]
+
+
+@pytest.mark.parametrize("pack", ["default", "strict", "shadow", "warn-only"])
+def test_policy_may_name_a_shipped_pack(tmp_path, pack):
+    from gateway.policy.loader import shipped_policy_path
+
+    config = load_config(write(tmp_path, f"policy: {pack}\n"), env={})
+    assert Path(config.policy) == shipped_policy_path(pack)
+
+
+def test_a_file_next_to_the_config_wins_over_a_pack_of_the_same_name(tmp_path):
+    write(tmp_path, "version: 1\n", name="strict")
+    config = load_config(write(tmp_path, "policy: strict\n"), env={})
+    assert Path(config.policy) == tmp_path / "strict"
+
+
+def test_unknown_pack_name_is_an_error_listing_the_packs(tmp_path):
+    path = write(tmp_path, "policy: strictest\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert caught.value.path == "policy"
+    assert "strictest" in caught.value.reason and "strict" in caught.value.reason.split("(")[1]
+
+
+def test_a_config_naming_a_pack_serves_with_it(tmp_path):
+    from gateway.check import load_any
+
+    _, policy = load_any(str(write(tmp_path, "policy: strict\n")))
+    assert policy.name == "strict"

@@ -58,6 +58,19 @@ def shipped_policy_path(name: str = "default") -> Path:
     raise FileNotFoundError(f"no shipped policy {stem!r} (searched {searched})")
 
 
+def policy_path(ref: str, base: Path | None = None) -> Path:
+    """A policy reference: a file (relative to ``base`` when given) or a shipped pack's name.
+    Anything that exists, ends in .yaml/.yml or has a folder in it is a file (a missing one is
+    reported when it is loaded); a bare name is a pack. Raises ValueError/FileNotFoundError
+    for a name that is no pack."""
+    path = Path(ref)
+    if base is not None and not path.is_absolute():
+        path = base / path
+    if path.is_file() or path.suffix in (".yaml", ".yml") or "/" in ref:
+        return path
+    return shipped_policy_path(ref)
+
+
 def shipped_policy_names() -> tuple[str, ...]:
     names = {p.stem for folder in SHIPPED_DIRS if folder.is_dir() for p in folder.glob("*.yaml")}
     return tuple(sorted(names))

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from gateway.policy.loader import load_policy, shipped_policy_path
+from gateway.policy.loader import load_policy, policy_path
 from gateway.policy.model import Policy
 from gateway.policy.schema import PolicyError
 from gateway.replay.model import Result
@@ -47,10 +47,7 @@ def run_replay(files: list[str], policy_ref: str = "default", *, html: str | Non
 
 def load_policy_ref(ref: str) -> Policy:
     """A policy file, or the name of a shipped pack (default, shadow, warn-only, strict, ...)."""
-    path = Path(ref)
-    if path.is_file() or path.suffix in (".yaml", ".yml") or "/" in ref:
-        return load_policy(ref)  # a missing file raises PolicyError naming it
-    return load_policy(shipped_policy_path(ref))
+    return load_policy(policy_path(ref))  # a missing file raises PolicyError naming it
 
 
 def _replay_all(reading: Reading, policy: Policy, agent: str | None, *, show_progress: bool,
