@@ -1,0 +1,64 @@
+"""deploy/grafana/loopguard.json queries only metrics a real gateway serves on /metrics.
+
+A renamed or removed metric would leave a dashboard panel silently empty; this test names every
+metric the dashboard queries that the gateway does not serve.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "loopguard.json"
+_METRIC = re.compile(r"\bloopguard_[a-z0-9_]+")
+# The series names each metric type exposes besides its family name.
+_SUFFIXES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count", "_created"),
+             "summary": ("_sum", "_count", "_created"), "gauge": (), "info": ("_info",)}
+
+
+def queried() -> dict[str, list[str]]:
+    """metric name -> titles of the panels that query it."""
+    found: dict[str, list[str]] = {}
+    for panel in json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"]:
+        for target in panel.get("targets", []):
+            for name in _METRIC.findall(target["expr"]):
+                found.setdefault(name, []).append(panel["title"])
+    return found
+
+
+def served(text: str) -> set[str]:
+    names = set()
+    for family in text_string_to_metric_families(text):
+        names.add(family.name)
+        names.update(family.name + suffix for suffix in _SUFFIXES.get(family.type, ()))
+        names.update(sample.name for sample in family.samples)
+    return names
+
+
+def test_the_dashboard_covers_what_operators_watch():
+    names = set(queried())
+    for needed in ("loopguard_requests_total", "loopguard_gateway_overhead_seconds_bucket",
+                   "loopguard_interventions_total", "loopguard_warn_outcomes_total",
+                   "loopguard_fail_open_errors_total", "loopguard_state_degradations_total",
+                   "loopguard_tokens_saved_total", "loopguard_cost_saved_usd_total"):
+        assert needed in names, f"the dashboard has no panel on {needed}"
+
+
+def test_every_metric_the_dashboard_queries_is_served(gateway):
+    response = httpx.get(gateway + "/metrics")
+    assert response.status_code == 200
+    available = served(response.text)
+    missing = {name: panels for name, panels in queried().items() if name not in available}
+    assert not missing, "metrics the dashboard queries but /metrics does not serve:\n" + "\n".join(
+        f"  {name}  (panels: {', '.join(sorted(set(panels)))})" for name, panels in sorted(missing.items()))
+
+
+def test_panels_have_unique_ids_and_a_datasource():
+    panels = json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"]
+    ids = [p["id"] for p in panels]
+    assert len(ids) == len(set(ids))
+    assert all(p.get("datasource") for p in panels if p["type"] != "row")
