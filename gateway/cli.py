@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,7 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         print(f"loopguard: {exc}", file=sys.stderr)
         return 1
-    uvicorn.run(
+    server = uvicorn.Config(
         app,
         host=args.host or config.server.host,
         port=args.port if args.port is not None else config.server.port,
@@ -68,7 +70,30 @@ def _serve(args: argparse.Namespace) -> int:
         http="auto",
         **SERVER_OPTIONS,
     )
+    sock = server.bind_socket()  # bound here, so the startup line names the real address
+    announce(app, config, sock.getsockname())
+    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: Ctrl-C is a normal stop
+        uvicorn.Server(server).run(sockets=[sock])
     return 0
+
+
+def announce(app: Any, config: Any, address: tuple[Any, ...]) -> None:
+    """One line an operator reads first: where it listens and what it guards with what."""
+    import structlog
+    from starlette.routing import Route
+
+    from gateway.state.redis import redacted_url
+
+    host, port = address[0], address[1]
+    state = config.state.backend
+    if state == "redis":
+        state += " " + redacted_url(config.state.url)
+    guarded = [r.path for r in app.routes if isinstance(r, Route) and r.methods == {"POST"}]
+    gateway = app.state.gateway
+    structlog.get_logger("loopguard").info(
+        "gateway_started", address=f"http://{'[' + host + ']' if ':' in host else host}:{port}",
+        policy=gateway.policies.current.name, policy_file=str(gateway.policies.path), state=state,
+        upstream=config.upstream.base_url, guarded=guarded)
 
 
 def _check(args: argparse.Namespace) -> int:

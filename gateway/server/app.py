@@ -8,8 +8,6 @@ from collections.abc import AsyncIterator
 
 import structlog
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
@@ -20,6 +18,7 @@ from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.policy.holder import PolicyHolder
 from gateway.server.chat import chat_completions
 from gateway.server.context import Gateway
+from gateway.server.health import healthz, readyz
 from gateway.server.passthrough import passthrough
 from gateway.state.base import StateStore
 from gateway.state import build_store
@@ -78,13 +77,3 @@ def build_app(
     app.state.gateway = gateway
     return app
 
-
-async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
-
-
-async def readyz(request: Request) -> Response:
-    gateway: Gateway = request.app.state.gateway
-    policy = gateway.policies.current
-    return JSONResponse({"status": "ready", "policy": getattr(policy, "name", None),
-                         "policy_file": str(gateway.policies.path)})

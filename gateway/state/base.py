@@ -89,4 +89,9 @@ class StateStore(Protocol):
         off the request's path. Rare: only when a compaction starts or stops applying."""
         ...
 
+    async def ping(self) -> bool:
+        """Whether the backend answers now (for /readyz): cheap, bounded by the store's own
+        operation timeout, never raises, and not counted as a degradation."""
+        ...
+
     async def aclose(self) -> None: ...

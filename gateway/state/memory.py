@@ -65,6 +65,9 @@ class MemoryStore:
         if entry is not None:
             entry.compacted = mark
 
+    async def ping(self) -> bool:
+        return True  # in-process: nothing can be unreachable
+
     async def aclose(self) -> None:
         self._sessions.clear()
 

@@ -90,6 +90,13 @@ class RedisStore:
         if self._pending:
             await asyncio.wait(set(self._pending), timeout=self.op_timeout_s * 2)
 
+    async def ping(self) -> bool:
+        try:
+            async with asyncio.timeout(self.op_timeout_s):
+                return bool(await self._client.ping())
+        except Exception:  # noqa: BLE001 - any failure is "not answering"; cancellation propagates
+            return False
+
     async def aclose(self) -> None:
         await self.flush()  # let in-flight writes land
         await self._client.aclose()
