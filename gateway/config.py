@@ -6,6 +6,7 @@ first thing they need to know is where the mistake is.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -173,6 +174,32 @@ class AuditConfig(_Strict):
                                           "below); unset: no webhook")
 
 
+class TelemetryConfig(_Strict):
+    """OpenTelemetry traces over OTLP/HTTP (the ``otel`` extra); off unless enabled."""
+
+    enabled: bool = Field(False, description="a span per request (protocol, session hash, action, "
+                          "detector), the upstream call as its child, `traceparent` sent upstream")
+    endpoint: str = Field("http://127.0.0.1:4318/v1/traces", description="OTLP/HTTP traces URL "
+                          "of a collector")
+    service_name: str = Field("loopguard", description="`service.name` of the spans")
+    headers: dict[str, str] = Field({}, description="sent with each export, e.g. a collector's "
+                                    "API key")
+
+    @field_validator("enabled")
+    @classmethod
+    def _installed(cls, enabled: bool) -> bool:
+        if enabled and not _importable("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"):
+            raise ValueError("needs OpenTelemetry: pip install 'loopguard[otel]'")
+        return enabled
+
+
+def _importable(*modules: str) -> bool:
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in modules)
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     upstream: UpstreamConfig = UpstreamConfig()
@@ -184,6 +211,7 @@ class Config(_Strict):
     state: StateConfig = StateConfig()
     sessions: SessionsConfig = SessionsConfig()
     audit: AuditConfig = AuditConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
 
 Problems = list[tuple[str, str]]  # (dotted key path, reason)

@@ -75,5 +75,9 @@ def build_app(
     app = Starlette(routes=routes, lifespan=lifespan)
     app.add_middleware(RequestMetrics, metrics=gateway.metrics)
     app.state.gateway = gateway
+    if config.telemetry.enabled:  # the otel extra is imported only then
+        from gateway.telemetry import instrument, provider_for
+
+        instrument(app, provider_for(config.telemetry))
     return app
 

@@ -1,0 +1,86 @@
+"""A SERVER span per request, continuing the client's trace when it sent ``traceparent``.
+
+The guard's decision is read from the response headers every guarded answer carries
+(x-loopguard-action, x-loopguard-detector), so the span reports what the client was told. The
+session is hashed: from the configured session headers here, and from the audit events when the
+guard acted (those know sessions derived from the body too). Health and metrics scrapes are not
+traced: they are noise in a trace store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry import context, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from gateway.config import SessionsConfig
+from gateway.metrics.middleware import route_of
+from gateway.state.session import session_id
+from gateway.telemetry.sink import session_hash
+from gateway.trace.model import Conversation
+
+_W3C = TraceContextTextMapPropagator()
+_NO_TURNS = Conversation(())
+_UNTRACED = frozenset({"/healthz", "/readyz", "/metrics"})
+# The wire protocol of each guarded route; every other /v1/* route is relayed as it is.
+PROTOCOLS = {
+    "/v1/chat/completions": "openai.chat_completions", "/chat/completions": "openai.chat_completions",
+    "/v1/responses": "openai.responses", "/responses": "openai.responses",
+    "/v1/messages": "anthropic.messages", "/messages": "anthropic.messages",
+}
+
+
+class TracingMiddleware:
+    def __init__(self, app: Any, tracer: trace.Tracer, sessions: SessionsConfig) -> None:
+        self.app, self.tracer = app, tracer
+        # Only the headers: the body is the pipeline's to parse, once.
+        self.sessions = sessions.model_copy(update={"body_user": False, "metadata_key": None})
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] in _UNTRACED:
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        route = route_of(scope["path"])
+        span = self.tracer.start_span(
+            f"{scope['method']} {route}", context=_W3C.extract(headers), kind=SpanKind.SERVER,
+            attributes=self._request_attributes(scope, route, headers))
+        token = context.attach(trace.set_span_in_context(span))
+
+        async def traced_send(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                _response_attributes(span, message)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, traced_send)
+        except BaseException as exc:
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
+        finally:
+            context.detach(token)
+            span.end()
+
+    def _request_attributes(self, scope: dict, route: str, headers: dict[str, str]) -> dict[str, Any]:
+        attributes: dict[str, Any] = {
+            "http.request.method": scope["method"], "url.path": scope["path"], "http.route": route,
+            "loopguard.protocol": PROTOCOLS.get(scope["path"], "passthrough"),
+        }
+        if any(headers.get(name) for name in self.sessions.headers):  # the guard's own rule
+            attributes["loopguard.session_hash"] = session_hash(session_id(headers, {}, _NO_TURNS, self.sessions))
+        return attributes
+
+
+def _response_attributes(span: trace.Span, message: dict) -> None:
+    status = message["status"]
+    span.set_attribute("http.response.status_code", status)
+    if status >= 500:
+        span.set_status(Status(StatusCode.ERROR))
+    for name, value in message.get("headers", ()):
+        if name == b"x-loopguard-action":
+            span.set_attribute("loopguard.action", value.decode("latin-1"))
+        elif name == b"x-loopguard-detector":
+            span.set_attribute("loopguard.detector", value.decode("latin-1"))
