@@ -8,8 +8,6 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gateway.policy.engine import STATS
-
 
 class GatewayCollector(Collector):
     def __init__(self, gateway: Any, metrics: Any) -> None:
@@ -26,14 +24,15 @@ class GatewayCollector(Collector):
                                 value=len(self.metrics.recovery))
 
     def _guard(self) -> Iterator[Metric]:
-        # STATS is process-wide: detector failures inside the engine plus guard failures in the
-        # pipeline (Exchange.fail_open); each one forwarded a request untouched.
+        # This app's: detector failures inside the engine plus guard failures in the pipeline
+        # (Exchange.fail_open); each one forwarded a request untouched.
+        stats = self.metrics.engine
         yield CounterMetricFamily("loopguard_fail_open_errors",
                                   "Guard errors that forwarded traffic untouched (fail-open)",
-                                  value=STATS.fail_open_errors)
+                                  value=stats.fail_open_errors)
         by_detector = CounterMetricFamily("loopguard_detector_errors", "Detector exceptions, by detector",
                                           labels=["detector"])
-        for name, count in sorted(STATS.errors_by_detector.items()):
+        for name, count in sorted(stats.errors_by_detector.items()):
             by_detector.add_metric([name], count)
         yield by_detector
 

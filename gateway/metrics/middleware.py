@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.metrics.registry import GatewayMetrics
+from gateway.policy.engine import counting_into
 
 _EXACT = frozenset({"/v1/chat/completions", "/chat/completions", "/healthz", "/readyz", "/metrics"})
 
@@ -37,7 +38,8 @@ class RequestMetrics:
             await send(message)
 
         try:
-            await self.app(scope, receive, counting_send)
+            with counting_into(self.metrics.engine):  # this app's fail-opens are this app's
+                await self.app(scope, receive, counting_send)
         except Exception:
             if not started:  # Starlette's error handler answers 500 outside this wrapper
                 self.metrics.request(route, 500)

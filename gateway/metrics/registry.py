@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from gateway.audit.events import InterventionEvent
 from gateway.metrics.recovery import RecoveryMonitor
-from gateway.policy.engine import Judgement
+from gateway.policy.engine import EngineStats, Judgement
 
 # The gateway's own work per request is sub-millisecond to a few ms; the upstream is seconds to
 # minutes. Separate bucket ladders keep both readable.
@@ -38,6 +38,7 @@ class GatewayMetrics:
                                      ["detector", "outcome"], registry=r)
         self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
         self._children: dict[tuple[Any, ...], Any] = {}  # label values -> child, built once each
+        self.engine = EngineStats()  # this app's fail-opens (see policy.engine.counting_into)
 
     # --- hot path: a dict lookup and an inc() --------------------------------------------------
 

@@ -10,7 +10,7 @@ See docs/policy.md for the file format and the staged rollout.
 """
 
 from gateway.policy.actions import REJECT_MARKER, Action, action_for
-from gateway.policy.engine import STATS, EngineStats, Judgement
+from gateway.policy.engine import EngineStats, Judgement, current_stats
 from gateway.policy.holder import PolicyHolder
 from gateway.policy.loader import (
     load_policy,
@@ -23,7 +23,7 @@ from gateway.policy.model import EffectivePolicy, Policy
 from gateway.policy.schema import PolicyError
 
 __all__ = [
-    "REJECT_MARKER", "STATS", "Action", "EffectivePolicy", "EngineStats", "Judgement", "Policy",
+    "REJECT_MARKER", "Action", "EffectivePolicy", "EngineStats", "Judgement", "Policy",
     "PolicyError", "PolicyHolder", "action_for", "load_policy", "load_policy_text",
     "load_shipped_policy", "shipped_policy_names", "shipped_policy_path",
 ]

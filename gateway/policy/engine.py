@@ -8,7 +8,9 @@ findings themselves.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 # Loggers are fetched per call in this package (rare paths only): a module-level logger would be
@@ -40,13 +42,31 @@ class Judgement:
 
 @dataclass
 class EngineStats:
-    """Process-wide counters the metrics endpoint reads; plain ints, bumped under the GIL."""
+    """Fail-open counters one app's metrics endpoint reads; plain ints, bumped under the GIL."""
 
     fail_open_errors: int = 0
     errors_by_detector: Counter[str] = field(default_factory=Counter)
 
 
-STATS = EngineStats()
+# Each app counts its own: its request middleware sets its stats for the request's context (two
+# apps in one process never report each other's fail-opens). Judgements made outside any app
+# (replay, check) count in UNATTRIBUTED.
+UNATTRIBUTED = EngineStats()
+_CURRENT: ContextVar[EngineStats] = ContextVar("loopguard_engine_stats", default=UNATTRIBUTED)
+
+
+def current_stats() -> EngineStats:
+    return _CURRENT.get()
+
+
+@contextmanager
+def counting_into(stats: EngineStats) -> Iterator[None]:
+    """Count the fail-opens of everything run inside the block (and its tasks) into ``stats``."""
+    token = _CURRENT.set(stats)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +140,9 @@ def action_of(settings: DetectorSettings, finding: Finding) -> Action:
 
 
 def _fail_open(name: str) -> None:
-    STATS.fail_open_errors += 1
-    STATS.errors_by_detector[name] += 1
+    stats = _CURRENT.get()
+    stats.fail_open_errors += 1
+    stats.errors_by_detector[name] += 1
     _log(__name__).exception("policy.detector_failed", detector=name, fail_open=True)
 
 

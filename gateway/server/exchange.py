@@ -74,9 +74,7 @@ class Exchange:
         return out
 
     def fail_open(self, where: str) -> None:
-        from gateway.policy.engine import STATS
-
-        STATS.fail_open_errors += 1
+        self.gateway.metrics.engine.fail_open_errors += 1
         self.log.exception("fail_open", where=where, request_id=self.request_id)
 
     # --- the response path ------------------------------------------------------------------

@@ -11,7 +11,6 @@ from support.upstream import Reply
 import gateway.server.chat as chat_route
 from gateway.detectors import REGISTRY
 from gateway.detectors.base import Detector, DetectorSettings
-from gateway.policy import STATS
 
 
 def boom(trace, settings):
@@ -35,12 +34,12 @@ def post(client, body: bytes) -> httpx.Response:
 def test_a_raising_detector_is_skipped_and_the_others_still_act(start_guarded):
     registry = {"boom": Detector("boom", boom, DetectorSettings), **REGISTRY}
     upstream, client, _ = start_guarded(stubborn(), registry=registry)
-    before = STATS.fail_open_errors
     agent = Agent(client, tools={"read_file": lambda a: "same"})
     agent.run("go")
     assert agent.executions["read_file"] == 3  # no_progress still warned, vetoed and stopped it
     assert anchors(upstream.requests[3]["json"])
-    assert STATS.fail_open_errors > before
+    metrics = httpx.get(client.gateway_url + "/metrics").text
+    assert "loopguard_fail_open_errors_total 0.0" not in metrics and "loopguard_fail_open_errors_total" in metrics
 
 
 @pytest.mark.parametrize("broken", ["plan_request", "guard_for"])

@@ -6,7 +6,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from gateway.detectors.base import Detector
-from gateway.policy import STATS, Action
+from gateway.policy import Action, current_stats
 from gateway.trace.model import Trace
 from policy_fakes import BOOM_REGISTRY, REGISTRY, RepeatSettings, detect_repeat, make_trace
 
@@ -108,12 +108,13 @@ def test_disabled_detectors_do_not_run(compile_policy):
 
 def test_fail_open_counts_logs_and_continues(compile_policy):
     eff = compile_policy("", registry=BOOM_REGISTRY).resolve()
-    before, before_boom = STATS.fail_open_errors, STATS.errors_by_detector["boom"]
+    stats = current_stats()  # outside any app: the unattributed counters
+    before, before_boom = stats.fail_open_errors, stats.errors_by_detector["boom"]
     with capture_logs() as logs:
         judgement = eff.judge(make_trace(*["ls"] * 5))
     assert judgement.action is Action.TERMINATE and judgement.detector == "repeat"
-    assert STATS.fail_open_errors == before + 1
-    assert STATS.errors_by_detector["boom"] == before_boom + 1
+    assert stats.fail_open_errors == before + 1
+    assert stats.errors_by_detector["boom"] == before_boom + 1
     (event,) = [e for e in logs if e["event"] == "policy.detector_failed"]
     assert event["detector"] == "boom" and event["log_level"] == "error" and event["exc_info"]
 
@@ -125,9 +126,9 @@ def test_a_thresholds_hook_that_raises_fails_open_too(compile_policy):
 
     registry = {"repeat": Detector("repeat", detect_repeat, BadSettings)}
     eff = compile_policy("", registry=registry).resolve()
-    before = STATS.fail_open_errors
+    before = current_stats().fail_open_errors
     assert eff.judge(make_trace(*["ls"] * 5)).action is Action.PASS
-    assert STATS.fail_open_errors == before + 1
+    assert current_stats().fail_open_errors == before + 1
 
 
 def test_judge_accepts_an_injected_registry(compile_policy):

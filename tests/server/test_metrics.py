@@ -18,7 +18,6 @@ from gateway.detectors.base import Detector
 from gateway.metrics.collectors import GatewayCollector
 from gateway.metrics.recovery import RecoveryMonitor
 from gateway.metrics.registry import GatewayMetrics
-from gateway.policy.engine import STATS
 
 
 def scrape(url: str) -> dict[tuple[str, frozenset], float]:
@@ -94,11 +93,10 @@ def _raising(trace, settings):
 
 def test_fail_open_errors_are_counted(tmp_path):
     registry = {**REGISTRY, "no_progress": Detector("no_progress", _raising, REGISTRY["no_progress"].settings)}
-    before = STATS.fail_open_errors
     with guarded(stubborn(), tmp_path, registry=registry) as gw:
         Agent(gw.client, tools={"read_file": lambda a: "same"}).run("go", max_steps=2)
         samples = scrape(gw.url)
-    assert value(samples, "loopguard_fail_open_errors_total") >= before + 2
+    assert value(samples, "loopguard_fail_open_errors_total") >= 2
     assert value(samples, "loopguard_detector_errors_total", detector="no_progress") >= 2
 
 
