@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from gateway.policy.actions import Action
@@ -74,5 +74,5 @@ def run_number(trace: Trace | None) -> int:
 
 
 def now_iso() -> str:
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    """UTC, millisecond precision, ``Z`` suffix: 2026-05-14T09:12:03.120Z."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

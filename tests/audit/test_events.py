@@ -92,3 +92,15 @@ def test_event_serializes_to_json_ready_dict():
     data = event.to_dict()
     assert data["event"] == "loop_intervention" and data["steps"] == [1, 2, 3]
     assert data["tool"] == "edit,test" and data["description"] == "A-B cycle"
+
+
+def test_event_time_is_utc_iso_8601_with_milliseconds():
+    import re
+    from datetime import datetime, timedelta, timezone
+
+    from gateway.audit.events import now_iso
+
+    stamp = now_iso()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp)
+    parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    assert abs(datetime.now(timezone.utc) - parsed) < timedelta(minutes=1)
