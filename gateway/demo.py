@@ -8,16 +8,11 @@ executes the model's tool calls. The transcript shows the ladder: warn -> reject
 from __future__ import annotations
 
 import json
-import socket
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import IO, Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -50,39 +45,19 @@ class StuckModel:
                              "usage": {"prompt_tokens": 50 * n, "completion_tokens": 20, "total_tokens": 50 * n + 20}})
 
 
-@contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Run ``app`` with uvicorn on a free loopback port, in a thread, until the block exits."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", http="h11", loop="asyncio"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("demo server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
-
 def run_demo(out: IO[str] = sys.stdout, max_steps: int = 12) -> int:
     from gateway.audit.memory_sink import MemorySink
     from gateway.config import Config
+    from gateway.loopback import serve
     from gateway.policy.holder import PolicyHolder
-    from gateway.server.app import build_app
+    from gateway.server.app import SERVER_OPTIONS, build_app
 
     model = StuckModel()
     with serve(model.app) as model_url:
         app = build_app(Config.model_validate({"upstream": {"base_url": model_url + "/v1"}}), policies=PolicyHolder())
         events = MemorySink()
         app.state.gateway.audit.add(events)
-        with serve(app) as gateway_url:
+        with serve(app, **SERVER_OPTIONS) as gateway_url:
             say = Transcript(out)
             say.intro(app.state.gateway.policies.current)
             outcome = _agent(gateway_url, model, events, say, max_steps)
