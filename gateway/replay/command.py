@@ -14,6 +14,7 @@ from gateway.replay.model import Result
 from gateway.replay.reader import Reading, read_files
 from gateway.replay.runner import replay
 from gateway.replay.table import render_table
+from gateway.state.memory import MemoryStore
 
 
 def run_replay(files: list[str], policy_ref: str = "default", *, html: str | None = None, agent: str | None = None,
@@ -56,7 +57,8 @@ def _replay_all(reading: Reading, policy: Policy, agent: str | None, *, show_pro
 
     bar = tqdm(reading.conversations, desc="replaying", unit="conversation", file=err,
                disable=not show_progress or len(reading.conversations) < 2, leave=False)
-    return [replay(recorded, policy, agent) for recorded in bar]
+    sessions = MemoryStore()  # shared, as the server's: a session's later conversations see its earlier ones
+    return [replay(recorded, policy, agent, sessions) for recorded in bar]
 
 
 def _price(results: list[Result], reading: Reading, model: str | None, quiet: bool, err: IO[str]) -> set[str]:

@@ -1,17 +1,28 @@
 """Replays one conversation through a policy, turn by turn, as the gateway would have seen it.
 
-For each assistant message at index i: the request that produced it carried messages[:i], judged
-on the request path (warn, reject level, terminate); its tool calls are judged as proposals with
-the response path's own ProposalJudge (reject, terminate; the first refusal ends the round). The
-recorded body itself is the last request. Nothing is rewritten: the recorded history is judged as
-it happened, so each action is reported at the first step where it would have fired.
+For each assistant message at index i: the request that produced it carried messages[:i], and
+it goes through the server's own request path (``plan_request``: session, history marks,
+compaction tracking, the engine), so state-dependent detectors such as ``post_compaction`` fire
+as they would have; its tool calls are judged as proposals with the response path's own
+ProposalJudge (reject, terminate; the first refusal ends the round). The recorded body itself is
+the last request. Nothing is rewritten: the recorded history is judged as it happened, so each
+action is reported at the first step where it would have fired.
+
+Session state lives in a store shared by the conversations of one replay run, as the server's
+store is shared by requests: a conversation recorded after the agent compacted its history
+continues the session of the one recorded before it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
+import structlog
+
+from gateway.guard.history import HistoryCache
+from gateway.guard.request import RequestPlan, plan_request
 from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
@@ -19,37 +30,69 @@ from gateway.policy.model import Policy
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
-from gateway.trace.builder import build_trace, is_genuine_user
+from gateway.state.base import StateStore
+from gateway.state.memory import MemoryStore
+from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import Conversation, Trace, Turn
 from gateway.trace.normalize import args_info
 
 CHAT_PATH = "/v1/chat/completions"
 
 
+class _Enforced:
+    """The policy as replay resolves it: a shadow policy shows what it would do when enforced
+    (its max_action cap still applies)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def resolve(self, **match: Any) -> EffectivePolicy:
+        eff = self.policy.resolve(**match)
+        return dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
+
+
 def effective(policy: Policy, body: dict[str, Any], agent: str | None) -> EffectivePolicy:
-    """The policy the gateway would resolve for this body, enforcing: in shadow mode replay
-    shows what the policy would do (its max_action cap still applies)."""
+    """The policy the gateway would resolve for this body, enforcing."""
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    eff = policy.resolve(agent=agent, model=model, path=CHAT_PATH)
-    return dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
+    return _Enforced(policy).resolve(agent=agent, model=model, path=CHAT_PATH)
 
 
-def replay(recorded: Recorded, policy: Policy, agent: str | None = None) -> Result:
+def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: StateStore | None = None) -> Result:
+    """``store``: the run's session state (a fresh one when None: this conversation alone)."""
+    return asyncio.run(_replay(recorded, policy, agent, store if store is not None else MemoryStore()))
+
+
+async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
     eff = effective(policy, body, agent)
     conv = conversation_from_body(body)
     rows, where = _rows(conv, eff)
     result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
                     len(recorded.messages), recorded.requests, rows)
-    for k, turn in enumerate(conv.turns):
+    request = _Requests(body, _Enforced(policy), store, {"x-loopguard-agent": agent} if agent else {})
+    for turn in conv.turns:
         if turn.role == "assistant":
-            trace = build_trace(Conversation(conv.turns[:k], conv.tools), eff.trace_settings)
-            _request_path(result, eff, trace, where, cut=turn.index)
+            plan = await request.plan(turn.index)
+            _request_path(result, plan, where, cut=turn.index)
             if turn.tool_calls:
-                _response_path(result, eff, trace, turn, where)
+                _response_path(result, plan.policy, plan.trace, turn, where)
     if not conv.turns or conv.turns[-1].role != "assistant":  # the recorded request itself
-        _request_path(result, eff, build_trace(conv, eff.trace_settings), where, cut=len(recorded.messages))
+        _request_path(result, await request.plan(len(recorded.messages)), where, cut=len(recorded.messages))
     return result
+
+
+class _Requests:
+    """The requests of one recorded conversation, each through the server's request path."""
+
+    def __init__(self, body: dict[str, Any], policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
+        self.body, self.policies, self.store, self.headers = body, policies, store, headers
+        self.history = HistoryCache()  # each request extends the previous one: parse only what is new
+        self.log = structlog.get_logger("loopguard.replay")
+
+    async def plan(self, length: int) -> RequestPlan:
+        payload = {**self.body, "messages": self.body["messages"][:length]}
+        return await plan_request(payload, self.headers, CHAT_PATH, self.policies, self.store, self.log,
+                                  history=self.history)
 
 
 def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], dict[tuple[int, int], Row]]:
@@ -69,13 +112,13 @@ def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], dict[tup
     return rows, where
 
 
-def _request_path(result: Result, eff: EffectivePolicy, trace: Trace, where: dict, cut: int) -> None:
+def _request_path(result: Result, plan: RequestPlan, where: dict, cut: int) -> None:
+    eff, trace = plan.policy, plan.trace
     latest = trace.latest
     if latest is None:
         return
-    judgement = eff.judge(trace)
     row = _row_of(trace, latest, where)
-    for finding in judgement.findings:
+    for finding in plan.judgement.findings:
         action = min(action_of(eff.detectors[finding.detector], finding), eff.max_action)
         if action > Action.PASS and row is not None:
             _mark(result, row, Mark(action.label, finding.detector, "request", finding.count, finding.description),
