@@ -20,8 +20,8 @@ class SpanSink:
 
     def emit(self, event: InterventionEvent) -> None:
         span = trace.get_current_span()
-        if not span.is_recording():
-            return
+        if not isinstance(event, InterventionEvent) or not span.is_recording():
+            return  # other events on the bus (e.g. savings, estimated later) have no request span
         span.set_attribute("loopguard.session_hash", session_hash(event.session))
         if event.request_id:
             span.set_attribute("loopguard.request_id", event.request_id)
