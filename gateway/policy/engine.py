@@ -167,13 +167,9 @@ class EffectivePolicy:
     def shadow(self) -> bool:
         return self.mode == "shadow"
 
-    def judge(self, trace: Trace, registry: Registry | None = None) -> Judgement:
-        """Run the enabled detectors on ``trace``. ``registry`` replaces the one the policy was
-        loaded with (tests inject fakes); detectors it lacks are skipped."""
-        plan = self.plan
-        if registry is not None:
-            plan = build_plan(self.detectors, self.exempt_tools, registry)
-        return evaluate(plan, trace, cap=self.max_action, shadow=self.shadow)
+    def judge(self, trace: Trace) -> Judgement:
+        """Run the enabled detectors of the registry the policy was loaded with on ``trace``."""
+        return evaluate(self.plan, trace, cap=self.max_action, shadow=self.shadow)
 
     def judge_proposal(self, trace: Trace) -> Judgement:
         """Judge the trace whose latest event is a proposed call: only reject/terminate matter,

@@ -131,8 +131,7 @@ def test_a_thresholds_hook_that_raises_fails_open_too(compile_policy):
     assert current_stats().fail_open_errors == before + 1
 
 
-def test_judge_accepts_an_injected_registry(compile_policy):
-    eff = compile_policy(ONLY_REPEAT).resolve()
+def test_judge_runs_the_registry_the_policy_was_loaded_with(compile_policy):
     calls: list[Trace] = []
 
     def spy(trace, settings):
@@ -140,7 +139,8 @@ def test_judge_accepts_an_injected_registry(compile_policy):
         return detect_repeat(trace, settings)
 
     registry = {"repeat": Detector("repeat", spy, RepeatSettings)}
-    judgement = eff.judge(make_trace(*["ls"] * 3), registry=registry)
+    eff = compile_policy("", registry=registry).resolve()
+    judgement = eff.judge(make_trace(*["ls"] * 3))
     assert len(calls) == 1 and judgement.action is Action.WARN
 
 
