@@ -261,7 +261,7 @@ def load_config(path: str | os.PathLike[str] | None, env: dict[str, str] | None 
         if isinstance(raw["upstream"], dict):
             raw["upstream"]["base_url"] = base_url
             problems[:] = [p for p in problems if p[0] != "upstream.base_url"]  # overridden
-    if isinstance(raw.get("policy"), str):
+    if isinstance(raw.get("policy"), str) and all(where != "policy" for where, _ in problems):
         raw["policy"] = _policy_path(raw["policy"], Path(path).parent if path else None, problems)
     config = _validate(raw, problems)
     if problems or config is None:

@@ -265,3 +265,9 @@ def test_a_config_naming_a_pack_serves_with_it(tmp_path):
 
     _, policy = load_any(str(write(tmp_path, "policy: strict\n")))
     assert policy.name == "strict"
+
+
+def test_an_unset_variable_as_the_policy_is_reported_once(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, "policy: ${POLICY}\n"), env={})
+    assert caught.value.problems == (("policy", caught.value.reason),) and "POLICY" in caught.value.reason
