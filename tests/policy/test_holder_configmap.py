@@ -74,7 +74,7 @@ def test_a_bad_update_keeps_the_running_policy_and_the_next_good_one_applies(vol
 async def test_the_watcher_notices_the_swap_without_polling(volume):
     holder = PolicyHolder(volume.path, REGISTRY)
     # A poll interval longer than the test: only the folder's change events can trigger it.
-    task = asyncio.create_task(holder.watch(poll_interval=3600, debounce_ms=20))
+    task = asyncio.create_task(holder.watch(poll_interval=60, debounce_ms=20))
     await asyncio.sleep(0.3)  # let the watcher start
     try:
         for generation, mode in enumerate(("shadow", "enforce", "shadow"), start=1):
