@@ -1,4 +1,4 @@
-"""Audit events (seed 001 section 5, the EventBus): every finding acted on becomes one
+"""Audit events: every finding acted on becomes one
 ``loop_intervention`` event, fanned out to sinks (the log always, a JSON-lines file, a webhook,
 the metrics). Sinks are side channels: none of them can block or fail a request."""
 

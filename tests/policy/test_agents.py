@@ -1,5 +1,5 @@
 """Per-agent overrides: matched by header, API-key hash, model glob, path; first match wins;
-deep-merged over the global block field by field (seed 002)."""
+deep-merged over the global block field by field."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ DENIED = ("write_file", {"path": "config.toml", "content": "x"}, "Error: permiss
 
 
 @pytest.mark.parametrize(("pack", "ladder"), [
-    # (pack, {repeats: expected applied action}) for seed 001's file.write permission denied
+    # (pack, {repeats: expected applied action}) for a file.write failing with permission denied
     ("default", {2: "pass", 3: "warn", 5: "reject", 8: "terminate"}),
     ("weclaw", {2: "pass", 3: "warn", 4: "reject", 5: "terminate"}),
     ("strict", {1: "pass", 2: "warn", 3: "reject", 5: "terminate"}),

@@ -8,7 +8,7 @@ OTHERS_OFF = {name: {"enabled": False} for name in
 
 
 def ladder_policy(extra: str = "", **no_progress) -> str:
-    """Only no_progress, on seed 001's ladder (warn 3, reject 4, terminate 5) unless overridden."""
+    """Only no_progress, on a 3/4/5 ladder (warn 3, reject 4, terminate 5) unless overridden."""
     ladder = {"warn_at": 3, "reject_at": 4, "terminate_at": 5, **no_progress}
     lines = ["version: 1", "name: test-ladder", "detectors:"]
     lines += [f"  {name}: {{enabled: false}}" for name in OTHERS_OFF]
