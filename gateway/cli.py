@@ -70,10 +70,16 @@ def _serve(args: argparse.Namespace) -> int:
         http="auto",
         **SERVER_OPTIONS,
     )
-    sock = server.bind_socket()  # bound here, so the startup line names the real address
-    announce(app, config, sock.getsockname())
+    sock = server.bind_socket()  # bound here, so the startup line names the real address (port 0)
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: list | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:  # accepting connections now, not merely bound
+                announce(app, config, sock.getsockname())
+
     with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: Ctrl-C is a normal stop
-        uvicorn.Server(server).run(sockets=[sock])
+        Announcing(server).run(sockets=[sock])
     return 0
 
 
