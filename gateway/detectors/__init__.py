@@ -7,7 +7,7 @@ the earlier one decides): result-inclusive evidence first, argument-only guesses
 from __future__ import annotations
 
 from gateway.detectors import cycle, errors, progress, repeat, rounds, similar, unknown
-from gateway.detectors import compaction, required_tool, retrieval
+from gateway.detectors import compaction, required_tool, retrieval, stagnation, turns
 from gateway.detectors.base import Detector, DetectorSettings, Finding
 from gateway.detectors.compaction import PostCompactionSettings
 from gateway.detectors.cycle import CycleSettings
@@ -18,6 +18,8 @@ from gateway.detectors.required_tool import RequiredToolSettings
 from gateway.detectors.retrieval import RetrievalSettings
 from gateway.detectors.rounds import ToolRoundsSettings
 from gateway.detectors.similar import SimilarRepeatSettings
+from gateway.detectors.stagnation import StagnationSettings
+from gateway.detectors.turns import CrossTurnSettings
 from gateway.detectors.unknown import UnknownToolSettings
 
 REGISTRY: dict[str, Detector] = {
@@ -29,9 +31,12 @@ REGISTRY: dict[str, Detector] = {
     retrieval.NAME: Detector(retrieval.NAME, retrieval.detect, RetrievalSettings),
     progress.NAME: Detector(progress.NAME, progress.detect, NoProgressSettings),
     errors.NAME: Detector(errors.NAME, errors.detect, ErrorRepeatSettings),
+    # The same failure across user turns: after the in-run evidence, which names the run's loop.
+    turns.NAME: Detector(turns.NAME, turns.detect, CrossTurnSettings),
     repeat.NAME: Detector(repeat.NAME, repeat.detect, ExactRepeatSettings),
     similar.NAME: Detector(similar.NAME, similar.detect, SimilarRepeatSettings),
     cycle.NAME: Detector(cycle.NAME, cycle.detect, CycleSettings),
+    stagnation.NAME: Detector(stagnation.NAME, stagnation.detect, StagnationSettings),
     rounds.NAME: Detector(rounds.NAME, rounds.detect, ToolRoundsSettings),
     # Thresholds off by default: it acts on the response path (gateway.guard.expectation).
     required_tool.NAME: Detector(required_tool.NAME, required_tool.detect, RequiredToolSettings),
@@ -49,7 +54,7 @@ def largest_window(settings: dict[str, DetectorSettings]) -> int:
 
 
 __all__ = [
-    "REGISTRY", "CycleSettings", "Detector", "DetectorSettings", "ErrorRepeatSettings",
+    "REGISTRY", "CrossTurnSettings", "CycleSettings", "Detector", "StagnationSettings", "DetectorSettings", "ErrorRepeatSettings",
     "ExactRepeatSettings", "Finding", "NoProgressSettings", "PostCompactionSettings", "RequiredToolSettings", "RetrievalSettings",
     "SimilarRepeatSettings",
     "ToolRoundsSettings", "UnknownToolSettings", "default_settings", "largest_window",

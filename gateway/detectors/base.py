@@ -32,11 +32,14 @@ class DetectorSettings(BaseModel):
         """The ladder ``finding.count`` is measured against (the policy engine asks). A finding
         with ``ladder="poll"`` uses this settings' ``poll_warn_at`` / ``poll_reject_at`` /
         ``poll_terminate_at``; findings without one use ``warn_at`` / ``reject_at`` / ``terminate_at``."""
-        if not finding.ladder:
+        if not finding.ladder and not finding.warn_only:
             return self
-        prefix = finding.ladder + "_"
+        prefix = finding.ladder + "_" if finding.ladder else ""
+        warn_at = getattr(self, prefix + "warn_at")
+        if finding.warn_only:  # weaker evidence: the same ladder's warning, never more
+            return DetectorSettings(warn_at=warn_at)
         return DetectorSettings(
-            warn_at=getattr(self, prefix + "warn_at"),
+            warn_at=warn_at,
             reject_at=getattr(self, prefix + "reject_at"),
             terminate_at=getattr(self, prefix + "terminate_at"),
         )
@@ -53,6 +56,9 @@ class Finding:
     # Extra template values, e.g. (("query", "..."), ("confidence", "0.45")); language-neutral:
     # a value that names a term (e.g. "stop_max_iter") is translated by texts.TERMS.
     details: tuple[tuple[str, str], ...] = ()
+    # The evidence may warn but never block: e.g. repeats interleaved with new reads, which might
+    # have been the agent finding something out.
+    warn_only: bool = False
 
 
 S = TypeVar("S", bound=DetectorSettings)

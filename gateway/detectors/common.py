@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 
+from gateway.detectors.base import DetectorSettings
 from gateway.trace.model import Status, ToolEvent, Trace
 
 FAILED = "failed"  # the outcome of any failed call: error texts may differ, the failure repeats
@@ -76,6 +77,29 @@ class ProgressIndex:
         return self._counts[(event.tool, event.args_hash, result)] == 1
 
 
+class Chain(list):
+    """The members of a pattern, newest first. ``strict``: how many of them were found before
+    the count stepped over a new read-only-looking call (weaker evidence beyond it)."""
+
+    strict: int | None = None  # None: never stepped over one
+
+    @property
+    def interleaved(self) -> bool:
+        return self.strict is not None and self.strict < len(self)
+
+    def count(self, settings: DetectorSettings, ladder: str | None = None) -> tuple[int, bool]:
+        """(count, warn_only) for a finding: the members up to the first interleaved read when
+        they alone reach a blocking threshold of the ladder; else all of them, warning only."""
+        if not self.interleaved:
+            return len(self), False
+        prefix = ladder + "_" if ladder else ""
+        blocking = [t for k in ("reject_at", "terminate_at")
+                    if (t := getattr(settings, prefix + k, None)) is not None]
+        if blocking and self.strict >= min(blocking):
+            return self.strict, False
+        return len(self), True
+
+
 def chain(
     events: Sequence[ToolEvent],
     is_member: Callable[[ToolEvent, ToolEvent], bool],
@@ -83,17 +107,26 @@ def chain(
     *,
     consecutive: bool,
     stop_on_progress: bool,
-) -> list[ToolEvent]:
+) -> Chain:
     """The latest event and the earlier members of its pattern, newest first.
 
     Walking back from the latest event: ``is_member(event, newest_member)`` says whether an event
     continues the pattern; a member whose ``outcome`` differs from the chain's (the nearest known
     one) ends it, because the repeat produced something different; None outcomes (proposed,
-    vetoed, missing) agree with anything. A non-member ends the chain when ``consecutive``, or when
-    it brought something new and ``stop_on_progress``; otherwise it is stepped over.
+    vetoed, missing) agree with anything. Non-members:
+
+    - neutral calls (think/plan/log/todo) are always stepped over, even when ``consecutive``:
+      new text in them is not progress;
+    - any other call ends the chain when ``consecutive``;
+    - otherwise, with ``stop_on_progress``, a call that brought something new (its call+result
+      occurs once in the window) ends it, unless it looks read-only (read/get/list/search...):
+      then it is stepped over and the chain is marked ``interleaved`` (warn only), because an
+      edit or a fix between two runs of a test is progress, a read of something else is not
+      clearly so;
+    - calls that brought nothing new are stepped over.
     """
     latest = events[-1]
-    members = [latest]
+    members = Chain([latest])
     ref = outcome(latest)
     progress = ProgressIndex(events) if stop_on_progress and not consecutive else None
     for event in reversed(events[:-1]):
@@ -105,8 +138,15 @@ def chain(
                 elif found != ref:
                     break
             members.append(event)
-        elif consecutive or (progress is not None and progress.is_new(event)):
+        elif event.neutral:
+            continue
+        elif consecutive:
             break
+        elif progress is not None and progress.is_new(event):
+            if not event.observation:
+                break
+            if members.strict is None:
+                members.strict = len(members)
     return members
 
 

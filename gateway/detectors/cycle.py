@@ -46,9 +46,12 @@ class CycleSettings(DetectorSettings):
 
 
 def detect(trace: Trace, settings: CycleSettings) -> Finding | None:
-    events = window(trace, settings.window)
+    # Neutral calls (think/plan/log) between the calls of a cycle do not break it.
+    events = [e for e in window(trace, settings.window) if not e.neutral]
     if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling):
         return None
+    if trace.latest is not events[-1]:
+        return None  # the latest call is neutral: it continues nothing
     keys = [_key(e, settings.key) for e in events]
     for period in settings.periods:
         length = _run(keys, period)

@@ -40,11 +40,13 @@ def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:
         return None
     latest = events[-1]
     members = chain(events, same_call, comparable, consecutive=settings.consecutive, stop_on_progress=True)
-    count = len(members)
+    polling = latest.polling or latest.tool in settings.polling_tools
+    ladder = "poll" if polling else None
+    count, warn_only = members.count(settings, ladder)
     if count < 2:
         return None
-    polling = latest.polling or latest.tool in settings.polling_tools
     what = "polled" if polling else "called"
-    return Finding(NAME, count, steps_of(members), (latest.tool,),
-                   f"`{latest.tool}` {what} {count} times with identical arguments and the same result",
-                   ladder="poll" if polling else None)
+    between = ", between reads of other things" if warn_only else ""
+    return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
+                   f"`{latest.tool}` {what} {count} times with identical arguments and the same result{between}",
+                   ladder=ladder, warn_only=warn_only)

@@ -47,10 +47,10 @@ def detect(trace: Trace, settings: ExactRepeatSettings) -> Finding | None:
         consecutive=settings.consecutive,
         stop_on_progress=settings.reset_on_progress,
     )
-    count = len(members)
+    count, warn_only = members.count(settings)
     if count < 2:
         return None
     tool = events[-1].tool
     where = "in a row" if settings.consecutive else f"within the last {len(events)} calls"
-    return Finding(NAME, count, steps_of(members), (tool,),
-                   f"`{tool}` called {count} times with identical arguments {where}")
+    return Finding(NAME, count, steps_of(members[:count]), (tool,),
+                   f"`{tool}` called {count} times with identical arguments {where}", warn_only=warn_only)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Literal
 
+import orjson
 from pydantic import Field
 from rapidfuzz.distance import Indel, Levenshtein
 
@@ -23,6 +24,7 @@ from gateway.detectors.common import (
 from gateway.trace.model import ToolEvent, Trace
 
 NAME = "similar_repeat"
+_VALUE_CHARS = 64
 Metric = Literal["indel", "levenshtein", "jaccard3"]
 
 
@@ -62,7 +64,7 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
     def is_member(event: ToolEvent, newest: ToolEvent) -> bool:
         anchor = newest if settings.compare == "chain" else latest
         return (event.tool == latest.tool and not skipped(event, exempt, skip_polling)
-                and similar(event.args, anchor.args))
+                and similar(event.args, anchor.args) and not _alternatives(event, newest))
 
     guarded = settings.results == "error_or_same"
     if guarded and not _informative(latest, settings.min_result_chars):
@@ -75,6 +77,41 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
     return Finding(NAME, count, steps_of(members), (latest.tool,),
                    f"`{latest.tool}` called {count} times with near-identical arguments "
                    f"({settings.metric} similarity >= {settings.min_similarity:.2f})")
+
+
+def _alternatives(a: ToolEvent, b: ToolEvent) -> bool:
+    """Retry with variation: the same fields with other values (an id, an amount, a payment
+    method) answered by a different error each time. The agent is trying alternatives and
+    learning something from each refusal; that is not a loop."""
+    if a.args_hash == b.args_hash or not (failed(a) and failed(b)) or a.result_hash == b.result_hash:
+        return False
+    try:
+        x, y = orjson.loads(a.args), orjson.loads(b.args)
+    except orjson.JSONDecodeError:
+        return False
+    leaves = _differing_leaves(x, y)
+    return bool(leaves) and all(_value_like(v) for pair in leaves for v in pair)
+
+
+def _differing_leaves(x: object, y: object) -> list[tuple[object, object]]:
+    """The pairs of values where two JSON structures of the same shape differ; [] when their
+    shapes differ (another set of fields is a different request, not another value)."""
+    if isinstance(x, dict) and isinstance(y, dict):
+        if x.keys() != y.keys():
+            return []
+        pairs = [_differing_leaves(x[k], y[k]) if x[k] != y[k] else [] for k in x]
+        return [] if any(x[k] != y[k] and not p for k, p in zip(x, pairs)) else [q for p in pairs for q in p]
+    if isinstance(x, dict | list) or isinstance(y, dict | list):
+        return []
+    return [(x, y)]
+
+
+def _value_like(value: object) -> bool:
+    """A value one tries alternatives of: a number, a flag, or a short token (an id, a method
+    name, a code), not a command line or a sentence (which are edits of the same attempt)."""
+    if isinstance(value, str):
+        return len(value) <= _VALUE_CHARS and not any(ch.isspace() for ch in value)
+    return True
 
 
 def _informative(event: ToolEvent, min_chars: int) -> bool:

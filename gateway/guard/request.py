@@ -14,7 +14,7 @@ from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.chat import replies, rewrite
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
-from gateway.state.session import DEFAULT_SOURCES, session_id
+from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation, ToolCall, Trace, Turn
 
@@ -91,7 +91,7 @@ def _track(state: SessionState, conv: Conversation, mark: HistoryMark, session: 
            log) -> compaction.Tracked:
     """Compare the history with the session's previous request; a compaction marker that starts
     or stops applying is written fire-and-forget, off the request's path."""
-    tracked = compaction.track(state, conv.turns, mark.length, mark.digest)
+    tracked = compaction.track(state, conv.turns, mark.length, mark.digest, not is_fingerprint(session))
     if tracked.compacted_now:
         log.info("history_compacted", session=session, before=state.mark.length, after=mark.length)
     if tracked.marker_changed:

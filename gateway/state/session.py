@@ -33,6 +33,12 @@ def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conver
     return "f:" + fingerprint(conv)
 
 
+def is_fingerprint(session: str) -> bool:
+    """The session was derived from how the conversation starts, not named by the client: two
+    runs of the same task share it, so nothing may treat one as the continuation of the other."""
+    return session.startswith("f:") or ":f:" in session
+
+
 def fingerprint(conv: Conversation) -> str:
     digest = hashlib.blake2b(digest_size=12)
     firsts = {}

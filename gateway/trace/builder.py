@@ -10,9 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.trace.memo import Memo
-from gateway.trace.model import VETO_MARKER, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
+from gateway.trace.model import (
+    OWN_TEXT_MARKER, VETO_MARKER, Conversation, Status, ToolCall, ToolEvent, Trace, Turn,
+)
 from gateway.trace.normalize import args_info, classify, result_info
-from gateway.trace.settings import TraceSettings
+from gateway.trace.roles import looks_read_only, neutral_by_shape, own_text_removed
+from gateway.trace.settings import TraceSettings, tool_key
 
 
 @dataclass(slots=True)
@@ -23,6 +26,7 @@ class _Pending:
     round: int
     message_index: int
     result: Turn | None = None
+    user_turn: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +38,12 @@ class _Context:
     args_memo: Memo
     results_memo: Memo
     polling_tools: frozenset[str]
+    neutral_tools: frozenset[str]
 
     @classmethod
     def of(cls, settings: TraceSettings, tools: frozenset[str] | None) -> _Context:
-        return cls(settings, tools, settings.memo("args"), settings.memo("results"), settings.polling_tools)
+        return cls(settings, tools, settings.memo("args"), settings.memo("results"), settings.polling_tools,
+                   settings.neutral_names)
 
 
 def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None = None) -> Trace:
@@ -45,19 +51,26 @@ def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None =
     the same conversation; only a caller that keeps ``conv``'s turns alive may pass one, since
     it is keyed by their identity."""
     start = run_start(conv.turns) if settings.scope == "run" else 0
-    pending, rounds = _pair(conv.turns, start)
+    earlier, users, _ = _pair(conv.turns, 0, start)
+    pending, _, rounds = _pair(conv.turns, start, len(conv.turns), users)
     skipped = max(0, len(pending) - settings.horizon)
     ctx = _Context.of(settings, conv.tools)
+    events = _events(pending[skipped:], skipped + 1, ctx, memo)
+    kept = earlier[len(earlier) - settings.prior_horizon:] if settings.prior_horizon else []
+    # Earlier turns' events get steps <= 0 (the latest is 0): they are not part of the run.
+    prior = _events(kept, 1 - len(kept), ctx, memo)
+    return Trace(events, conv.turns, start, rounds, conv.tools, skipped, prior=prior)
+
+
+def _events(pending: list[_Pending], first: int, ctx: _Context, memo: dict | None) -> tuple[ToolEvent, ...]:
     if memo is None:
-        events = tuple(_event(p, skipped + i + 1, ctx) for i, p in enumerate(pending[skipped:]))
-    else:
-        events = tuple(_remembered(p, skipped + i + 1, ctx, memo) for i, p in enumerate(pending[skipped:]))
-    return Trace(events, conv.turns, start, rounds, conv.tools, skipped)
+        return tuple(_event(p, first + i, ctx) for i, p in enumerate(pending))
+    return tuple(_remembered(p, first + i, ctx, memo) for i, p in enumerate(pending))
 
 
 def _remembered(p: _Pending, step: int, ctx: _Context, memo: dict) -> ToolEvent:
     # Same call object, same result turn object, same position: the same event as last time.
-    key = (id(p.call), id(p.result), step, p.round)
+    key = (id(p.call), id(p.result), step, p.round, p.user_turn)
     event = memo.get(key)
     if event is None:
         event = memo[key] = _event(p, step, ctx)
@@ -70,8 +83,10 @@ def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSe
     first = trace.total_events + 1
     round_ = trace.rounds + 1
     ctx = _Context.of(settings, trace.declared_tools)
+    user_turn = trace.events[-1].user_turn if trace.events else sum(map(is_genuine_user, trace.turns))
     return tuple(
-        _event(_Pending(call, round_, -1), first + i, ctx, proposed=True) for i, call in enumerate(calls)
+        _event(_Pending(call, round_, -1, None, user_turn), first + i, ctx, proposed=True)
+        for i, call in enumerate(calls)
     )
 
 
@@ -84,15 +99,18 @@ def run_start(turns: tuple[Turn, ...]) -> int:
 
 
 def is_genuine_user(turn: Turn) -> bool:
-    """A user prompt, not one of our own notes (which start with the veto marker)."""
-    return turn.role == "user" and not turn.text.lstrip().startswith(VETO_MARKER)
+    """A user prompt, not one of our own notes (a re-ask, or a warning placed as a user message:
+    they start with the marker, in any case)."""
+    return turn.role == "user" and turn.text.lstrip()[:10].lower() != OWN_TEXT_MARKER
 
 
 # --- pass 1: pairing -------------------------------------------------------------------------
 
 
-def _pair(turns: tuple[Turn, ...], start: int) -> tuple[list[_Pending], int]:
-    """Calls in scope in issue order, each with its result turn, and the number of rounds.
+def _pair(turns: tuple[Turn, ...], start: int, end: int, users: int = 0) -> tuple[list[_Pending], int, int]:
+    """Calls of ``turns[start:end]`` in issue order, each with its result turn and user turn
+    (``users`` genuine user messages came before ``start``); the genuine user messages up to
+    ``end``; the number of rounds.
 
     A result pairs with the nearest earlier unanswered call carrying its id (ids reused by some
     providers, e.g. "call_0" every round, still pair correctly); a result without an id
@@ -103,25 +121,27 @@ def _pair(turns: tuple[Turn, ...], start: int) -> tuple[list[_Pending], int]:
     by_id: dict[str, list[_Pending]] = {}
     last_round: list[_Pending] = []
     rounds = 0
-    for turn in turns[start:]:
+    for turn in turns[start:end]:
         role = turn.role
-        if role == "tool":
+        if role == "user":
+            users += is_genuine_user(turn)
+        elif role == "tool":
             match = _match(turn, by_id, last_round)
             if match is not None:
                 match.result = turn
         elif role == "assistant" and turn.tool_calls:
             rounds += 1
             if len(turn.tool_calls) == 1:  # the common case, without the general bookkeeping
-                p = _Pending(turn.tool_calls[0], rounds, turn.index)
+                p = _Pending(turn.tool_calls[0], rounds, turn.index, None, users)
                 last_round = [p]
                 calls.append(p)
                 if p.call.id:
                     by_id[p.call.id] = [p]
             else:
-                last_round = [_Pending(c, rounds, turn.index) for c in turn.tool_calls]
+                last_round = [_Pending(c, rounds, turn.index, None, users) for c in turn.tool_calls]
                 calls.extend(last_round)
                 _register(by_id, last_round)
-    return calls, rounds
+    return calls, users, rounds
 
 
 def _register(by_id: dict[str, list[_Pending]], round_calls: list[_Pending]) -> None:
@@ -162,11 +182,15 @@ def _event(p: _Pending, step: int, ctx: _Context, *, proposed: bool = False) -> 
     declared = None if ctx.tools is None else call.name in ctx.tools
     turn = p.result
     result = turn.text if turn is not None else None
-    info = result_info(result, ctx.settings, ctx.results_memo) if result is not None else None
     vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)
+    if result is not None and not vetoed:
+        result = own_text_removed(result)  # e.g. a warning appended to the result the model read
+    info = result_info(result, ctx.settings, ctx.results_memo) if result is not None else None
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
     status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)
+    neutral = tool_key(call.name) in ctx.neutral_tools or (
+        ctx.settings.neutral_by_shape and neutral_by_shape(args.text_only, args.text, result, status is Status.OK))
     return ToolEvent(
         step=step,
         round=p.round,
@@ -183,4 +207,8 @@ def _event(p: _Pending, step: int, ctx: _Context, *, proposed: bool = False) -> 
         vetoed=vetoed,
         proposed=proposed,
         polling=args.polling or call.name in ctx.polling_tools,
+        neutral=neutral,
+        observation=looks_read_only(call.name),
+        user_turn=p.user_turn,
+        request_text=args.text,
     )

@@ -16,6 +16,12 @@ from enum import StrEnum
 # call counts as a repeat, but our own observation is never taken for the tool's result (never
 # "progress"), and a user message carrying it is not a genuine user turn.
 VETO_MARKER = "[loopguard]"
+# Every text the gateway adds to a conversation (warnings, re-ask notes, vetoes) starts with this,
+# in any letter case ("[LoopGuard] ...", "[LoopGuard 循环告警] ..."). The trace builder removes such
+# text from tool results (a warning appended to the last result with ``placement: tool_result``)
+# and never takes a user message starting with it for the user's own words, so the gateway's
+# own text can never make a repeated call look new.
+OWN_TEXT_MARKER = "[loopguard"
 
 
 # --- protocol-neutral conversation (what adapters produce) -----------------------------------
@@ -81,6 +87,14 @@ class ToolEvent:
     vetoed: bool = False  # the gateway rejected this call; its result is our error observation
     proposed: bool = False  # proposed in the response being judged, not executed yet
     polling: bool = False  # a polling call (TraceSettings.polling_*): repeats by design
+    # Carries no information for a loop (think/plan/log/todo tools, by name or by shape: free
+    # text in, a trivial or echoed result out): detectors step over it, it never resets a count.
+    neutral: bool = False
+    # Looks read-only by its name (read/get/list/search ...): stepping over a new one between
+    # repeats keeps counting, but only up to a warning (see detectors.common.chain).
+    observation: bool = False
+    user_turn: int = 0  # genuine user messages before the call: which user turn issued it
+    request_text: str = ""  # the free text of the arguments (e.g. a sub-agent's task), or ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +111,9 @@ class Trace:
     # of growing): the message index where the post-compaction history begins. Tool events at
     # or after it are the calls the agent made since; the post_compaction detector reads it.
     compacted_at: int | None = None
+    # With ``scope: run``: the latest tool events of earlier user turns of the same conversation
+    # (TraceSettings.prior_horizon of them, negative steps), for evidence across user turns.
+    prior: tuple[ToolEvent, ...] = ()
 
     @property
     def total_events(self) -> int:

@@ -15,6 +15,7 @@ import orjson
 
 from gateway.trace.memo import Memo
 from gateway.trace.model import Status
+from gateway.trace.roles import prose
 from gateway.trace.settings import TraceSettings
 
 PLACEHOLDER = "<v>"  # what scrubbed volatile text becomes, so "took 3s" and "took 9s" compare equal
@@ -30,6 +31,8 @@ class ArgsInfo(NamedTuple):
     canonical: str
     hash: str
     polling: bool  # the arguments match TraceSettings.polling_args_patterns
+    text: str  # the free text of the arguments (roles.prose), "" when there is none
+    text_only: bool  # the arguments are nothing but that free text
 
 
 class ResultInfo(NamedTuple):
@@ -48,15 +51,19 @@ def text_hash(text: str) -> str:
 
 def canonical_args(raw: str, ignore_keys: frozenset[str] = frozenset()) -> str:
     """Sorted-key compact JSON without ignored keys (at any depth); raw text when not JSON."""
+    return _canonical(raw, ignore_keys)[0]
+
+
+def _canonical(raw: str, ignore_keys: frozenset[str]) -> tuple[str, Any]:
     value = _loads(raw)
     if value is _INVALID:
-        return raw
+        return raw, None
     try:
         if ignore_keys:
             value = _drop_keys(value, ignore_keys, fold=False)
-        return _dumps(value)
+        return _dumps(value), value
     except RecursionError:  # absurdly deep JSON: compare it as text rather than fail
-        return raw
+        return raw, None
 
 
 def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None) -> ArgsInfo:
@@ -66,10 +73,10 @@ def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None) -> Ar
     key = _memo_key(raw)
     info = memo.get(key)
     if info is None:
-        canonical = canonical_args(raw, settings.ignore_arg_keys)
+        canonical, value = _canonical(raw, settings.ignore_arg_keys)
         polling_re = settings.polling_re
         polling = polling_re is not None and polling_re.search(canonical) is not None
-        info = ArgsInfo(canonical, text_hash(canonical), polling)
+        info = ArgsInfo(canonical, text_hash(canonical), polling, *prose(value))
         memo.put(key, info)
     return info
 

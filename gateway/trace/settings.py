@@ -43,6 +43,14 @@ DEFAULT_POLLING_TOOLS: frozenset[str] = frozenset({"check_background_tasks", "Ba
 # Matched against the canonical (compact, sorted-key JSON) arguments: `sleep 30 && tail log` in a
 # shell tool, OpenClaw's process tool with action poll.
 DEFAULT_POLLING_ARGS_PATTERNS: tuple[str, ...] = (r"\bsleep\s+\d", r'"action":"poll"')
+# Tools that carry no information for a loop: the agent thinking, planning, logging or keeping a
+# to-do list with new text each time. Compared after lower-casing and dropping everything but
+# letters and digits, so "TodoWrite", "todo_write" and "todo-write" are one name.
+DEFAULT_NEUTRAL_TOOLS: frozenset[str] = frozenset({
+    "think", "thinking", "reflect", "reflection", "plan", "update_plan", "todo_write", "write_todos",
+    "todo_read", "update_todos", "log", "log_thought", "note", "take_note", "sequentialthinking",
+    "scratchpad", "record_thought", "update_memory",
+})
 DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
     r"\b(unknown|unrecognized|invalid|undefined) (tool|function)\b",
     r"\b(tool|function) .{0,60}\b(not found|does not exist|is not available)\b",
@@ -77,6 +85,13 @@ class TraceSettings(BaseModel):
     # in Trace.skipped): detectors look at bounded windows, so per-request cost and memory stay
     # bounded however long the run is. Must be >= the largest detector window.
     horizon: int = Field(default=64, ge=1)
+    # Calls that never reset a repeat count (see DEFAULT_NEUTRAL_TOOLS); ``neutral_by_shape``
+    # also marks a call whose arguments are only free text and whose result is trivial or echoes
+    # it (a think tool by another name).
+    neutral_tools: frozenset[str] = DEFAULT_NEUTRAL_TOOLS
+    neutral_by_shape: bool = True
+    # With scope run: tool events of earlier user turns kept for cross-turn evidence (0: none).
+    prior_horizon: int = Field(default=32, ge=0)
     # Regexes (volatile text, error and unknown-tool patterns) scan the first and last
     # `scan_chars` characters of a result: stamps and error lines sit at the edges, and a 5 MB file
     # read must not cost a second per request. The middle still goes into the hash unscrubbed, so
@@ -89,6 +104,7 @@ class TraceSettings(BaseModel):
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
     _polling_re: re.Pattern[str] | None = PrivateAttr()
     _memo: dict[str, Memo] = PrivateAttr()
+    _neutral: frozenset[str] = PrivateAttr()
 
     def model_post_init(self, _context: object) -> None:
         self._volatile_keys = frozenset(k.lower() for k in self.volatile_keys)
@@ -99,6 +115,7 @@ class TraceSettings(BaseModel):
         # Per-text results of normalization (see gateway.trace.memo): owned by this instance
         # because they depend on exactly these settings.
         self._memo = {"args": Memo(4096), "results": Memo(4096)}
+        self._neutral = frozenset(_tool_key(n) for n in self.neutral_tools)
 
     @property
     def volatile_key_set(self) -> frozenset[str]:
@@ -120,8 +137,20 @@ class TraceSettings(BaseModel):
     def polling_re(self) -> re.Pattern[str] | None:
         return self._polling_re
 
+    @property
+    def neutral_names(self) -> frozenset[str]:
+        """``neutral_tools`` as :func:`tool_key` forms."""
+        return self._neutral
+
     def memo(self, kind: Literal["args", "results"]) -> Memo:
         return self._memo[kind]
+
+
+def _tool_key(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+tool_key = _tool_key
 
 
 def _union(patterns: tuple[str, ...], flags: int) -> re.Pattern[str] | None:

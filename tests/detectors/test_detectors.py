@@ -19,6 +19,8 @@ PASS, WARN, REJECT, TERMINATE = Action.PASS, Action.WARN, Action.REJECT, Action.
 A = ("read_file", {"path": "a.py"}, "x = 1")
 B = ("grep", {"pattern": "TODO"}, "a.py:3: TODO")
 C = ("ls", {"dir": "."}, "a.py b.py")
+EDIT = ("edit_file", {"path": "a.py", "old": "x = 1", "new": "x = 2"}, "edited a.py")
+EDIT2 = ("edit_file", {"path": "a.py", "old": "x = 2", "new": "x = 3"}, "edited a.py again")
 D = ("git_status", {}, "clean")
 FAIL = ("run", {"cmd": "make"}, "Error: missing target")
 VETO = ("run", {"cmd": "make"}, f"{VETO_MARKER} not run: repeated 4 times")
@@ -55,7 +57,8 @@ def test_no_events_no_finding():
 @pytest.mark.parametrize(("history", "settings", "expected"), [
     ([A, A, A], ExactRepeatSettings(), 3),
     ([A, B, A, B, A], ExactRepeatSettings(), 3),  # non-consecutive within the window
-    ([A, B, A, C, A], ExactRepeatSettings(), 0),  # ... but B and C each brought something new
+    ([A, B, A, C, A], ExactRepeatSettings(), 3),  # new reads in between are not progress ...
+    ([A, EDIT, A, EDIT2, A], ExactRepeatSettings(), 0),  # ... but edits are
     ([A, B, A, C, A], ExactRepeatSettings(reset_on_progress=False), 3),
     ([A, B, A, B, A], ExactRepeatSettings(consecutive=True), 0),
     ([A, A, B, A], ExactRepeatSettings(consecutive=True), 0),  # a different call breaks the run
@@ -93,7 +96,8 @@ def test_no_progress_default_ladder(repeats, expected):
 @pytest.mark.parametrize(("history", "expected"), [
     ([A, A, new_result(3), A], 0),  # ... the previous identical call returned something else
     ([A, B, A, B, A], 3),  # interleaved calls that bring nothing new are stepped over
-    ([A, ("grep", {"pattern": "x"}, "new hit"), A], 0),  # one that brought something new is progress
+    ([A, ("grep", {"pattern": "x"}, "new hit"), A], 2),  # a new read in between: stepped over ...
+    ([A, EDIT, A], 0),  # ... a new call that may change things (an edit) is progress
     ([A, C, A, C, A, C], 3),
     ([A, A, VETO, A], 3),  # another call in between, vetoed: still no progress for A
 ])

@@ -1,0 +1,124 @@
+"""stagnation: near-identical requests answered by near-identical results.
+
+An orchestrator asks a sub-agent (a tool) for the same thing, reworded each time ("search for X",
+"please look up X again", "find X on the website"), and gets answers that differ in detail but
+say nothing new. Neither no_progress (needs the same arguments and result) nor similar_repeat
+(needs character-similar arguments, and identical results or failures) sees it.
+
+Count = the latest call and its predecessors of the same tool, in a row (neutral calls such as
+think/plan/log stepped over), each similar to the latest in request and in result:
+
+- request: the canonical arguments' rapidfuzz indel similarity >= ``min_args_similarity``, or,
+  when both carry free text (a sub-agent's task), the texts' token-set similarity >=
+  ``min_text_similarity`` (rewording and added words cost little);
+- result: both succeeded or both failed, each at least ``min_result_chars`` long, and their
+  normalized texts (lower-case, whitespace collapsed, the first ``result_chars`` characters) have
+  indel similarity >= ``min_result_similarity``.
+
+Never a member: results that differ only in their numbers (polling progress, a debugger's line,
+a clock, the next page's ids: the output moves), and results that name the part of the request
+that differs (a path, an id: another file or record, not the same request). Paginated reads, many
+files, larger limits return different text, so they never count.
+
+Members that are all exact repeats (same arguments, same result) are left to no_progress.
+Similarity is a guess, so by default it only warns; the stronger evidence (the same call, the
+same result) is no_progress's, which escalates.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Indel
+
+from gateway.detectors.base import DetectorSettings, Finding
+from gateway.detectors.common import comparable, failed, skipped, steps_of, window
+from gateway.trace.model import ToolEvent, Trace
+
+NAME = "stagnation"
+_DIGITS = re.compile(r"\d+")
+_TARGET = re.compile(r"[^\s\"'{}\[\],:=]+")  # tokens of canonical arguments: paths, ids, words
+
+
+class StagnationSettings(DetectorSettings):
+    warn_at: int | None = 3  # the third near-identical answer to a near-identical request
+    reject_at: int | None = None  # similarity is a guess; no_progress blocks the exact repeats
+    terminate_at: int | None = None
+    window: int = Field(default=10, ge=2)
+    min_args_similarity: float = Field(default=0.85, gt=0.0, le=1.0)
+    min_text_similarity: float = Field(default=0.8, gt=0.0, le=1.0)  # token-set ratio of free text
+    min_result_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
+    min_result_chars: int = Field(default=24, ge=1)  # "OK", "done", "" say nothing to compare
+    result_chars: int = Field(default=2048, ge=64)  # compared from the start of each result
+    skip_polling: bool = True
+
+
+def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
+    events = window(trace, settings.window)
+    if not events:
+        return None
+    latest = events[-1]
+    if latest.neutral or skipped(latest, settings.exempt_tools, settings.skip_polling) or not _usable(latest, settings):
+        return None
+    members = [latest]
+    for event in reversed(events[:-1]):
+        if event.neutral:
+            continue
+        if event.tool != latest.tool or skipped(event, settings.exempt_tools, settings.skip_polling):
+            break
+        if not (_usable(event, settings) and _same_request(event, latest, settings)
+                and _same_answer(event, latest, settings)):
+            break
+        members.append(event)
+    count = len(members)
+    exact = len({(e.args_hash, e.result_hash) for e in members}) == 1
+    if count < 2 or exact:
+        return None  # nothing differs at all: no_progress's evidence, with its own ladder
+    return Finding(NAME, count, steps_of(members), (latest.tool,),
+                   f"`{latest.tool}` was asked {count} times for nearly the same thing and "
+                   "answered nearly the same each time")
+
+
+def _usable(event: ToolEvent, settings: StagnationSettings) -> bool:
+    """An executed call whose result says something."""
+    return comparable(event) is not None and len(event.result.strip()) >= settings.min_result_chars
+
+
+def _same_request(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bool:
+    if a.args_hash == b.args_hash:
+        return True
+    if a.request_text and b.request_text:
+        score = fuzz.token_set_ratio(a.request_text, b.request_text, processor=str.lower) / 100
+        if score >= settings.min_text_similarity:
+            return True
+    cutoff = settings.min_args_similarity
+    return Indel.normalized_similarity(a.args, b.args, score_cutoff=cutoff) >= cutoff
+
+
+def _same_answer(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bool:
+    if failed(a) != failed(b):
+        return False
+    if a.result_hash == b.result_hash:
+        return True
+    x, y = _text(a.result, settings), _text(b.result, settings)
+    if _DIGITS.sub("#", x) == _DIGITS.sub("#", y):
+        return False  # only numbers moved: progress, a page, a clock, a line number
+    if _names_difference(a, b, x) or _names_difference(b, a, y):
+        return False
+    cutoff = settings.min_result_similarity
+    return Indel.normalized_similarity(x, y, score_cutoff=cutoff) >= cutoff
+
+
+def _text(result: str | None, settings: StagnationSettings) -> str:
+    return " ".join((result or "")[: settings.result_chars].lower().split())
+
+
+def _names_difference(a: ToolEvent, b: ToolEvent, result: str) -> bool:
+    """``a``'s result mentions a token of its arguments that ``b``'s arguments lack: e.g. the
+    path of another file written, the id of another record."""
+    if a.args_hash == b.args_hash:
+        return False
+    other = set(_TARGET.findall(b.args.lower()))
+    return any(len(t) >= 3 and t not in other and t in result for t in _TARGET.findall(a.args.lower()))

@@ -1,0 +1,90 @@
+"""What a call means for a loop, beyond its text: neutral (think/plan/log), read-only looking,
+free text in its arguments, and the gateway's own text to remove from its result.
+
+Pure functions over one call; the builder stores their verdicts on each ToolEvent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gateway.trace.model import OWN_TEXT_MARKER
+
+# Free-text arguments: the longest string value, when it reads like prose (mostly plain words).
+MIN_PROSE_WORDS = 4
+_PLAIN_WORD = re.compile(r"^[(\"'“‘]*[^\W\d_][^\W_]*(['’-][^\W_]+)*[)\"'”’.,;:!?]*$")
+# Argument keys that name a target (a file, a command, a record): such a call acts on something,
+# so it is never neutral by shape, whatever its text.
+_TARGET_KEY = re.compile(r"path|file|dir|url|uri|command|cmd|code|script|sql|query|(^|_)id$|ids?$|"
+                         r"recipient|^to$|email|target|amount|name", re.IGNORECASE)
+TRIVIAL_RESULT_CHARS = 80  # "OK", "Thought recorded", "{}": a result that says nothing
+_ECHO_CHARS = 40  # a result that repeats the first 40 characters of the text echoes it
+
+# Tool-name words: a name with a reading verb and no writing verb looks read-only.
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_READ_WORDS = frozenset({
+    "read", "view", "get", "list", "search", "find", "fetch", "lookup", "look", "show", "cat",
+    "grep", "glob", "ls", "browse", "describe", "inspect", "retrieve", "query", "open",
+})
+_WRITE_WORDS = frozenset({
+    "write", "edit", "update", "create", "delete", "remove", "set", "put", "post", "patch",
+    "apply", "insert", "replace", "move", "rename", "send", "submit", "execute", "exec", "run",
+    "install", "cancel", "modify", "add", "save", "upload", "book", "pay", "transfer", "refund",
+    "exchange", "return", "make", "change", "reset", "kill", "start", "stop", "commit", "push",
+})
+
+
+def prose(value: Any) -> tuple[str, bool]:
+    """(the free text of parsed JSON arguments, whether the arguments are only that text).
+
+    The text is the longest top-level string value when it reads like prose, else "". "Only
+    text": an object of at most 3 string values, none under a target-like key (path, command,
+    id ...)."""
+    if not isinstance(value, dict) or not value:
+        return "", False
+    strings = [v for v in value.values() if isinstance(v, str)]
+    text = max(strings, key=len, default="")
+    if not is_prose(text):
+        return "", False
+    only = (len(value) <= 3 and len(strings) == len(value)
+            and not any(_TARGET_KEY.search(k) for k in value))
+    return text, only
+
+
+def is_prose(text: str) -> bool:
+    words = text.split()
+    if len(words) < MIN_PROSE_WORDS:
+        return _cjk_units(text) >= 2 * MIN_PROSE_WORDS and len(words) <= 2 * MIN_PROSE_WORDS
+    plain = sum(1 for w in words if _PLAIN_WORD.match(w))
+    return plain >= 0.75 * len(words)
+
+
+def _cjk_units(text: str) -> int:
+    return sum(1 for ch in text if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+
+
+def neutral_by_shape(text_only: bool, text: str, result: str | None, ok: bool) -> bool:
+    """Free text in, a trivial or echoed result out: the call only records what the agent wrote."""
+    if not text_only or result is None or not ok:
+        return False
+    body = result.strip()
+    return len(body) <= TRIVIAL_RESULT_CHARS or text[:_ECHO_CHARS] in body
+
+
+def looks_read_only(name: str) -> bool:
+    words = {w.lower() for w in _NAME_WORDS.findall(name)}
+    return bool(words & _READ_WORDS) and not words & _WRITE_WORDS
+
+
+def own_text_removed(text: str) -> str:
+    """``text`` without the gateway's own text: from the first line that starts with the marker
+    (any case) to the end. A warning is only ever appended, so what precedes it is the tool's."""
+    if text[:10].lower() == OWN_TEXT_MARKER:
+        return ""
+    at = text.find("\n[")
+    while at != -1:
+        if text[at + 1:at + 11].lower() == OWN_TEXT_MARKER:
+            return text[:at].rstrip()
+        at = text.find("\n[", at + 1)
+    return text
