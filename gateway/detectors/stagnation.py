@@ -12,8 +12,8 @@ think/plan/log stepped over), each similar to the latest in request and in resul
   when both carry free text (a sub-agent's task), the texts' token-set similarity >=
   ``min_text_similarity`` (rewording and added words cost little);
 - result: both succeeded or both failed, each at least ``min_result_chars`` long, and their
-  normalized texts (lower-case, whitespace collapsed, the first ``result_chars`` characters) have
-  indel similarity >= ``min_result_similarity``.
+  normalized texts (lower-case, whitespace collapsed, the first ``result_chars`` characters, an
+  echo of the request's own text removed) have indel similarity >= ``min_result_similarity``.
 
 Never a member: results that differ only in their numbers (polling progress, a debugger's line,
 a clock, the next page's ids: the output moves), and results that name the part of the request
@@ -102,7 +102,9 @@ def _same_answer(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bo
         return False
     if a.result_hash == b.result_hash:
         return True
-    x, y = _text(a.result, settings), _text(b.result, settings)
+    x, y = _text(a, settings), _text(b, settings)
+    if x == y:
+        return True
     if _DIGITS.sub("#", x) == _DIGITS.sub("#", y):
         return False  # only numbers moved: progress, a page, a clock, a line number
     if _names_difference(a, b, x) or _names_difference(b, a, y):
@@ -111,14 +113,20 @@ def _same_answer(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bo
     return Indel.normalized_similarity(x, y, score_cutoff=cutoff) >= cutoff
 
 
-def _text(result: str | None, settings: StagnationSettings) -> str:
-    return " ".join((result or "")[: settings.result_chars].lower().split())
+def _text(event: ToolEvent, settings: StagnationSettings) -> str:
+    """The start of the result, lower-case, whitespace collapsed, without the echo of its own
+    request text (a search tool that repeats the query answers the same for a reworded one)."""
+    text = " ".join((event.result or "")[: settings.result_chars].lower().split())
+    echo = " ".join(event.request_text.lower().split())
+    return text.replace(echo, "") if len(echo) >= 8 else text
 
 
 def _names_difference(a: ToolEvent, b: ToolEvent, result: str) -> bool:
-    """``a``'s result mentions a token of its arguments that ``b``'s arguments lack: e.g. the
-    path of another file written, the id of another record."""
+    """``a``'s result mentions an identifier-like token (not only letters) of its arguments that
+    ``b``'s arguments lack: the path of another file written, the id of another record. Plain
+    words are left out: a reworded request echoed in its answer is still the same request."""
     if a.args_hash == b.args_hash:
         return False
     other = set(_TARGET.findall(b.args.lower()))
-    return any(len(t) >= 3 and t not in other and t in result for t in _TARGET.findall(a.args.lower()))
+    return any(len(t) >= 3 and not t.isalpha() and t not in other and t in result
+               for t in _TARGET.findall(a.args.lower()))

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from gateway.policy.actions import REJECT_MARKER
+from gateway.trace.model import OWN_TEXT_MARKER
 from gateway.policy.messages import check_template
 
 Mode = Literal["enforce", "shadow"]
@@ -76,6 +77,17 @@ class MessagesConfig(_Model):
     def _placeholders(cls, text: str | None) -> str | None:
         if text is not None:
             check_template(text)  # raises ValueError naming the bad placeholder
+        return text
+
+    @field_validator("warn", "reask")
+    @classmethod
+    def _own_text_marker(cls, text: str | None) -> str | None:
+        # These texts enter the conversation (appended to a tool result, as a user message):
+        # the trace builder removes them by their opening marker, so they never make a repeated
+        # call look new nor pass for the user's own words.
+        if text is not None and not text.lower().startswith(OWN_TEXT_MARKER):
+            raise ValueError("must start with '[LoopGuard' (any case): the trace builder "
+                             "recognises the gateway's own text by it")
         return text
 
     @field_validator("reject")

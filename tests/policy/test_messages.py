@@ -67,11 +67,11 @@ def test_chinese_templates(zh):
 
 
 def test_operator_override_with_literal_braces(compile_policy):
-    template = "LOOP {{json}} {detector} x{count} on {tool}"
+    template = "[loopguard] LOOP {{json}} {detector} x{count} on {tool}"
     eff = compile_policy(f"messages:\n  warn: '{template}'\n").resolve()
-    assert eff.render("warn", LOOP) == "LOOP {json} exact_repeat x4 on write_file"
+    assert eff.render("warn", LOOP) == "[loopguard] LOOP {json} exact_repeat x4 on write_file"
     # an override replaces the tool_rounds variant too: the operator's words win
-    assert eff.render("warn", ROUNDS) == "LOOP {json} tool_rounds x15 on ls"
+    assert eff.render("warn", ROUNDS) == "[loopguard] LOOP {json} tool_rounds x15 on ls"
 
 
 def test_rendering_never_raises(en):

@@ -32,6 +32,8 @@ CASES = [
     ("format spec", "messages:\n  warn: '{count:>4}'", "messages.warn", "format specs"),
     ("reject marker", "messages:\n  reject: 'rejected {tool}'", "messages.reject",
      "must start with '[loopguard]'"),
+    ("warn marker", "messages:\n  warn: 'stop calling {tool}'", "messages.warn",
+     "must start with '[LoopGuard'"),
     ("language", "messages:\n  language: fr", "messages.language", "'en' or 'zh'"),
     ("placement", "interventions:\n  warn:\n    placement: header", "interventions.warn.placement",
      "'system', 'tool_result' or 'user'"),

@@ -114,3 +114,55 @@ def test_prefix_hashes_at_with_tool_calls_and_gaps():
     turns = conversation_from_body({"messages": json.loads(json.dumps(messages))}).turns
     full = rewrite.prefix_hashes(turns, len(messages))
     assert rewrite.prefix_hashes_at(turns, len(messages), range(len(messages) + 1)) == dict(enumerate(full))
+
+
+# --- positive evidence: a new run of the same task is never a compaction ---------------------
+
+def fingerprinted(messages: list[dict], state: SessionState):
+    turns = conversation_from_body({"messages": messages}).turns
+    mark = mark_of(messages)
+    return track(state, turns, mark.length, mark.digest, explicit=False)
+
+
+def after_a_long_run() -> SessionState:
+    return SessionState(mark=mark_of(history("a", "b", "c", "d")))
+
+
+def test_a_new_run_of_the_same_task_starts_afresh_with_or_without_a_session_id():
+    new_run = history()  # the same system prompt and task: a batch job, an eval, a cron agent
+    for explicit in (False, True):
+        turns = conversation_from_body({"messages": new_run}).turns
+        mark = mark_of(new_run)
+        tracked = track(after_a_long_run(), turns, mark.length, mark.digest, explicit=explicit)
+        assert tracked.compacted_at is None and not tracked.compacted_now and tracked.marker is None
+
+
+def test_a_new_run_clears_a_marker_left_by_the_previous_run():
+    state = SessionState(mark=mark_of(history("a", "b", "c")), compacted=mark_of(history("a")))
+    tracked = fingerprinted(history(), state)
+    assert tracked.compacted_at is None and tracked.marker is None and tracked.marker_changed
+
+
+def test_a_summary_message_is_evidence_of_a_compaction_without_a_session_id():
+    for summary in ("Summary of the work so far: read a, b, c. Continue.",
+                    "This session is being continued from a previous conversation that ran out of context.",
+                    "[context compacted] earlier turns were removed"):
+        compacted = [*history(), {"role": "user", "content": summary}]
+        tracked = fingerprinted(compacted, after_a_long_run())
+        assert tracked.compacted_now and tracked.compacted_at == 3, summary
+
+
+def test_a_task_that_mentions_a_summary_is_not_evidence():
+    # The opening (system prompt, first user message) is what a new run repeats.
+    new_run = history(system="You write summaries.", task="Summarize the previous conversation log.")
+    state = SessionState(mark=mark_of(history("a", "b", "c", system="You write summaries.",
+                                              task="Summarize the previous conversation log.")))
+    assert fingerprinted(new_run, state).compacted_at is None
+
+
+def test_a_truncated_history_is_a_compaction_only_with_an_explicit_session():
+    truncated = [*history()[:2], *history("c", "d")[2:]]  # the middle dropped, the work carried over
+    assert fingerprinted(truncated, after_a_long_run()).compacted_at is None
+    turns = conversation_from_body({"messages": truncated}).turns
+    mark = mark_of(truncated)
+    assert track(after_a_long_run(), turns, mark.length, mark.digest, explicit=True).compacted_now

@@ -1,0 +1,116 @@
+"""What a call means for a loop: neutral, read-only looking, its free text, the gateway's own
+text removed from its result, its user turn, and the earlier turns' events."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gateway.trace.builder import build_trace, is_genuine_user
+from gateway.trace.model import Conversation, ToolCall, Turn
+from gateway.trace.roles import looks_read_only, own_text_removed, prose
+from gateway.trace.settings import TraceSettings
+
+SETTINGS = TraceSettings()
+
+
+def trace(*items, settings: TraceSettings = SETTINGS):
+    """items: a str is a user message; (tool, args, result) a call with its result."""
+    turns = [Turn(0, "system", "sys")]
+    n = 0
+    for item in items:
+        if isinstance(item, str):
+            turns.append(Turn(len(turns), "user", item))
+            continue
+        n += 1
+        tool, args, result = item
+        call = ToolCall(f"c{n}", tool, json.dumps(args))
+        turns.append(Turn(len(turns), "assistant", "", (call,)))
+        turns.append(Turn(len(turns), "tool", result, tool_call_id=call.id))
+    return build_trace(Conversation(tuple(turns)), settings)
+
+
+@pytest.mark.parametrize(("tool", "args", "result", "neutral"), [
+    ("think", {"thought": "x"}, "", True),  # by name
+    ("TodoWrite", {"todos": [{"content": "a", "status": "pending"}]}, "Todos have been modified successfully.", True),
+    ("update-plan", {"plan": "1. a"}, "ok", True),  # names compared without case and punctuation
+    ("journal", {"entry": "I will retry the request once more after this."}, "Saved.", True),  # by shape
+    ("journal", {"entry": "I will retry the request once more after this."},
+     "Saved entry: I will retry the request once more after this.", True),  # an echo
+    ("journal", {"entry": "I will retry the request once more after this."}, "x" * 200, False),  # says more
+    ("journal", {"entry": "I will retry the request once more after this."}, "Error: disk full", False),
+    ("send", {"path": "notes.txt", "text": "I will retry the request once more after this."}, "ok", False),
+    ("bash", {"command": "git commit -m fix the parser bug now"}, "", False),  # a target key
+    ("write_file", {"content": "x = 1\ny = 2\nprint(x + y)"}, "OK", False),  # not prose
+])
+def test_neutral_calls(tool, args, result, neutral):
+    assert trace("go", (tool, args, result)).events[-1].neutral is neutral
+
+
+def test_neutral_names_are_configurable():
+    settings = TraceSettings(neutral_tools=frozenset({"ponder"}), neutral_by_shape=False)
+    assert trace("go", ("Ponder", {"x": 1}, "long result " * 20), settings=settings).events[-1].neutral
+    assert not trace("go", ("think", {"thought": "a b c d e"}, ""), settings=settings).events[-1].neutral
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("read_file", True), ("get_user_details", True), ("searchIssues", True), ("list_dir", True),
+    ("Read", True), ("Bash", False), ("edit_file", False), ("update_order", False),
+    ("get_and_update", False), ("run_tests", False),
+])
+def test_read_only_looking_names(name, expected):
+    assert looks_read_only(name) is expected
+
+
+def test_free_text_of_arguments():
+    assert prose({"task": "Find the refund policy for enterprise plans"}) == (
+        "Find the refund policy for enterprise plans", True)
+    assert prose({"query": "acme refund policy enterprise"})[0] == "acme refund policy enterprise"
+    assert prose({"path": "/a/b.py"}) == ("", False)
+    assert prose({"command": "ls -la /tmp && cat /etc/hosts"}) == ("", False)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("contents", "contents"),
+    ("contents\n\n[LoopGuard] Loop detected (no progress): stop.", "contents"),
+    ("contents\n[LoopGuard 循环告警] 检测到无进展", "contents"),  # list content joins parts by newlines
+    ("[LoopGuard] Loop detected.", ""),  # appended to an empty result
+    ("a\n[link](x)\n[loopguard] custom warning", "a\n[link](x)"),
+    ("mentions [LoopGuard] mid-line", "mentions [LoopGuard] mid-line"),
+])
+def test_the_gateways_own_text_is_removed_from_results(text, expected):
+    assert own_text_removed(text) == expected
+
+
+def test_a_warning_appended_to_a_result_does_not_change_its_hash():
+    plain = trace("go", ("read_file", {"path": "a"}, "same"))
+    warned = trace("go", ("read_file", {"path": "a"}, "same\n\n[LoopGuard] Loop detected: stop repeating."))
+    assert warned.events[-1].result_hash == plain.events[-1].result_hash
+    assert warned.events[-1].result == "same"
+
+
+def test_our_notes_as_user_messages_are_not_user_turns():
+    for text in ("[LoopGuard] Loop detected", "[loopguard] rejected", "[LOOPGUARD] re-ask"):
+        assert not is_genuine_user(Turn(0, "user", text))
+    assert is_genuine_user(Turn(0, "user", "please try again"))
+    # A warning placed as a user message keeps the run going.
+    t = trace("go", ("a", {}, "x"), "[LoopGuard] Loop detected", ("a", {}, "x"))
+    assert len(t.events) == 2
+
+
+def test_earlier_user_turns_are_kept_as_prior_events():
+    t = trace("one", ("a", {"i": 1}, "x"), ("b", {}, "y"), "two", ("a", {"i": 1}, "x"), "three", ("c", {}, "z"))
+    assert [(e.tool, e.user_turn, e.step) for e in t.prior] == [("a", 1, -2), ("b", 1, -1), ("a", 2, 0)]
+    assert [(e.tool, e.user_turn, e.step) for e in t.events] == [("c", 3, 1)]
+
+
+def test_prior_events_are_bounded():
+    items = ["one", *[("a", {"i": i}, "x") for i in range(50)], "two", ("b", {}, "y")]
+    assert len(trace(*items).prior) == SETTINGS.prior_horizon
+    assert trace(*items, settings=TraceSettings(prior_horizon=0)).prior == ()
+
+
+def test_conversation_scope_has_no_prior_events_but_numbers_turns():
+    t = trace("one", ("a", {}, "x"), "two", ("a", {}, "x"), settings=TraceSettings(scope="conversation"))
+    assert t.prior == () and [e.user_turn for e in t.events] == [1, 2]
