@@ -4,7 +4,8 @@ import textwrap
 from pathlib import Path
 
 OTHERS_OFF = {name: {"enabled": False} for name in
-              ("exact_repeat", "similar_repeat", "error_repeat", "cycle", "unknown_tool", "tool_rounds")}
+              ("exact_repeat", "similar_repeat", "error_repeat", "cycle", "unknown_tool", "tool_rounds",
+               "cross_turn", "stagnation")}
 
 
 def ladder_policy(extra: str = "", **no_progress) -> str:
