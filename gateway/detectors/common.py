@@ -79,9 +79,15 @@ class ProgressIndex:
 
 class Chain(list):
     """The members of a pattern, newest first. ``strict``: how many of them were found before
-    the count stepped over a new read-only-looking call (weaker evidence beyond it)."""
+    the count stepped over a call whose meaning is a guess (a new read-only-looking call, a call
+    neutral by shape only): the evidence beyond it is weaker."""
 
     strict: int | None = None  # None: never stepped over one
+
+    def step_over(self) -> None:
+        """A call whose meaning is a guess sits between members found so far and older ones."""
+        if self.strict is None:
+            self.strict = len(self)
 
     @property
     def interleaved(self) -> bool:
@@ -115,8 +121,10 @@ def chain(
     one) ends it, because the repeat produced something different; None outcomes (proposed,
     vetoed, missing) agree with anything. Non-members:
 
-    - neutral calls (think/plan/log/todo) are always stepped over, even when ``consecutive``:
-      new text in them is not progress;
+    - neutral calls (think/plan/log/todo by name) are always stepped over, even when
+      ``consecutive``: new text in them is not progress;
+    - calls neutral by shape only (free text in, "Done." out) are stepped over too, even when
+      ``consecutive``, but mark the chain ``interleaved``: a delegated fix looks the same;
     - any other call ends the chain when ``consecutive``;
     - otherwise, with ``stop_on_progress``, a call that brought something new (its call+result
       occurs once in the window) ends it, unless it looks read-only (read/get/list/search...):
@@ -140,13 +148,14 @@ def chain(
             members.append(event)
         elif event.neutral:
             continue
+        elif event.neutral_guess:
+            members.step_over()
         elif consecutive:
             break
         elif progress is not None and progress.is_new(event):
             if not event.observation:
                 break
-            if members.strict is None:
-                members.strict = len(members)
+            members.step_over()
     return members
 
 

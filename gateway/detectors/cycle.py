@@ -47,7 +47,7 @@ class CycleSettings(DetectorSettings):
 
 def detect(trace: Trace, settings: CycleSettings) -> Finding | None:
     # Neutral calls (think/plan/log) between the calls of a cycle do not break it.
-    events = [e for e in window(trace, settings.window) if not e.neutral]
+    events = [e for e in window(trace, settings.window) if not (e.neutral or e.neutral_guess)]
     if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling):
         return None
     if trace.latest is not events[-1]:

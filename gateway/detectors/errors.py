@@ -38,6 +38,8 @@ def detect(trace: Trace, settings: ErrorRepeatSettings) -> Finding | None:
     if len(members) < 2 or outcomes != {FAILED}:
         return None
     tool = events[-1].tool
-    count = len(members)
-    return Finding(NAME, count, steps_of(members), (tool,),
-                   f"`{tool}` failed {count} times with identical arguments")
+    count, warn_only = members.count(settings)
+    if count < 2:
+        return None
+    return Finding(NAME, count, steps_of(members[:count]), (tool,),
+                   f"`{tool}` failed {count} times with identical arguments", warn_only=warn_only)

@@ -71,12 +71,12 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
         return None
     outcome = _outcome(settings.min_result_chars) if guarded else no_outcome
     members = chain(events, is_member, outcome, consecutive=settings.consecutive, stop_on_progress=guarded)
-    count = len(members)
+    count, warn_only = members.count(settings)
     if count < 2:
         return None
-    return Finding(NAME, count, steps_of(members), (latest.tool,),
+    return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
                    f"`{latest.tool}` called {count} times with near-identical arguments "
-                   f"({settings.metric} similarity >= {settings.min_similarity:.2f})")
+                   f"({settings.metric} similarity >= {settings.min_similarity:.2f})", warn_only=warn_only)
 
 
 def _alternatives(a: ToolEvent, b: ToolEvent) -> bool:

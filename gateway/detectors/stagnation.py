@@ -60,11 +60,11 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
     if not events:
         return None
     latest = events[-1]
-    if latest.neutral or skipped(latest, settings.exempt_tools, settings.skip_polling) or not _usable(latest, settings):
+    if latest.neutral or latest.neutral_guess or skipped(latest, settings.exempt_tools, settings.skip_polling) or not _usable(latest, settings):
         return None
     members = [latest]
     for event in reversed(events[:-1]):
-        if event.neutral:
+        if event.neutral or event.neutral_guess:
             continue
         if event.tool != latest.tool or skipped(event, settings.exempt_tools, settings.skip_polling):
             break
@@ -101,7 +101,9 @@ def _same_answer(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bo
     if failed(a) != failed(b):
         return False
     if a.result_hash == b.result_hash:
-        return True
+        # Character-similar arguments with an identical answer are similar_repeat's evidence
+        # (an edit tool's "updated" after each small edit); reworded free text is ours.
+        return a.args_hash == b.args_hash or bool(a.request_text and b.request_text)
     x, y = _text(a, settings), _text(b, settings)
     if x == y:
         return True

@@ -189,8 +189,9 @@ def _event(p: _Pending, step: int, ctx: _Context, *, proposed: bool = False) -> 
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
     status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)
-    neutral = tool_key(call.name) in ctx.neutral_tools or (
-        ctx.settings.neutral_by_shape and neutral_by_shape(args.text_only, args.text, result, status is Status.OK))
+    neutral = tool_key(call.name) in ctx.neutral_tools
+    guess = not neutral and ctx.settings.neutral_by_shape and neutral_by_shape(
+        args.text_only, args.text, result, status is Status.OK)
     return ToolEvent(
         step=step,
         round=p.round,
@@ -208,6 +209,7 @@ def _event(p: _Pending, step: int, ctx: _Context, *, proposed: bool = False) -> 
         proposed=proposed,
         polling=args.polling or call.name in ctx.polling_tools,
         neutral=neutral,
+        neutral_guess=guess,
         observation=looks_read_only(call.name),
         user_turn=p.user_turn,
         request_text=args.text,

@@ -87,9 +87,13 @@ class ToolEvent:
     vetoed: bool = False  # the gateway rejected this call; its result is our error observation
     proposed: bool = False  # proposed in the response being judged, not executed yet
     polling: bool = False  # a polling call (TraceSettings.polling_*): repeats by design
-    # Carries no information for a loop (think/plan/log/todo tools, by name or by shape: free
-    # text in, a trivial or echoed result out): detectors step over it, it never resets a count.
+    # Carries no information for a loop: a think/plan/log/todo tool by name
+    # (TraceSettings.neutral_tools). Detectors step over it; it never resets a count.
     neutral: bool = False
+    # Probably carries none, judged by shape (free text in, a trivial or echoed result out): a
+    # delegated action answered "Done." looks the same, so stepping over it keeps counting but
+    # only up to a warning (see detectors.common.chain).
+    neutral_guess: bool = False
     # Looks read-only by its name (read/get/list/search ...): stepping over a new one between
     # repeats keeps counting, but only up to a warning (see detectors.common.chain).
     observation: bool = False

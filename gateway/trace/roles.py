@@ -25,7 +25,7 @@ _ECHO_CHARS = 40  # a result that repeats the first 40 characters of the text ec
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _READ_WORDS = frozenset({
     "read", "view", "get", "list", "search", "find", "fetch", "lookup", "look", "show", "cat",
-    "grep", "glob", "ls", "browse", "describe", "inspect", "retrieve", "query", "open",
+    "grep", "glob", "ls", "browse", "describe", "inspect", "retrieve", "query",
 })
 _WRITE_WORDS = frozenset({
     "write", "edit", "update", "create", "delete", "remove", "set", "put", "post", "patch",

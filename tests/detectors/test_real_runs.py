@@ -79,14 +79,14 @@ def test_interleaved_loops_are_warned_by_the_third_repeat(script):
     assert reached is not None and reached[0] <= 6  # the 3rd repeat, counting the calls between
 
 
-@pytest.mark.parametrize("script", [interleaved_think, interleaved_todo, interleaved_unnamed_reasoning_tool,
-                                    interleaved_volatile_errors])
+@pytest.mark.parametrize("script", [interleaved_think, interleaved_todo, interleaved_volatile_errors])
 def test_only_neutral_calls_between_is_full_evidence(script):
     assert strongest(script()) >= Action.REJECT
 
 
-def test_reads_between_are_weaker_evidence_and_only_warn():
-    assert strongest(interleaved_reads()) == Action.WARN
+@pytest.mark.parametrize("script", [interleaved_reads, interleaved_unnamed_reasoning_tool])
+def test_reads_or_calls_neutral_by_shape_only_between_are_weaker_evidence_and_only_warn(script):
+    assert strongest(script()) == Action.WARN
 
 
 # --- healthy look-alikes of 1 ---------------------------------------------------------------
@@ -128,7 +128,19 @@ def planning_a_migration():
     return ["migrate all tables", *steps]
 
 
+def delegated_fixes_between_same_failure():
+    # An orchestrator: a coding sub-agent gets a different fix to make each time and answers
+    # "Done." (free text in, a trivial result out: neutral by shape), the test still fails.
+    steps = []
+    for i in range(8):
+        steps += [("delegate", {"instruction": f"Change the retry limit in the client to {i + 3} and the timeout accordingly."},
+                   "Done."),
+                  ("run_check", {"suite": "integration"}, "Error: 1 of 12 checks failed: test_sync_timeout")]
+    return ["make the integration checks pass", *steps]
+
+
 HEALTHY = {
+    "a delegated fix between identical failing checks": delegated_fixes_between_same_failure,
     "different fixes, same failing test, think between": edits_between_same_failure,
     "paginated reads with think between": thinking_through_pages,
     "a custom status poll while reading files": waiting_while_reading,

@@ -32,26 +32,28 @@ def trace(*items, settings: TraceSettings = SETTINGS):
 
 
 @pytest.mark.parametrize(("tool", "args", "result", "neutral"), [
-    ("think", {"thought": "x"}, "", True),  # by name
-    ("TodoWrite", {"todos": [{"content": "a", "status": "pending"}]}, "Todos have been modified successfully.", True),
-    ("update-plan", {"plan": "1. a"}, "ok", True),  # names compared without case and punctuation
-    ("journal", {"entry": "I will retry the request once more after this."}, "Saved.", True),  # by shape
+    ("think", {"thought": "x"}, "", "name"),
+    ("TodoWrite", {"todos": [{"content": "a", "status": "pending"}]}, "Todos have been modified successfully.", "name"),
+    ("update-plan", {"plan": "1. a"}, "ok", "name"),  # names compared without case and punctuation
+    ("journal", {"entry": "I will retry the request once more after this."}, "Saved.", "shape"),
     ("journal", {"entry": "I will retry the request once more after this."},
-     "Saved entry: I will retry the request once more after this.", True),  # an echo
-    ("journal", {"entry": "I will retry the request once more after this."}, "x" * 200, False),  # says more
-    ("journal", {"entry": "I will retry the request once more after this."}, "Error: disk full", False),
-    ("send", {"path": "notes.txt", "text": "I will retry the request once more after this."}, "ok", False),
-    ("bash", {"command": "git commit -m fix the parser bug now"}, "", False),  # a target key
-    ("write_file", {"content": "x = 1\ny = 2\nprint(x + y)"}, "OK", False),  # not prose
+     "Saved entry: I will retry the request once more after this.", "shape"),  # an echo
+    ("journal", {"entry": "I will retry the request once more after this."}, "x" * 200, None),  # says more
+    ("journal", {"entry": "I will retry the request once more after this."}, "Error: disk full", None),
+    ("send", {"path": "notes.txt", "text": "I will retry the request once more after this."}, "ok", None),
+    ("bash", {"command": "git commit -m fix the parser bug now"}, "", None),  # a target key
+    ("write_file", {"content": "x = 1\ny = 2\nprint(x + y)"}, "OK", None),  # not prose
 ])
 def test_neutral_calls(tool, args, result, neutral):
-    assert trace("go", (tool, args, result)).events[-1].neutral is neutral
+    event = trace("go", (tool, args, result)).events[-1]
+    assert (event.neutral, event.neutral_guess) == (neutral == "name", neutral == "shape")
 
 
 def test_neutral_names_are_configurable():
     settings = TraceSettings(neutral_tools=frozenset({"ponder"}), neutral_by_shape=False)
     assert trace("go", ("Ponder", {"x": 1}, "long result " * 20), settings=settings).events[-1].neutral
-    assert not trace("go", ("think", {"thought": "a b c d e"}, ""), settings=settings).events[-1].neutral
+    event = trace("go", ("think", {"thought": "a b c d e"}, ""), settings=settings).events[-1]
+    assert not event.neutral and not event.neutral_guess
 
 
 @pytest.mark.parametrize(("name", "expected"), [
