@@ -130,7 +130,8 @@ def chain(
       occurs once in the window) ends it, unless it looks read-only (read/get/list/search...):
       then it is stepped over and the chain is marked ``interleaved`` (warn only), because an
       edit or a fix between two runs of a test is progress, a read of something else is not
-      clearly so;
+      clearly so (not for a polling call: `sleep 20` then `tail log` with new lines is waiting
+      that pays off);
     - calls that brought nothing new are stepped over.
     """
     latest = events[-1]
@@ -153,7 +154,7 @@ def chain(
         elif consecutive:
             break
         elif progress is not None and progress.is_new(event):
-            if not event.observation:
+            if not event.observation or latest.polling:  # a poll is answered by what it waits for
                 break
             members.step_over()
     return members

@@ -210,7 +210,7 @@ def _event(p: _Pending, step: int, ctx: _Context, *, proposed: bool = False) -> 
         polling=args.polling or call.name in ctx.polling_tools,
         neutral=neutral,
         neutral_guess=guess,
-        observation=looks_read_only(call.name),
+        observation=args.read_only or looks_read_only(call.name),
         user_turn=p.user_turn,
         request_text=args.text,
     )

@@ -94,8 +94,9 @@ class ToolEvent:
     # delegated action answered "Done." looks the same, so stepping over it keeps counting but
     # only up to a warning (see detectors.common.chain).
     neutral_guess: bool = False
-    # Looks read-only by its name (read/get/list/search ...): stepping over a new one between
-    # repeats keeps counting, but only up to a warning (see detectors.common.chain).
+    # Looks read-only by its name (read/get/list/search ...) or its shell command (cat, ls,
+    # grep ...): stepping over a new one between repeats keeps counting, but only up to a
+    # warning (see detectors.common.chain).
     observation: bool = False
     user_turn: int = 0  # genuine user messages before the call: which user turn issued it
     request_text: str = ""  # the free text of the arguments (e.g. a sub-agent's task), or ""

@@ -15,7 +15,7 @@ import orjson
 
 from gateway.trace.memo import Memo
 from gateway.trace.model import Status
-from gateway.trace.roles import prose
+from gateway.trace.roles import prose, read_only_command
 from gateway.trace.settings import TraceSettings
 
 PLACEHOLDER = "<v>"  # what scrubbed volatile text becomes, so "took 3s" and "took 9s" compare equal
@@ -33,6 +33,7 @@ class ArgsInfo(NamedTuple):
     polling: bool  # the arguments match TraceSettings.polling_args_patterns
     text: str  # the free text of the arguments (roles.prose), "" when there is none
     text_only: bool  # the arguments are nothing but that free text
+    read_only: bool  # a shell command that only reads (roles.read_only_command)
 
 
 class ResultInfo(NamedTuple):
@@ -76,7 +77,7 @@ def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None) -> Ar
         canonical, value = _canonical(raw, settings.ignore_arg_keys)
         polling_re = settings.polling_re
         polling = polling_re is not None and polling_re.search(canonical) is not None
-        info = ArgsInfo(canonical, text_hash(canonical), polling, *prose(value))
+        info = ArgsInfo(canonical, text_hash(canonical), polling, *prose(value), read_only_command(value))
         memo.put(key, info)
     return info
 

@@ -77,6 +77,39 @@ def looks_read_only(name: str) -> bool:
     return bool(words & _READ_WORDS) and not words & _WRITE_WORDS
 
 
+# Shell programs that only look (no writing flags are checked: `sed -i`, `tee`, redirections
+# and chains with anything else make the command count as an action).
+_READ_PROGRAMS = frozenset({
+    "cat", "ls", "head", "tail", "grep", "rg", "find", "pwd", "file", "strings", "wc", "stat", "which",
+    "whoami", "id", "env", "ps", "tree", "du", "df", "less", "more", "nl", "xxd", "hexdump", "readelf",
+    "objdump", "uname", "date", "echo", "type",
+})
+_READ_GIT = frozenset({"status", "log", "diff", "show", "branch", "blame"})
+_COMMAND_KEYS = ("command", "cmd")
+_SHELL_CONTROL = re.compile(r"[;&>`]|\$\(|\|\|")
+
+
+def read_only_command(value: Any) -> bool:
+    """A shell tool's command that only reads: one pipeline of reading programs (``cat``, ``ls``,
+    ``grep``, ``git status`` ...), no redirection, no chaining with anything else."""
+    if not isinstance(value, dict):
+        return False
+    command = next((value[k] for k in _COMMAND_KEYS if isinstance(value.get(k), str)), None)
+    if not command or _SHELL_CONTROL.search(command):
+        return False
+    for stage in command.split("|"):
+        words = stage.split()
+        if not words:
+            return False
+        program = words[0].rsplit("/", 1)[-1]
+        if program == "git":
+            if len(words) < 2 or words[1] not in _READ_GIT:
+                return False
+        elif program not in _READ_PROGRAMS or program == "sed":
+            return False
+    return True
+
+
 def own_text_removed(text: str) -> str:
     """``text`` without the gateway's own text: from the first line that starts with the marker
     (any case) to the end. A warning is only ever appended, so what precedes it is the tool's."""

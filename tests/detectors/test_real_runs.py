@@ -64,7 +64,19 @@ def interleaved_volatile_errors():
     return ["deploy to staging", *steps]
 
 
+def ctf_retry_with_shell_reads():
+    looks = ["cat notes.txt", "ls -la /srv/www", "grep -rn admin /srv/www/config", "cat /srv/www/.htaccess",
+             "ls /tmp", "head -20 /var/log/nginx/error.log", "strings ./client | grep key", "git log --oneline -3",
+             "cat README.md"]
+    steps = []
+    for i, look in enumerate(looks):
+        steps += [("bash", {"command": "curl -s http://target:8080/admin/flag"}, "<h1>403 Forbidden</h1>"),
+                  ("bash", {"command": look}, f"output of {look}: {i}")]
+    return ["get the flag from the admin page", *steps]
+
+
 LOOPS = {
+    "the same request, reading files with the shell between": ctf_retry_with_shell_reads,
     "failing write, think between": interleaved_think,
     "failing build, todo list between": interleaved_todo,
     "wrong flag, a journaling tool between (neutral by shape)": interleaved_unnamed_reasoning_tool,
@@ -84,7 +96,7 @@ def test_only_neutral_calls_between_is_full_evidence(script):
     assert strongest(script()) >= Action.REJECT
 
 
-@pytest.mark.parametrize("script", [interleaved_reads, interleaved_unnamed_reasoning_tool])
+@pytest.mark.parametrize("script", [interleaved_reads, interleaved_unnamed_reasoning_tool, ctf_retry_with_shell_reads])
 def test_reads_or_calls_neutral_by_shape_only_between_are_weaker_evidence_and_only_warn(script):
     assert strongest(script()) == Action.WARN
 
@@ -139,7 +151,17 @@ def delegated_fixes_between_same_failure():
     return ["make the integration checks pass", *steps]
 
 
+def shell_edits_between_same_failure():
+    steps = []
+    for i in range(6):
+        steps += [("bash", {"command": f"sed -i 's/retries = {i}/retries = {i + 1}/' client.py"}, ""),
+                  ("bash", {"command": "cat client.py"}, f"retries = {i + 1}\ntimeout = 5"),
+                  ("bash", {"command": "python -m pytest -q"}, "1 failed, 11 passed in 0.8s\nexit code 1")]
+    return ["make the tests pass", *steps]
+
+
 HEALTHY = {
+    "shell edits (sed -i) and a look between identical failing runs": shell_edits_between_same_failure,
     "a delegated fix between identical failing checks": delegated_fixes_between_same_failure,
     "different fixes, same failing test, think between": edits_between_same_failure,
     "paginated reads with think between": thinking_through_pages,
@@ -153,7 +175,8 @@ def test_healthy_interleaving_is_never_blocked(script):
     assert strongest(script()) <= Action.WARN
 
 
-@pytest.mark.parametrize("script", [edits_between_same_failure, thinking_through_pages, planning_a_migration])
+@pytest.mark.parametrize("script", [edits_between_same_failure, thinking_through_pages, planning_a_migration,
+                                    shell_edits_between_same_failure])
 def test_healthy_interleaving_stays_quiet(script):
     assert strongest(script()) == Action.PASS
 

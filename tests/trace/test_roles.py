@@ -116,3 +116,14 @@ def test_prior_events_are_bounded():
 def test_conversation_scope_has_no_prior_events_but_numbers_turns():
     t = trace("one", ("a", {}, "x"), "two", ("a", {}, "x"), settings=TraceSettings(scope="conversation"))
     assert t.prior == () and [e.user_turn for e in t.events] == [1, 2]
+
+
+@pytest.mark.parametrize(("command", "expected"), [
+    ("cat notes.txt", True), ("ls -la /tmp", True), ("grep -rn TODO src | head -20", True),
+    ("git status", True), ("git log --oneline -5", True), ("/usr/bin/strings ./chall | grep flag", True),
+    ("cat > notes.txt", False), ("echo hi > f", False), ("ls && rm -rf build", False),
+    ("git commit -m x", False), ("python3 exploit.py", False), ("sed -i s/a/b/ f", False),
+    ("cat $(ls)", False), ("curl http://target/flag", False),
+])
+def test_shell_commands_that_only_read_are_observations(command, expected):
+    assert trace("go", ("bash", {"command": command}, "out")).events[-1].observation is expected
