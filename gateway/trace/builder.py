@@ -14,7 +14,7 @@ from gateway.trace.model import (
     OWN_TEXT_MARKER, VETO_MARKER, Conversation, Status, ToolCall, ToolEvent, Trace, Turn,
 )
 from gateway.trace.normalize import args_info, classify, result_info
-from gateway.trace.roles import looks_read_only, neutral_by_shape, own_text_removed
+from gateway.trace.roles import looks_read_only, neutral_by_shape
 from gateway.trace.settings import TraceSettings, tool_key
 
 
@@ -123,9 +123,7 @@ def _pair(turns: tuple[Turn, ...], start: int, end: int, users: int = 0) -> tupl
     rounds = 0
     for turn in turns[start:end]:
         role = turn.role
-        if role == "user":
-            users += is_genuine_user(turn)
-        elif role == "tool":
+        if role == "tool":
             match = _match(turn, by_id, last_round)
             if match is not None:
                 match.result = turn
@@ -141,6 +139,8 @@ def _pair(turns: tuple[Turn, ...], start: int, end: int, users: int = 0) -> tupl
                 last_round = [_Pending(c, rounds, turn.index, None, users) for c in turn.tool_calls]
                 calls.extend(last_round)
                 _register(by_id, last_round)
+        elif role == "user":
+            users += is_genuine_user(turn)
     return calls, users, rounds
 
 
@@ -183,9 +183,9 @@ def _event(p: _Pending, step: int, ctx: _Context, *, proposed: bool = False) -> 
     turn = p.result
     result = turn.text if turn is not None else None
     vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)
-    if result is not None and not vetoed:
-        result = own_text_removed(result)  # e.g. a warning appended to the result the model read
     info = result_info(result, ctx.settings, ctx.results_memo) if result is not None else None
+    if info is not None and info.own_text_at is not None and not vetoed:
+        result = result[:info.own_text_at].rstrip()  # a warning appended to the result the model read
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
     status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)

@@ -15,7 +15,7 @@ import orjson
 
 from gateway.trace.memo import Memo
 from gateway.trace.model import Status
-from gateway.trace.roles import prose, read_only_command
+from gateway.trace.roles import own_text_start, prose, read_only_command
 from gateway.trace.settings import TraceSettings
 
 PLACEHOLDER = "<v>"  # what scrubbed volatile text becomes, so "took 3s" and "took 9s" compare equal
@@ -40,6 +40,8 @@ class ResultInfo(NamedTuple):
     hash: str  # hash of the normalized result
     error: bool  # error patterns or an error flag in a JSON result
     unknown: bool  # the result says the tool does not exist
+    own_text_at: int | None  # where the gateway's own text begins (roles.own_text_start); the
+    # three fields above describe the text before it
 
 
 def text_hash(text: str) -> str:
@@ -92,15 +94,21 @@ def normalize_result(text: str, settings: TraceSettings) -> str:
 
 
 def result_info(text: str, settings: TraceSettings, memo: Memo | None = None) -> ResultInfo:
+    """Hash and flags of a tool result, judged without the gateway's own text appended to it
+    (a warning placed in the last tool result)."""
     memo = memo if memo is not None else settings.memo("results")
     key = _memo_key(text)
     info = memo.get(key)
     if info is None:
+        cut = own_text_start(text)
+        if cut is not None:
+            text = text[:cut]
         value = _result_json(text)  # parsed once for both the hash and the error flags
         info = ResultInfo(
             text_hash(_normalize(text.strip(), value, settings)),
             _json_error(value) or _matches_error(text, settings),
             _says_unknown(text, settings),
+            cut,
         )
         memo.put(key, info)
     return info

@@ -7,6 +7,7 @@ Pure functions over one call; the builder stores their verdicts on each ToolEven
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from gateway.trace.model import OWN_TEXT_MARKER
@@ -72,6 +73,7 @@ def neutral_by_shape(text_only: bool, text: str, result: str | None, ok: bool) -
     return len(body) <= TRIVIAL_RESULT_CHARS or text[:_ECHO_CHARS] in body
 
 
+@lru_cache(maxsize=4096)  # a handful of tool names, judged on every event of every request
 def looks_read_only(name: str) -> bool:
     words = {w.lower() for w in _NAME_WORDS.findall(name)}
     return bool(words & _READ_WORDS) and not words & _WRITE_WORDS
@@ -110,14 +112,21 @@ def read_only_command(value: Any) -> bool:
     return True
 
 
-def own_text_removed(text: str) -> str:
-    """``text`` without the gateway's own text: from the first line that starts with the marker
-    (any case) to the end. A warning is only ever appended, so what precedes it is the tool's."""
+def own_text_start(text: str) -> int | None:
+    """Where the gateway's own text begins in ``text``: the first line that starts with the
+    marker (any case); None when there is none. A warning is only ever appended, so what
+    precedes it is the tool's."""
     if text[:10].lower() == OWN_TEXT_MARKER:
-        return ""
+        return 0
     at = text.find("\n[")
     while at != -1:
         if text[at + 1:at + 11].lower() == OWN_TEXT_MARKER:
-            return text[:at].rstrip()
+            return at
         at = text.find("\n[", at + 1)
-    return text
+    return None
+
+
+def own_text_removed(text: str) -> str:
+    """``text`` without the gateway's own text (see :func:`own_text_start`)."""
+    at = own_text_start(text)
+    return text if at is None else text[:at].rstrip()

@@ -7,6 +7,7 @@ never compiles a regex.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
@@ -146,6 +147,7 @@ class TraceSettings(BaseModel):
         return self._memo[kind]
 
 
+@lru_cache(maxsize=4096)  # a handful of tool names, looked up on every event of every request
 def _tool_key(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
