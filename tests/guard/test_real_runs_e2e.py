@@ -109,8 +109,7 @@ def test_the_same_failure_across_user_turns_is_warned_then_refused(start_guarded
         assert agent.run("please try again").startswith("I'm sorry")
     # Turn 3: the third failure, across three user turns, is warned; turn 6 is refused.
     assert agent.executions["update_order"] == 5
-    anchors = [i for i, r in enumerate(upstream.requests) if "cross turn" in json.dumps(r["json"]).lower()
-               or "cross_turn" in json.dumps(r["json"])]
+    anchors = [r for r in upstream.requests if "across user turns" in json.dumps(r["json"]["messages"][-1:])]
     assert anchors, "a warning naming the cross-turn repeat reached the model"
     if not stream:
         assert agent.actions.count("warn") == 3 and agent.actions[-1] == "reject" and "terminate" not in agent.actions
