@@ -127,11 +127,12 @@ def chain(
       ``consecutive``, but mark the chain ``interleaved``: a delegated fix looks the same;
     - any other call ends the chain when ``consecutive``;
     - otherwise, with ``stop_on_progress``, a call that brought something new (its call+result
-      occurs once in the window) ends it, unless it looks read-only (read/get/list/search...):
-      then it is stepped over and the chain is marked ``interleaved`` (warn only), because an
-      edit or a fix between two runs of a test is progress, a read of something else is not
-      clearly so (not for a polling call: `sleep 20` then `tail log` with new lines is waiting
-      that pays off);
+      occurs once in the window) ends it, unless it looks read-only (read/get/list/search...)
+      and the pattern is a failing call retried: then it is stepped over and the chain is marked
+      ``interleaved`` (warn only), because an edit or a fix between two runs of a test is
+      progress, a read of something else is not clearly so. A poll (`sleep 20`, then `tail log`
+      with new lines) is waiting that pays off, and re-reading a file between reads of others is
+      exploring: both end at the new call as before;
     - calls that brought nothing new are stepped over.
     """
     latest = events[-1]
@@ -154,10 +155,16 @@ def chain(
         elif consecutive:
             break
         elif progress is not None and progress.is_new(event):
-            if not event.observation or latest.polling:  # a poll is answered by what it waits for
+            if not (event.observation and _retrying(latest, members)):
                 break
             members.step_over()
     return members
+
+
+def _retrying(latest: ToolEvent, members: Sequence[ToolEvent]) -> bool:
+    """The pattern is a failing call retried (not a poll, which is answered by what it waits
+    for; not a successful read repeated, which an agent exploring does between other reads)."""
+    return not latest.polling and any(failed(m) for m in members)
 
 
 def same_call(event: ToolEvent, member: ToolEvent) -> bool:

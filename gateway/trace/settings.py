@@ -36,6 +36,9 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r"^(npm|yarn|pnpm) (ERR!|error\b)",  # package managers print no "Error:" prefix
     r"^fatal: ",  # git
     r"\b(command not found|No such file or directory|Permission denied)\b",  # shell failures
+    # An HTTP error page or status line ("403 Forbidden", "HTTP/1.1 502 Bad Gateway").
+    r"\b[45]\d\d (Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Conflict|"
+    r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b",
 )
 # Calls that repeat by design while waiting for something (seed 000 exempts
 # check_background_tasks; Claude Code's BashOutput and Windsurf's command_status read a background

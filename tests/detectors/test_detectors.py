@@ -19,6 +19,7 @@ PASS, WARN, REJECT, TERMINATE = Action.PASS, Action.WARN, Action.REJECT, Action.
 A = ("read_file", {"path": "a.py"}, "x = 1")
 B = ("grep", {"pattern": "TODO"}, "a.py:3: TODO")
 C = ("ls", {"dir": "."}, "a.py b.py")
+FAIL = ("write_file", {"path": "a.py", "content": "x = 2"}, "Error: permission denied")
 EDIT = ("edit_file", {"path": "a.py", "old": "x = 1", "new": "x = 2"}, "edited a.py")
 EDIT2 = ("edit_file", {"path": "a.py", "old": "x = 2", "new": "x = 3"}, "edited a.py again")
 D = ("git_status", {}, "clean")
@@ -57,8 +58,9 @@ def test_no_events_no_finding():
 @pytest.mark.parametrize(("history", "settings", "expected"), [
     ([A, A, A], ExactRepeatSettings(), 3),
     ([A, B, A, B, A], ExactRepeatSettings(), 3),  # non-consecutive within the window
-    ([A, B, A, C, A], ExactRepeatSettings(), 3),  # new reads in between are not progress ...
-    ([A, EDIT, A, EDIT2, A], ExactRepeatSettings(), 0),  # ... but edits are
+    ([A, B, A, C, A], ExactRepeatSettings(), 0),  # ... but B and C each brought something new
+    ([FAIL, B, FAIL, C, FAIL], ExactRepeatSettings(), 3),  # a failing call retried between new reads
+    ([FAIL, EDIT, FAIL, EDIT2, FAIL], ExactRepeatSettings(), 0),  # ... an edit between is progress
     ([A, B, A, C, A], ExactRepeatSettings(reset_on_progress=False), 3),
     ([A, B, A, B, A], ExactRepeatSettings(consecutive=True), 0),
     ([A, A, B, A], ExactRepeatSettings(consecutive=True), 0),  # a different call breaks the run
@@ -96,8 +98,9 @@ def test_no_progress_default_ladder(repeats, expected):
 @pytest.mark.parametrize(("history", "expected"), [
     ([A, A, new_result(3), A], 0),  # ... the previous identical call returned something else
     ([A, B, A, B, A], 3),  # interleaved calls that bring nothing new are stepped over
-    ([A, ("grep", {"pattern": "x"}, "new hit"), A], 2),  # a new read in between: stepped over ...
-    ([A, EDIT, A], 0),  # ... a new call that may change things (an edit) is progress
+    ([A, ("grep", {"pattern": "x"}, "new hit"), A], 0),  # one that brought something new is progress
+    ([FAIL, ("grep", {"pattern": "x"}, "new hit"), FAIL], 2),  # ... unless a failing call is retried
+    ([FAIL, EDIT, FAIL], 0),  # ... and the call between is a read, not an edit
     ([A, C, A, C, A, C], 3),
     ([A, A, VETO, A], 3),  # another call in between, vetoed: still no progress for A
 ])

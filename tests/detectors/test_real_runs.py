@@ -160,7 +160,17 @@ def shell_edits_between_same_failure():
     return ["make the tests pass", *steps]
 
 
+def exploring_rereads():
+    # Coming back to the same unchanged file between reads of others is exploring, not a loop.
+    steps = []
+    for i in range(8):
+        steps += [("Read", {"file_path": "/repo/src/core.py"}, "class Core:\n    def run(self): ...\n" * 10),
+                  ("Read", {"file_path": f"/repo/src/plugin_{i}.py"}, f"from core import Core\nclass Plugin{i}(Core): ...\n")]
+    return ["explain how plugins use core.py", *steps]
+
+
 HEALTHY = {
+    "re-reading one file between reads of others": exploring_rereads,
     "shell edits (sed -i) and a look between identical failing runs": shell_edits_between_same_failure,
     "a delegated fix between identical failing checks": delegated_fixes_between_same_failure,
     "different fixes, same failing test, think between": edits_between_same_failure,
@@ -176,7 +186,7 @@ def test_healthy_interleaving_is_never_blocked(script):
 
 
 @pytest.mark.parametrize("script", [edits_between_same_failure, thinking_through_pages, planning_a_migration,
-                                    shell_edits_between_same_failure])
+                                    shell_edits_between_same_failure, exploring_rereads])
 def test_healthy_interleaving_stays_quiet(script):
     assert strongest(script()) == Action.PASS
 

@@ -127,3 +127,11 @@ def test_conversation_scope_has_no_prior_events_but_numbers_turns():
 ])
 def test_shell_commands_that_only_read_are_observations(command, expected):
     assert trace("go", ("bash", {"command": command}, "out")).events[-1].observation is expected
+
+
+@pytest.mark.parametrize(("result", "status"), [
+    ("<html><h1>403 Forbidden</h1></html>", "error"), ("HTTP/1.1 502 Bad Gateway", "error"),
+    ("HTTP/1.1 200 OK\n\nhello", "ok"), ("See the 404 page design in docs/errors.md", "ok"),
+])
+def test_http_error_pages_are_failures(result, status):
+    assert trace("go", ("fetch", {"url": "http://x"}, result)).events[-1].status == status
