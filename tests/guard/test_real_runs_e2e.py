@@ -56,6 +56,26 @@ def test_a_loop_with_think_calls_between_is_warned_vetoed_and_ended(start_guarde
         assert "warn" in agent.actions and agent.actions[-1] == "terminate"
 
 
+def update_then_look(request: dict) -> Reply:
+    """Retries the failing update forever, looking up another record in between."""
+    if last_call(request) == "update_order":
+        n = calls_made(request, "get_order")
+        return Reply(tool_calls=[("get_order", json.dumps({"order_id": f"#W{n}"}))])
+    return Reply(tool_calls=[("update_order", UPDATE)])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_loop_with_new_reads_between_is_warned_and_never_blocked(start_guarded, stream):
+    upstream, client, _ = start_guarded(update_then_look, DEFAULT)
+    tools = {"update_order": lambda a: LOCKED, "get_order": lambda a: json.dumps({"order": a["order_id"]})}
+    agent = Agent(client, tools=tools, stream=stream, specs=declare("update_order", "get_order"))
+    assert agent.run("change the item in my order", max_steps=16) is None  # the agent's own cap
+    assert agent.executions["update_order"] == 8  # never vetoed
+    assert any("[LoopGuard]" in json.dumps(r["json"]["messages"][-1:]) for r in upstream.requests)
+    if not stream:
+        assert "warn" in agent.actions and set(agent.actions) <= {"pass", "warn"}
+
+
 def fix_think_test(request: dict) -> Reply:
     """Healthy: a different fix each time, a thought between, the same failing test until the
     fifth fix makes it pass."""
