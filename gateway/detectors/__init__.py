@@ -54,8 +54,8 @@ def largest_window(settings: dict[str, DetectorSettings]) -> int:
 
 
 __all__ = [
-    "REGISTRY", "CrossTurnSettings", "CycleSettings", "Detector", "StagnationSettings", "DetectorSettings", "ErrorRepeatSettings",
-    "ExactRepeatSettings", "Finding", "NoProgressSettings", "PostCompactionSettings", "RequiredToolSettings", "RetrievalSettings",
-    "SimilarRepeatSettings",
-    "ToolRoundsSettings", "UnknownToolSettings", "default_settings", "largest_window",
+    "REGISTRY", "CrossTurnSettings", "CycleSettings", "Detector", "DetectorSettings", "ErrorRepeatSettings",
+    "ExactRepeatSettings", "Finding", "NoProgressSettings", "PostCompactionSettings", "RequiredToolSettings",
+    "RetrievalSettings", "SimilarRepeatSettings", "StagnationSettings", "ToolRoundsSettings",
+    "UnknownToolSettings", "default_settings", "largest_window",
 ]

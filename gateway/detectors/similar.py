@@ -93,16 +93,23 @@ def _alternatives(a: ToolEvent, b: ToolEvent) -> bool:
     return bool(leaves) and all(_value_like(v) for pair in leaves for v in pair)
 
 
-def _differing_leaves(x: object, y: object) -> list[tuple[object, object]]:
-    """The pairs of values where two JSON structures of the same shape differ; [] when their
+def _differing_leaves(x: object, y: object) -> list[tuple[object, object]] | None:
+    """The pairs of values where two JSON structures of the same shape differ; None when their
     shapes differ (another set of fields is a different request, not another value)."""
+    if x == y:
+        return []
     if isinstance(x, dict) and isinstance(y, dict):
         if x.keys() != y.keys():
-            return []
-        pairs = [_differing_leaves(x[k], y[k]) if x[k] != y[k] else [] for k in x]
-        return [] if any(x[k] != y[k] and not p for k, p in zip(x, pairs)) else [q for p in pairs for q in p]
+            return None
+        out: list[tuple[object, object]] = []
+        for key in x:
+            found = _differing_leaves(x[key], y[key])
+            if found is None:
+                return None
+            out += found
+        return out
     if isinstance(x, dict | list) or isinstance(y, dict | list):
-        return []
+        return None
     return [(x, y)]
 
 
