@@ -51,9 +51,10 @@ DEFAULT_POLLING_ARGS_PATTERNS: tuple[str, ...] = (r"\bsleep\s+\d", r'"action":"p
 # to-do list with new text each time. Compared after lower-casing and dropping everything but
 # letters and digits, so "TodoWrite", "todo_write" and "todo-write" are one name.
 DEFAULT_NEUTRAL_TOOLS: frozenset[str] = frozenset({
-    "think", "thinking", "reflect", "reflection", "plan", "update_plan", "todo_write", "write_todos",
-    "todo_read", "update_todos", "log", "log_thought", "note", "take_note", "sequentialthinking",
-    "scratchpad", "record_thought", "update_memory",
+    "think", "thinking", "think_tool", "thought", "reasoning", "reflect", "reflection", "plan",
+    "update_plan", "write_plan", "plan_update", "todo", "todos", "todo_write", "write_todos",
+    "todo_read", "update_todos", "update_todo", "todo_update", "log", "log_thought", "log_note",
+    "note", "take_note", "sequentialthinking", "scratchpad", "record_thought", "update_memory",
 })
 DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
     r"\b(unknown|unrecognized|invalid|undefined) (tool|function)\b",
