@@ -108,6 +108,14 @@ def test_no_progress_count(history, expected):
     assert count("no_progress", trace_of(*history)) == expected
 
 
+def test_repeats_found_before_a_new_read_may_still_block():
+    read = ("grep", {"pattern": "x"}, "new hit")
+    # A failure, a read, then 5 identical failures in a row: those 5 alone reach reject.
+    assert action("no_progress", trace_of(FAIL, read, *[FAIL] * 5)) is REJECT
+    # 2 before the read and 3 after: 5 in all, but only a warning.
+    assert action("no_progress", trace_of(*[FAIL] * 2, read, *[FAIL] * 3)) is WARN
+
+
 def test_no_progress_proposed_call_counts_as_a_repeat():
     trace = trace_of(A, A, A, A)
     assert count("no_progress", propose(trace, *A[:2])) == 5

@@ -4,7 +4,7 @@ import pytest
 
 from gateway.config import ConfigError, SessionsConfig, load_config
 from gateway.protocols.chat.parse import conversation_from_body
-from gateway.state.session import session_id
+from gateway.state.session import is_fingerprint, session_id
 
 BODY = {"model": "m", "user": "alice", "metadata": {"session_id": "meta-1", "run": "run-9"},
         "messages": [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "task"}]}
@@ -67,3 +67,11 @@ def test_invalid_state_config_names_the_key(tmp_path, text, where, reason):
     with pytest.raises(ConfigError) as err:
         load_config(path, env={})
     assert err.value.path == where and reason in err.value.reason
+
+
+def test_fingerprinted_sessions_are_told_apart_from_named_ones():
+    conv = conversation_from_body({"messages": [{"role": "system", "content": "s"},
+                                                {"role": "user", "content": "task"}]})
+    assert is_fingerprint(session_id({}, {"messages": []}, conv))
+    assert not is_fingerprint(session_id({"x-loopguard-session": "run-1"}, {"messages": []}, conv))
+    assert not is_fingerprint(session_id({}, {"messages": [], "user": "alice"}, conv))
