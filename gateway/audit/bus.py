@@ -30,8 +30,9 @@ class AuditBus:
     def find(self, name: str) -> Any:
         return next((s for s in self.sinks if s.name == name), None)
 
-    def emit(self, event: InterventionEvent) -> None:
-        for sink in self.sinks:
+    def emit(self, event: InterventionEvent, sinks: list[Sink] | None = None) -> None:
+        """To every sink, or to ``sinks`` (a follow-up event meant for some of them)."""
+        for sink in self.sinks if sinks is None else sinks:
             try:
                 sink.emit(event)
             except Exception as exc:  # noqa: BLE001 - an audit sink must never fail a request

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
@@ -12,6 +12,16 @@ from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import Trace
 
 EVENT = "loop_intervention"
+SAVINGS_EVENT = "loop_savings"
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedWork:
+    """What a reject / terminate kept from happening, for the savings estimate: the model and
+    the history its next round would have sent. Never written by a sink (it holds content)."""
+
+    model: str
+    messages: list[Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +41,13 @@ class InterventionEvent:
     phase: str  # "request" (executed history) or "response" (a proposed call)
     request_id: str | None = None
     description: str = ""
+    work: StoppedWork | None = field(default=None, repr=False, compare=False)  # for the savings sink only
 
     name: ClassVar[str] = EVENT
 
     def fields(self) -> dict[str, Any]:
-        """Everything but the event name, JSON-ready (steps as a list)."""
-        out = asdict(self)
+        """Everything but the event name and the stopped work, JSON-ready (steps as a list)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "work"}
         out["steps"] = list(self.steps)
         return out
 
@@ -46,7 +57,7 @@ class InterventionEvent:
 
 def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
                  action: Action | None = None, agent: str | None = None, run: int = 0,
-                 request_id: str | None = None) -> InterventionEvent | None:
+                 request_id: str | None = None, work: StoppedWork | None = None) -> InterventionEvent | None:
     """The event for a judgement; None when it has no finding (nothing to audit)."""
     finding = judgement.finding
     if finding is None:
@@ -62,8 +73,34 @@ def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
         detector=finding.detector, action=applied.label, would=would.label,
         tool=",".join(finding.tools), count=finding.count, steps=tuple(finding.steps),
         shadow=judgement.shadow or applied < would, phase=phase, request_id=request_id,
-        description=finding.description,
+        description=finding.description, work=work if applied >= Action.REJECT else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SavingsEvent:
+    """Follows each ``loop_intervention`` that stopped work (reject, terminate), with the same
+    request id: the tokens and dollars one more looping round would have cost. Estimated off the
+    request path, so it arrives shortly after its intervention."""
+
+    time: str
+    session: str
+    request_id: str | None
+    detector: str
+    action: str  # reject | terminate
+    phase: str
+    model: str
+    tokens: int
+    cost_usd: float | None  # None: the model is not in litellm's price table, or litellm is absent
+    estimated: bool  # tokens counted as characters / 4 (the price table was not loaded yet)
+
+    name: ClassVar[str] = SAVINGS_EVENT
+
+    def fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": SAVINGS_EVENT, **self.fields()}
 
 
 def run_number(trace: Trace | None) -> int:

@@ -6,7 +6,7 @@ from typing import Any
 
 import structlog
 
-from gateway.audit.events import EVENT, InterventionEvent
+from gateway.audit.events import InterventionEvent, SavingsEvent
 
 
 class LogSink:
@@ -17,5 +17,5 @@ class LogSink:
         # decides where these lines go.
         self.log = log if log is not None else structlog.get_logger("loopguard")
 
-    def emit(self, event: InterventionEvent) -> None:
-        self.log.info(EVENT, **event.fields())
+    def emit(self, event: InterventionEvent | SavingsEvent) -> None:
+        self.log.info(event.name, **event.fields())

@@ -36,6 +36,12 @@ class GatewayMetrics:
         self.warn_outcomes = Counter("loopguard_warn_outcomes",
                                      "After a warn, did the run break the pattern (recovered) or persist",
                                      ["detector", "outcome"], registry=r)
+        self.tokens_saved = Counter("loopguard_tokens_saved",
+                                    "Tokens one more round of each stopped loop would have cost (reject, terminate)",
+                                    ["detector", "model"], registry=r)
+        self.cost_saved = Counter("loopguard_cost_saved_usd",
+                                  "USD one more round of each stopped loop would have cost, at litellm's list "
+                                  "prices (models it cannot price add tokens only)", ["detector", "model"], registry=r)
         self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
         self._children: dict[tuple[Any, ...], Any] = {}  # label values -> child, built once each
         self.engine = EngineStats()  # this app's fail-opens (see policy.engine.counting_into)
@@ -93,4 +99,5 @@ class MetricsSink:
         self.metrics = metrics
 
     def emit(self, event: InterventionEvent) -> None:
-        self.metrics.intervention(event)
+        if isinstance(event, InterventionEvent):  # savings events are counted by their own sink
+            self.metrics.intervention(event)

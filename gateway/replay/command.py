@@ -63,7 +63,7 @@ def _replay_all(reading: Reading, policy: Policy, agent: str | None, *, show_pro
 
 def _price(results: list[Result], reading: Reading, model: str | None, quiet: bool, err: IO[str]) -> set[str]:
     """Savings for each conversation the policy would have stopped; the models it could not price."""
-    from gateway.replay.cost import Pricer
+    from gateway.savings import Pricer
 
     stopped = [(r, rec) for r, rec in zip(results, reading.conversations) if r.cut is not None]
     if stopped and not quiet:

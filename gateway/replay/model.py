@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gateway.savings import Savings  # the messages after the point where the run would have stopped
+
 ACTIONS = ("warn", "reject", "terminate")
 
 
@@ -29,13 +31,6 @@ class Row:
     repeat: int  # calls so far in this run with the same tool and canonical arguments (1 = first)
     marks: list[Mark] = field(default_factory=list)
     dropped: bool = False  # withheld with the rest of a round whose earlier call was refused
-
-
-@dataclass(slots=True)
-class Savings:
-    tokens: int  # tokens of the messages after the point where the run would have been stopped
-    cost: float | None  # USD; None when the model is not in the price table
-    estimated: bool  # tokens estimated as chars/4 (unknown model, or litellm unavailable)
 
 
 @dataclass(slots=True)

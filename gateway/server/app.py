@@ -15,6 +15,7 @@ from gateway.config import Config
 from gateway.metrics.endpoint import metrics_endpoint
 from gateway.metrics.middleware import RequestMetrics
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
+from gateway.metrics.savings import add_savings
 from gateway.policy.holder import PolicyHolder
 from gateway.server.chat import chat_completions
 from gateway.server.context import Gateway
@@ -47,6 +48,7 @@ def build_app(
         audit=build_bus(config.audit),
         metrics=GatewayMetrics(),
     )
+    add_savings(gateway.audit, gateway.metrics)  # prices reject/terminate off the request path
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
     gateway.metrics.watch(gateway)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from gateway.audit.events import StoppedWork
 from gateway.guard.audit import audit
 from gateway.guard.expectation import TurnGuard
 from gateway.guard.request import RequestPlan, veto_record
@@ -63,7 +64,7 @@ class Exchange:
             plan = self.plan
             audit(self.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
                   action=action, bus=self.gateway.audit, agent=plan.policy.agent, trace=plan.trace,
-                  request_id=self.request_id)
+                  request_id=self.request_id, work=StoppedWork(self.model, plan.messages))
         if action > self.action or (action == self.action and self.detector is None):
             self.action, self.detector = action, judgement.detector
 

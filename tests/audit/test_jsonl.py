@@ -15,10 +15,15 @@ def test_every_event_is_one_json_line(tmp_path):
     path = tmp_path / "audit" / "events.jsonl"
     with guarded(stubborn(), tmp_path, audit={"jsonl_path": str(path)}) as gw:
         Agent(gw.client, tools={"read_file": lambda a: "same"}).run("go")
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [(e["event"], e["action"]) for e in lines] == [
-        ("loop_intervention", "warn"), ("loop_intervention", "reject"), ("loop_intervention", "terminate")]
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    lines = [e for e in records if e["event"] == "loop_intervention"]
+    assert [e["action"] for e in lines] == ["warn", "reject", "terminate"]
     assert lines[0]["steps"] == [1, 2, 3] and lines[0]["tool"] == "read_file"
+    # Each stop is followed by what it saved (estimated off the request path, drained at shutdown).
+    savings = [e for e in records if e["event"] == "loop_savings"]
+    assert sorted((e["action"], e["request_id"]) for e in savings) == [
+        (e["action"], e["request_id"]) for e in lines[1:]]
+    assert all(e["tokens"] > 0 and e["detector"] == "no_progress" for e in savings)
 
 
 def test_appends_across_restarts(tmp_path):

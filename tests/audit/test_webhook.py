@@ -63,11 +63,14 @@ def test_events_are_posted_with_the_configured_headers(tmp_path):
     receiver = Receiver()
     with serve(receiver.app) as hook_url, guarded(stubborn(), tmp_path, audit=webhook_config(hook_url + "/hook")) as gw:
         Agent(gw.client, tools={"read_file": lambda a: "same"}).run("go")
-        assert wait_for(lambda: len(receiver.received) == 3)
-        assert metric(gw.url, "loopguard_audit_webhook_sent_total") == 3
-    bodies = [body for body, _ in receiver.received]
+        # three interventions, and what the reject and the terminate saved
+        assert wait_for(lambda: len(receiver.received) == 5)
+        assert metric(gw.url, "loopguard_audit_webhook_sent_total") == 5
+    bodies = [body for body, _ in receiver.received if body["event"] == "loop_intervention"]
     assert [b["action"] for b in bodies] == ["warn", "reject", "terminate"]  # in order
-    assert all(b["event"] == "loop_intervention" and b["detector"] == "no_progress" for b in bodies)
+    assert all(b["detector"] == "no_progress" for b in bodies)
+    saved = [body for body, _ in receiver.received if body["event"] == "loop_savings"]
+    assert sorted(b["action"] for b in saved) == ["reject", "terminate"]
     assert receiver.received[0][1]["authorization"] == "Bearer audit-token"
 
 
@@ -78,10 +81,11 @@ def test_server_down_traffic_unaffected_drops_and_retries_counted(tmp_path):
         # The same outcome as without a webhook: three executions, then the run is ended.
         assert agent.executions["read_file"] == 3 and "stopped" in answer
         sink = gw.gateway.audit.find("webhook")
-        assert wait_for(lambda: sink.dropped["undeliverable"] == 3)
-        assert sink.retries == 6 and sink.sent == 0  # 2 retries per event
-        assert metric(gw.url, "loopguard_audit_webhook_dropped_total", reason="undeliverable") == 3
-        assert metric(gw.url, "loopguard_audit_webhook_retries_total") == 6
+        # three interventions and two loop_savings events (the reject's and the terminate's)
+        assert wait_for(lambda: sink.dropped["undeliverable"] == 5)
+        assert sink.retries == 10 and sink.sent == 0  # 2 retries per event
+        assert metric(gw.url, "loopguard_audit_webhook_dropped_total", reason="undeliverable") == 5
+        assert metric(gw.url, "loopguard_audit_webhook_retries_total") == 10
 
 
 async def deliver_one(sink: WebhookSink) -> None:
