@@ -1,0 +1,62 @@
+"""LoopGuard's own parts for a guardrail instance: the policy (hot-reloaded), the state store
+(memory, or Redis through LoopGuard's ``state`` config), the audit bus with its savings sink."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from gateway.audit.bus import AuditBus, build_bus
+from gateway.config import Config, load_config
+from gateway.metrics.registry import GatewayMetrics, MetricsSink
+from gateway.metrics.savings import add_savings
+from gateway.policy.holder import PolicyHolder
+from gateway.policy.loader import shipped_policy_path
+from gateway.state import build_store
+from gateway.state.base import StateStore
+
+
+def policy_path(ref: str | None) -> Path | None:
+    """A policy file, or the name of a shipped pack (default, shadow, warn-only, strict, ...)."""
+    if not ref:
+        return None
+    path = Path(ref)
+    if path.is_file() or path.suffix in (".yaml", ".yml") or "/" in ref:
+        return path
+    return shipped_policy_path(ref)
+
+
+@dataclass
+class Runtime:
+    config: Config
+    policies: PolicyHolder
+    store: StateStore
+    audit: AuditBus
+    metrics: GatewayMetrics
+    log: Any = field(default_factory=lambda: structlog.get_logger("loopguard"))
+    _started: bool = False
+    _tasks: list[asyncio.Task] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, policy: str | None = None, config_path: str | None = None) -> Runtime:
+        """A bad policy or config file raises here, so the proxy refuses to start with it."""
+        config = load_config(config_path)
+        path = policy_path(policy) or (Path(config.policy) if config.policy else None)
+        metrics = GatewayMetrics()
+        audit = build_bus(config.audit)
+        add_savings(audit, metrics)
+        audit.add(MetricsSink(metrics))
+        return cls(config, PolicyHolder(path), build_store(config.state), audit, metrics)
+
+    async def ensure_started(self) -> None:
+        """Starts the policy watcher and the audit sinks on the proxy's event loop, on the first
+        call (the proxy offers guardrails no startup hook)."""
+        if self._started:
+            return
+        self._started = True
+        self._tasks.append(asyncio.create_task(self.policies.watch(), name="loopguard-policy-watch"))
+        await self.audit.start()

@@ -1,0 +1,50 @@
+"""One LiteLLM proxy for this directory (it takes seconds to start), in front of one upstream
+whose model loops or behaves depending on the conversation's first prompt."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from support.litellm_proxy import MASTER_KEY, litellm_proxy, proxy_config
+from support.looping import RespondingUpstream
+from support.policies import ladder_policy
+from support.servers import serve
+from support.upstream import Reply
+
+HEALTHY = "healthy:"  # prompts starting with this get a model that reads three files and answers
+
+
+def model(request: dict) -> Reply:
+    messages = request.get("messages") or []
+    prompt = next((m.get("content") for m in messages if m.get("role") == "user"), "") or ""
+    if not prompt.startswith(HEALTHY):
+        return Reply(tool_calls=[("read_file", '{"path": "a.txt"}')])  # loops whatever it is told
+    done = sum(1 for m in messages if m.get("role") == "tool")
+    if done < 3:
+        return Reply(tool_calls=[("read_file", f'{{"path": "{done}.txt"}}')])
+    return Reply(content="All three files read.")
+
+
+@pytest.fixture(scope="package")
+def upstream():
+    responding = RespondingUpstream(model)
+    with serve(responding.app) as url:
+        responding.url = url
+        yield responding
+
+
+@pytest.fixture(scope="package")
+def proxy(upstream, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("litellm")
+    policy = workdir / "policy.yaml"
+    policy.write_text(ladder_policy())  # no_progress: warn 3, reject 4, terminate 5
+    guardrail = {"guardrail_name": "loopguard", "litellm_params": {
+        "guardrail": "gateway.integrations.litellm.LoopGuardrail", "mode": ["pre_call", "post_call"],
+        "default_on": True, "loopguard_policy": str(policy)}}
+    with litellm_proxy(proxy_config(upstream.url, guardrail), workdir) as running:
+        yield running
+
+
+@pytest.fixture
+def client(proxy):
+    return openai.OpenAI(base_url=proxy.url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=60)
