@@ -65,10 +65,14 @@ class LoopGuardrail(CustomGuardrail):
 
     async def async_moderation_hook(self, data: dict, user_api_key_dict: Any, call_type: str) -> Any:
         turn = await self._plan(user_api_key_dict, data, call_type)
-        if turn is None or turn.plan.judgement.finding is None:
+        if turn is None:
             return None
         plan = turn.plan
-        # The request is already on its way: only an end can still be applied.
+        # The request is already on its way: only an end can still be applied, and a re-ask
+        # continues from what the model was actually sent.
+        plan.messages = data["messages"]
+        if plan.judgement.finding is None:
+            return None
         applied = Action.TERMINATE if plan.action == Action.TERMINATE else Action.PASS
         turn.record(plan.judgement, applied, "request")
         if applied == Action.TERMINATE:

@@ -3,9 +3,13 @@ whose model loops or behaves depending on the conversation's first prompt."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import openai
 import pytest
-from support.litellm_proxy import MASTER_KEY, litellm_proxy, proxy_config
+from support.litellm_proxy import MASTER_KEY, Proxy, litellm_proxy, proxy_config
 from support.looping import RespondingUpstream
 from support.policies import ladder_policy
 from support.servers import serve
@@ -33,18 +37,29 @@ def upstream():
         yield responding
 
 
-@pytest.fixture(scope="package")
-def proxy(upstream, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("litellm")
+@contextmanager
+def guarded_proxy(upstream, workdir: Path, modes: list[str], policy_extra: str = "") -> Iterator[Proxy]:
+    """The proxy with the guardrail as an operator enables it; no_progress warns at 3 repeats,
+    rejects at 4, terminates at 5."""
     policy = workdir / "policy.yaml"
-    policy.write_text(ladder_policy())  # no_progress: warn 3, reject 4, terminate 5
+    policy.write_text(ladder_policy(policy_extra))
     guardrail = {"guardrail_name": "loopguard", "litellm_params": {
-        "guardrail": "gateway.integrations.litellm.LoopGuardrail", "mode": ["pre_call", "post_call"],
+        "guardrail": "gateway.integrations.litellm.LoopGuardrail", "mode": modes,
         "default_on": True, "loopguard_policy": str(policy)}}
     with litellm_proxy(proxy_config(upstream.url, guardrail), workdir) as running:
         yield running
 
 
+def sdk(proxy: Proxy) -> openai.OpenAI:
+    return openai.OpenAI(base_url=proxy.url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=60)
+
+
+@pytest.fixture(scope="package")
+def proxy(upstream, tmp_path_factory):
+    with guarded_proxy(upstream, tmp_path_factory.mktemp("litellm"), ["pre_call", "post_call"]) as running:
+        yield running
+
+
 @pytest.fixture
 def client(proxy):
-    return openai.OpenAI(base_url=proxy.url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=60)
+    return sdk(proxy)

@@ -1,0 +1,37 @@
+"""Which LoopGuard session a LiteLLM request belongs to."""
+
+from __future__ import annotations
+
+from gateway.config import SessionsConfig
+from gateway.integrations.litellm.session import client_body, client_headers, session_of
+
+SOURCES = SessionsConfig()
+MESSAGES = [{"role": "system", "content": "You are a coder."}, {"role": "user", "content": "fix the bug"}]
+
+
+def request(**extra) -> dict:
+    return {"model": "m", "messages": MESSAGES, "litellm_call_id": "call-1", **extra}
+
+
+def test_litellm_session_id_first_then_configured_sources_then_fingerprint():
+    assert session_of(request(litellm_session_id="s1", user="u"), "key", SOURCES) == "k:key/l:s1"
+    assert session_of(request(metadata={"session_id": "s2"}), "key", SOURCES) == "k:key/l:s2"
+    headers = {"proxy_server_request": {"headers": {"X-LoopGuard-Session": "run-7"}}}
+    assert session_of(request(user="u", **headers), "key", SOURCES) == "k:key/h:run-7"
+    assert session_of(request(user="u"), "key", SOURCES) == "k:key/u:u"
+    fingerprinted = session_of(request(), "key", SOURCES)
+    assert fingerprinted.startswith("k:key/f:")
+    # the same conversation start is the same session, whatever the request id
+    assert session_of(request(litellm_call_id="call-2"), "key", SOURCES) == fingerprinted
+
+
+def test_two_keys_never_share_a_session():
+    assert session_of(request(user="u"), "key-a", SOURCES) != session_of(request(user="u"), "key-b", SOURCES)
+
+
+def test_the_client_body_leaves_litellms_bookkeeping_out():
+    data = request(stream=True, tools=[{"type": "function"}], metadata={"session_id": "s"},
+                   proxy_server_request={"headers": {"Authorization": "Bearer sk-x", "X-Session-Id": "7"}},
+                   litellm_logging_obj=object(), _litellm_strip_stream_usage=True, secret_fields={})
+    assert client_body(data) == {"model": "m", "tools": [{"type": "function"}]}
+    assert client_headers(data) == {"x-session-id": "7"}  # never the credential
