@@ -23,6 +23,7 @@ from gateway.metrics.registry import GatewayMetrics
 from gateway.savings import Pricer, Savings, estimate, one_round
 
 _READY = object()  # the price table finished loading (or litellm is not installed)
+MAX_MODELS = 200  # the model label comes from clients: beyond this many, "other" (bounded series)
 _STOP = object()
 _Item = tuple[InterventionEvent, StoppedWork]
 
@@ -40,6 +41,7 @@ class SavingsSink:
         self.dropped = 0
         self.estimated = 0  # events counted before the price table was there
         self._pending: list[tuple[_Item, Savings]] = []  # counted by estimate, cost still to add
+        self._models: set[str] = set()  # model label values in use
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
 
@@ -112,11 +114,19 @@ class SavingsSink:
         for (event, work), counted in pending:
             cost = self.pricer.savings(one_round(work.messages), work.model).cost if priced else None
             if cost:
-                self.metrics.cost_saved.labels(event.detector, work.model or "unknown").inc(cost)
+                self.metrics.cost_saved.labels(event.detector, self._model(work)).inc(cost)
             self._send(event, work, Savings(counted.tokens, cost, True))
 
+    def _model(self, work: StoppedWork) -> str:
+        model = (work.model or "unknown")[:100]
+        if model not in self._models:
+            if len(self._models) >= MAX_MODELS:
+                return "other"
+            self._models.add(model)
+        return model
+
     def _count(self, event: InterventionEvent, work: StoppedWork, savings: Savings) -> None:
-        model = work.model or "unknown"
+        model = self._model(work)
         self.metrics.tokens_saved.labels(event.detector, model).inc(savings.tokens)
         if savings.cost:
             self.metrics.cost_saved.labels(event.detector, model).inc(savings.cost)
