@@ -40,7 +40,8 @@ def proxy_config(upstream_url: str, guardrail: dict) -> dict:
         "model_list": [{"model_name": MODEL, "litellm_params": {
             "model": f"openai/{MODEL}", "api_base": upstream_url + "/v1", "api_key": "sk-upstream"}}],
         "guardrails": [guardrail],
-        "litellm_settings": {"telemetry": False, "num_retries": 0},
+        # prometheus: LiteLLM's /metrics, where the guardrail's savings counters show up too
+        "litellm_settings": {"telemetry": False, "num_retries": 0, "callbacks": ["prometheus"]},
         "general_settings": {"master_key": MASTER_KEY},
     }
 

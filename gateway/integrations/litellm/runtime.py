@@ -30,6 +30,20 @@ def policy_path(ref: str | None) -> Path | None:
     return shipped_policy_path(ref)
 
 
+_METRICS: list[GatewayMetrics] = []
+
+
+def shared_metrics() -> GatewayMetrics:
+    """LoopGuard's counters in prometheus_client's default registry, which LiteLLM's ``/metrics``
+    serves (``callbacks: ["prometheus"]``). One set per process: LiteLLM may build a guardrail
+    more than once, and a registry takes each metric name once."""
+    if not _METRICS:
+        from prometheus_client import REGISTRY  # noqa: PLC0415
+
+        _METRICS.append(GatewayMetrics(REGISTRY))
+    return _METRICS[0]
+
+
 @dataclass
 class Runtime:
     config: Config
@@ -46,7 +60,7 @@ class Runtime:
         """A bad policy or config file raises here, so the proxy refuses to start with it."""
         config = load_config(config_path)
         path = policy_path(policy) or (Path(config.policy) if config.policy else None)
-        metrics = GatewayMetrics()
+        metrics = shared_metrics()
         audit = build_bus(config.audit)
         add_savings(audit, metrics)
         audit.add(MetricsSink(metrics))

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from support.agent import Agent
+from support.litellm_proxy import MASTER_KEY
+from support.waiting import wait_for
 
 from .conftest import HEALTHY
 
@@ -43,6 +47,21 @@ def test_a_looping_agent_is_warned_vetoed_and_ended(client, upstream, stream):
     assert reask[-1]["role"] == "tool" and reask[-1]["content"].startswith("[loopguard]")
     # the client's history holds only the three executed calls and the final answer
     assert [m["role"] for m in agent.messages] == ["user"] + ["assistant", "tool"] * 3 + ["assistant"]
+
+
+def test_savings_show_up_in_litellms_metrics(client, proxy):
+    Agent(client, tools={"read_file": lambda a: "the same text"}).run("summarise d.txt")
+    # LiteLLM's /metrics (its prometheus callback) serves LoopGuard's counters too
+    assert wait_for(lambda: saved_tokens(proxy.url) > 0, timeout=30)
+
+
+def saved_tokens(url: str) -> float:
+    text = httpx.get(url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "loopguard_tokens_saved_total" and sample.labels.get("model") == "test-model":
+                return sample.value
+    return 0.0
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
