@@ -9,6 +9,7 @@ request, not a session: it links the pre-call judgement to the post-call hooks.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,12 +39,17 @@ def client_headers(data: Mapping[str, Any]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in headers.items() if str(k).lower() != "authorization"}
 
 
-def session_of(data: Mapping[str, Any], key_hash: str | None, sources: SessionsConfig) -> str:
+def session_of(data: Mapping[str, Any], key: str | None, sources: SessionsConfig) -> str:
     explicit = _litellm_session(data) or _configured(data, sources)
     if explicit is None:
         explicit = "f:" + fingerprint(conversation_from_body({"messages": data.get("messages"),
                                                              "tools": data.get("tools")}))
-    return f"k:{(key_hash or 'none')[:16]}/{explicit}"[:300]
+    return f"k:{_digest(key)}/{explicit}"[:300]
+
+
+def _digest(key: str | None) -> str:
+    """LiteLLM hands hooks a hash of the key already; hashed again, no form of it is ever kept."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16] if key else "none"
 
 
 def _litellm_session(data: Mapping[str, Any]) -> str | None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from gateway.config import SessionsConfig
 from gateway.integrations.litellm.session import client_body, client_headers, session_of
 
 SOURCES = SessionsConfig()
+KEY = "k:" + hashlib.sha256(b"key").hexdigest()[:16]
 MESSAGES = [{"role": "system", "content": "You are a coder."}, {"role": "user", "content": "fix the bug"}]
 
 
@@ -14,13 +17,13 @@ def request(**extra) -> dict:
 
 
 def test_litellm_session_id_first_then_configured_sources_then_fingerprint():
-    assert session_of(request(litellm_session_id="s1", user="u"), "key", SOURCES) == "k:key/l:s1"
-    assert session_of(request(metadata={"session_id": "s2"}), "key", SOURCES) == "k:key/l:s2"
+    assert session_of(request(litellm_session_id="s1", user="u"), "key", SOURCES) == KEY + "/l:s1"
+    assert session_of(request(metadata={"session_id": "s2"}), "key", SOURCES) == KEY + "/l:s2"
     headers = {"proxy_server_request": {"headers": {"X-LoopGuard-Session": "run-7"}}}
-    assert session_of(request(user="u", **headers), "key", SOURCES) == "k:key/h:run-7"
-    assert session_of(request(user="u"), "key", SOURCES) == "k:key/u:u"
+    assert session_of(request(user="u", **headers), "key", SOURCES) == KEY + "/h:run-7"
+    assert session_of(request(user="u"), "key", SOURCES) == KEY + "/u:u"
     fingerprinted = session_of(request(), "key", SOURCES)
-    assert fingerprinted.startswith("k:key/f:")
+    assert fingerprinted.startswith(KEY + "/f:")
     # the same conversation start is the same session, whatever the request id
     assert session_of(request(litellm_call_id="call-2"), "key", SOURCES) == fingerprinted
 
