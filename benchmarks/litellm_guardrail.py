@@ -84,7 +84,7 @@ def targets() -> Iterator[dict[str, str]]:
             [sys.executable, "-m", "uvicorn", "benchmarks.overhead:upstream_app", "--port", str(port),
              "--log-level", "warning", "--no-access-log", "--lifespan", "off"], answers(upstream + "/v1/models"), env))
         yield {name: stack.enter_context(_proxy(_config(upstream, guarded), workdir, env))
-               for name, guarded in zip(TARGETS, (False, True))}
+               for name, guarded in zip(TARGETS, (False, True), strict=True)}
 
 
 def latency(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str, list[float]]:

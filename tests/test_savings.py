@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gateway.savings import Pricer, estimate, one_round
 
-CALL = {"role": "assistant", "content": None,
-        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]}
+CALL = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]}
 HISTORY = [{"role": "user", "content": "summarise a.txt " * 20}, CALL,
            {"role": "tool", "tool_call_id": "c1", "content": "the same text " * 50}]
 
