@@ -28,7 +28,6 @@ from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import RESOLVED, SESSION_HEADER, client_body, client_headers, session_of
 from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
-from gateway.policy.engine import STATS
 
 _CHAT_CALLS = frozenset({"completion", "acompletion"})
 _DONE = object()  # the request path already answered (terminated): the response hooks skip it
@@ -141,7 +140,7 @@ class LoopGuardrail(CustomGuardrail):
 
 
 def _fail_open(runtime: Runtime, where: str, call_id: str | None) -> None:
-    STATS.fail_open_errors += 1
+    runtime.metrics.engine.fail_open_errors += 1
     runtime.log.exception("fail_open", where=where, request_id=call_id)
 
 

@@ -18,7 +18,6 @@ import orjson
 from gateway.guard.response import ProposalJudge, Refusal
 from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
-from gateway.policy.engine import STATS
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.trace.model import ToolCall
 
@@ -39,7 +38,7 @@ class _Judges:
 
 async def relay(turn: Turn, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
     judges = _Judges(turn)
-    bridge = _Bridge(ToolCallFilter(judges, keepalive_s=None))
+    bridge = _Bridge(ToolCallFilter(judges, keepalive_s=None), turn.runtime.metrics)
     current = upstream
     while True:
         async for chunk in current:
@@ -82,8 +81,9 @@ def _record_shadowed(turn: Turn, judge: ProposalJudge) -> None:
 class _Bridge:
     """LiteLLM chunk objects in, LiteLLM chunk objects out, SSE events in between."""
 
-    def __init__(self, stream_filter: ToolCallFilter) -> None:
+    def __init__(self, stream_filter: ToolCallFilter, metrics: Any) -> None:
         self.filter = stream_filter
+        self.metrics = metrics  # a judge that raised kept its call (fail-open): counted here
         self._sent: dict[bytes, Any] = {}  # event bytes -> the chunk object they stand for
 
     def feed(self, chunk: Any) -> list[Any]:
@@ -91,7 +91,7 @@ class _Bridge:
         self._sent[raw] = chunk
         out = self.objects(self.filter.feed(raw))
         if self.filter.round.judge_errors:
-            STATS.fail_open_errors += len(self.filter.round.judge_errors)
+            self.metrics.engine.fail_open_errors += len(self.filter.round.judge_errors)
             self.filter.round.judge_errors.clear()
         return out
 

@@ -12,7 +12,6 @@ from typing import Any
 from gateway.guard.response import Refusal
 from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
-from gateway.policy.engine import STATS
 from gateway.protocols.chat import replies
 from gateway.protocols.chat.parse import tool_calls_from_message
 
@@ -47,7 +46,7 @@ def _refusal(turn: Turn, response: Any) -> Refusal | None:
             if not judge.judge(call, position):
                 break
     except Exception:  # noqa: BLE001 - fail-open: an odd response goes to the agent untouched
-        STATS.fail_open_errors += 1
+        turn.runtime.metrics.engine.fail_open_errors += 1
         turn.runtime.log.exception("fail_open", where="response", request_id=turn.request_id)
         return None
     for held in judge.shadowed:
