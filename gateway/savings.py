@@ -3,7 +3,8 @@ price table, offline. Shared by ``loopguard replay`` (what a recorded run would 
 the live savings sink (what each reject / terminate saved).
 
 litellm is imported here only, lazily: it takes seconds to import, so the gateway loads it in a
-background thread at startup and the replay command when it prices its first conversation.
+background thread when the first run is stopped, and the replay command when it prices its first
+conversation.
 ``LITELLM_LOCAL_MODEL_COST_MAP`` is set before the import so litellm never fetches its table.
 """
 

@@ -4,8 +4,10 @@
 estimates it with the replay's estimator (``gateway.savings``), adds it to
 ``loopguard_tokens_saved_total`` / ``loopguard_cost_saved_usd_total`` by detector and model, and
 sends one ``loop_savings`` audit event to the record sinks (log, JSONL, webhook) on the event
-loop. litellm's price table loads in a second thread at startup; until it is there, tokens are
-counted as characters / 4 and the cost is added once the table is loaded.
+loop. litellm's price table loads in a second thread when the first stopped run arrives (not at
+startup: importing litellm costs seconds of CPU and ~190 MB, which a process that never stops a
+loop should not pay); until it is there, tokens are counted as characters / 4 and the cost is
+added once the table is loaded.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class SavingsSink:
         self._models: set[str] = set()  # model label values in use
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
+        self._loading = False  # the price-table thread was started
 
     # --- request path: never blocks, never raises ----------------------------------------------
 
@@ -62,7 +65,6 @@ class SavingsSink:
         self._loop = asyncio.get_running_loop()
         self._worker = threading.Thread(target=self._work, name="loopguard-savings", daemon=True)
         self._worker.start()
-        threading.Thread(target=self._load, name="loopguard-price-table", daemon=True).start()
 
     async def stop(self) -> None:
         """Estimate what is queued (the table may still be loading: then by estimate) and hand the
@@ -98,6 +100,9 @@ class SavingsSink:
 
     def _one(self, item: _Item) -> None:
         event, work = item
+        if not self._loading and not self.pricer.loaded:
+            self._loading = True
+            threading.Thread(target=self._load, name="loopguard-price-table", daemon=True).start()
         if not self.pricer.loaded:
             savings = estimate(one_round(work.messages))
             self._count(event, work, savings)
