@@ -44,6 +44,9 @@ class ServerConfig(_Strict):
     host: str = Field("127.0.0.1", description="bind address; `0.0.0.0` to accept other hosts "
                       "(`--host` overrides)")
     port: int = Field(8080, ge=0, le=65535, description="port (`--port` overrides)")
+    # Each worker is a whole gateway; sessions are shared across them only by the redis backend.
+    workers: int = Field(1, ge=1, description="processes serving the port (`--workers` overrides); "
+                         "more than one needs `state.backend: redis` to share sessions")
 
 
 class UpstreamConfig(_Strict):
@@ -57,6 +60,8 @@ class UpstreamConfig(_Strict):
     headers: dict[str, str] = Field({}, description="extra headers sent upstream, e.g. "
                                     "`{OpenAI-Organization: org-...}`")
     max_connections: int = Field(512, ge=1, description="pooled keep-alive connections")
+    transport: Literal["aiohttp", "httpx"] = Field("aiohttp", description="HTTP client to the "
+                                                   "upstream: `aiohttp` (the cheaper hop) or `httpx`")
 
     # Checked here, not per request: a value HTTP cannot carry would fail every request (500s
     # for non-Latin-1, 502s for line breaks) instead of failing once, at startup, with its key.

@@ -24,7 +24,7 @@ from gateway.server.passthrough import passthrough
 from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
-from gateway.upstream.httpx_transport import HttpxUpstream
+from gateway.upstream.build import build_upstream
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -41,7 +41,7 @@ def build_app(
     """``PolicyError`` from a bad policy file propagates: refusing to start is right then."""
     gateway = Gateway(
         config=config,
-        upstream=upstream or HttpxUpstream(config.upstream),
+        upstream=upstream or build_upstream(config.upstream),
         policies=policies or PolicyHolder(config.policy),
         store=store or build_store(config.state),
         log=structlog.get_logger("loopguard"),

@@ -11,17 +11,34 @@ from support.servers import serve
 from gateway.config import Config
 from gateway.server.app import SERVER_OPTIONS, build_app
 
+from . import helpers
 from .helpers import RawUpstream
 
 
+@pytest.fixture(params=["aiohttp", "httpx"])
+def transport(request, monkeypatch) -> str:
+    """The upstream client under test: each transport test runs on both (aiohttp is the default)."""
+    monkeypatch.setattr(helpers, "TRANSPORT", request.param)  # for ``gateway_for``
+    return request.param
+
+
 @pytest.fixture
-def make_gateway_on(upstream):
+def make_gateway(make_gateway, transport):
+    """The shared fixture, on the transport under test."""
+    def start(**overrides) -> str:
+        return make_gateway(**{**overrides, "upstream": {"transport": transport, **overrides.get("upstream", {})}})
+
+    return start
+
+
+@pytest.fixture
+def make_gateway_on(upstream, transport):
     """Like ``make_gateway`` but choosing uvicorn's HTTP parser: production runs httptools
     (``http="auto"``), the shared fixture h11, and the two treat headers differently."""
     started = []
 
     def start(http: str = "httptools", **overrides) -> str:
-        raw = {"upstream": {"base_url": upstream.url + "/v1"}}
+        raw = {"upstream": {"base_url": upstream.url + "/v1", "transport": transport}}
         for key, value in overrides.items():
             raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
         ctx = serve(build_app(Config.model_validate(raw)), http=http, **SERVER_OPTIONS)
@@ -40,7 +57,7 @@ def any_gateway(request, make_gateway_on) -> str:
 
 
 @pytest.fixture
-def closed_port() -> str:
+def closed_port(transport) -> str:
     """An upstream base URL nothing listens on: connection refused."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -50,7 +67,7 @@ def closed_port() -> str:
 
 
 @pytest.fixture
-def raw_upstream() -> Iterator[Callable[[Callable[[socket.socket], None]], RawUpstream]]:
+def raw_upstream(transport) -> Iterator[Callable[[Callable[[socket.socket], None]], RawUpstream]]:
     made: list[RawUpstream] = []
 
     def make(handler: Callable[[socket.socket], None]) -> RawUpstream:

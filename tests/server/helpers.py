@@ -20,6 +20,7 @@ from gateway.server.app import SERVER_OPTIONS, build_app
 from support.waiting import wait_for  # noqa: F401 - the tests import it from here too
 
 API_KEY = "sk-client-test"
+TRANSPORT = "aiohttp"  # the upstream client ``gateway_for`` uses; the ``transport`` fixture sets it
 
 
 def sdk(base_url: str, **kwargs) -> openai.OpenAI:
@@ -47,7 +48,7 @@ def error_shape(response: httpx.Response) -> dict:
 @contextmanager
 def gateway_for(base_url: str, **overrides) -> Iterator[str]:
     """A gateway in front of an arbitrary upstream base URL (a closed port, a raw socket)."""
-    raw = {"upstream": {"base_url": base_url}, **overrides}
+    raw = {"upstream": {"base_url": base_url, "transport": TRANSPORT}, **overrides}
     with serve(build_app(Config.model_validate(raw)), http="httptools", **SERVER_OPTIONS) as url:
         yield url
 
