@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
@@ -36,6 +37,11 @@ class HttpxResponse:
         await self._response.aclose()
 
 
+def _no_cookies() -> CookieJar:
+    """A jar that keeps nothing: one client's Set-Cookie must not reach another's requests."""
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+
+
 class HttpxUpstream:
     def __init__(self, config: UpstreamConfig) -> None:
         self._base = config.base_url.rstrip("/") + "/"
@@ -45,7 +51,11 @@ class HttpxUpstream:
             max_keepalive_connections=config.max_connections,
         )
         # One client for the process: keep-alive pooling is most of a proxy hop's cost.
-        self._client = httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+        # No cookie jar shared between clients, no headers the client did not send (httpx would
+        # add Accept-Encoding, and the raw relayed body would then be compressed unasked).
+        self._client = httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False, cookies=_no_cookies())
+        for name in ("accept", "accept-encoding", "user-agent"):
+            del self._client.headers[name]
 
     async def send(self, request: UpstreamRequest) -> HttpxResponse:
         url = self._base + request.path.lstrip("/")
