@@ -17,6 +17,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--config", default=os.environ.get("LOOPGUARD_CONFIG"), help="config YAML")
     serve.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default from config: 8080)")
+    serve.add_argument("--workers", type=int, help="processes serving the port (default from config: 1)")
     check = commands.add_parser("check", help="validate a config or policy file and print the effective policy")
     check.add_argument("path", metavar="CONFIG_OR_POLICY")
     check.add_argument("--format", choices=["yaml", "json"], default="yaml", help="output format (default: yaml)")
@@ -42,12 +43,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from gateway.config import ConfigError, load_config
     from gateway.logging import configure_logging
     from gateway.policy.schema import PolicyError
-    from gateway.server.app import SERVER_OPTIONS, build_app
+    import uvicorn
+
+    from gateway.server.app import build_app
+    from gateway.serving import serve_workers, tune_gc, uvicorn_options
 
     try:
         config = load_config(args.config)
@@ -60,16 +62,16 @@ def _serve(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         print(f"loopguard: {exc}", file=sys.stderr)
         return 1
-    server = uvicorn.Config(
-        app,
-        host=args.host or config.server.host,
-        port=args.port if args.port is not None else config.server.port,
-        log_level="warning",  # one structured line per request comes from the gateway itself
-        access_log=False,
-        loop="auto",  # uvloop and httptools when installed
-        http="auto",
-        **SERVER_OPTIONS,
-    )
+    workers = args.workers if args.workers is not None else config.server.workers
+    if workers < 1:
+        print("loopguard: --workers must be at least 1", file=sys.stderr)
+        return 2
+    host = args.host or config.server.host
+    port = args.port if args.port is not None else config.server.port
+    if workers > 1:
+        serve_workers(app, config, args.config, workers, announce, uvicorn_options(host, port))
+        return 0
+    server = uvicorn.Config(app, **uvicorn_options(host, port))
     sock = server.bind_socket()  # bound here, so the startup line names the real address (port 0)
 
     class Announcing(uvicorn.Server):
@@ -78,6 +80,7 @@ def _serve(args: argparse.Namespace) -> int:
             if self.started:  # accepting connections now, not merely bound
                 announce(app, config, sock.getsockname())
 
+    tune_gc()
     with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: Ctrl-C is a normal stop
         Announcing(server).run(sockets=[sock])
     return 0

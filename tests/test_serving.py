@@ -1,0 +1,69 @@
+"""`loopguard serve --workers N`: real worker processes sharing one port."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import openai
+from prometheus_client.parser import text_string_to_metric_families
+from support.process import child_env, free_port, gateway_process
+
+
+def _workers(parent: int) -> list[int]:
+    """The parent's worker processes (multiprocessing's resource tracker is no worker)."""
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    return [int(pid) for pid in children
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            and b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+def _scrapes_served(url: str) -> float:
+    """How many /metrics scrapes the process answering this one served (its own counter)."""
+    text = httpx.get(url + "/metrics", headers={"connection": "close"}).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "loopguard_requests_total" and sample.labels.get("route") == "/metrics":
+                return sample.value
+    return 0.0
+
+
+def _two_processes_answer(url: str, attempts: int = 400) -> bool:
+    """One process counts the scrapes it answered before this one 0, 1, 2, ...; a count that
+    breaks the sequence came from another process. Each scrape opens a new connection, so any
+    worker may accept it."""
+    previous = -1.0
+    for _ in range(attempts):
+        seen = _scrapes_served(url)
+        if seen != previous + 1:
+            return True
+        previous = seen
+    return False
+
+
+def test_two_workers_serve_one_port(tmp_path, upstream):
+    config = tmp_path / "gw.yaml"
+    config.write_text(f"upstream:\n  base_url: {upstream.url}/v1\nserver:\n  workers: 2\n")
+    port = free_port()
+    with gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
+                         tmp_path / "stderr.log", env=child_env()) as gw:
+        workers = _workers(gw.process.pid)
+        assert len(workers) == 2
+        assert _two_processes_answer(gw.url)
+        client = openai.OpenAI(base_url=gw.url + "/v1", api_key="sk-test", max_retries=0)
+        for _ in range(6):
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert reply.choices[0].message.content == "ok"
+        # With the memory backend each worker has its own sessions: said once, at startup.
+        assert gw.stderr.count('"memory_state_with_workers"') == 1
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]  # stopped with the parent
+
+
+def test_workers_flag_overrides_the_config_and_one_worker_warns_nothing(tmp_path, upstream):
+    port = free_port()
+    env = child_env(LOOPGUARD_UPSTREAM_BASE_URL=upstream.url + "/v1")
+    with gateway_process(["serve", "--port", str(port), "--workers", "1"], port, tmp_path / "stderr.log",
+                         env=env) as gw:
+        assert _workers(gw.process.pid) == []  # served in the process itself
+        assert not _two_processes_answer(gw.url, attempts=5)
+        assert "memory_state_with_workers" not in gw.stderr
