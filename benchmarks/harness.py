@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -50,6 +51,22 @@ def process(command: list[str], ready: Callable[[], bool], env: dict[str, str] |
             child.wait(timeout=10)
         except subprocess.TimeoutExpired:
             child.kill()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its live descendants (worker processes)."""
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    total = (int(stat[11]) + int(stat[12])) / _TICK
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    for child in children.read_text().split() if children.exists() else []:
+        try:
+            total += cpu_seconds(int(child))
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], q: float) -> float:
