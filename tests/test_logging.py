@@ -1,0 +1,58 @@
+"""The JSON log line: secrets redacted, timestamps in ISO 8601 UTC, exceptions rendered."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import pytest
+import structlog
+
+from gateway.logging import configure_logging
+
+
+@pytest.fixture(autouse=True)
+def _restore_structlog():
+    """These tests configure logging for the process; the tests after them must not inherit it."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
+
+
+def _lines(capfd) -> list[dict]:
+    return [json.loads(line) for line in capfd.readouterr().err.splitlines() if line.startswith("{")]
+
+
+def test_secrets_redacted_at_top_level_and_one_level_down(capfd):
+    configure_logging("json", "info")
+    structlog.get_logger("t").info("x", Authorization="Bearer sk-1", headers={"API-Key": "k", "x-keep": "v"})
+    (line,) = _lines(capfd)
+    assert line["Authorization"] == "[redacted]"
+    assert line["headers"] == {"API-Key": "[redacted]", "x-keep": "v"}
+
+
+def test_timestamp_is_iso_utc_with_microseconds_and_current(capfd):
+    configure_logging("json", "info")
+    before = datetime.datetime.now(datetime.timezone.utc)
+    structlog.get_logger("t").info("first")
+    structlog.get_logger("t").info("second")
+    after = datetime.datetime.now(datetime.timezone.utc)
+    stamps = [line["timestamp"] for line in _lines(capfd)]
+    for stamp in stamps:
+        assert stamp.endswith("Z") and len(stamp) == len("2026-01-31T12:00:00.123456Z")
+        parsed = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        assert before - datetime.timedelta(milliseconds=1) <= parsed <= after
+    assert stamps[0] <= stamps[1]
+
+
+def test_exception_rendered_only_where_there_is_one(capfd):
+    configure_logging("json", "info")
+    log = structlog.get_logger("t")
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        log.exception("failed")
+    log.info("fine")
+    failed, fine = _lines(capfd)
+    assert "ValueError: boom" in failed["exception"] and failed["level"] == "error"
+    assert "exception" not in fine and "exc_info" not in fine
