@@ -69,6 +69,15 @@ def cpu_seconds(pid: int) -> float:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, all cores: what any process,
+    ours or not, left idle between two readings shows whether more workers could have helped."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    total = sum(fields[:8])
+    return (total - idle) / _TICK, total / _TICK
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile: an observed value, no interpolation."""
     ordered = sorted(values)

@@ -45,7 +45,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
 
-from harness import ROOT, answers, cpu_seconds, free_port, percentile, process  # noqa: E402
+from harness import ROOT, answers, cpu_seconds, free_port, machine_cpu, percentile, process  # noqa: E402
 
 LATENCY = ("direct", "httpx relay", "aiohttp relay", "gateway")
 THROUGHPUT = ("direct", "httpx relay", "aiohttp relay", "gateway", "gateway x2")
@@ -236,10 +236,12 @@ def throughput(url: str, pid: int, body_file: Path, concurrency: int, seconds: f
     target's CPU time per request, which machine noise moves far less than requests/s."""
     command = ["nice", "-n", "5", sys.executable, str(ROOT / "benchmarks/loadgen.py"), url, str(body_file),
                "--concurrency", str(concurrency), "--seconds", str(seconds)]
-    before = cpu_seconds(pid)
+    before, (busy, total) = cpu_seconds(pid), machine_cpu()
     out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=seconds * 10 + 60)
     result = json.loads(out.stdout)
     result["cpu_ms"] = (cpu_seconds(pid) - before) * 1000 / max(1, result["total"])
+    busy_after, total_after = machine_cpu()
+    result["machine_busy"] = (busy_after - busy) / max(1e-9, total_after - total)  # 0..1 of all cores
     return result
 
 
@@ -252,7 +254,7 @@ def rounds(urls: dict[str, str], pids: dict[str, int], body_file: Path, concurre
         shift = round_ % len(THROUGHPUT)
         for name in THROUGHPUT[shift:] + THROUGHPUT[:shift]:
             runs[name].append(throughput(urls[name], pids[name], body_file, concurrency, args.seconds))
-    out = {name: {key: statistics.median(run[key] for run in done) for key in ("rps", "p50_ms", "p99_ms", "cpu_ms")}
+    out = {name: {key: statistics.median(run[key] for run in done) for key in ("rps", "p50_ms", "p99_ms", "cpu_ms", "loadgen_cpu_ms", "machine_busy")}
            for name, done in runs.items()}
     for name, done in runs.items():
         out[name]["errors"] = sum(sum(run["errors"].values()) for run in done)
@@ -292,12 +294,15 @@ def table(results: dict) -> str:
             cells = " | ".join(f"{r[name]['rps']:.0f}" for name in THROUGHPUT)
             rows.append(f"| {mode} | {conns} | {cells} | {r['gateway']['rps'] / r[FLOOR]['rps']:.2f} "
                         f"| {r['gateway x2']['rps'] / r['gateway']['rps']:.2f} |")
-        rows += ["", f"| server CPU ms per request: mode | conns | {names} | gateway / aiohttp relay |",
-                 "|---|---|" + "---|" * (len(THROUGHPUT) + 1)]
+        rows += ["", f"| server CPU ms per request: mode | conns | {names} | gateway / aiohttp relay "
+                     "| load generator CPU ms per request | machine CPU busy, gateway / gateway x2 |",
+                 "|---|---|" + "---|" * (len(THROUGHPUT) + 3)]
         for key, r in results["throughput"].items():
             mode, conns = key.rsplit(" @", 1)
             cells = " | ".join(f"{r[name]['cpu_ms']:.2f}" for name in THROUGHPUT)
-            rows.append(f"| {mode} | {conns} | {cells} | {r['gateway']['cpu_ms'] / r[FLOOR]['cpu_ms']:.2f} |")
+            loadgen = statistics.median(r[name]["loadgen_cpu_ms"] for name in THROUGHPUT)
+            rows.append(f"| {mode} | {conns} | {cells} | {r['gateway']['cpu_ms'] / r[FLOOR]['cpu_ms']:.2f} "
+                        f"| {loadgen:.2f} | {r['gateway']['machine_busy']:.0%} / {r['gateway x2']['machine_busy']:.0%} |")
     return "\n".join(rows)
 
 
