@@ -17,10 +17,12 @@ from gateway.metrics.middleware import RequestMetrics
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
 from gateway.policy.holder import PolicyHolder
+from gateway.server.auth import ClientAuth
 from gateway.server.chat import chat_completions
 from gateway.server.context import Gateway
 from gateway.server.health import healthz, readyz
 from gateway.server.passthrough import passthrough
+from gateway.server.paths import PathGuard
 from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
@@ -75,6 +77,10 @@ def build_app(
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
+    # Outermost last: metrics count every answer, refusals included; paths and header values
+    # are made canonical before authentication, and both before any route runs.
+    app.add_middleware(ClientAuth, config=config.auth)
+    app.add_middleware(PathGuard)
     app.add_middleware(RequestMetrics, metrics=gateway.metrics)
     app.state.gateway = gateway
     if config.telemetry.enabled:  # the otel extra is imported only then
