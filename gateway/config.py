@@ -94,6 +94,9 @@ class LimitsConfig(_Strict):
     max_body_bytes: int = Field(32 * 1024 * 1024, ge=1, description="larger request bodies get 413")
     body_timeout_s: float = Field(30.0, gt=0, description="a body not received completely by then "
                                   "gets 408 and the connection is closed (slow senders)")
+    history_cache_bytes: int = Field(32 * 1024 * 1024, ge=0, description="bound of the cache of "
+                                     "parsed histories (a conversation's next request parses only "
+                                     "what is new); per-text memos are bounded at 16 MiB each")
 
 
 class AuthConfig(_Strict):

@@ -21,3 +21,7 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise BodyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class BodyTimeout(Exception):
+    """The client did not finish sending its body within ``limits.body_timeout_s``."""
