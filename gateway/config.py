@@ -94,6 +94,8 @@ class LimitsConfig(_Strict):
     max_body_bytes: int = Field(32 * 1024 * 1024, ge=1, description="larger request bodies get 413")
     body_timeout_s: float = Field(30.0, gt=0, description="a body not received completely by then "
                                   "gets 408 and the connection is closed (slow senders)")
+    max_messages: int = Field(10_000, ge=1, description="longer histories get 400: judging them "
+                              "would stall every other request")
     history_cache_bytes: int = Field(32 * 1024 * 1024, ge=0, description="bound of the cache of "
                                      "parsed histories (a conversation's next request parses only "
                                      "what is new); per-text memos are bounded at 16 MiB each")
