@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
-from starlette.responses import Response
-
-from gateway.server.responses import openai_error
 
 
 class BodyTooLarge(Exception):
@@ -32,12 +27,10 @@ class BodyTimeout(Exception):
     """The client did not finish sending its body within ``limits.body_timeout_s``."""
 
 
-def too_many_messages(payload: dict[str, Any], limit: int) -> Response | None:
-    """The 400 for a body with more than ``limit`` messages, or None. Judging a history costs
-    time in proportion to its length on the shared event loop: one 100,000-message body would
-    stall every other request for over a second."""
-    messages = payload.get("messages")
-    if isinstance(messages, list) and len(messages) > limit:
-        return openai_error(400, f"The request has {len(messages)} messages; this gateway accepts at most "
-                            f"{limit} (limits.max_messages).", code="too_many_messages", param="messages")
+def too_many_items(items: object, limit: int) -> str | None:
+    """Why a request with more than ``limit`` conversation items (``limits.max_messages``) is
+    refused, or None. Judging a history costs time in proportion to its length on the shared
+    event loop: one 100,000-message body would stall every other request for over a second."""
+    if isinstance(items, list) and len(items) > limit:
+        return f"The request has {len(items)} messages; this gateway accepts at most {limit} (limits.max_messages)."
     return None
