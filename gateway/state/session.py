@@ -25,9 +25,20 @@ def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conver
     Two tenants choosing the same session id (or ``user``, or starting their conversations
     alike) must never share state, or one could push the other's run into termination.
     """
-    client = headers.get(CLIENT_HEADER)
+    client = headers.get(CLIENT_HEADER) or _credential_hash(headers)
     local = _local_id(headers, payload, conv, sources)
     return f"c:{client[:24]}:{local}" if client else local
+
+
+def _credential_hash(headers: Mapping[str, str]) -> str | None:
+    """What the client authentication would set, for callers that run before it (e.g. a
+    tracing middleware): the SHA-256 of the bearer token, else of ``x-api-key`` / ``api-key``."""
+    auth = headers.get("authorization")
+    scheme, _, token = (auth or "").partition(" ")
+    if scheme.lower() != "bearer":
+        token = headers.get("x-api-key") or headers.get("api-key") or auth or ""
+    token = token.strip()
+    return hashlib.sha256(token.encode("latin-1", "replace")).hexdigest() if token else None
 
 
 def _local_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
