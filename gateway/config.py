@@ -97,6 +97,38 @@ def _header_value(value: str, name: str = "the value") -> None:
 class LimitsConfig(_Strict):
     # Long agent histories run to megabytes.
     max_body_bytes: int = Field(32 * 1024 * 1024, ge=1, description="larger request bodies get 413")
+    body_timeout_s: float = Field(30.0, gt=0, description="a body not received completely by then "
+                                  "gets 408 and the connection is closed (slow senders)")
+    max_messages: int = Field(10_000, ge=1, description="longer histories get 400: judging them "
+                              "would stall every other request")
+    history_cache_bytes: int = Field(32 * 1024 * 1024, ge=0, description="bound of the cache of "
+                                     "parsed histories (a conversation's next request parses only "
+                                     "what is new); per-text memos are bounded at 16 MiB each")
+
+
+class AuthConfig(_Strict):
+    """Client keys the gateway accepts (``Authorization: Bearer`` or ``x-api-key``). Empty: no
+    client authentication, every caller may use the upstream key. Entries are keys or
+    ``sha256:<hex>`` of keys, so the config need not hold them in clear."""
+
+    keys: tuple[str, ...] = Field((), description="client keys (`${VAR}` and `sha256:<hex>` entries "
+                                  "allowed), sent as `Authorization: Bearer` or `x-api-key`; never "
+                                  "forwarded. Empty: no client authentication")
+    metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics` and `/readyz`; "
+                                                 "unset: the same as `auth.keys`; `[]`: open")
+    agent_header_keys: tuple[str, ...] | None = Field(None, description="keys whose "
+                                                      "`x-loopguard-agent` may select a policy "
+                                                      "override; unset: every client's")
+
+    @field_validator("keys", "metrics_keys", "agent_header_keys")
+    @classmethod
+    def _usable(cls, keys: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for key in keys or ():
+            if not key.strip():
+                raise ValueError("an empty key (an unset ${VAR}?) would not protect anything")
+            if key.startswith("sha256:") and not re.fullmatch(r"[0-9a-fA-F]{64}", key[7:]):
+                raise ValueError("a sha256: entry needs 64 hex digits")
+        return keys
 
 
 class LoggingConfig(_Strict):
@@ -212,6 +244,7 @@ class Config(_Strict):
                                "a shipped pack's name (`default`, `strict`, `shadow`, ...); "
                                "unset: `default`")
     limits: LimitsConfig = LimitsConfig()
+    auth: AuthConfig = AuthConfig()
     logging: LoggingConfig = LoggingConfig()
     state: StateConfig = StateConfig()
     sessions: SessionsConfig = SessionsConfig()

@@ -139,8 +139,24 @@ def test_missing_file_and_bad_yaml_exit_1(tmp_path):
 
 def test_threshold_corrections_are_reported_on_stderr_not_in_the_output(tmp_path):
     policy = tmp_path / "order.yaml"
-    policy.write_text("version: 1\ndetectors:\n  no_progress: {warn_at: 9, reject_at: 4}\n")
+    policy.write_text("version: 1\nallow_reorder: true\ndetectors:\n  no_progress: {warn_at: 9, reject_at: 4}\n")
     result = loopguard(str(policy))
     assert result.returncode == 0
     assert "thresholds_reordered" in result.stderr
     yaml.safe_load(result.stdout)  # stdout is clean YAML
+
+
+def test_non_positive_and_out_of_order_thresholds_are_all_reported_as_errors(tmp_path):
+    policy = tmp_path / "bad.yaml"
+    policy.write_text("version: 1\ndetectors:\n  no_progress: {warn_at: 8, reject_at: 5, terminate_at: 3}\n"
+                      "  error_repeat: {warn_at: 0}\n  unknown_tool: {warn_at: -1}\n")
+    code, out, err = check(policy)
+    assert code == 1 and out == ""
+    for where in ("detectors.no_progress.warn_at: thresholds must increase", "detectors.error_repeat.warn_at",
+                  "detectors.unknown_tool.warn_at"):
+        assert where in err, err
+    policy.write_text("version: 1\nagents:\n  - match: {header: a}\n    detectors: {exact_repeat: {warn_at: 0}}\n"
+                      "  - match: {header: b}\n    detectors: {cycle: {warn_at: 9, reject_at: 2}}\n")
+    code, _, err = check(policy)
+    assert code == 1
+    assert "agents[0].detectors.exact_repeat.warn_at" in err and "agents[1].detectors.cycle.warn_at" in err

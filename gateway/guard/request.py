@@ -45,7 +45,7 @@ async def plan_request(
 ) -> RequestPlan:
     policy = policies.resolve(
         agent=headers.get("x-loopguard-agent"),
-        api_key_sha256=_key_hash(headers.get("authorization")),
+        api_key_sha256=headers.get("x-loopguard-client") or _key_hash(headers.get("authorization")),
         model=payload.get("model") if isinstance(payload.get("model"), str) else None,
         path=path,
     )

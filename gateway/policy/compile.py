@@ -25,7 +25,7 @@ from gateway.policy.model import AgentRule, EffectivePolicy, Policy
 from gateway.policy.schema import (
     BODY_KEYS, AgentMatch, Body, PolicyError, PolicyFile, error_from, join_path as join,
 )
-from gateway.policy.thresholds import fix_order, warn_unreachable
+from gateway.policy.thresholds import fix_order, warn_unreachable, written_problems
 from gateway.trace.settings import TraceSettings
 
 _RETRIED = {408, 409, 429}  # statuses the openai SDK retries on its own
@@ -40,6 +40,7 @@ class _Ctx:
     registry: Registry
     prefix: str = ""  # key path of the block being compiled: "" or "agents[2]"
     agent: str | None = None
+    allow_reorder: bool = False
 
 
 def compile_policy(raw: Any, file: str, registry: Registry) -> Policy:
@@ -49,16 +50,23 @@ def compile_policy(raw: Any, file: str, registry: Registry) -> Policy:
     if isinstance(raw.get("agents"), list):
         raw["agents"] = [_without_empty(e) if isinstance(e, dict) else e for e in raw["agents"]]
     doc = _validate(PolicyFile, raw, _Ctx(file, "", registry))
-    ctx = _Ctx(file, doc.name or Path(file).stem, registry)
+    ctx = _Ctx(file, doc.name or Path(file).stem, registry, allow_reorder=doc.allow_reorder)
     base_raw = _shorthand(_body(raw))
-    default = _effective(base_raw, None, None, ctx)
-    rules = []
+    default = _effective(base_raw, None, None, ctx)  # nothing to merge entries over without it
+    rules, problems = [], []
     for i, (entry, parsed) in enumerate(zip(raw.get("agents") or [], doc.agents)):
         label = parsed.id or f"agents[{i}]"
         override = _shorthand(_body(entry))
-        agent_ctx = _Ctx(file, ctx.name, registry, f"agents[{i}]", label)
-        policy = _effective(deep_merge(base_raw, override), override, default, agent_ctx)
+        agent_ctx = _Ctx(file, ctx.name, registry, f"agents[{i}]", label, doc.allow_reorder)
+        try:  # every entry's problems are reported at once, not only the first entry's
+            policy = _effective(deep_merge(base_raw, override), override, default, agent_ctx)
+        except PolicyError as exc:
+            problems += exc.problems
+            continue
         rules.append(_rule(parsed.match, label, policy))
+    if problems:
+        (path, reason), *more = problems
+        raise PolicyError(file, path, reason, more=tuple(more))
     return Policy(ctx.name, file, default, tuple(rules))
 
 
@@ -80,7 +88,8 @@ def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
         return inherited is None or any(k in (override or {}) for k in keys)
 
     touched = set((override or {}).get("detectors") or {})
-    settings = _detectors(body.detectors, touched, inherited, ctx)
+    written = (override if override is not None else merged).get("detectors")
+    settings = _detectors(body.detectors, touched, inherited, ctx, written if isinstance(written, dict) else {})
     horizon = max((getattr(s, "window", 0) for s in settings.values() if s.enabled), default=0)
     if own("scope", "normalize") or inherited.trace_settings.horizon < horizon:
         trace = _trace_settings(body, horizon, ctx)
@@ -105,7 +114,8 @@ def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
 
 
 def _detectors(blocks: dict[str, Any], touched: set[str], inherited: EffectivePolicy | None,
-               ctx: _Ctx) -> dict[str, DetectorSettings]:
+               ctx: _Ctx, written: dict[str, Any]) -> dict[str, DetectorSettings]:
+    """Each detector's settings; the problems of all detectors are raised together."""
     for name, block in blocks.items():
         if name not in ctx.registry:
             raise PolicyError(ctx.file, join(ctx.prefix, f"detectors.{name}"),
@@ -113,15 +123,23 @@ def _detectors(blocks: dict[str, Any], touched: set[str], inherited: EffectivePo
         if not isinstance(block, dict):
             raise PolicyError(ctx.file, join(ctx.prefix, f"detectors.{name}"),
                               "expected a mapping of settings, or true/false")
-    out = {}
+    out, problems = {}, []
     for name, detector in ctx.registry.items():
         if inherited is not None and name not in touched:
             out[name] = inherited.detector_settings[name]  # already validated and ordered
             continue
         path = join(ctx.prefix, f"detectors.{name}")
-        settings = _validate(detector.settings, blocks.get(name, {}), ctx, path)
+        try:
+            settings = _validate(detector.settings, blocks.get(name, {}), ctx, path)
+        except PolicyError as exc:
+            problems += exc.problems
+            continue
+        problems += written_problems(written.get(name), detector.settings, path, ctx.allow_reorder)
         out[name] = fix_order(settings, file=ctx.file, detector=name, agent=ctx.agent)
         warn_unreachable(out[name], file=ctx.file, detector=name, agent=ctx.agent)
+    if problems:
+        (path, reason), *more = problems
+        raise PolicyError(ctx.file, path, reason, more=tuple(more))
     return out
 
 

@@ -20,6 +20,7 @@ from gateway.policy.model import Policy
 from gateway.policy.schema import PolicyError
 
 Stamp = tuple[int, int, int] | None
+SETTLE_S = 0.5  # how long a changed policy file must stay unchanged before it is loaded
 
 
 class PolicyHolder:
@@ -67,38 +68,55 @@ class PolicyHolder:
                 _log(__name__).exception("policy.on_reload_failed", file=str(self.path))
         return True
 
-    async def watch(self, *, poll_interval: float = 5.0, debounce_ms: int = 200) -> None:
+    async def watch(self, *, poll_interval: float = 5.0, debounce_ms: int = 200,
+                    settle_s: float = SETTLE_S) -> None:
         """Reload on every change until cancelled; meant for the app's lifespan task.
 
         Watches the file's folder (a rename-replaced file or a ConfigMap symlink swap is not an
         event on the old file) and also re-checks every ``poll_interval`` seconds, for
-        filesystems without change notification. Never raises except on cancellation.
+        filesystems without change notification. A changed file is loaded only once it has
+        stayed unchanged for ``settle_s``: an editor or ``cp`` writing it in pieces must not
+        get a half-written file (which may still parse, e.g. cut after ``warn_at:``) loaded.
+        Never raises except on cancellation, which is prompt.
         """
         stop = threading.Event()  # read by the watcher thread, so cancelling is prompt
-        inner = asyncio.ensure_future(self._watch_forever(stop, poll_interval, debounce_ms))
+        inner = asyncio.ensure_future(self._watch_forever(stop, poll_interval, debounce_ms, settle_s))
         try:
             await asyncio.shield(inner)
         finally:
             stop.set()
             if not inner.done():
-                await asyncio.wait([inner], timeout=2 * poll_interval)
+                await asyncio.wait([inner], timeout=2.0)
             if not inner.done():
                 inner.cancel()
 
     async def _watch_forever(self, stop: threading.Event, poll_interval: float,
-                             debounce_ms: int) -> None:
+                             debounce_ms: int, settle_s: float) -> None:
         while not stop.is_set():
             try:
-                from watchfiles import awatch
+                from watchfiles import awatch  # declared; imported here to keep startup light
 
                 async for _ in awatch(self.path.parent, watch_filter=None, debounce=debounce_ms,
                                       rust_timeout=int(poll_interval * 1000), yield_on_timeout=True,
                                       recursive=False, stop_event=stop):
+                    await self._settled(stop, settle_s)
                     self.reload_if_changed()
             except Exception:  # noqa: BLE001 - e.g. the folder vanished: poll until it is back
-                _log(__name__).exception("policy.watch_failed", file=str(self.path))
-                await asyncio.sleep(poll_interval)
+                _log(__name__).warning("policy.watch_failed", file=str(self.path), retry_s=poll_interval)
+                await _wait(stop, poll_interval)
+                await self._settled(stop, settle_s)
                 self.reload_if_changed()
+
+    async def _settled(self, stop: threading.Event, settle_s: float) -> None:
+        """Return once the file's stamp has not changed for ``settle_s`` (at once when it is
+        the loaded one)."""
+        stamp = _stamp(self.path)
+        while stamp != self._stamp and not stop.is_set():
+            await _wait(stop, settle_s)
+            now = _stamp(self.path)
+            if now == stamp:
+                return
+            stamp = now
 
     def _reject(self, reason: str) -> bool:
         self.reload_errors += 1
@@ -114,3 +132,11 @@ def _stamp(path: Path) -> Stamp:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+async def _wait(stop: threading.Event, seconds: float) -> None:
+    """Sleep ``seconds``, waking early (within 50 ms) when ``stop`` is set."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not stop.is_set() and loop.time() < deadline:
+        await asyncio.sleep(min(0.05, max(0.0, deadline - loop.time())))

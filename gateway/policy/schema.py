@@ -144,6 +144,8 @@ class PolicyFile(Body):
     version: Literal[1]  # required, so a future format change can be detected, not guessed
     name: str | None = None  # defaults to the file's stem
     description: str | None = None
+    # Out-of-order thresholds are raised above the previous one (logged) instead of refused.
+    allow_reorder: StrictBool = False
     agents: list[AgentEntry] = Field(default_factory=list)
 
 

@@ -1,8 +1,12 @@
-"""Threshold ordering: warn < reject < terminate, corrected rather than refused (seed 002).
+"""Threshold ordering: warn < reject < terminate.
 
-Seed 002's runtime raises criticalThreshold and globalCircuitBreakerThreshold when they are set
-at or below the threshold they must exceed; we do the same, and say so in the log, because a
-ladder whose reject fires before its warn would skip the model's chance to correct itself.
+A ladder a block writes out of order (``warn_at: 8, reject_at: 5, terminate_at: 3``) is an
+error: silently turning it into 8/9/10 hides a typo that changes what the gateway does. A
+policy that wants the runtime correction instead (each threshold raised above the previous one)
+sets ``allow_reorder: true``; the correction is then logged. A ladder that is out of order only
+after an agents entry is merged over the global block (the entry sets ``warn_at: 8`` and
+inherits ``reject_at: 5``) is corrected and logged the same way, since the entry changed one
+field on purpose. A threshold below 1 is always an error (null switches a level off).
 Any family of fields named ``<prefix>warn_at`` / ``<prefix>reject_at`` / ``<prefix>terminate_at``
 is handled (e.g. no_progress's ``poll_*`` thresholds), so new detectors need nothing here.
 """
@@ -26,6 +30,25 @@ def ladders(settings_type: type[DetectorSettings]) -> tuple[tuple[str, str, str]
             if all(field in fields for field in triple):
                 found.append(triple)
     return tuple(found)
+
+
+def written_problems(written: object, settings_type: type[DetectorSettings], path: str,
+                     allow_reorder: bool) -> list[tuple[str, str]]:
+    """(key path, reason) for every threshold of ``written`` (a block's own detector settings)
+    below 1, and every ladder it writes out of order unless ``allow_reorder``."""
+    if not isinstance(written, dict):
+        return []
+    problems = []
+    for triple in ladders(settings_type):
+        values = [(name, written.get(name)) for name in triple]
+        given = [(name, v) for name, v in values if isinstance(v, int) and not isinstance(v, bool)]
+        problems += [(f"{path}.{name}", f"must be a count of at least 1 (null switches it off), not {v}")
+                     for name, v in given if v < 1]
+        if not allow_reorder and any(b <= a for (_, a), (_, b) in zip(given, given[1:])):
+            shown = ", ".join(f"{name}: {v}" for name, v in given)
+            problems.append((f"{path}.{given[0][0]}", f"thresholds must increase ({shown}); fix them, "
+                             "or set allow_reorder: true to have each raised above the previous one"))
+    return problems
 
 
 def ordered(values: list[int | None]) -> list[int | None]:

@@ -12,15 +12,19 @@ from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
 from gateway.config import Config
+from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
 from gateway.metrics.middleware import RequestMetrics
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
 from gateway.policy.holder import PolicyHolder
+from gateway.server.auth import ClientAuth
 from gateway.server.chat import chat_completions
 from gateway.server.context import Gateway
 from gateway.server.health import healthz, readyz
+from gateway.server.lifecycle import Lifecycle
 from gateway.server.passthrough import passthrough
+from gateway.server.paths import PathGuard
 from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
@@ -47,6 +51,7 @@ def build_app(
         log=structlog.get_logger("loopguard"),
         audit=build_bus(config.audit),
         metrics=GatewayMetrics(),
+        history=HistoryCache(max_bytes=config.limits.history_cache_bytes),
     )
     add_savings(gateway.audit, gateway.metrics)  # prices reject/terminate off the request path
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
@@ -75,6 +80,11 @@ def build_app(
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
+    # Outermost last: metrics count every answer, refusals included; paths and header values
+    # are made canonical before authentication, and both before any route runs.
+    app.add_middleware(Lifecycle, body_timeout_s=config.limits.body_timeout_s, metrics=gateway.metrics)
+    app.add_middleware(ClientAuth, config=config.auth)
+    app.add_middleware(PathGuard)
     app.add_middleware(RequestMetrics, metrics=gateway.metrics)
     app.state.gateway = gateway
     if config.telemetry.enabled:  # the otel extra is imported only then

@@ -21,3 +21,16 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise BodyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class BodyTimeout(Exception):
+    """The client did not finish sending its body within ``limits.body_timeout_s``."""
+
+
+def too_many_items(items: object, limit: int) -> str | None:
+    """Why a request with more than ``limit`` conversation items (``limits.max_messages``) is
+    refused, or None. Judging a history costs time in proportion to its length on the shared
+    event loop: one 100,000-message body would stall every other request for over a second."""
+    if isinstance(items, list) and len(items) > limit:
+        return f"The request has {len(items)} messages; this gateway accepts at most {limit} (limits.max_messages)."
+    return None

@@ -14,6 +14,7 @@ from gateway.guard.request import plan_request
 from gateway.policy.actions import Action
 from gateway.protocols.chat import replies
 from gateway.server import chat_expect, chat_stream, chat_unary
+from gateway.server.body import too_many_items
 from gateway.server.context import Gateway, upstream_path
 from gateway.server.exchange import Exchange, new_request_id
 from gateway.server.passthrough import read_or_refuse, refused, upstream_failed
@@ -29,6 +30,8 @@ async def chat_completions(request: Request) -> Response:
     if isinstance(body, Response):
         return body
     payload, problem = parse_payload(body)
+    if problem is None and (message := too_many_items(payload.get("messages"), gateway.config.limits.max_messages)):
+        problem = openai_error(400, message, code="too_many_messages", param="messages")
     if problem is not None:
         return refused(gateway, "POST", request.url.path, problem, started)
     ex = await _prepare(gateway, request, payload, body, started)

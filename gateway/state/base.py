@@ -15,6 +15,7 @@ counts it in ``degradations``, because a request must never fail for lack of sta
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,12 +29,32 @@ class VetoRecord:
     messages: tuple[dict[str, Any], ...]  # the wire messages to show: the call, then our observation
 
     def dumps(self) -> bytes:
-        return orjson.dumps({"n": self.anchor_len, "h": self.anchor_hash, "m": self.messages})
+        return orjson.dumps({"n": self.anchor_len, "h": self.anchor_hash, "m": self.messages,
+                             "k": self.identity})
+
+    @property
+    def identity(self) -> str:
+        """Equal for the same refusal at the same point of the same history, whatever ids the
+        model gave the call: parallel requests of one session veto the same call, and the
+        stores keep it once (every copy would be shown to the model again)."""
+        plain = orjson.dumps([self.anchor_len, self.anchor_hash, _without_ids(self.messages)])
+        return hashlib.blake2b(plain, digest_size=16).hexdigest()
 
     @classmethod
     def loads(cls, raw: bytes | str) -> VetoRecord:
         data = orjson.loads(raw)
         return cls(int(data["n"]), str(data["h"]), tuple(data["m"]))
+
+
+_ID_KEYS = frozenset({"id", "tool_call_id", "call_id", "tool_use_id"})
+
+
+def _without_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items() if k not in _ID_KEYS}
+    if isinstance(value, (list, tuple)):
+        return [_without_ids(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,9 @@ class MemoryStore:
 
     async def add_veto(self, session: str, record: VetoRecord) -> None:
         entry = self._live(session) or self._create(session)
+        identity = record.identity
+        if any(v.identity == identity for v in entry.vetoes):
+            return  # the same refusal, from a parallel request of the session
         entry.vetoes = (*entry.vetoes, record)[-MAX_VETOES_PER_SESSION:]
 
     def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:

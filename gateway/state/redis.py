@@ -38,6 +38,17 @@ from gateway.state.memory import MAX_VETOES_PER_SESSION
 
 T = TypeVar("T")
 _FAILED = object()
+# Append a veto unless one with the same identity is stored; trim and expire in the same step.
+_APPEND_ONCE = """
+for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  local ok, stored = pcall(cjson.decode, item)
+  if ok and stored['k'] == ARGV[2] then return 0 end
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
 
 
 class RedisStore:
@@ -63,6 +74,7 @@ class RedisStore:
         self._down_until = 0.0
         self._healthy = True
         self._pending: set[asyncio.Task[None]] = set()
+        self._append_once = self._client.register_script(_APPEND_ONCE)
 
     # --- the StateStore interface -------------------------------------------------------------
 
@@ -125,12 +137,9 @@ class RedisStore:
         return SessionState(vetoes, previous, compacted) if vetoes or previous or compacted else EMPTY
 
     async def _append(self, session: str, record: VetoRecord) -> None:
-        key = self.key("v", session)
-        pipe = self._client.pipeline(transaction=True)  # append, trim and expire as one
-        pipe.rpush(key, record.dumps())
-        pipe.ltrim(key, -MAX_VETOES_PER_SESSION, -1)
-        pipe.pexpire(key, self.ttl_ms)
-        await pipe.execute()
+        # One script: replicas serving parallel requests of a session store a veto once.
+        await self._append_once(keys=[self.key("v", session)],
+                                args=[record.dumps(), record.identity, MAX_VETOES_PER_SESSION, self.ttl_ms])
 
     async def _write_compacted(self, session: str, mark: HistoryMark | None) -> None:
         if mark is None:

@@ -13,8 +13,36 @@ DEFAULT_SOURCES = SessionsConfig()
 SESSION_HEADERS = DEFAULT_SOURCES.headers
 
 
+# Set by the gateway's client authentication for every request: the SHA-256 of the credential
+# the client sent (a client-sent value is dropped first, so it cannot be forged).
+CLIENT_HEADER = "x-loopguard-client"
+
+
 def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
                sources: SessionsConfig = DEFAULT_SOURCES) -> str:
+    """The session's key in the state store: the client's own id, namespaced by its credential.
+
+    Two tenants choosing the same session id (or ``user``, or starting their conversations
+    alike) must never share state, or one could push the other's run into termination.
+    """
+    client = headers.get(CLIENT_HEADER) or _credential_hash(headers)
+    local = _local_id(headers, payload, conv, sources)
+    return f"c:{client[:24]}:{local}" if client else local
+
+
+def _credential_hash(headers: Mapping[str, str]) -> str | None:
+    """What the client authentication would set, for callers that run before it (e.g. a
+    tracing middleware): the SHA-256 of the bearer token, else of ``x-api-key`` / ``api-key``."""
+    auth = headers.get("authorization")
+    scheme, _, token = (auth or "").partition(" ")
+    if scheme.lower() != "bearer":
+        token = headers.get("x-api-key") or headers.get("api-key") or auth or ""
+    token = token.strip()
+    return hashlib.sha256(token.encode("latin-1", "replace")).hexdigest() if token else None
+
+
+def _local_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
+              sources: SessionsConfig) -> str:
     """Explicit identifiers first, in the configured order (headers, body ``user``,
     ``metadata.<key>``); else a fingerprint of how the conversation starts, which is stable
     across its requests. The prefix keeps an id from one source from meeting another's."""

@@ -4,25 +4,46 @@ Each request carries the whole conversation again, so the same argument and resu
 canonicalized and normalized over and over. Their outcome depends only on the text and the
 settings, so the settings instance owns one memo: a new policy brings a fresh memo, and
 entries can never go stale. Two generations instead of an LRU list: lookups stay one dict
-probe, the size is bounded by ``2 * capacity``, and a concurrent reader never sees a half
-evicted structure (each dict operation is atomic under the GIL).
+probe, and a concurrent reader never sees a half evicted structure (each dict operation is
+atomic under the GIL).
+
+Bounded by entries and by bytes: the young generation rotates when it holds ``capacity``
+entries or ``max_bytes / 2`` bytes of text, so the memo never holds more than ``2 * capacity``
+entries or about ``max_bytes`` (plus one entry). A count alone is no bound: 4,096 distinct
+256 KB ``write_file`` arguments are a gigabyte of canonical text.
 """
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
 
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+
+def text_bytes(key: Any, value: Any) -> int:
+    """What an entry keeps alive, roughly: its strings (key and the value's fields) plus a
+    fixed overhead for the objects around them."""
+    size = 100 + (len(key) if isinstance(key, (str, bytes)) else 48)
+    if isinstance(value, tuple):
+        size += sum(len(v) for v in value if isinstance(v, (str, bytes)))
+    elif isinstance(value, (str, bytes)):
+        size += len(value)
+    return size
+
 
 class Memo(Generic[K, V]):
-    __slots__ = ("capacity", "_young", "_old")
+    __slots__ = ("capacity", "max_bytes", "_young", "_old", "_young_bytes", "_old_bytes")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.capacity = capacity
+        self.max_bytes = max_bytes
         self._young: dict[K, V] = {}
         self._old: dict[K, V] = {}
+        self._young_bytes = 0
+        self._old_bytes = 0
 
     def get(self, key: K) -> V | None:
         value = self._young.get(key)
@@ -33,9 +54,19 @@ class Memo(Generic[K, V]):
         return value
 
     def put(self, key: K, value: V) -> None:
-        if len(self._young) >= self.capacity:
+        size = text_bytes(key, value)
+        if size > self.max_bytes // 2:
+            return  # would push out everything else for one text
+        if len(self._young) >= self.capacity or self._young_bytes + size > self.max_bytes // 2:
             self._old, self._young = self._young, {}
+            self._old_bytes, self._young_bytes = self._young_bytes, 0
+        if key not in self._young:
+            self._young_bytes += size
         self._young[key] = value
+
+    @property
+    def bytes(self) -> int:
+        return self._young_bytes + self._old_bytes
 
     def __len__(self) -> int:
         return len(self._young) + len(self._old)

@@ -12,6 +12,20 @@ HOP_BY_HOP = frozenset(
 )
 # Recomputed by whoever sends the message next.
 _REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length"}
+# The gateway's own request headers (session, agent, client identity) are addressed to it, not
+# to the model provider: forwarding them would leak session names and tenant hashes upstream.
+_OWN_PREFIX = b"x-loopguard-"
+# What HTTP/1.1 cannot carry in a field value (RFC 9110 5.5): control characters other than
+# HTAB, and whitespace around the value (a parser strips it, a strict sender refuses it).
+_CONTROL = frozenset(range(0x20)) - {0x09} | {0x7F}
+
+
+def unsendable_header(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The name of the first header whose value HTTP cannot carry, or None."""
+    for name, value in headers:
+        if value[:1] in (b" ", b"\t") or value[-1:] in (b" ", b"\t") or not _CONTROL.isdisjoint(value):
+            return name.decode("latin-1").lower()
+    return None
 
 
 def strip_hop_by_hop(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -38,7 +52,8 @@ def request_headers(
         replaced |= {b"authorization", b"api-key"}
     if identity:
         replaced.add(b"accept-encoding")
-    out = [(k, v) for k, v in pairs if k not in _REQUEST_DROP and k not in named and k not in replaced]
+    out = [(k, v) for k, v in pairs
+           if k not in _REQUEST_DROP and k not in named and k not in replaced and not k.startswith(_OWN_PREFIX)]
     # The key and identity win over a configured header of the same name: each is sent once.
     forced = ({b"authorization", b"api-key"} if api_key else set()) | ({b"accept-encoding"} if identity else set())
     extra_pairs = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]

@@ -143,3 +143,39 @@ async def test_watch_survives_its_folder_disappearing(tmp_path):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, timeout=3)
+
+
+async def test_watch_loads_a_file_only_once_it_has_settled(holder):
+    """A file written in pieces: the half written state (here it still parses) is never loaded."""
+    loaded = []
+    holder._on_reload = loaded.append
+    task = asyncio.create_task(holder.watch(poll_interval=0.5, debounce_ms=20, settle_s=0.6))
+    await asyncio.sleep(0.3)
+    edit(holder.path, "mode: shadow\n")  # the first piece of the write
+    await asyncio.sleep(0.2)  # less than the settle time
+    edit(holder.path, "mode: enforce\n# the rest of the file\n")
+    await _until(lambda: holder.reloads == 1)
+    assert [p.resolve().mode for p in loaded] == ["enforce"]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=3)
+
+
+async def test_watch_stops_promptly_even_while_polling(holder, monkeypatch):
+    """Without change notification (the folder gone, or watchfiles missing) the watcher polls;
+    shutting down must not wait out a poll interval."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_watchfiles(name, *args, **kwargs):
+        if name == "watchfiles":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_watchfiles)
+    task = asyncio.create_task(holder.watch(poll_interval=30, debounce_ms=20))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=3)  # a poll interval is 30 s

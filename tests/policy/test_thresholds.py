@@ -1,10 +1,12 @@
-"""Out-of-order thresholds are raised, not refused, and the correction is logged (seed 002)."""
+"""Thresholds a block writes out of order are refused unless ``allow_reorder: true``; then, and
+for an agents entry that breaks the order by changing one field, they are raised and logged."""
 
 from __future__ import annotations
 
 import pytest
 from structlog.testing import capture_logs
 
+from gateway.policy.schema import PolicyError
 from gateway.policy.thresholds import ladders, ordered
 from policy_fakes import PollSettings, RepeatSettings
 
@@ -30,7 +32,7 @@ def test_ladders_are_found_by_name():
 
 def test_global_correction_is_applied_and_logged(compile_policy):
     with capture_logs() as logs:
-        policy = compile_policy("detectors:\n  repeat: {warn_at: 5, reject_at: 5, terminate_at: 3}")
+        policy = compile_policy("allow_reorder: true\ndetectors:\n  repeat: {warn_at: 5, reject_at: 5, terminate_at: 3}")
     s = policy.resolve().detectors["repeat"]
     assert (s.warn_at, s.reject_at, s.terminate_at) == (5, 6, 7)
     (event,) = [e for e in logs if e["event"] == "policy.thresholds_reordered"]
@@ -42,7 +44,7 @@ def test_global_correction_is_applied_and_logged(compile_policy):
 
 def test_poll_ladder_is_corrected_generically(compile_policy):
     with capture_logs() as logs:
-        policy = compile_policy("detectors:\n  poll: {poll_warn_at: 6, poll_terminate_at: 6}\n")
+        policy = compile_policy("allow_reorder: true\ndetectors:\n  poll: {poll_warn_at: 6, poll_terminate_at: 6}\n")
     s = policy.resolve().detectors["poll"]
     assert (s.poll_warn_at, s.poll_reject_at, s.poll_terminate_at) == (6, None, 7)
     assert (s.warn_at, s.reject_at, s.terminate_at) == (10, 20, 30)  # the other ladder untouched
@@ -107,3 +109,12 @@ def test_a_terminate_status_clients_retry_is_logged(compile_policy):
         compile_policy("interventions:\n  terminate: {mode: error, status: 409}\n")
     (event,) = [e for e in logs if e["event"] == "policy.terminate_status_retried"]
     assert event["status"] == 409
+
+
+def test_a_written_out_of_order_ladder_is_an_error_naming_its_keys(compile_policy):
+    with pytest.raises(PolicyError) as refused:
+        compile_policy("detectors:\n  repeat: {warn_at: 8, reject_at: 5, terminate_at: 3}\n"
+                       "  poll: {poll_warn_at: 0}\n")
+    text = str(refused.value)
+    assert "detectors.repeat.warn_at: thresholds must increase" in text
+    assert "detectors.poll.poll_warn_at: must be a count of at least 1" in text

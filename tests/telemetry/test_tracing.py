@@ -56,6 +56,11 @@ def traced(tmp_path):
             yield url, upstream, exporter
 
 
+def session_key(local: str, api_key: str = "sk-test") -> bytes:
+    """The session's key in the state store: the client's id, namespaced by its credential."""
+    return f"c:{hashlib.sha256(api_key.encode()).hexdigest()[:24]}:{local}".encode()
+
+
 def client(url: str, **headers: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=10,
                          default_headers=headers)
@@ -85,7 +90,7 @@ def test_request_span_with_the_upstream_call_as_child_and_traceparent_sent(trace
     assert attributes["loopguard.protocol"] == "openai.chat_completions"
     assert attributes["loopguard.action"] == "pass" and "loopguard.detector" not in attributes
     assert attributes["http.response.status_code"] == 200
-    assert attributes["loopguard.session_hash"] == hashlib.sha256(b"h:run-42").hexdigest()[:16]
+    assert attributes["loopguard.session_hash"] == hashlib.sha256(session_key("h:run-42")).hexdigest()[:16]
     assert attributes["loopguard.upstream.calls"] == 1
     assert attributes["loopguard.upstream.duration_ms"] > 0
     assert call.attributes["http.response.status_code"] == 200 and call.attributes["url.path"] == "/chat/completions"
@@ -104,7 +109,7 @@ def test_a_warned_request_carries_action_detector_and_the_intervention(traced):
     event, = [e for e in server.events if e.name == "loop_intervention"]
     assert event.attributes["loopguard.detector"] == "no_progress" and event.attributes["loopguard.action"] == "warn"
     assert event.attributes["loopguard.count"] == 3 and event.attributes["loopguard.phase"] == "request"
-    assert server.attributes["loopguard.session_hash"] == hashlib.sha256(b"h:run-7").hexdigest()[:16]
+    assert server.attributes["loopguard.session_hash"] == hashlib.sha256(session_key("h:run-7")).hexdigest()[:16]
 
 
 def test_a_terminated_request_has_no_upstream_span(traced):

@@ -1,0 +1,104 @@
+"""Who the client is: key check, the identity the rest of the gateway sees, trusted headers.
+
+The gateway holds the upstream key, so without client keys anyone who can reach its port spends
+it. With ``auth.keys`` set, a request must carry one of them (``Authorization: Bearer <key>`` or
+``x-api-key: <key>``); the client's credential is then removed before anything else sees the
+request, so it is never forwarded (the configured ``upstream.api_key`` is). Keys are compared
+as SHA-256 digests in constant time, so neither the comparison's timing nor the config reveals
+a key.
+
+Every request, authenticated or not, leaves here with ``x-loopguard-client`` set to the SHA-256
+of the credential it carried (any client-sent value is dropped first): state is namespaced and
+policy overrides are matched by it. ``x-loopguard-agent`` is kept only for clients allowed to
+select a policy override with it (``auth.agent_header_keys``; unset: every client).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from typing import Any
+
+from gateway.config import AuthConfig
+from gateway.server.refusal import is_anthropic, refuse
+
+CLIENT_HEADER = b"x-loopguard-client"
+AGENT_HEADER = b"x-loopguard-agent"
+_CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key"})
+_OPERATOR_PATHS = frozenset({"/metrics", "/readyz"})
+
+
+def digests(keys: tuple[str, ...]) -> tuple[bytes, ...]:
+    """SHA-256 digests of configured keys (``sha256:<hex>`` entries are digests already)."""
+    return tuple(bytes.fromhex(k[7:]) if k.startswith("sha256:") else hashlib.sha256(k.encode()).digest()
+                 for k in keys)
+
+
+def credential(headers: list[tuple[bytes, bytes]]) -> bytes | None:
+    """The client's key: a bearer token, else ``x-api-key``, else ``api-key`` (Azure); for a
+    non-bearer Authorization the whole value (it still tells tenants apart). ``b""`` for an
+    empty bearer token."""
+    found: dict[bytes, bytes] = {}
+    for name, value in headers:
+        name = name.lower()
+        if name in _CREDENTIALS and name not in found:
+            found[name] = value
+    auth = found.get(b"authorization")
+    if auth is not None:
+        scheme, _, token = auth.partition(b" ")
+        if scheme.lower() == b"bearer":
+            return token.strip()
+    return found.get(b"x-api-key") or found.get(b"api-key") or auth
+
+
+def allowed(digest: bytes | None, keys: tuple[bytes, ...]) -> bool:
+    """Constant time in the key tried: every configured digest is compared, no early exit."""
+    if digest is None:
+        return False
+    hit = False
+    for key in keys:
+        hit |= hmac.compare_digest(digest, key)
+    return hit
+
+
+class ClientAuth:
+    def __init__(self, app: Any, config: AuthConfig) -> None:
+        self.app = app
+        self.keys = digests(config.keys)
+        self.operator_keys = self.keys if config.metrics_keys is None else digests(config.metrics_keys)
+        self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        token = credential(scope["headers"])
+        if token == b"":
+            await self._unauthorized(scope, send, "The Authorization header has an empty bearer token.", started)
+            return
+        digest = hashlib.sha256(token).digest() if token is not None else None
+        required = self.operator_keys if scope["path"] in _OPERATOR_PATHS else self.keys
+        if scope["path"] != "/healthz" and required and not allowed(digest, required):
+            what = "No API key was provided" if token is None else "The API key is not valid for this gateway"
+            await self._unauthorized(scope, send, f"{what} (Authorization: Bearer <key> or x-api-key).", started)
+            return
+        await self.app({**scope, "headers": self._headers(scope["headers"], digest)}, receive, send)
+
+    def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
+        drop = {CLIENT_HEADER}
+        if self.keys:
+            drop |= _CREDENTIALS  # authenticated: the upstream gets the server's key, never this one
+        if self.agent_keys is not None and not allowed(digest, self.agent_keys):
+            drop.add(AGENT_HEADER)
+        out = [(k, v) for k, v in headers if k.lower() not in drop]
+        if digest is not None:
+            out.append((CLIENT_HEADER, digest.hex().encode()))
+        return out
+
+    @staticmethod
+    async def _unauthorized(scope: dict, send: Any, message: str, started: float) -> None:
+        kind = "authentication_error" if is_anthropic(scope["path"]) else "invalid_request_error"
+        await refuse(scope, send, 401, message, type=kind, code="invalid_api_key", started=started,
+                     headers=[(b"www-authenticate", b'Bearer realm="loopguard"')])

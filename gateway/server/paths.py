@@ -1,0 +1,90 @@
+"""One spelling per route: request paths are normalised or refused before routing.
+
+The router matches the decoded path, the upstream URL is built from it, and a URL library on
+the way may resolve ``..`` itself. Without one canonical form, ``/v1/../admin/keys`` reaches
+the upstream's ``/admin/keys`` with the server's key, and ``/v1//chat/completions`` or
+``/v1/chat/%63ompletions`` is the chat route to the upstream but not to the router, so it is
+relayed unjudged. The rule: a path is a sequence of non-empty segments, none of them ``.`` or
+``..``; percent-encoded letters, digits and ``-_~`` are decoded (they mean the same, RFC 3986
+6.2.2.2); an encoded dot, slash, backslash or control character, a raw backslash, or a
+malformed escape is refused; one trailing slash is dropped. Refusals are 400s.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+from urllib.parse import unquote
+
+from gateway.server.refusal import refuse
+from gateway.upstream.headers import unsendable_header
+
+_ESCAPE = re.compile(rb"%(..)?", re.DOTALL)
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+class PathError(ValueError):
+    pass
+
+
+def canonical_path(raw: bytes) -> bytes:
+    """The canonical raw path, or PathError saying why there is none."""
+    if b"\\" in raw:
+        raise PathError("a backslash")
+    decoded = _ESCAPE.sub(_unescape, raw)
+    if len(decoded) > 1 and decoded.endswith(b"/") and not decoded.endswith(b"//"):
+        decoded = decoded[:-1]  # `/v1/chat/completions/` is the chat route, judged as such
+    if not decoded.startswith(b"/"):
+        raise PathError("no leading slash")
+    if decoded == b"/":
+        return decoded
+    for segment in decoded[1:].split(b"/"):
+        if segment == b"":
+            raise PathError("an empty segment (//)")
+        if segment in (b".", b".."):
+            raise PathError("a '.' or '..' segment")
+    return decoded
+
+
+def _unescape(match: re.Match[bytes]) -> bytes:
+    pair = match.group(1)
+    if pair is None or not set(pair) <= _HEX:
+        raise PathError("a malformed percent escape")
+    byte = int(pair, 16)
+    if byte in _UNRESERVED:
+        return bytes((byte,))
+    if byte in b"./\\" or byte < 0x20 or byte == 0x7F:
+        raise PathError("an encoded dot, slash, backslash or control character")
+    return b"%" + pair.upper()
+
+
+class PathGuard:
+    """Pure ASGI: canonical paths only, and no request header HTTP cannot carry upstream."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        raw = scope.get("raw_path") or scope["path"].encode("utf-8")
+        try:
+            path = canonical_path(raw)
+        except PathError as exc:
+            await refuse(scope, send, 400, f"The request path is not allowed: it contains {exc}.",
+                         type="invalid_request_error", code="invalid_path", started=started)
+            return
+        bad = unsendable_header(scope["headers"])
+        if bad is not None:  # named, never echoed: the value may be a key
+            await refuse(scope, send, 400, f"The request header {bad!r} has a value HTTP cannot carry "
+                         "(control characters or leading/trailing whitespace).",
+                         type="invalid_request_error", code="invalid_header", started=started)
+            return
+        if path != raw:
+            text = unquote(path.decode("latin-1"))
+            scope = {**scope, "path": text, "raw_path": path}
+        await self.app(scope, receive, send)

@@ -1,0 +1,43 @@
+"""Answers the gateway's middlewares give before any route runs, in the protocol's error shape.
+
+A client only parses errors shaped the way its own API shapes them: the Anthropic SDK reads
+``{"type": "error", "error": {...}}``, the OpenAI SDKs ``{"error": {...}}``. Which one a
+request expects is known from its path alone, so a refusal needs nothing else.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+import structlog
+
+from gateway.errors import error_body
+
+_ANTHROPIC_ROUTES = ("/v1/messages", "/messages")
+_log = structlog.get_logger("loopguard")
+
+
+def is_anthropic(path: str) -> bool:
+    return any(path == route or path.startswith(route + "/") for route in _ANTHROPIC_ROUTES)
+
+
+def error_json(path: str, message: str, type: str, code: str | None = None) -> bytes:
+    if is_anthropic(path):
+        return orjson.dumps({"type": "error", "error": {"type": type, "message": message}})
+    return orjson.dumps(error_body(message, type, None, code))
+
+
+async def refuse(scope: dict[str, Any], send: Any, status: int, message: str, *, type: str,
+                 code: str, started: float | None = None,
+                 headers: list[tuple[bytes, bytes]] = ()) -> None:
+    """Send the error and log the request line (the path is cut short: it is the client's text)."""
+    path = scope.get("path", "")
+    body = error_json(path, message, type, code)
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+    elapsed = 0.0 if started is None else round((time.perf_counter() - started) * 1000, 3)
+    _log.info("request", method=scope.get("method"), path=path[:200], status=status, stream=False,
+              action="pass", refused=code, upstream_ms=0.0, overhead_ms=elapsed)

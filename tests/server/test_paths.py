@@ -1,0 +1,56 @@
+"""Path spellings: one canonical path per route, everything ambiguous refused before routing.
+
+Sent over bare sockets: client libraries normalise ``..`` and ``//`` themselves, so they could
+not send what an attacker (or a sloppy client) sends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.rawhttp import send
+
+from gateway.server.paths import PathError, canonical_path
+
+CHAT = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+
+
+@pytest.mark.parametrize("target", [
+    "/v1/../admin/keys", "/v1/%2e%2e/admin", "/v1/%2E%2E/admin", "/v1//chat/completions",
+    "/v1/./chat/completions", "/v1/chat/../chat/completions", "/v1/chat%2fcompletions",
+    "/v1/chat%5ccompletions", "/v1\\chat\\completions", "/v1/models%00", "/v1/%zz", "/v1/models//",
+    "/v1/..", "/v1/.%2e/admin",
+])
+def test_ambiguous_paths_are_refused_and_never_reach_the_upstream(any_gateway, upstream, target):
+    for method, body in (("GET", b""), ("POST", CHAT)):
+        response = send(any_gateway, method, target, [("Content-Type", "application/json")], body)
+        assert response.status == 400, (target, response.status, response.body)
+        error = response.json()["error"]
+        assert error["code"] == "invalid_path" and error["type"] == "invalid_request_error"
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize("target", [
+    "/v1/chat/completions/", "/v1/chat/%63ompletions", "/v1/%63hat/completions", "/chat/completions/",
+])
+def test_other_spellings_of_the_chat_route_are_judged_as_the_chat_route(any_gateway, upstream, target):
+    """The guard answers (its action header is set) and the upstream sees the canonical path."""
+    response = send(any_gateway, "POST", target, [("Content-Type", "application/json")], CHAT)
+    assert response.status == 200, response.body
+    assert response.headers["x-loopguard-action"] == "pass"
+    assert upstream.last["path"] == "/v1/chat/completions"
+
+
+def test_passthrough_keeps_other_escapes_and_queries(any_gateway, upstream):
+    response = send(any_gateway, "GET", "/v1/files/file%3Aabc/content?limit=2")
+    assert response.status == 200
+    assert upstream.last["path"] == "/v1/files/file:abc/content" and upstream.last["query"] == b"limit=2"
+
+
+def test_canonical_path_rules():
+    assert canonical_path(b"/v1/chat/%63ompletions/") == b"/v1/chat/completions"
+    assert canonical_path(b"/v1/files/a%3ab") == b"/v1/files/a%3Ab"
+    assert canonical_path(b"/") == b"/"
+    for bad in (b"/a//b", b"//", b"/a/./b", b"/a/%2E", b"/a%2F", b"a/b", b"/a%"):
+        with pytest.raises(PathError):
+            canonical_path(bad)
