@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gateway.protocols.chat.rewrite import anchored, prefix_hashes_at
+from gateway.guard.prefix import anchored, prefix_hashes_at
 from gateway.state.base import HistoryMark, SessionState, VetoRecord
 from gateway.trace.model import Turn
 
@@ -99,6 +99,6 @@ def _hashes(turns: Sequence[Turn], length: int, digest: str, wanted: set[int]) -
 
 def shown_index(client_index: int, hashes: Mapping[int, str], vetoes: Sequence[VetoRecord]) -> int:
     """``client_index`` in the messages the model sees, where the vetoed exchanges that
-    belong before it are re-inserted (``rewrite.insert_vetoes``)."""
+    belong before it are re-inserted (``prefix.insert_vetoes``)."""
     return client_index + sum(len(r.messages) for r in vetoes
                               if r.anchor_len < client_index and anchored(r, hashes))

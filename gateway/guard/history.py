@@ -2,8 +2,9 @@
 
 Every request of a conversation repeats all earlier messages, so parsing and tracing each one
 from scratch makes the guard pay for the whole history on every request. This cache keeps, per
-conversation, the last request's messages and what was derived from them: a request whose
-messages start with exactly those (compared by value, at C speed) parses only its new messages,
+conversation, the last request's items (messages, input items: whatever the protocol adapter
+calls them) and what was derived from them: a request whose items start with exactly those
+(compared by value, at C speed) parses only its new items through the adapter,
 and the trace builder reuses the events of the unchanged prefix. Anything else (an edited or
 compacted history, another conversation with the same opening) is parsed from scratch, so the
 cache can only save work, never change a result. Bounded by entries and by body bytes.
@@ -18,15 +19,15 @@ from typing import Any
 
 import orjson
 
-from gateway.protocols.chat.parse import conversation_from_body, declared_tools, turn_from_message
-from gateway.protocols.chat.rewrite import extend_history_hash, prefix_hashes_at
+from gateway.guard.prefix import extend_history_hash, prefix_hashes_at
+from gateway.protocols.base import Adapter
 from gateway.trace.model import Conversation
 from gateway.trace.settings import TraceSettings
 
 
 @dataclass(slots=True)
 class _Entry:
-    messages: list[Any]
+    messages: list[Any]  # the request's items
     conv: Conversation
     size: int
     hasher: Any  # blake2b state over all of ``messages`` (rewrite.extend_history_hash)
@@ -52,27 +53,29 @@ class HistoryCache:
         self._bytes = 0
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
 
-    def parse(self, payload: dict[str, Any], size: int, settings: TraceSettings) -> Parsed:
-        messages = payload.get("messages")
-        key = _key(messages)
-        if key is None:  # nothing to remember it by (no messages)
-            conv = conversation_from_body(payload)
-            count = len(messages) if isinstance(messages, list) else 0
+    def parse(self, adapter: Adapter, payload: dict[str, Any], messages: list[Any], size: int,
+              settings: TraceSettings) -> Parsed:
+        """``messages``: the request's items as ``adapter`` reads them (``Adapter.items``)."""
+        key = _key(adapter.name, messages)
+        if key is None:  # nothing to remember it by (no items)
+            conv = adapter.conversation(payload, messages)
+            count = len(messages)
             return Parsed(conv, None, prefix_hashes_at(conv.turns, count, (count,))[count])
         old = self._entries.pop(key, None)
         if old is not None:
             self._bytes -= old.size
-        if old is not None and _extends(old.messages, messages):
+        if old is not None and _extends(old.messages, messages) and _same_head(adapter, payload, old.conv):
             self.hits += 1
             start = len(old.messages)
-            conv = _extended(old.conv, payload, messages, start)
+            new = adapter.conversation(payload, messages, start)
+            conv = Conversation(old.conv.turns + new.turns, new.tools)
             hasher = _grow(old.hasher.copy(), conv, len(old.conv.turns), start, len(messages))
             # Stale keys (a result that arrived, steps renumbered by a new run) pile up slowly.
             keep = old.settings is settings and old.conv.tools == conv.tools and len(old.events) < 4096
             entry = _Entry(messages, conv, size, hasher, settings, old.events if keep else {})
         else:
             self.misses += 1
-            conv = conversation_from_body(payload)
+            conv = adapter.conversation(payload, messages)
             hasher = _grow(hashlib.blake2b(digest_size=16), conv, 0, 0, len(messages))
             entry = _Entry(messages, conv, size, hasher, settings)
         self._store(key, entry)
@@ -92,20 +95,22 @@ def _extends(old: list[Any], messages: list[Any]) -> bool:
     return len(messages) >= len(old) and messages[: len(old)] == old
 
 
-def _extended(old: Conversation, payload: dict[str, Any], messages: list[Any], start: int) -> Conversation:
-    new = tuple(t for i in range(start, len(messages)) if (t := turn_from_message(messages[i], i)) is not None)
-    return Conversation(old.turns + new, declared_tools(payload))
+def _same_head(adapter: Adapter, payload: dict[str, Any], old: Conversation) -> bool:
+    """Turns read from outside the items (index -1: a system prompt field) are unchanged."""
+    head = adapter.conversation(payload, []).turns
+    n = len(head)
+    return old.turns[:n] == head and (len(old.turns) == n or old.turns[n].index >= 0)
 
 
 def _grow(hasher: Any, conv: Conversation, first_turn: int, start: int, count: int) -> Any:
     return extend_history_hash(hasher, conv.turns[first_turn:], start, count)
 
 
-def _key(messages: Any) -> bytes | None:
-    """A conversation is known by how it opens (system prompt, first message)."""
-    if not isinstance(messages, list) or not messages:
+def _key(protocol: str, messages: list[Any]) -> bytes | None:
+    """A conversation is known by its protocol and how it opens (system prompt, first message)."""
+    if not messages:
         return None
     try:
-        return hashlib.blake2b(orjson.dumps(messages[:2]), digest_size=16).digest()
+        return hashlib.blake2b(orjson.dumps(messages[:2]), digest_size=16, person=protocol.encode()[:16]).digest()
     except TypeError:
         return None

@@ -1,4 +1,7 @@
-"""The request path: rebuild what the model has seen, judge the executed history, plan the edit."""
+"""The request path: rebuild what the model has seen, judge the executed history, plan the edit.
+
+Protocol-neutral: the request's items are opaque; the adapter reads them into turns and makes
+every edit (anchor, replaced result, re-shown vetoed exchange)."""
 
 from __future__ import annotations
 
@@ -7,16 +10,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway.config import SessionsConfig
-from gateway.guard import compaction
+from gateway.guard import compaction, prefix
 from gateway.guard.history import HistoryCache
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
-from gateway.protocols.chat import replies, rewrite
-from gateway.protocols.chat.parse import conversation_from_body
+from gateway.protocols.base import Adapter
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
-from gateway.trace.model import Conversation, ToolCall, Trace, Turn
+from gateway.trace.model import Conversation, Trace, Turn
 
 
 @dataclass(slots=True)
@@ -24,8 +26,8 @@ class RequestPlan:
     policy: EffectivePolicy
     session: str
     payload: dict[str, Any]
-    client_messages: list[Any]  # exactly what the client sent
-    messages: list[Any]  # what the model will see: vetoed exchanges re-shown, anchors added
+    client_messages: list[Any]  # the items the client sent (after any ``history`` the adapter supplied)
+    messages: list[Any]  # the items the model will see: vetoed exchanges re-shown, anchors added
     conversation: Conversation
     trace: Trace
     judgement: Judgement
@@ -40,41 +42,42 @@ class RequestPlan:
 
 
 async def plan_request(
-    payload: dict[str, Any], headers: dict[str, str], path: str, policies, store: StateStore, log,
-    sessions: SessionsConfig = DEFAULT_SOURCES, history: HistoryCache | None = None, size: int = 0,
+    adapter: Adapter, payload: dict[str, Any], items: list[Any], headers: dict[str, str], path: str, policies,
+    store: StateStore, log, sessions: SessionsConfig = DEFAULT_SOURCES, history: HistoryCache | None = None,
+    size: int = 0,
 ) -> RequestPlan:
+    """``items``: the conversation as the model will see it before any edit (``Adapter.items``,
+    after the entries ``Adapter.history`` supplied)."""
     policy = policies.resolve(
         agent=headers.get("x-loopguard-agent"),
         api_key_sha256=headers.get("x-loopguard-client") or _key_hash(headers.get("authorization")),
         model=payload.get("model") if isinstance(payload.get("model"), str) else None,
         path=path,
     )
-    client = payload.get("messages")
-    client = client if isinstance(client, list) else []
-    length = len(client)
+    length = len(items)
     if history is not None:
-        parsed = history.parse(payload, size, policy.trace_settings)
+        parsed = history.parse(adapter, payload, items, size, policy.trace_settings)
         conv, memo, digest = parsed.conv, parsed.events, parsed.digest
     else:
-        conv, memo = conversation_from_body(payload), None
-        digest = rewrite.prefix_hashes_at(conv.turns, length, (length,))[length]
+        conv, memo = adapter.conversation(payload, items), None
+        digest = prefix.prefix_hashes_at(conv.turns, length, (length,))[length]
     client_conv = conv
     session = session_id(headers, payload, conv, sessions)
     mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)
     tracked = _track(state, conv, mark, session, store, log)
-    messages = rewrite.insert_vetoes(client, tracked.hashes, state.vetoes) if state.vetoes else client
-    if messages is not client:
-        conv, memo = conversation_from_body({**payload, "messages": messages}), None
+    messages = prefix.insert_vetoes(items, tracked.hashes, state.vetoes) if state.vetoes else items
+    if messages is not items:
+        conv, memo = adapter.conversation(payload, messages), None
     trace = build_trace(conv, policy.trace_settings, memo)
     if tracked.compacted_at is not None:
         start = compaction.shown_index(tracked.compacted_at, tracked.hashes, state.vetoes)
         trace = replace(trace, compacted_at=start)
     judgement = policy.judge(trace)
-    plan = RequestPlan(policy, session, payload, client, messages, conv, trace, judgement,
-                       client_conv.turns, changed=messages is not client,
+    plan = RequestPlan(policy, session, payload, items, messages, conv, trace, judgement,
+                       client_conv.turns, changed=messages is not items,
                        client_hash=mark.digest)
-    _apply_history_action(plan)
+    _apply_history_action(adapter, plan)
     return plan
 
 
@@ -102,7 +105,7 @@ def _track(state: SessionState, conv: Conversation, mark: HistoryMark, session: 
     return tracked
 
 
-def _apply_history_action(plan: RequestPlan) -> None:
+def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:
     """Warn with an anchor; an executed call already at reject level gets its result replaced."""
     action, finding = plan.judgement.action, plan.judgement.finding
     if finding is None or action in (Action.PASS, Action.TERMINATE):
@@ -110,33 +113,24 @@ def _apply_history_action(plan: RequestPlan) -> None:
     policy = plan.policy
     if action == Action.REJECT:
         latest = plan.trace.latest
-        index = _result_index(plan.messages, latest.call_id, latest.message_index) if latest else None
+        index = adapter.result_index(plan.messages, latest.call_id, latest.message_index) if latest else None
         if index is not None:
             text = policy.render("reject", finding)
-            plan.messages = rewrite.replace_content(plan.messages, index, text)
+            plan.messages = adapter.replace_result(plan.messages, index, text)
             plan.changed = True
     text = policy.render("warn", finding)
-    plan.messages = rewrite.add_anchor(plan.messages, text, policy.interventions.warn.placement)
+    plan.messages = adapter.add_anchor(plan.messages, text, policy.interventions.warn.placement)
     plan.changed = True
 
 
-def _result_index(messages: list[Any], call_id: str, after: int) -> int | None:
-    for index in range(max(after, 0) + 1, len(messages)):
-        message = messages[index]
-        if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") == call_id:
-            return index
-    return None
-
-
-def veto_record(plan: RequestPlan, call: ToolCall, observation: str) -> VetoRecord:
-    """Remember a refused call so later requests of the conversation show it to the model,
-    right after the client messages of this request."""
+def veto_record(plan: RequestPlan, exchange: list[Any]) -> VetoRecord:
+    """Remember a refused call's ``exchange`` (``Adapter.veto_exchange``) so later requests of
+    the conversation show it to the model, right after the client items of this request."""
     anchor = plan.client_messages
     digest = plan.client_hash
     if digest is None:
-        digest = rewrite.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
-    exchange = (replies.assistant_message_for([call]), replies.veto_observation(call, observation))
-    return VetoRecord(len(anchor), digest, exchange)
+        digest = prefix.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
+    return VetoRecord(len(anchor), digest, tuple(exchange))
 
 
 def _key_hash(authorization: str | None) -> str | None:

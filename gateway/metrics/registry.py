@@ -16,6 +16,22 @@ OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 
 UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
 
+# Route families worth a label of their own (agent protocols first); any other is "other", so a
+# client cannot grow the label set.
+FAMILIES = frozenset({
+    "responses", "messages", "completions", "chat", "assistants", "threads", "realtime", "embeddings",
+    "models", "files", "batches", "images", "audio", "moderations", "fine_tuning", "uploads", "vector_stores",
+})
+
+
+def family_of(path: str) -> str:
+    """``/v1/responses/abc`` -> ``responses``; ``/v1/chat/...`` (a spelling the guarded
+    route does not match) -> ``chat``."""
+    parts = path.strip("/").split("/")
+    first = parts[1] if parts[0] == "v1" and len(parts) > 1 else parts[0]
+    return first if first in FAMILIES else "other"
+
+
 class GatewayMetrics:
     def __init__(self, registry: CollectorRegistry | None = None, *, settle_s: float = 600.0) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -33,6 +49,10 @@ class GatewayMetrics:
         self.upstream = Histogram("loopguard_upstream_seconds",
                                   "Time a chat request spent waiting for the upstream, re-asks included",
                                   buckets=UPSTREAM_BUCKETS, registry=r)
+        self.unguarded_requests = Counter(
+            "loopguard_unguarded_requests",
+            "Requests relayed without judging, by route family (responses, messages, models, ...)",
+            ["family"], registry=r)
         self.warn_outcomes = Counter("loopguard_warn_outcomes",
                                      "After a warn, did the run break the pattern (recovered) or persist",
                                      ["detector", "outcome"], registry=r)
@@ -53,6 +73,13 @@ class GatewayMetrics:
         child = self._children.get(key)
         if child is None:
             child = self._children[key] = self.requests.labels(route, str(status))
+        child.inc()
+
+    def unguarded(self, path: str) -> None:
+        key = ("ung", family_of(path))
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self.unguarded_requests.labels(key[1])
         child.inc()
 
     def exchange_done(self, overhead_s: float, upstream_s: float) -> None:

@@ -20,9 +20,11 @@ the protocol's official SDK accepts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gateway.state.base import StateStore
 from gateway.trace.model import Conversation, ToolCall
 
 Judge = Callable[[ToolCall, int], bool]  # (proposed call, position in its round) -> let it through?
@@ -76,9 +78,28 @@ class StreamFilter(Protocol):
         """The client stream is over: whatever closing events are still owed, exactly once."""
         ...
 
+    @property
+    def reply(self) -> dict[str, Any] | None:
+        """The complete reply the stream carried, when the protocol's stream ends with one
+        (Responses' ``response.completed``); None otherwise. Fed to ``Adapter.remember``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a model answer says, for the turn's required-tool check."""
+
+    calls: bool  # the model called a tool: not a final answer
+    text: str  # the answer's text
+
 
 class Adapter(Protocol):
+    """One protocol. The pipeline (``gateway.pipeline``) calls these in order; see each stage."""
+
     name: str  # "chat", "responses", "anthropic": metrics label, log field
+    # True when the upstream keeps conversations the request only refers to (Responses'
+    # ``previous_response_id``): the pipeline then calls ``history`` and ``remember``.
+    chains: bool
 
     # --- the request ----------------------------------------------------------------------
 
@@ -86,18 +107,39 @@ class Adapter(Protocol):
         """The request's own conversation entries ([] when absent or unreadable)."""
         ...
 
-    def conversation(self, payload: dict[str, Any], items: list[Any]) -> Conversation:
-        """``items`` (the payload's own, or an edited copy) as neutral turns, with the tools the
-        payload declares. ``Turn.index`` is the position in ``items``."""
+    def conversation(self, payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
+        """The turns of ``items[start:]``, with the tools the payload declares. ``Turn.index`` is
+        the position in ``items`` (the payload's own, or an edited copy). With ``start == 0``
+        also the parts outside ``items`` the model reads first (a ``system`` or
+        ``instructions`` field), as turns with index -1. The pipeline's history cache calls it
+        with ``start > 0`` to parse only what a growing conversation added."""
         ...
 
-    def with_items(self, payload: dict[str, Any], items: list[Any]) -> dict[str, Any]:
-        """The payload carrying ``items`` in place of its own; every other field unchanged."""
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+        """The payload carrying ``items`` in place of its own; every other field unchanged.
+        The first ``history`` items are what ``history()`` supplied, unchanged: an upstream
+        that holds them already (a server-side chain) need not get them again. ``history`` is 0
+        when there were none or an edit touched them: then ``items`` must be sent whole."""
         ...
 
     def stream(self, payload: dict[str, Any]) -> bool: ...
 
     def model(self, payload: dict[str, Any]) -> str: ...
+
+    # --- conversations the upstream keeps (called only when ``chains``) ----------------------
+
+    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+        """Entries that precede the request's own but that it does not carry, oldest first:
+        a server-side chain (Responses' ``previous_response_id``) rebuilt from what
+        ``remember`` stored. They are judged with the request's items. [] when none or
+        unknown (then only what is visible is judged)."""
+        ...
+
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+        """After a reply reached the client: ``sent`` is the last request body the upstream got
+        (the re-ask, when there was one), ``reply`` the reply (a stream's ``StreamFilter.reply``).
+        Store what a later ``history`` needs. Never raises on odd input."""
+        ...
 
     # --- interventions on the request (warn, replaced result, re-shown veto) ---------------
 
@@ -105,6 +147,10 @@ class Adapter(Protocol):
         """Warn: put ``text`` where the model reads it before its next step (``placement`` is
         the policy's ``system`` | ``user`` | ``tool_result``), keeping the protocol's ordering
         rules (a tool result still follows its call)."""
+        ...
+
+    def result_index(self, items: list[Any], call_id: str, after: int) -> int | None:
+        """Where the result of call ``call_id`` (issued by the entry at ``after``) is, if any."""
         ...
 
     def replace_result(self, items: list[Any], index: int, text: str) -> list[Any]:
@@ -118,21 +164,41 @@ class Adapter(Protocol):
         ``tool_result`` turn with ``is_error: true``)."""
         ...
 
+    def corrective(self, answer: str, text: str) -> list[Any]:
+        """The model's plain ``answer`` and a user entry with ``text``: appended to re-ask for a
+        tool call the turn requires."""
+        ...
+
     # --- the reply --------------------------------------------------------------------------
 
-    def proposed_calls(self, reply: dict[str, Any]) -> tuple[ToolCall, ...]:
-        """The tool calls a non-streaming reply proposes, in order."""
+    def proposed_calls(self, reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
+        """The tool calls a non-streaming reply proposes, in order, one tuple per alternative
+        answer (chat ``choices`` when ``n > 1``; one for protocols without alternatives)."""
         ...
 
-    def keep_calls(self, reply: dict[str, Any], count: int) -> dict[str, Any]:
-        """The reply with only its first ``count`` proposed calls."""
+    def keep_calls(self, reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
+        """The reply where alternative ``i`` keeps only its first ``keep[i]`` proposed calls
+        (an alternative left without calls ends as a plain answer)."""
         ...
 
-    def reply_text(self, reply: dict[str, Any]) -> str:
-        """The assistant text of a non-streaming reply."""
+    def answer(self, reply: dict[str, Any]) -> Answer | None:
+        """What the (first) answer says; None when unreadable (it goes out untouched)."""
         ...
 
-    def stream_filter(self, judge: Judge) -> StreamFilter: ...
+    def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
+        """The reply with ``text`` (and a blank line) before the answer's own text."""
+        ...
+
+    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> StreamFilter: ...
+
+    def stream_answer(self, stream: bytes) -> Answer | None:
+        """What a complete client-bound event stream answers; None when it holds an error or
+        nothing readable."""
+        ...
+
+    def stream_prepend_text(self, stream: bytes, text: str) -> bytes:
+        """The stream with ``text`` (and a blank line) before the answer's own text."""
+        ...
 
     # --- replies the gateway writes ---------------------------------------------------------
 
@@ -146,6 +212,10 @@ class Adapter(Protocol):
 
     def error_body(self, message: str, type: str, code: str | None = None) -> dict[str, Any]:
         """An error in the protocol's own error shape."""
+        ...
+
+    def error_event(self, body: dict[str, Any]) -> bytes:
+        """``error_body``'s result as one event of the protocol's stream (an error mid-stream)."""
         ...
 
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:

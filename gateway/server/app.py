@@ -17,9 +17,10 @@ from gateway.metrics.endpoint import metrics_endpoint
 from gateway.metrics.middleware import RequestMetrics
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
+from gateway.pipeline.route import guarded
 from gateway.policy.holder import PolicyHolder
+from gateway.protocols.chat.adapter import CHAT
 from gateway.server.auth import ClientAuth
-from gateway.server.chat import chat_completions
 from gateway.server.context import Gateway
 from gateway.server.health import healthz, readyz
 from gateway.server.lifecycle import Lifecycle
@@ -75,8 +76,9 @@ def build_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/chat/completions", chat_completions, methods=["POST"]),
+        # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline).
+        Route("/v1/chat/completions", guarded(CHAT), methods=["POST"]),
+        Route("/chat/completions", guarded(CHAT), methods=["POST"]),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -26,6 +26,12 @@ class Gateway:
     audit: AuditBus = field(default_factory=AuditBus)  # loop_intervention events -> sinks
     metrics: GatewayMetrics = field(default_factory=GatewayMetrics)  # this app's own registry
     history: HistoryCache = field(default_factory=HistoryCache)  # parse only what is new
+    # Upstreams of protocols served by another provider (adapter name -> upstream); the rest
+    # go to ``upstream``.
+    upstreams: dict[str, Upstream] = field(default_factory=dict)
+
+    def upstream_for(self, protocol: str) -> Upstream:
+        return self.upstreams.get(protocol, self.upstream)
 
     def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool) -> list[tuple[bytes, bytes]]:
         up = self.config.upstream

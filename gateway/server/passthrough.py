@@ -1,4 +1,5 @@
-"""Every other /v1/* route (models, embeddings, files, ...): relayed untouched, streamed."""
+"""Every other /v1/* route (models, embeddings, files, ...): relayed untouched, streamed, and
+counted by route family, so agent traffic the gateway does not judge is visible in /metrics."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from starlette.responses import Response
 
 from gateway.server.body import BodyTooLarge, read_body
 from gateway.server.context import Gateway, upstream_path
-from gateway.server.responses import RelayStream, openai_error
+from gateway.server.responses import RelayStream, Shape, error_response, openai_shape
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
 
@@ -27,6 +28,7 @@ async def passthrough(request: Request) -> Response:
         headers=gateway.forward_headers(request.headers.raw, identity=False),
         body=body,
     )
+    gateway.metrics.unguarded(request.url.path)
     sent = time.perf_counter()
     try:
         upstream = await gateway.upstream.send(outgoing)
@@ -39,17 +41,19 @@ async def passthrough(request: Request) -> Response:
     return RelayStream(upstream.status, upstream.headers, upstream.aiter_raw(), upstream.aclose)
 
 
-def too_large(gateway: Gateway) -> Response:
+def too_large(gateway: Gateway, shape: Shape = openai_shape) -> Response:
     limit = gateway.config.limits.max_body_bytes
-    return openai_error(413, f"Request body exceeds the gateway limit of {limit} bytes.", code="request_too_large")
+    return error_response(413, f"Request body exceeds the gateway limit of {limit} bytes.",
+                          code="request_too_large", shape=shape)
 
 
-async def read_or_refuse(gateway: Gateway, request: Request, started: float) -> bytes | Response:
+async def read_or_refuse(gateway: Gateway, request: Request, started: float,
+                         shape: Shape = openai_shape) -> bytes | Response:
     """The request body, or the logged 413 answer when it is over the configured limit."""
     try:
         return await read_body(request, gateway.config.limits.max_body_bytes)
     except BodyTooLarge:
-        return refused(gateway, request.method, request.url.path, too_large(gateway), started)
+        return refused(gateway, request.method, request.url.path, too_large(gateway, shape), started)
 
 
 def refused(gateway: Gateway, method: str, path: str, response: Response, started: float) -> Response:
@@ -59,12 +63,14 @@ def refused(gateway: Gateway, method: str, path: str, response: Response, starte
     return response
 
 
-def upstream_failed(gateway: Gateway, exc: UpstreamError, path: str, method: str = "POST") -> Response:
+def upstream_failed(gateway: Gateway, exc: UpstreamError, path: str, method: str = "POST",
+                    shape: Shape = openai_shape) -> Response:
     # The request line of a failed request: operators count requests by status from these.
     gateway.log.warning("request", method=method, path=path, status=exc.status, action="pass",
                         error=type(exc).__name__, detail=str(exc)[:300])
     kind = "timed out" if exc.status == 504 else "could not be reached"
-    return openai_error(exc.status, f"The upstream model provider {kind}.", type="upstream_error", code=exc.code)
+    return error_response(exc.status, f"The upstream model provider {kind}.", type="upstream_error",
+                          code=exc.code, shape=shape)
 
 
 def _ms(seconds: float) -> float:

@@ -1,8 +1,10 @@
-"""Responses the server sends: OpenAI-style errors, relayed bodies, disconnect-aware streams."""
+"""Responses the server sends: errors in the route's protocol shape, relayed bodies,
+disconnect-aware streams."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import anyio
 import orjson
@@ -15,12 +17,17 @@ from gateway.upstream.errors import UpstreamError
 _JSON = (b"content-type", b"application/json")
 
 
-def openai_error(
-    status: int, message: str, type: str = "invalid_request_error", code: str | None = None,
-    param: str | None = None, headers: list[tuple[bytes, bytes]] | None = None,
-) -> Response:
-    body = orjson.dumps(error_body(message, type, param, code))
-    return relay(status, [_JSON, *(headers or [])], body)
+# An error body in a route's protocol: (message, type, code) -> body (``Adapter.error_body``).
+Shape = Callable[[str, str, "str | None"], dict[str, Any]]
+
+
+def openai_shape(message: str, type: str, code: str | None = None) -> dict[str, Any]:
+    return error_body(message, type, code=code)
+
+
+def error_response(status: int, message: str, type: str = "invalid_request_error", code: str | None = None,
+                   shape: Shape = openai_shape) -> Response:
+    return relay(status, [_JSON], orjson.dumps(shape(message, type, code)))
 
 
 def relay(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> Response:

@@ -60,7 +60,7 @@ def _without_ids(value: Any) -> Any:
 @dataclass(frozen=True, slots=True)
 class HistoryMark:
     """Where a session's history stood at a request: its client message count and the prefix
-    hash over those messages (``rewrite.prefix_hashes``)."""
+    hash over those messages (``gateway.guard.prefix``)."""
 
     length: int
     digest: str

@@ -8,7 +8,7 @@ from support.looping import stubborn
 from support.seen import anchors
 from support.upstream import Reply
 
-import gateway.server.chat as chat_route
+import gateway.pipeline.request as request_stage
 from gateway.detectors import REGISTRY
 from gateway.detectors.base import Detector, DetectorSettings
 
@@ -42,15 +42,14 @@ def test_a_raising_detector_is_skipped_and_the_others_still_act(start_guarded):
     assert "loopguard_fail_open_errors_total 0.0" not in metrics and "loopguard_fail_open_errors_total" in metrics
 
 
-@pytest.mark.parametrize("broken", ["plan_request", "guard_for"])
+@pytest.mark.parametrize("broken", ["plan_request", "for_plan"])
 def test_a_guard_crash_forwards_the_exact_request(start_guarded, monkeypatch, broken):
     upstream, client, _ = start_guarded(lambda r: Reply(content="fine"))
 
     def crash(*args, **kwargs):
         raise RuntimeError("guard bug")
 
-    target = chat_route if broken == "plan_request" else chat_route.chat_expect
-    monkeypatch.setattr(target, broken, crash)
+    monkeypatch.setattr(request_stage, broken, crash)
     body = orjson.dumps({"model": "m", "messages": looping_history()})  # would be warned
     response = post(client, body)
     assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "fine"

@@ -5,8 +5,9 @@ import random
 import pytest
 
 from gateway.guard.history import HistoryCache
+from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.chat.parse import conversation_from_body
-from gateway.protocols.chat.rewrite import prefix_hashes_at
+from gateway.guard.prefix import prefix_hashes_at
 from gateway.trace.builder import build_trace
 from gateway.trace.settings import TraceSettings
 
@@ -29,12 +30,16 @@ def grow(messages, rng, step):
     return messages
 
 
+def parse(cache, body, size):
+    return cache.parse(CHAT, body, CHAT.items(body), size, SETTINGS)
+
+
 def fresh(body):
     return build_trace(conversation_from_body(body), SETTINGS)
 
 
 def check(cache, body):
-    parsed = cache.parse(body, 1000, SETTINGS)
+    parsed = parse(cache, body, 1000)
     assert parsed.conv == conversation_from_body(body)
     assert build_trace(parsed.conv, SETTINGS, parsed.events) == fresh(body)
     n = len(body["messages"])
@@ -61,7 +66,7 @@ def test_an_edited_history_is_parsed_from_scratch():
     cache = HistoryCache()
     base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
             {"role": "assistant", "content": "first answer"}]
-    cache.parse({"messages": base}, 10, SETTINGS)
+    parse(cache, {"messages": base}, 10)
     edited = [*base[:2], {"role": "assistant", "content": "summary of earlier work"}, {"role": "user", "content": "go"}]
     check(cache, {"messages": edited})
     assert (cache.hits, cache.misses) == (0, 2)
@@ -71,12 +76,12 @@ def test_changed_declared_tools_drop_the_event_memo():
     cache = HistoryCache()
     rng = random.Random(1)
     messages = grow([{"role": "user", "content": "go"}], rng, 0)
-    cache.parse({"messages": messages, "tools": TOOLS}, 10, SETTINGS)
-    memo = cache.parse({"messages": messages, "tools": TOOLS}, 10, SETTINGS).events
+    parse(cache, {"messages": messages, "tools": TOOLS}, 10)
+    memo = parse(cache, {"messages": messages, "tools": TOOLS}, 10).events
     assert memo is not None
     memo["sentinel"] = True
-    kept = cache.parse({"messages": messages, "tools": TOOLS}, 10, SETTINGS).events
-    dropped = cache.parse({"messages": messages, "tools": TOOLS[:1]}, 10, SETTINGS).events
+    kept = parse(cache, {"messages": messages, "tools": TOOLS}, 10).events
+    dropped = parse(cache, {"messages": messages, "tools": TOOLS[:1]}, 10).events
     assert "sentinel" in kept and "sentinel" not in dropped
 
 
@@ -88,5 +93,5 @@ def test_changed_declared_tools_drop_the_event_memo():
 def test_bounded(entries, max_bytes, size, kept):
     cache = HistoryCache(max_entries=entries, max_bytes=max_bytes)
     for i in range(20):
-        cache.parse({"messages": [{"role": "user", "content": f"conversation {i}"}]}, size, SETTINGS)
+        parse(cache, {"messages": [{"role": "user", "content": f"conversation {i}"}]}, size)
     assert len(cache._entries) == kept

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.guard.compaction import shown_index, track
-from gateway.protocols.chat import rewrite
+from gateway.guard import prefix
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.state import EMPTY, HistoryMark, SessionState, VetoRecord
 
@@ -22,7 +22,7 @@ def history(*steps: str, system: str = "sys", task: str = "task") -> list[dict]:
 
 def mark_of(messages: list[dict]) -> HistoryMark:
     turns = conversation_from_body({"messages": messages}).turns
-    return HistoryMark(len(messages), rewrite.prefix_hashes(turns, len(messages))[-1])
+    return HistoryMark(len(messages), prefix.prefix_hashes(turns, len(messages))[-1])
 
 
 def follow(state: SessionState, messages: list[dict]):
@@ -88,7 +88,7 @@ def test_without_vetoes_or_a_marker_only_the_request_digest_is_hashed():
 def test_vetoed_exchanges_before_the_compaction_point_shift_it():
     messages = history("a", "b")
     turns = conversation_from_body({"messages": messages}).turns
-    hashes = rewrite.prefix_hashes(turns, len(messages))
+    hashes = prefix.prefix_hashes(turns, len(messages))
     exchange = ({"role": "assistant"}, {"role": "tool"})
     before, after, stale = VetoRecord(2, hashes[2], exchange), VetoRecord(4, hashes[4], exchange), \
         VetoRecord(3, "gone", exchange)
@@ -104,16 +104,16 @@ messages_strategy = st.lists(
 @given(messages_strategy, st.lists(st.integers(-2, 14), max_size=5))
 def test_prefix_hashes_at_equals_prefix_hashes(messages, positions):
     turns = conversation_from_body({"messages": messages}).turns
-    full = rewrite.prefix_hashes(turns, len(messages))
-    sparse = rewrite.prefix_hashes_at(turns, len(messages), positions)
+    full = prefix.prefix_hashes(turns, len(messages))
+    sparse = prefix.prefix_hashes_at(turns, len(messages), positions)
     assert sparse == {p: full[p] for p in positions if 0 <= p <= len(messages)}
 
 
 def test_prefix_hashes_at_with_tool_calls_and_gaps():
     messages = [*history("a", "b"), "not a message", {"role": "tool", "content": [{"type": "text", "text": "x"}]}]
     turns = conversation_from_body({"messages": json.loads(json.dumps(messages))}).turns
-    full = rewrite.prefix_hashes(turns, len(messages))
-    assert rewrite.prefix_hashes_at(turns, len(messages), range(len(messages) + 1)) == dict(enumerate(full))
+    full = prefix.prefix_hashes(turns, len(messages))
+    assert prefix.prefix_hashes_at(turns, len(messages), range(len(messages) + 1)) == dict(enumerate(full))
 
 
 # --- positive evidence: a new run of the same task is never a compaction ---------------------

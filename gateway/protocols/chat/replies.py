@@ -12,7 +12,7 @@ from typing import Any
 
 from gateway.errors import error_body
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk, role_chunk, usage_chunk
-from gateway.protocols.chat.sse import DONE, data_event
+from gateway.protocols.sse import DONE, data_event
 from gateway.trace.model import ToolCall
 
 __all__ = [

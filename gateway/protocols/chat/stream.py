@@ -21,12 +21,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from gateway.protocols import codec
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, add_usage, content_chunk, finish_chunk, usage_chunk
 from gateway.protocols.chat.rounds import Judge, RoundState
-from gateway.protocols.chat.sse import DONE, SSEDecoder, SSEEvent, comment, data_event
+from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, comment, data_event
 
 __all__ = ["Judge", "RoundState", "ToolCallAssembler", "ToolCallFilter", "content_chunk", "finish_chunk"]
 
@@ -52,9 +51,11 @@ class ToolCallFilter:
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
     def __init__(
-        self, judge: Judge, envelope: Envelope | None = None, keepalive_s: float | None = 15.0
+        self, judge: Judge, envelope: Envelope | None = None, keepalive_s: float | None = 15.0,
+        model: str = "",
     ) -> None:
         self._judge = judge
+        self._model = model  # for a reply written before any upstream chunk gave an envelope
         self.envelope = envelope  # of the client stream: taken from the first upstream chunk
         self.rounds: list[RoundState] = []
         # While arguments stream in (a large file write takes a while) the client gets nothing;
@@ -105,9 +106,9 @@ class ToolCallFilter:
         self._saw_done = False
         self._new_round()
 
-    def terminate(self, text: str, model: str = "") -> list[bytes]:
+    def terminate(self, text: str, model: str | None = None) -> list[bytes]:
         """End the client stream with ``text`` and finish_reason "stop" (call ``final`` next)."""
-        env = self.envelope or Envelope.new(model)
+        env = self.envelope or Envelope.new(self._model if model is None else model)
         self.round.finish_withheld = False
         self.round.ended = True  # whatever is still held or unread is dropped with the stream
         self._held.clear()
@@ -132,6 +133,11 @@ class ToolCallFilter:
         return out
 
     # --- state for the pipeline -----------------------------------------------------------
+
+    @property
+    def reply(self) -> None:
+        """Chat streams carry no final reply object (nothing to remember either)."""
+        return None
 
     @property
     def round(self) -> RoundState:
@@ -166,8 +172,8 @@ class ToolCallFilter:
             self._relay(raw, out)
             return
         try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError:
+            chunk = codec.loads(data)
+        except codec.DecodeError:
             chunk = None
         if not isinstance(chunk, dict) or "error" in chunk or not isinstance(chunk.get("choices"), list):
             self._relay(raw, out)

@@ -13,7 +13,7 @@ from gateway.protocols.chat.replies import (
     termination_stream,
     veto_observation,
 )
-from gateway.protocols.chat.sse import DONE
+from gateway.protocols.sse import DONE
 from gateway.trace.model import ToolCall
 
 from .streams import accumulate, client_chunks

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gateway.protocols.chat.assembler import ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk
-from gateway.protocols.chat.sse import DONE, data_event
+from gateway.protocols.sse import DONE, data_event
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.trace.model import ToolCall
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.protocols.chat.sse import DONE, SSEDecoder, SSEEvent, comment, data_event
+from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, comment, data_event
 
-from .streams import client_events
+from .chat.streams import client_events
 
 
 def decode(*pieces: bytes) -> list[SSEEvent]:

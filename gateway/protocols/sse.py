@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import orjson
+from gateway.protocols import codec
 
 __all__ = ["DONE", "SSEDecoder", "SSEEvent", "comment", "data_event"]
 
@@ -161,7 +161,7 @@ def data_event(payload: dict | list | str) -> bytes:
         if b"\n" in body or b"\r" in body:
             body = b"\ndata: ".join(_EOL.split(body))
     else:
-        body = orjson.dumps(payload)
+        body = codec.dumps(payload)
     return b"data: " + body + b"\n\n"
 
 

@@ -1,0 +1,56 @@
+"""One request in flight: what the client asked, what the guard planned, and where it stands.
+
+Stages read and update this object; it holds state only. Timing lives in ``timing.Clock``, the
+actions taken in ``verdict.Verdict``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.guard.expectation import TurnGuard
+from gateway.guard.request import RequestPlan
+from gateway.pipeline.timing import Clock
+from gateway.pipeline.verdict import Verdict
+from gateway.protocols import codec
+from gateway.protocols.base import Adapter
+from gateway.server.context import Gateway
+from gateway.upstream.base import Upstream, UpstreamRequest
+
+
+@dataclass(slots=True)
+class Exchange:
+    gateway: Gateway
+    adapter: Adapter
+    request_id: str
+    path: str
+    payload: dict[str, Any]
+    body: bytes  # exactly what the client sent
+    stream: bool
+    upstream: Upstream  # where this protocol's requests go (``Gateway.upstream_for``)
+    outgoing: UpstreamRequest
+    log: Any
+    clock: Clock
+    verdict: Verdict = field(default_factory=Verdict)
+    plan: RequestPlan | None = None  # None: not judged (the guard failed open): forwarded untouched
+    history: list[Any] = field(default_factory=list)  # entries the adapter supplied (``Adapter.history``)
+    expectation: TurnGuard | None = None  # the turn's required tool, while still pending
+    reasks: int = 0
+    reply: dict[str, Any] | None = None  # the reply that reached the client, when it was read
+
+    def sent_payload(self) -> dict[str, Any]:
+        """The body the upstream gets now: the client's, with what the model must see."""
+        assert self.plan is not None
+        items, earlier = self.plan.messages, self.history
+        kept = len(earlier) if len(items) >= len(earlier) and all(
+            a is b for a, b in zip(items, earlier)) else 0
+        return self.adapter.with_items(self.payload, items, kept)
+
+    def sent_body(self) -> bytes:
+        return codec.dumps(self.sent_payload())
+
+
+def new_request_id(headers) -> str:
+    return headers.get("x-request-id") or uuid.uuid4().hex

@@ -1,0 +1,16 @@
+"""After the reply: protocols whose upstream keeps conversations (``Adapter.chains``) store what
+their later requests' ``history`` rebuilds. Never fails the exchange."""
+
+from __future__ import annotations
+
+from gateway.pipeline.exchange import Exchange
+
+
+async def remember(ex: Exchange) -> None:
+    if not ex.adapter.chains or ex.reply is None:
+        return
+    sent = ex.sent_payload() if ex.plan is not None else ex.payload
+    try:
+        await ex.adapter.remember(sent, ex.reply, ex.gateway.store)
+    except Exception as exc:  # noqa: BLE001 - a later request then judges only what it carries
+        ex.log.warning("state_unavailable", op="remember", error=type(exc).__name__)

@@ -1,0 +1,53 @@
+"""Request stages: parse the client's body, judge the executed history, write what goes upstream.
+
+Fail-open: any error in judging forwards the client's exact bytes, with ``pass`` in the headers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.guard.expectation import for_plan
+from gateway.guard.request import plan_request
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.verdict import fail_open
+from gateway.policy.actions import Action
+from gateway.protocols import codec
+from gateway.protocols.base import Adapter
+
+
+def parse(adapter: Adapter, body: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """The payload, or (None, message, code) for a body that is not a JSON object. Valid JSON
+    that orjson refuses (lone surrogate escapes, 1e400, deep nesting) is parsed all the same."""
+    try:
+        payload = codec.loads(body)
+    except codec.DecodeError as exc:
+        return None, f"The request body is not valid JSON: {exc}", "invalid_json"
+    if not isinstance(payload, dict):
+        return None, "The request body must be a JSON object.", "invalid_body"
+    return payload, None, None
+
+
+async def judge(ex: Exchange, headers) -> None:
+    """Plan the request: ``ex.plan``, ``ex.expectation`` and the outgoing body; the actions
+    taken are recorded only once the edited body exists."""
+    gateway, adapter = ex.gateway, ex.adapter
+    try:
+        items = adapter.items(ex.payload)
+        if adapter.chains:
+            ex.history = await adapter.history(ex.payload, gateway.store)
+            items = [*ex.history, *items] if ex.history else items
+        plan = await plan_request(adapter, ex.payload, items, headers, ex.path, gateway.policies.current,
+                                  gateway.store, ex.log, sessions=gateway.config.sessions,
+                                  history=gateway.history, size=len(ex.body))
+        ex.plan = plan
+        ex.expectation = for_plan(plan)  # a tool this turn requires, or None
+        if plan.changed and plan.action != Action.TERMINATE:
+            ex.outgoing.body = ex.sent_body()
+        gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
+        if plan.judgement.finding is not None:
+            ex.verdict.record(ex, plan.judgement, plan.action, "request")
+    except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
+        fail_open(ex, "request")
+        ex.plan, ex.expectation, ex.outgoing.body = None, None, ex.body
+        ex.verdict.reset()

@@ -1,0 +1,74 @@
+"""The one route handler every guarded protocol uses: ``Route(path, guarded(ADAPTER))``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.pipeline import request as request_stage
+from gateway.pipeline import stream, terminate, unary
+from gateway.pipeline.exchange import Exchange, new_request_id
+from gateway.pipeline.timing import Clock
+from gateway.policy.actions import Action
+from gateway.protocols.base import Adapter
+from gateway.server.body import too_many_items
+from gateway.server.context import Gateway, upstream_path
+from gateway.server.passthrough import read_or_refuse, refused, upstream_failed
+from gateway.server.responses import error_response
+from gateway.upstream.base import UpstreamRequest
+from gateway.upstream.errors import UpstreamError
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def guarded(adapter: Adapter) -> Endpoint:
+    async def endpoint(request: Request) -> Response:
+        return await run(adapter, request)
+
+    endpoint.__name__ = f"guarded_{adapter.name}"
+    return endpoint
+
+
+async def run(adapter: Adapter, request: Request) -> Response:
+    gateway: Gateway = request.app.state.gateway
+    started = time.perf_counter()
+    body = await read_or_refuse(gateway, request, started, shape=adapter.error_body)
+    if isinstance(body, Response):
+        return body
+    payload, message, code = request_stage.parse(adapter, body)
+    if payload is not None and (message := too_many_items(adapter.items(payload), gateway.config.limits.max_messages)):
+        payload, code = None, "too_many_messages"
+    if payload is None:
+        answer = error_response(400, message or "", code=code, shape=adapter.error_body)
+        return refused(gateway, "POST", request.url.path, answer, started)
+    ex = _exchange(gateway, adapter, request, payload, body, started)
+    await request_stage.judge(ex, request.headers)
+    if ex.plan is not None and ex.plan.action == Action.TERMINATE:
+        return terminate.at_request(ex)
+    ex.clock.took(started)
+    sent = time.perf_counter()
+    try:
+        upstream = await ex.upstream.send(ex.outgoing)
+    except UpstreamError as exc:
+        return upstream_failed(gateway, exc, ex.path, shape=adapter.error_body)
+    finally:
+        ex.clock.waited(sent)
+    if ex.stream and upstream.status == 200:
+        return stream.respond(ex, upstream)
+    return await unary.respond(ex, upstream)
+
+
+def _exchange(gateway: Gateway, adapter: Adapter, request: Request, payload: dict, body: bytes,
+              started: float) -> Exchange:
+    path = request.url.path
+    request_id = new_request_id(request.headers)
+    outgoing = UpstreamRequest(
+        method="POST", path=upstream_path(path), query=request.scope.get("query_string", b""),
+        headers=gateway.forward_headers(request.headers.raw, identity=True), body=body,
+    )
+    return Exchange(gateway, adapter, request_id, path, payload, body, adapter.stream(payload),
+                    gateway.upstream_for(adapter.name), outgoing,
+                    gateway.log.bind(request_id=request_id, path=path), Clock(started))

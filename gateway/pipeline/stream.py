@@ -1,0 +1,143 @@
+"""The streamed reply: relay content at once, hold each tool call until judged.
+
+One attempt relays an upstream stream through the adapter's stream filter; a refused first call is
+re-asked (a loop) on a new upstream stream that continues the same client stream; when the
+model insists (or the policy says terminate) the stream ends with the final text. Decisions
+taken after the headers went out are also written as SSE comments, which clients skip.
+
+When the turn requires a tool, each attempt is held until the model's answer is known, and only
+the last one goes to the client, so it receives one valid stream.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+from starlette.responses import Response
+
+from gateway.pipeline import expect, terminate
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.judging import StreamJudge
+from gateway.pipeline.remember import remember
+from gateway.pipeline.timing import log_request
+from gateway.pipeline.verdict import fail_open
+from gateway.pipeline.vetoes import may_reask, reask, veto
+from gateway.policy.actions import Action
+from gateway.protocols.base import StreamFilter
+from gateway.protocols.sse import comment
+from gateway.server.responses import RelayStream
+from gateway.upstream.base import UpstreamResponse
+from gateway.upstream.errors import UpstreamError
+
+KEEPALIVE_S = 15.0  # while an answer is held, a comment keeps idle-timeout proxies patient
+_HOLDING = comment("holding")
+
+
+def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
+    chunks = _held(ex, upstream) if ex.expectation is not None else _relayed(ex, upstream)
+    return RelayStream(200, ex.verdict.headers(upstream.headers), chunks, upstream.aclose)
+
+
+async def _relayed(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in _attempt(ex, upstream):
+            yield chunk
+    except UpstreamError as exc:  # headers are out: break the client's stream too (RelayStream)
+        _broken(ex, exc)
+        raise
+    await _done(ex)
+
+
+async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+    current, mark = upstream, time.monotonic()
+    try:
+        while True:
+            held = bytearray()
+            try:
+                async for chunk in _attempt(ex, current):
+                    held += chunk
+                    if time.monotonic() - mark >= KEEPALIVE_S:
+                        mark = time.monotonic()
+                        yield _HOLDING
+            finally:
+                if current is not upstream:
+                    await current.aclose()
+            said = expect.plain_answer(ex, stream=bytes(held)) if ex.verdict.action != Action.TERMINATE else None
+            if said is None:
+                yield bytes(held)
+                break
+            if (retry := await expect.retry(ex, said)) is not None:
+                assert ex.expectation is not None
+                yield expect.note(ex.expectation, Action.REJECT)
+                current = retry
+                continue
+            for chunk in expect.warn_stream(ex, bytes(held)):
+                yield chunk
+            break
+    except UpstreamError as exc:
+        _broken(ex, exc)
+        raise
+    await _done(ex)
+
+
+async def _attempt(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+    """One answer: the upstream stream and its re-asks, relayed through one stream filter."""
+    judge = StreamJudge(ex)
+    tool_filter = ex.adapter.stream_filter(judge, ex.payload)
+    current = upstream
+    try:
+        while True:
+            async for chunk in _pump(ex, tool_filter, current):
+                yield chunk
+            judge.record_shadowed()
+            refusal = judge.refusal
+            if refusal is None:
+                break
+            if refusal.position > 0 or not tool_filter.needs_decision:
+                await veto(ex, refusal)  # the calls before it went out; the rest are dropped
+                yield terminate.note(Action.REJECT, refusal)
+                break
+            if not may_reask(ex, refusal):
+                for chunk in terminate.stream(ex, tool_filter, refusal):
+                    yield chunk
+                break
+            await veto(ex, refusal)
+            yield terminate.note(Action.REJECT, refusal)
+            if current is not upstream:
+                await current.aclose()
+            current = await reask(ex)
+            if current.status != 200:
+                ex.log.warning("reask_failed", status=current.status)
+                break
+            judge.renew()
+            tool_filter.begin_continuation()
+    finally:
+        if current is not upstream:
+            await current.aclose()
+    for chunk in tool_filter.final():
+        yield chunk
+    ex.reply = tool_filter.reply
+
+
+async def _pump(ex: Exchange, tool_filter: StreamFilter, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+    async for raw in upstream.aiter_raw():
+        started = time.perf_counter()
+        out = tool_filter.feed(raw)
+        ex.clock.took(started)
+        for chunk in out:
+            yield chunk
+    for chunk in tool_filter.end_upstream():
+        yield chunk
+    if tool_filter.round.judge_errors:
+        fail_open(ex, "stream_judge")
+
+
+def _broken(ex: Exchange, exc: UpstreamError) -> None:
+    ex.log.warning("upstream_stream_broken", error=type(exc).__name__)
+    log_request(ex, 200)
+
+
+async def _done(ex: Exchange) -> None:
+    await remember(ex)
+    log_request(ex, 200)

@@ -1,0 +1,104 @@
+"""The non-streaming reply: judge its proposed calls; veto, re-ask (a loop) or terminate; a
+turn's required tool; then relay it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from starlette.responses import Response
+
+from gateway.pipeline import expect, terminate
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.judging import judge_reply
+from gateway.pipeline.remember import remember
+from gateway.pipeline.timing import log_request
+from gateway.pipeline.verdict import fail_open
+from gateway.pipeline.vetoes import may_reask, reask, veto
+from gateway.protocols import codec
+from gateway.server.passthrough import upstream_failed
+from gateway.server.responses import relay
+from gateway.upstream.base import UpstreamResponse
+from gateway.upstream.errors import UpstreamError
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    content: bytes
+    parsed: dict[str, Any] | None  # None: not a 200 JSON object, or not judged: relayed as is
+
+
+async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
+    try:
+        reply = await _settle(ex, upstream)
+    except UpstreamError as exc:
+        return upstream_failed(ex.gateway, exc, ex.path, shape=ex.adapter.error_body)
+    if isinstance(reply, Response):  # terminated
+        return reply
+    if reply.parsed is not None:
+        ex.reply = reply.parsed
+        await remember(ex)
+    log_request(ex, reply.status)
+    return relay(reply.status, ex.verdict.headers(reply.headers), reply.content)
+
+
+async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
+    """Read, judge and act until a reply may go to the client (each re-ask is a new round),
+    or the run is terminated."""
+    while True:
+        reply = await _read(ex, current)
+        if reply.parsed is None:
+            return reply
+        refused = judge_reply(ex, reply.parsed)
+        if refused is None:
+            said = expect.plain_answer(ex, reply.parsed)
+            if said is None:
+                return reply
+            if (retry := await expect.retry(ex, said)) is not None:
+                current = retry
+                continue
+            return _edited(ex, reply, expect.warn_reply(ex, reply.parsed))
+        if refused.whole_round and not may_reask(ex, refused.first):
+            return terminate.unary(ex, refused.first)
+        await veto(ex, refused.first)
+        for other in refused.others:
+            ex.verdict.record(ex, other.judgement, other.judgement.action, "response")
+        if not refused.whole_round:  # the calls before it go to the agent; the rest are dropped
+            return _edited(ex, reply, ex.adapter.keep_calls(reply.parsed, refused.keep))
+        current = await reask(ex)
+
+
+async def _read(ex: Exchange, upstream: UpstreamResponse) -> Reply:
+    started = time.perf_counter()
+    try:
+        status, headers, content = upstream.status, upstream.headers, await upstream.aread()
+    finally:
+        await upstream.aclose()
+        ex.clock.waited(started)
+    return Reply(status, headers, content, _parsed(ex, status, content))
+
+
+def _parsed(ex: Exchange, status: int, content: bytes) -> dict[str, Any] | None:
+    if ex.plan is None or status != 200:
+        return None
+    started = time.perf_counter()
+    try:
+        data = codec.loads(content)
+    except codec.DecodeError:
+        return None  # not JSON: the agent gets it as the upstream sent it
+    finally:
+        ex.clock.took(started)
+    return data if isinstance(data, dict) else None
+
+
+def _edited(ex: Exchange, reply: Reply, parsed: dict[str, Any]) -> Reply:
+    if parsed is reply.parsed:
+        return reply
+    try:
+        return replace(reply, content=codec.dumps(parsed), parsed=parsed)
+    except Exception:  # noqa: BLE001 - cannot happen for parsed JSON; never a 500 for it
+        fail_open(ex, "response")
+        return reply

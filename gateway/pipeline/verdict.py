@@ -1,0 +1,50 @@
+"""The strongest action applied to an exchange: audited as it is taken, told in the headers.
+
+An action is recorded only once it is applied to traffic, so when the guard fails open (the
+edit could not be made, the body goes out untouched) the headers and the audit say ``pass``,
+never the action that was not applied; the failure itself is logged and counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.audit.events import StoppedWork
+from gateway.guard.audit import audit
+from gateway.policy.actions import Action
+from gateway.policy.engine import Judgement
+
+ACTION_HEADER = b"x-loopguard-action"
+DETECTOR_HEADER = b"x-loopguard-detector"
+
+
+@dataclass(slots=True)
+class Verdict:
+    action: Action = Action.PASS
+    detector: str | None = None
+
+    def record(self, ex, judgement: Judgement, action: Action, phase: str) -> None:
+        """Audit ``judgement`` acted on with ``action`` (``ex``: the exchange); the strongest
+        action so far (the first detector at that level) is what the headers report."""
+        plan = ex.plan
+        if plan is not None:
+            audit(ex.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
+                  action=action, bus=ex.gateway.audit, agent=plan.policy.agent, trace=plan.trace,
+                  request_id=ex.request_id, work=StoppedWork(ex.adapter.model(ex.payload), plan.messages))
+        if action > self.action or (action == self.action and self.detector is None):
+            self.action, self.detector = action, judgement.detector
+
+    def headers(self, upstream_headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        out = [*upstream_headers, (ACTION_HEADER, self.action.label.encode())]
+        if self.detector:
+            out.append((DETECTOR_HEADER, self.detector.encode()))
+        return out
+
+    def reset(self) -> None:
+        self.action, self.detector = Action.PASS, None
+
+
+def fail_open(ex, where: str) -> None:
+    """A guard step raised: the traffic goes on untouched; log it and count it."""
+    ex.gateway.metrics.engine.fail_open_errors += 1
+    ex.log.exception("fail_open", where=where, request_id=ex.request_id)

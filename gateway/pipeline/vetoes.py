@@ -1,0 +1,57 @@
+"""A refused call: shown to the model with the gateway's observation, remembered for the
+session's later requests, and re-asked while the policy's budget allows."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gateway.guard.request import veto_record
+from gateway.guard.response import Refusal
+from gateway.pipeline.exchange import Exchange
+from gateway.policy.actions import Action
+from gateway.trace.builder import build_trace
+from gateway.upstream.base import UpstreamRequest, UpstreamResponse
+
+
+def may_reask(ex: Exchange, refusal: Refusal) -> bool:
+    assert ex.plan is not None
+    limit = ex.plan.policy.interventions.reject.max_reasks
+    return not refusal.terminate and refusal.position == 0 and ex.reasks < limit
+
+
+async def veto(ex: Exchange, refusal: Refusal) -> str:
+    """Record and remember the refused call; the model sees it with our observation from now
+    on. Returns the observation."""
+    plan = ex.plan
+    assert plan is not None
+    observation = plan.policy.render("reject", refusal.judgement.finding)
+    ex.verdict.record(ex, refusal.judgement, Action.REJECT, "response")
+    exchange = ex.adapter.veto_exchange(refusal.call, observation)
+    try:
+        await ex.gateway.store.add_veto(plan.session, veto_record(plan, exchange))
+    except Exception as exc:  # the veto still holds for this request; later ones may not see it
+        ex.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
+    show(ex, exchange)
+    plan.trace = build_trace(ex.adapter.conversation(ex.payload, plan.messages), plan.policy.trace_settings)
+    return observation
+
+
+def show(ex: Exchange, entries: list[Any]) -> None:
+    """Append ``entries`` to what the model sees on the next re-ask."""
+    assert ex.plan is not None
+    ex.plan.messages = [*ex.plan.messages, *entries]
+
+
+async def reask(ex: Exchange, *, counted: bool = True) -> UpstreamResponse:
+    """Ask the model again with what it must now see (streamed like the request was).
+    ``counted=False``: a required-tool retry, which has its own budget (max_retries)."""
+    if counted:
+        ex.reasks += 1
+    out = ex.outgoing
+    request = UpstreamRequest("POST", out.path, out.query, out.headers, ex.sent_body())
+    started = time.perf_counter()
+    try:
+        return await ex.upstream.send(request)
+    finally:
+        ex.clock.waited(started)
