@@ -24,7 +24,7 @@ class Refused:
     first: Refusal
     others: tuple[Refusal, ...]
     keep: tuple[int, ...]
-    whole_round: bool  # every answer that proposed calls lost all of them: re-ask or terminate
+    whole_round: bool  # every answer proposed calls and lost all of them: re-ask or terminate
 
 
 def judge_reply(ex: Exchange, reply: dict[str, Any]) -> Refused | None:
@@ -47,7 +47,7 @@ def judge_reply(ex: Exchange, reply: dict[str, Any]) -> Refused | None:
     if not refusals:
         return None
     keep = tuple(j.refusal.position if j.refusal is not None else len(calls) for j, calls in zip(judges, proposed))
-    whole = all(j.refusal is not None and j.refusal.position == 0 for j, calls in zip(judges, proposed) if calls)
+    whole = all(j.refusal is not None and j.refusal.position == 0 for j in judges)
     return Refused(refusals[0], tuple(refusals[1:]), keep, whole)
 
 
@@ -61,31 +61,45 @@ def _judged(ex: Exchange, calls: tuple[ToolCall, ...]) -> ProposalJudge:
 
 
 class StreamJudge:
-    """The stream filter's judge. Each re-ask needs a judge over the extended history: ``renew``."""
+    """The stream filter's judge: one ProposalJudge per alternative answer (chat choice).
+    Each re-ask needs judges over the extended history: ``renew``."""
 
     def __init__(self, ex: Exchange) -> None:
         self.ex = ex
-        self.current: ProposalJudge | None = None
-        self.renew()
+        self.judges: dict[int, ProposalJudge] = {}
 
-    def __call__(self, call: ToolCall, position: int) -> bool:
-        if self.current is None:
+    def __call__(self, call: ToolCall, position: int, choice: int = 0) -> bool:
+        plan = self.ex.plan
+        if plan is None:
             return True
         started = time.perf_counter()
         try:
-            return self.current.judge(call, position)
+            judge = self.judges.get(choice)
+            if judge is None:
+                judge = self.judges[choice] = ProposalJudge(plan.policy, plan.trace)
+            return judge.judge(call, position)
         finally:
             self.ex.clock.took(started)
 
     def renew(self) -> None:
-        plan = self.ex.plan
-        self.current = ProposalJudge(plan.policy, plan.trace) if plan is not None else None
+        self.judges = {}
 
     @property
     def refusal(self) -> Refusal | None:
-        return self.current.refusal if self.current is not None else None
+        """The refusal the pipeline acts on: the first answer's, else the first found."""
+        refusals = self._refusals()
+        return refusals[0] if refusals else None
+
+    def record_others(self) -> None:
+        """The other answers' refusals (withheld by the filter): audited, not re-asked."""
+        ex = self.ex
+        for other in self._refusals()[1:]:
+            ex.verdict.record(ex, other.judgement, other.judgement.action, "response")
 
     def record_shadowed(self) -> None:
-        if self.current is not None:
-            for held in self.current.shadowed:
+        for judge in self.judges.values():
+            for held in judge.shadowed:
                 self.ex.verdict.record(self.ex, held, held.action, "response")
+
+    def _refusals(self) -> list[Refusal]:
+        return [j.refusal for _, j in sorted(self.judges.items()) if j.refusal is not None]

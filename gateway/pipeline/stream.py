@@ -94,6 +94,7 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[by
             refusal = judge.refusal
             if refusal is None:
                 break
+            judge.record_others()
             if refusal.position > 0 or not tool_filter.needs_decision:
                 await veto(ex, refusal)  # the calls before it went out; the rest are dropped
                 yield terminate.note(Action.REJECT, refusal)

@@ -27,7 +27,9 @@ from typing import Any, Protocol
 from gateway.state.base import StateStore
 from gateway.trace.model import Conversation, ToolCall
 
-Judge = Callable[[ToolCall, int], bool]  # (proposed call, position in its round) -> let it through?
+# (proposed call, position in its round[, alternative answer (chat choice) index]) -> let it through?
+# Each alternative answer is judged on its own; a filter that never sees several passes two args.
+Judge = Callable[..., bool]
 
 
 class RoundView(Protocol):

@@ -5,8 +5,8 @@ orjson refuses some JSON that clients and models really send: lone surrogate esc
 nesting deeper than its serializer allows. Refusing such a body would switch the guard off for
 that conversation, so ``loads`` falls back to the stdlib parser and ``dumps`` to the stdlib
 serializer (ASCII-escaped, so lone surrogates go out as the same ``\\uXXXX`` escapes they came
-in as). A number beyond a double is kept as its own text: it is parsed into a placeholder
-string and written back verbatim, never as ``Infinity`` (which is not JSON). Only bodies orjson
+in as). A number beyond a double (and the ``NaN``/``Infinity`` some clients write) is kept as
+its own text: parsed into a placeholder string, written back verbatim. Only bodies orjson
 refuses pay for the fallback.
 """
 
@@ -28,7 +28,7 @@ DecodeError = (ValueError, RecursionError)  # what a body no parser can read rai
 _NONCE = secrets.token_hex(8)
 _PREFIX = f"\x00loopguard-number-{_NONCE}:"
 _MARK = _NONCE.encode()
-_PLACED = re.compile(rb'"\\u0000loopguard-number-' + _NONCE.encode() + rb':([-+0-9.eE]+)\\u0000"')
+_PLACED = re.compile(rb'"\\u0000loopguard-number-' + _NONCE.encode() + rb':([-+.0-9A-Za-z]+)\\u0000"')
 
 
 def loads(data: bytes | str) -> Any:
@@ -51,5 +51,5 @@ def _float(text: str) -> float | str:
     return value if math.isfinite(value) else f"{_PREFIX}{text}\x00"
 
 
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+def _constant(name: str) -> str:
+    return f"{_PREFIX}{name}\x00"  # NaN, Infinity: not JSON, but forwarded as they came

@@ -165,3 +165,17 @@ def test_recovery_monitor_settles_quiet_sessions_and_stays_bounded():
 def _mkdir(path):
     path.mkdir()
     return path
+
+
+def test_requests_relayed_unjudged_are_counted_by_route_family(tmp_path):
+    with guarded(lambda r: Reply(content="fine"), tmp_path) as gw:
+        httpx.post(gw.url + "/v1/responses", json={"model": "m", "input": "hi"})
+        httpx.post(gw.url + "/v1/responses", json={"model": "m", "input": "again"})
+        httpx.get(gw.url + "/v1/models")
+        httpx.get(gw.url + "/v1/made-up-route/x")
+        gw.client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        samples = scrape(gw.url)
+    assert value(samples, "loopguard_unguarded_requests_total", family="responses") == 2
+    assert value(samples, "loopguard_unguarded_requests_total", family="models") == 1
+    assert value(samples, "loopguard_unguarded_requests_total", family="other") == 1
+    assert value(samples, "loopguard_unguarded_requests_total", family="chat") == 0  # judged

@@ -13,6 +13,7 @@ from typing import Any
 from gateway.errors import error_body
 from gateway.protocols.base import Answer, Judge
 from gateway.protocols.chat import answers, replies, rewrite
+from gateway.protocols.chat.choices import ChoicesFilter
 from gateway.protocols.chat.parse import declared_tools, turn_from_message
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.protocols.sse import data_event
@@ -89,7 +90,10 @@ class ChatAdapter:
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ToolCallFilter:
+    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ToolCallFilter | ChoicesFilter:
+        n = payload.get("n")
+        if type(n) is int and n > 1:  # several answers, interleaved: each one judged
+            return ChoicesFilter(judge, model=self.model(payload))
         return ToolCallFilter(judge, model=self.model(payload))
 
     def stream_answer(self, stream: bytes) -> Answer | None:

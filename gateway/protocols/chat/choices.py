@@ -1,0 +1,170 @@
+"""A chat stream with several choices (``n > 1``): every choice's tool calls judged.
+
+Each choice is another answer to the same history, so each is judged on its own. The calls of
+one choice arrive interleaved with the others', so the stream is held whole until it ends, then
+released: byte for byte when nothing was refused, else with each refused call (and the later
+calls of its choice) left out, and a choice left without calls finishing with "stop". Nothing
+is re-asked (a re-ask would answer every choice again): the refused calls are withheld and the
+pipeline remembers them. Agents do not ask for several choices; this is about never letting a
+call through unjudged.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.protocols import codec
+from gateway.protocols.base import Judge
+from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
+from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk
+from gateway.protocols.sse import DONE, SSEDecoder, comment, data_event
+from gateway.trace.model import ToolCall
+
+_KEEPALIVE = comment("holding")
+
+
+@dataclass(slots=True)
+class ChoicesRound:
+    kept: list[ToolCall] = field(default_factory=list)
+    dropped: list[ToolCall] = field(default_factory=list)
+    rejected: ToolCall | None = None
+    rejected_position: int | None = None
+    judge_errors: list[Exception] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Event:
+    raw: bytes
+    chunk: dict[str, Any] | None
+    entries: list[tuple[int, dict[str, Any], PartialCall]] = field(default_factory=list)  # choice, entry, call
+
+
+class ChoicesFilter:
+    def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0) -> None:
+        self._judge = judge
+        self._model = model
+        self._keepalive_s = keepalive_s
+        self._mark = time.monotonic()
+        self._buffer = bytearray()
+        self._ended = False
+        self.round = ChoicesRound()
+        self.needs_decision = False  # refused calls are withheld, never re-asked
+        self.reply = None
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buffer += data
+        if self._keepalive_s is not None and time.monotonic() - self._mark >= self._keepalive_s:
+            self._mark = time.monotonic()
+            return [_KEEPALIVE]
+        return []
+
+    def end_upstream(self) -> list[bytes]:
+        if self._ended:
+            return []
+        self._ended = True
+        data, self._buffer = bytes(self._buffer), bytearray()
+        events = _events(data)
+        keep = self._judge_choices(events)
+        if all(keep[c] is None for c in keep):
+            return [data] if data else []
+        return [_rebuilt(event, keep) for event in events]
+
+    def begin_continuation(self) -> None:
+        return None
+
+    def terminate(self, text: str) -> list[bytes]:
+        env = Envelope.new(self._model)
+        return [data_event(content_chunk(env, text, role=True)), data_event(finish_chunk(env, "stop")), DONE]
+
+    def final(self) -> list[bytes]:
+        return self.end_upstream()
+
+    def _judge_choices(self, events: list[_Event]) -> dict[int, int | None]:
+        """Each choice's number of kept calls, or None when it keeps them all."""
+        assemblers: dict[int, ToolCallAssembler] = {}
+        for event in events:
+            for index, choice in _choices(event.chunk):
+                delta = choice.get("delta")
+                if not isinstance(delta, dict):
+                    continue
+                asm = assemblers.setdefault(index, ToolCallAssembler())
+                tools, legacy = delta.get("tool_calls"), delta.get("function_call")
+                for entry in tools if isinstance(tools, list) else ():
+                    if isinstance(entry, dict):
+                        event.entries.append((index, entry, asm.add_entry(entry)[0]))
+                if isinstance(legacy, dict):
+                    event.entries.append((index, legacy, asm.add_legacy(legacy)[0]))
+        keep: dict[int, int | None] = {}
+        for index, asm in sorted(assemblers.items()):
+            keep[index] = self._judge_one(index, [call.to_call() for call in asm.calls])
+        return keep
+
+    def _judge_one(self, index: int, calls: list[ToolCall]) -> int | None:
+        state = self.round
+        for position, call in enumerate(calls):
+            try:
+                allowed = bool(self._judge(call, position, index))
+            except Exception as exc:  # fail-open: a broken judge must never break the stream
+                state.judge_errors.append(exc)
+                allowed = True
+            if not allowed:
+                if state.rejected is None:
+                    state.rejected, state.rejected_position = call, position
+                state.dropped.extend(calls[position:])
+                return position
+            state.kept.append(call)
+        return None
+
+
+def _events(data: bytes) -> list[_Event]:
+    decoder = SSEDecoder()
+    out = []
+    for event in [*decoder.feed(data), *decoder.flush()]:
+        chunk = None
+        if event.data is not None and not event.is_done:
+            try:
+                chunk = codec.loads(event.data)
+            except codec.DecodeError:
+                chunk = None
+        out.append(_Event(event.raw, chunk if isinstance(chunk, dict) else None))
+    return out
+
+
+def _choices(chunk: dict[str, Any] | None) -> list[tuple[int, dict[str, Any]]]:
+    found = chunk.get("choices") if chunk is not None else None
+    if not isinstance(found, list):
+        return []
+    return [(c.get("index", 0), c) for c in found if isinstance(c, dict) and isinstance(c.get("index", 0), int)]
+
+
+def _rebuilt(event: _Event, keep: dict[int, int | None]) -> bytes:
+    """The event without the dropped calls; untouched (its own bytes) when it loses nothing."""
+    chunk = event.chunk
+    if chunk is None:
+        return event.raw
+    touched = {i for i, _ in _choices(chunk) if keep.get(i) is not None}
+    if not touched:
+        return event.raw
+    dropped = {id(entry) for index, entry, call in event.entries
+               if keep.get(index) is not None and call.position >= keep[index]}
+    choices = [_trimmed(c, dropped, keep[i] == 0) if i in touched else c for i, c in _choices(chunk)]
+    return data_event({**chunk, "choices": choices})
+
+
+def _trimmed(choice: dict[str, Any], dropped: set[int], none_left: bool) -> dict[str, Any]:
+    delta = dict(choice.get("delta") or {})
+    tools = delta.get("tool_calls")
+    if isinstance(tools, list):
+        kept = [e for e in tools if id(e) not in dropped]
+        if kept:
+            delta["tool_calls"] = kept
+        else:
+            delta.pop("tool_calls")
+    if id(delta.get("function_call")) in dropped:
+        delta.pop("function_call")
+    out = {**choice, "delta": delta}
+    if none_left and choice.get("finish_reason") in ("tool_calls", "function_call"):
+        out["finish_reason"] = "stop"
+    return out

@@ -1,0 +1,82 @@
+"""n > 1: every choice's proposed calls are judged, not only the first choice's."""
+
+import orjson
+import pytest
+from support.upstream import Reply
+
+from .bodies import looping_history, post
+
+LOOPING = {"id": "c9", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+FRESH = {"id": "c8", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}}
+
+
+def completion(*messages: dict) -> bytes:
+    return orjson.dumps({
+        "id": "chatcmpl-n", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": i, "message": m, "logprobs": None,
+                     "finish_reason": "tool_calls" if m.get("tool_calls") else "stop"}
+                    for i, m in enumerate(messages)],
+    })
+
+
+def calls_message(*calls: dict) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": list(calls)}
+
+
+def test_a_looping_call_in_a_later_choice_is_withheld(start_guarded):
+    reply = completion({"role": "assistant", "content": "done"}, calls_message(LOOPING))
+    upstream, client, _ = start_guarded(lambda r: Reply(body=reply))
+    response = post(client, orjson.dumps({"model": "m", "n": 2, "messages": looping_history()}))
+    assert response.headers["x-loopguard-action"] == "reject"
+    first, second = response.json()["choices"]
+    assert first["message"]["content"] == "done"  # untouched
+    assert "tool_calls" not in second["message"] and second["finish_reason"] == "stop"
+    assert len(upstream.requests) == 1  # one choice still answers: nothing to re-ask
+
+
+def test_each_choice_is_judged_on_its_own(start_guarded):
+    reply = completion(calls_message(FRESH, LOOPING), calls_message(FRESH))
+    upstream, client, _ = start_guarded(lambda r: Reply(body=reply))
+    response = post(client, orjson.dumps({"model": "m", "n": 2, "messages": looping_history()}))
+    first, second = response.json()["choices"]
+    assert [c["function"]["name"] for c in first["message"]["tool_calls"]] == ["list_dir"]
+    assert second["message"]["tool_calls"] == [FRESH]  # list_dir again, in its own choice: fine
+
+
+def sse(chunks: list[dict]) -> list[bytes]:
+    return [b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks] + [b"data: [DONE]\n\n"]
+
+
+def chunk(index: int, delta: dict, finish: str | None = None) -> dict:
+    return {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
+
+
+def two_choice_stream(second_call: dict) -> list[bytes]:
+    entry = {"index": 0, **second_call}
+    return sse([
+        chunk(0, {"role": "assistant", "content": ""}), chunk(1, {"role": "assistant", "content": ""}),
+        chunk(0, {"content": "done"}), chunk(1, {"tool_calls": [entry]}),
+        chunk(0, {}, "stop"), chunk(1, {}, "tool_calls"),
+    ])
+
+
+def read_stream(response) -> list[dict]:
+    return [orjson.loads(line[6:]) for line in response.text.split("\n")
+            if line.startswith("data: ") and line != "data: [DONE]"]
+
+
+@pytest.mark.parametrize("loops", [True, False])
+def test_streamed_choices_are_each_judged(start_guarded, loops):
+    stream = two_choice_stream(LOOPING if loops else FRESH)
+    upstream, client, _ = start_guarded(lambda r: Reply(raw_stream=stream))
+    payload = {"model": "m", "n": 2, "stream": True, "messages": looping_history()}
+    response = post(client, orjson.dumps(payload))
+    chunks = read_stream(response)
+    calls = [c for ch in chunks for c in ch["choices"] if c["delta"].get("tool_calls")]
+    finishes = {c["index"]: c["finish_reason"] for ch in chunks for c in ch["choices"] if c["finish_reason"]}
+    if loops:
+        assert calls == [] and finishes == {0: "stop", 1: "stop"}
+        assert ": loopguard action=reject" in response.text
+    else:  # nothing refused: the upstream's bytes, exactly
+        assert response.content == b"".join(stream)

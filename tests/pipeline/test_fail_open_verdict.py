@@ -1,0 +1,29 @@
+"""When the guard fails open, nothing says an action was applied that was not."""
+
+import httpx
+import orjson
+from support.upstream import Reply
+
+from gateway.pipeline.exchange import Exchange
+from gateway.policy import STATS
+
+from .bodies import looping_history, post
+
+
+def test_a_failed_edit_forwards_the_request_untouched_and_says_pass(start_guarded, monkeypatch):
+    upstream, client, _ = start_guarded(lambda r: Reply(content="fine"))
+
+    def broken(self):
+        raise RuntimeError("cannot write the body")
+
+    monkeypatch.setattr(Exchange, "sent_body", broken)
+    before = STATS.fail_open_errors
+    body = orjson.dumps({"model": "m", "messages": looping_history()})  # would be warned
+    response = post(client, body)
+    assert response.status_code == 200
+    assert upstream.last["raw"] == body
+    assert response.headers["x-loopguard-action"] == "pass"
+    assert "x-loopguard-detector" not in response.headers
+    assert STATS.fail_open_errors > before
+    metrics = httpx.get(client.gateway_url + "/metrics").text
+    assert 'loopguard_interventions_total{action="warn"' not in metrics  # no warn was applied
