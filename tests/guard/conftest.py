@@ -22,11 +22,13 @@ def start_guarded(tmp_path):
         policy_file.write_text(policy_text or ladder_policy())
         holder = PolicyHolder(policy_file, registry)
         config = Config.model_validate({"upstream": {"base_url": upstream.url + "/v1"}})
-        ctx = serve(build_app(config, policies=holder))
+        app = build_app(config, policies=holder)
+        ctx = serve(app)
         url = ctx.__enter__()
         contexts.append(ctx)
         client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
         client.gateway_url = url
+        client.gateway_app = app
         return upstream, client, holder
 
     yield start

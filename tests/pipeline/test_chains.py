@@ -1,0 +1,60 @@
+"""Conversations the upstream keeps: an adapter with ``chains`` supplies the entries a request
+only refers to (``history``), which are judged but not re-sent, and stores each reply
+(``remember``). Exercised with chat messages and a made-up ``previous_id`` field."""
+
+from __future__ import annotations
+
+import orjson
+from starlette.routing import Route
+from support.seen import anchors
+from support.upstream import Reply
+
+from gateway.pipeline.route import guarded
+from gateway.protocols.chat.adapter import ChatAdapter
+
+from .bodies import looping_history, post
+
+
+class ChainedChat(ChatAdapter):
+    name = "chained"
+    chains = True
+
+    def __init__(self) -> None:
+        self.saved: dict[str, list] = {}
+
+    async def history(self, payload, store):
+        return list(self.saved.get(payload.get("previous_id"), []))
+
+    async def remember(self, sent, reply, store):
+        earlier = self.saved.get(sent.get("previous_id"), [])
+        self.saved[reply["id"]] = [*earlier, *sent["messages"], reply["choices"][0]["message"]]
+
+    def with_items(self, payload, items, history=0):
+        body = {**payload, "messages": items[history:]}  # the upstream holds the rest
+        return body if history else {k: v for k, v in body.items() if k != "previous_id"}
+
+
+def test_a_loop_spread_over_a_chain_is_judged_whole_and_only_new_entries_go_upstream(start_guarded):
+    def model(request):
+        return Reply(content="done") if "previous_id" in request else Reply(tool_calls=[("read_file", "{}")])
+
+    upstream, client, _ = start_guarded(model)
+    app = client.gateway_app
+    adapter = ChainedChat()
+    routes = app.router.routes
+    index = next(i for i, r in enumerate(routes) if getattr(r, "path", "") == "/v1/chat/completions")
+    routes[index] = Route("/v1/chat/completions", guarded(adapter), methods=["POST"])
+
+    first = post(client, orjson.dumps({"model": "m", "messages": looping_history(2)}))
+    assert first.headers["x-loopguard-action"] == "pass"
+    reply = first.json()
+    call_id = reply["choices"][0]["message"]["tool_calls"][0]["id"]
+    assert adapter.saved[reply["id"]][-1]["tool_calls"][0]["id"] == call_id  # remembered
+
+    result = {"role": "tool", "tool_call_id": call_id, "content": "same"}
+    second = post(client, orjson.dumps({"model": "m", "previous_id": reply["id"], "messages": [result]}))
+    # Alone the request holds no loop; with its chain it is the third identical call: warned.
+    assert second.headers["x-loopguard-action"] == "warn"
+    sent = upstream.last["json"]
+    assert sent["messages"][0] == result and anchors(sent)  # the new entry and the warning...
+    assert len(sent["messages"]) == 2 and sent["previous_id"] == reply["id"]  # ...not the chain
