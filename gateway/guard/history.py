@@ -41,7 +41,7 @@ class _Entry:
 class Parsed:
     conv: Conversation
     events: dict[Any, Any] | None  # the memo to build this conversation's trace with
-    digest: str  # rewrite.prefix_hashes_at(conv.turns, n, (n,))[n] for all n client messages
+    digest: str  # prefix.prefix_hashes_at(conv.turns, n, (n,))[n] for all n items
 
 
 class HistoryCache:

@@ -25,7 +25,7 @@ class GatewayCollector(Collector):
 
     def _guard(self) -> Iterator[Metric]:
         # This app's: detector failures inside the engine plus guard failures in the pipeline
-        # (Exchange.fail_open); each one forwarded a request untouched.
+        # (gateway.pipeline.verdict.fail_open); each one forwarded a request untouched.
         stats = self.metrics.engine
         yield CounterMetricFamily("loopguard_fail_open_errors",
                                   "Guard errors that forwarded traffic untouched (fail-open)",
