@@ -62,7 +62,7 @@ async def plan_request(
         conv, memo = adapter.conversation(payload, items), None
         digest = prefix.prefix_hashes_at(conv.turns, length, (length,))[length]
     client_conv = conv
-    session = session_id(headers, payload, conv, sessions)
+    session = _protocol_session(adapter, session_id(headers, payload, conv, sessions))
     mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)
     tracked = _track(state, conv, mark, session, store, log)
@@ -131,6 +131,14 @@ def veto_record(plan: RequestPlan, exchange: list[Any]) -> VetoRecord:
     if digest is None:
         digest = prefix.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
     return VetoRecord(len(anchor), digest, tuple(exchange))
+
+
+def _protocol_session(adapter: Adapter, session: str) -> str:
+    """Each protocol's conversations are sessions of their own: a session's stored vetoed
+    exchanges are entries in its protocol's wire format, and two protocols may see the same
+    session header or conversation opening. Chat ids stay bare, as stored before other
+    protocols were guarded."""
+    return session if adapter.name == "chat" else f"{adapter.name}/{session}"
 
 
 def _key_hash(authorization: str | None) -> str | None:

@@ -1,0 +1,34 @@
+"""Each protocol's conversations are sessions of their own: entries stored in one wire format
+are never shown in another's request."""
+
+import asyncio
+
+import structlog
+
+from gateway.config import Config
+from gateway.guard.request import plan_request, veto_record
+from gateway.policy.holder import PolicyHolder
+from gateway.protocols.chat.adapter import CHAT, ChatAdapter
+from gateway.state.memory import MemoryStore
+from gateway.trace.model import ToolCall
+
+
+class OtherProtocol(ChatAdapter):
+    name = "other"
+
+
+def plan(adapter, payload, store):
+    policies = PolicyHolder(Config().policy)
+    return asyncio.run(plan_request(adapter, payload, adapter.items(payload), {"x-loopguard-session": "run-1"},
+                                    "/v1/chat/completions", policies.current, store, structlog.get_logger()))
+
+
+def test_a_vetoed_exchange_stays_in_its_protocol():
+    store = MemoryStore()
+    payload = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
+    first = plan(CHAT, payload, store)
+    exchange = CHAT.veto_exchange(ToolCall("c1", "read_file", "{}"), "[loopguard] refused")
+    asyncio.run(store.add_veto(first.session, veto_record(first, exchange)))
+    assert len(plan(CHAT, payload, store).messages) == 3  # shown again in its own protocol
+    other = plan(OtherProtocol(), payload, store)
+    assert other.session == "other/" + first.session and other.messages == payload["messages"]
