@@ -138,7 +138,7 @@ def _protocol_session(adapter: Adapter, session: str) -> str:
     exchanges are entries in its protocol's wire format, and two protocols may see the same
     session header or conversation opening. Chat ids stay bare, as stored before other
     protocols were guarded."""
-    return session if adapter.name == "chat" else f"{adapter.name}/{session}"
+    return session if adapter.name == "chat" else f"{adapter.name}:{session}"  # "responses:f:..."
 
 
 def _key_hash(authorization: str | None) -> str | None:

@@ -10,6 +10,7 @@ from gateway.guard.request import plan_request, veto_record
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.chat.adapter import CHAT, ChatAdapter
 from gateway.state.memory import MemoryStore
+from gateway.state.session import is_fingerprint
 from gateway.trace.model import ToolCall
 
 
@@ -31,4 +32,12 @@ def test_a_vetoed_exchange_stays_in_its_protocol():
     asyncio.run(store.add_veto(first.session, veto_record(first, exchange)))
     assert len(plan(CHAT, payload, store).messages) == 3  # shown again in its own protocol
     other = plan(OtherProtocol(), payload, store)
-    assert other.session == "other/" + first.session and other.messages == payload["messages"]
+    assert other.session == "other:" + first.session and other.messages == payload["messages"]
+
+
+def test_a_protocol_s_fingerprint_session_is_still_known_as_one():
+    payload = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
+    policies = PolicyHolder(Config().policy)
+    planned = asyncio.run(plan_request(OtherProtocol(), payload, payload["messages"], {}, "/v1/x", policies.current,
+                                       MemoryStore(), structlog.get_logger()))
+    assert planned.session.startswith("other:f:") and is_fingerprint(planned.session)
