@@ -27,6 +27,7 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
+from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
@@ -91,8 +92,8 @@ class _Requests:
 
     async def plan(self, length: int) -> RequestPlan:
         payload = {**self.body, "messages": self.body["messages"][:length]}
-        return await plan_request(payload, self.headers, CHAT_PATH, self.policies, self.store, self.log,
-                                  history=self.history)
+        return await plan_request(CHAT, payload, CHAT.items(payload), self.headers, CHAT_PATH, self.policies,
+                                  self.store, self.log, history=self.history)
 
 
 def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], dict[tuple[int, int], Row]]:
