@@ -45,7 +45,7 @@ class Exchange:
         assert self.plan is not None
         items, earlier = self.plan.messages, self.history
         kept = len(earlier) if len(items) >= len(earlier) and all(
-            a is b for a, b in zip(items, earlier)) else 0
+            a is b for a, b in zip(items, earlier, strict=False)) else 0
         return self.adapter.with_items(self.payload, items, kept)
 
     def sent_body(self) -> bytes:

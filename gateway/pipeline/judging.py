@@ -46,7 +46,8 @@ def judge_reply(ex: Exchange, reply: dict[str, Any]) -> Refused | None:
     refusals = [j.refusal for j in judges if j.refusal is not None]
     if not refusals:
         return None
-    keep = tuple(j.refusal.position if j.refusal is not None else len(calls) for j, calls in zip(judges, proposed))
+    keep = tuple(j.refusal.position if j.refusal is not None else len(calls)
+                 for j, calls in zip(judges, proposed, strict=True))
     whole = all(j.refusal is not None and j.refusal.position == 0 for j in judges)
     return Refused(refusals[0], tuple(refusals[1:]), keep, whole)
 

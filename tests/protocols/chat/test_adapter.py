@@ -17,7 +17,8 @@ def reply(*messages):
 
 def test_conversation_from_a_start_parses_only_the_new_messages_with_absolute_indices():
     payload = {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                            {"role": "user", "content": "c"}], "tools": [{"type": "function", "function": {"name": "t"}}]}
+                            {"role": "user", "content": "c"}],
+               "tools": [{"type": "function", "function": {"name": "t"}}]}
     items = CHAT.items(payload)
     tail = CHAT.conversation(payload, items, 1)
     assert [(t.index, t.text) for t in tail.turns] == [(1, "b"), (2, "c")]
@@ -27,7 +28,8 @@ def test_conversation_from_a_start_parses_only_the_new_messages_with_absolute_in
 def test_proposed_calls_per_choice_and_keep_calls_per_choice():
     both = reply({"role": "assistant", "content": None, "tool_calls": [OTHER, CALL]},
                  {"role": "assistant", "content": None, "tool_calls": [CALL]})
-    assert [[c.name for c in calls] for calls in CHAT.proposed_calls(both)] == [["list_dir", "read_file"], ["read_file"]]
+    names = [[c.name for c in calls] for calls in CHAT.proposed_calls(both)]
+    assert names == [["list_dir", "read_file"], ["read_file"]]
     kept = CHAT.keep_calls(both, [1, 0])
     assert kept["choices"][0]["message"]["tool_calls"] == [OTHER]
     second = kept["choices"][1]
@@ -47,7 +49,8 @@ def test_answer_and_prepend_text():
 def test_veto_exchange_and_corrective_are_chat_messages():
     call = ToolCall("c1", "read_file", "{}")
     assistant, tool = CHAT.veto_exchange(call, "[loopguard] no")
-    assert assistant["tool_calls"][0]["id"] == "c1" and tool == {"role": "tool", "tool_call_id": "c1", "content": "[loopguard] no"}
+    assert assistant["tool_calls"][0]["id"] == "c1"
+    assert tool == {"role": "tool", "tool_call_id": "c1", "content": "[loopguard] no"}
     assert CHAT.corrective("plain", "call it") == [{"role": "assistant", "content": "plain"},
                                                    {"role": "user", "content": "call it"}]
 
