@@ -28,6 +28,7 @@ from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import RESOLVED, SESSION_HEADER, client_body, client_headers, session_of
 from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
+from gateway.protocols.chat.adapter import CHAT
 
 _CHAT_CALLS = frozenset({"completion", "acompletion"})
 _DONE = object()  # the request path already answered (terminated): the response hooks skip it
@@ -109,8 +110,8 @@ class LoopGuardrail(CustomGuardrail):
             headers = {**client_headers(data),
                        SESSION_HEADER: session_of(data, key, runtime.config.sessions)}
             payload = {**client_body(data), "messages": data["messages"]}
-            plan = await plan_request(payload, headers, "/v1/chat/completions", runtime.policies.current,
-                                      runtime.store, runtime.log, sessions=RESOLVED)
+            plan = await plan_request(CHAT, payload, CHAT.items(payload), headers, "/v1/chat/completions",
+                                      runtime.policies.current, runtime.store, runtime.log, sessions=RESOLVED)
             runtime.metrics.judged(plan.session, plan.judgement)
         except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
             _fail_open(runtime, "request", call_id)

@@ -15,6 +15,7 @@ from gateway.integrations.litellm.session import client_body
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.protocols.chat import replies
+from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.trace.builder import build_trace
 
@@ -52,7 +53,8 @@ class Turn:
         observation = plan.policy.render("reject", refusal.judgement.finding)
         self.record(refusal.judgement, Action.REJECT, "response")
         try:
-            await self.runtime.store.add_veto(plan.session, veto_record(plan, refusal.call, observation))
+            record = veto_record(plan, CHAT.veto_exchange(refusal.call, observation))
+            await self.runtime.store.add_veto(plan.session, record)
         except Exception as exc:  # the veto still holds for this request; later ones may not see it
             self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
         plan.messages = [*plan.messages, replies.assistant_message_for([refusal.call]),
