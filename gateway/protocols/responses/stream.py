@@ -50,6 +50,7 @@ class _Call:
     parts: list[str] = field(default_factory=list)  # argument / input deltas
     done: bool = False
     kept: bool = False
+    released: bool = False  # its held events went out (or were dropped)
 
     def to_call(self) -> ToolCall:
         item = self.item
@@ -128,7 +129,7 @@ class ResponsesStreamFilter:
         if not self._started:  # nothing reached the client yet: open the stream first
             for kind in _OPENING:
                 out.append(self._write({"type": kind, "sequence_number": 0, "response": base}))
-        events, item = wire.text_message_events(text, self._items, self._seq)
+        events, _ = wire.text_message_events(text, self._items, self._seq)
         out += [self._write(event) for event in events]
         closing = {**base, "status": "completed", "output": self._shown, "error": None,
                    "incomplete_details": None}
@@ -192,8 +193,11 @@ class ResponsesStreamFilter:
         index = obj.get("output_index")
         if kind == "response.output_item.added" and _is_call(obj.get("item")):
             self._start_call(obj, event.raw, index)
-        elif type(index) is int and index in self._calls:
+        elif type(index) is int and index in self._calls and not self._calls[index].released:
             self._call_event(self._calls[index], obj, event.raw, kind)
+        elif type(index) is int and index in self._calls:
+            if self._calls[index].kept:  # a straggler after the call went out: follows it
+                self._queue.append(_Event(obj, event.raw))
         elif kind in _CLOSING:
             self._close(obj, event.raw)
         else:
@@ -260,6 +264,7 @@ class ResponsesStreamFilter:
                 if not head.done:
                     return
                 queue.popleft()
+                head.released = True
                 if head.kept:
                     out.extend(self._emit(obj, raw) for obj, raw in head.events)
                 else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.responses_wire import (
     USAGE,
     custom_call,
@@ -274,3 +276,52 @@ def test_reencoded_events_are_valid_json_with_one_event_line():
     for block in out.split(b"\n\n")[:-1]:
         name, data = block.split(b"\n")
         assert orjson.loads(data.removeprefix(b"data: "))["type"] == name.removeprefix(b"event: ").decode()
+
+
+def test_straggler_event_after_a_call_went_out_follows_it_or_is_dropped_with_it():
+    for judge, expect_kept in ((keep_all, True), (refuse("read_file"), False)):
+        events = stream_events([READ])
+        straggler = {"type": "response.function_call_arguments.done", "item_id": READ["id"], "output_index": 0,
+                     "arguments": READ["arguments"], "sequence_number": 99}
+        stream = sse(events[:-1]) + encode(straggler) + sse(events[-1:])
+        filt = ResponsesStreamFilter(judge, keepalive_s=None)
+        out = relay(filt, stream)
+        assert (out.count(b"event: response.function_call_arguments.done") == 2) is expect_kept
+        check_numbering(client_events(out + b"".join(filt.final())))
+
+
+ITEMS = st.sampled_from(["message", "reasoning", "call", "custom"])
+
+
+def build(kinds: list[str], prefix: str) -> list[dict]:
+    out = []
+    for n, kind in enumerate(kinds):
+        ident = f"{prefix}{n}"
+        out.append({"message": lambda: message(f"text {ident}", f"msg_{ident}"),
+                    "reasoning": lambda: reasoning(f"rs_{ident}"),
+                    "call": lambda: function_call("read_file", f'{{"n": "{ident}"}}', f"call_{ident}"),
+                    "custom": lambda: custom_call("apply_patch", f"patch {ident}", f"call_{ident}")}[kind]())
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ITEMS, max_size=5), st.lists(ITEMS, max_size=4), st.sets(st.integers(0, 4)),
+       st.integers(1, 200), st.booleans())
+def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, second, refused, size, reask):
+    def judge(call: ToolCall, position: int) -> bool:
+        return position not in refused
+
+    filt = ResponsesStreamFilter(judge, keepalive_s=None)
+    out = relay(filt, sse(stream_events(build(first, "a"))), size)
+    if filt.needs_decision and reask:
+        filt.begin_continuation()
+        out += relay(filt, sse(stream_events(build(second, "b"), "resp_2")), size)
+    if filt.needs_decision:
+        out += b"".join(filt.terminate("Stopping here."))
+    out += b"".join(filt.final())
+    events = client_events(out)
+    check_numbering(events)
+    shown_calls = [e["item"]["call_id"] for e in events
+                   if e["type"] == "response.output_item.done" and "call_id" in e["item"]]
+    kept = [c.id for r in filt.rounds for c in r.kept]
+    assert shown_calls == kept
