@@ -1,6 +1,8 @@
-"""Recorded traffic in: JSONL of chat-completions request bodies (or ``{"messages": [...]}``),
-or a JSON list of them. An agent sends one growing body per step, so bodies whose messages are a
-prefix of a longer one are the same conversation: only the longest is kept."""
+"""Recorded traffic in: JSONL of request bodies (or a JSON list of them) of a guarded protocol:
+chat completions (``{"messages": [...]}``) or the Responses API (``{"input": ...}``). An agent
+sends one growing body per step, so bodies whose items are a prefix of a longer one are the same
+conversation: only the longest is kept. (A Responses body continuing a stored response, with
+``previous_response_id``, carries only its new items: it is judged on what it carries.)"""
 
 from __future__ import annotations
 
@@ -12,6 +14,10 @@ from typing import Any
 
 import orjson
 
+from gateway.protocols.chat.parse import conversation_from_body
+from gateway.protocols.responses import parse as responses
+from gateway.trace.model import Conversation
+
 _WRAPPERS = ("body", "request")  # recorders often wrap the body: {"request": {...}, "response": ...}
 
 
@@ -21,6 +27,7 @@ class Recorded:
     position: int  # line (JSONL) or 1-based index (JSON list)
     body: dict[str, Any]
     requests: int = 1  # how many recorded bodies were this conversation
+    protocol: str = "chat"  # "chat" | "responses"
 
     @property
     def label(self) -> str:
@@ -28,7 +35,15 @@ class Recorded:
 
     @property
     def messages(self) -> list[Any]:
+        """The body's conversation items (chat messages, Responses input items)."""
+        if self.protocol == "responses":
+            return responses.input_items(self.body)
         return self.body["messages"]
+
+    def conversation(self) -> Conversation:
+        if self.protocol == "responses":
+            return responses.conversation_from_items(self.messages, responses.declared_tools(self.body))
+        return conversation_from_body(self.body)
 
 
 @dataclass(slots=True)
@@ -49,11 +64,11 @@ def read_files(paths: Iterable[str | Path]) -> Reading:
             problems.append(f"{path}: cannot read: {exc}")
             continue
         for position, item, problem in _items(text):
-            body = _body(item) if problem is None else None
-            if body is None:
-                problems.append(f"{path}:{position}: {problem or 'no messages list; skipped'}")
+            found = _body(item) if problem is None else None
+            if found is None:
+                problems.append(f"{path}:{position}: {problem or 'no messages list or input; skipped'}")
             else:
-                bodies.append(Recorded(path.name, position, body))
+                bodies.append(Recorded(path.name, position, found[1], protocol=found[0]))
     return Reading(longest_per_conversation(bodies), len(bodies), problems)
 
 
@@ -76,15 +91,24 @@ def _items(text: str) -> Iterator[tuple[int, Any, str | None]]:
             yield number, None, f"invalid JSON: {exc}"
 
 
-def _body(item: Any) -> dict[str, Any] | None:
+def _body(item: Any) -> tuple[str, dict[str, Any]] | None:
+    """(protocol, body) of a recorded item, bare or wrapped."""
     if not isinstance(item, dict):
         return None
-    if isinstance(item.get("messages"), list) and item["messages"]:
-        return item
-    for key in _WRAPPERS:
-        inner = item.get(key)
-        if isinstance(inner, dict) and isinstance(inner.get("messages"), list) and inner["messages"]:
-            return inner
+    for candidate in (item, *(item.get(key) for key in _WRAPPERS)):
+        protocol = _protocol(candidate)
+        if protocol is not None:
+            return protocol, candidate
+    return None
+
+
+def _protocol(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return None
+    if isinstance(body.get("messages"), list) and body["messages"]:
+        return "chat"
+    if "messages" not in body and responses.input_items(body):
+        return "responses"
     return None
 
 

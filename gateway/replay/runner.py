@@ -28,7 +28,6 @@ from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
 from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.chat.parse import conversation_from_body
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
 from gateway.state.base import StateStore
@@ -38,6 +37,7 @@ from gateway.trace.model import Conversation, Trace, Turn
 from gateway.trace.normalize import args_info
 
 CHAT_PATH = "/v1/chat/completions"
+PATHS = {"chat": CHAT_PATH, "responses": "/v1/responses"}  # where each protocol's bodies were sent
 
 
 class _Enforced:
@@ -52,10 +52,10 @@ class _Enforced:
         return dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
 
 
-def effective(policy: Policy, body: dict[str, Any], agent: str | None) -> EffectivePolicy:
+def effective(policy: Policy, body: dict[str, Any], agent: str | None, path: str = CHAT_PATH) -> EffectivePolicy:
     """The policy the gateway would resolve for this body, enforcing."""
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    return _Enforced(policy).resolve(agent=agent, model=model, path=CHAT_PATH)
+    return _Enforced(policy).resolve(agent=agent, model=model, path=path)
 
 
 def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: StateStore | None = None) -> Result:
@@ -65,8 +65,8 @@ def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: 
 
 async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
-    eff = effective(policy, body, agent)
-    conv = conversation_from_body(body)
+    eff = effective(policy, body, agent, PATHS.get(recorded.protocol, CHAT_PATH))
+    conv = recorded.conversation()
     rows, where = _rows(conv, eff)
     result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
                     len(recorded.messages), recorded.requests, rows)
