@@ -85,14 +85,19 @@ class ChainRecord:
 
     items: tuple[Any, ...]
     owed: tuple[Any, ...] = ()
+    # The upstream's own id for this response when the client knows it by another (a re-ask
+    # continued the client's stream, which keeps its first response id): later requests name
+    # the client's id, the upstream must get its own.
+    upstream_id: str | None = None
 
     def dumps(self) -> bytes:
-        return orjson.dumps({"i": self.items, "o": self.owed})
+        return orjson.dumps({"i": self.items, "o": self.owed, "u": self.upstream_id})
 
     @classmethod
     def loads(cls, raw: bytes | str) -> ChainRecord:
         data = orjson.loads(raw)
-        return cls(tuple(data["i"]), tuple(data.get("o", ())))
+        upstream = data.get("u")
+        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,1 @@
-"""The OpenAI Responses API adapter (``POST /v1/responses``)."""
-
-from gateway.protocols.responses.adapter import ResponsesAdapter
-
-__all__ = ["ResponsesAdapter"]
+"""The OpenAI Responses API adapter (``POST /v1/responses``): ``adapter.RESPONSES``."""

@@ -11,6 +11,9 @@ and the rest of its round). The upstream still expects an output for each of the
 request in the chain carries the gateway's observation for every such call the client does not
 answer itself (``owed``): the chain stays valid and the model sees why the call did not run.
 
+The gateway's own refused-call exchanges are left out of a record: the guard shows a refused
+call to the model again in later requests by itself, and a second copy would repeat it.
+
 A request with ``store: false`` carries everything and is never recorded; an unknown id (another
 gateway, expired state) means judging only what the request carries.
 """
@@ -22,10 +25,10 @@ from typing import Any
 
 import orjson
 
-from gateway.protocols.responses.parse import OUTPUT_TYPES, item_type
+from gateway.protocols.responses.parse import CALL_TYPES, OUTPUT_TYPES, content_text, input_items, item_type
 from gateway.protocols.responses.rewrite import veto_exchange
 from gateway.state.base import ChainRecord
-from gateway.trace.model import ToolCall
+from gateway.trace.model import VETO_MARKER, ToolCall
 
 # Detectors read bounded windows of recent calls: a few hundred items is far more than they
 # need, and the byte bound keeps one chain of large tool outputs from filling the store.
@@ -42,18 +45,17 @@ def previous_id(payload: Any) -> str | None:
 
 
 def recorded(payload: Any) -> bool:
-    """Does the upstream store the response to this request (so a later request may name it)?"""
-    return isinstance(payload, dict) and payload.get("store") is not False
-
-
-def with_owed(record: ChainRecord | None, items: list[Any]) -> list[Any]:
-    """The request's items preceded by the outputs owed for calls the client never saw (those
-    it answers itself excepted)."""
-    if record is None or not record.owed:
-        return items
-    answered = {item.get("call_id") for item in items if item_type(item) in OUTPUT_TYPES}
-    owed = [item for item in record.owed if isinstance(item, dict) and item.get("call_id") not in answered]
-    return [*owed, *items] if owed else items
+    """Is the response to this request worth recording? The upstream must store it (``store``
+    is not false), and the request must look like part of a chain: it names a previous response,
+    or it starts a conversation (no tool calls or results yet). Agents that send their whole
+    history every time (the Agents SDK does) would otherwise cost a large write per response
+    for records nobody reads; one that switches to chaining midway is judged on what it sends."""
+    if not isinstance(payload, dict) or payload.get("store") is False:
+        return False
+    items = input_items(payload)
+    if previous_id(payload) is not None or any(_is_observation(item) for item in items):
+        return True  # a chain (sent whole when the gateway had to change its earlier items)
+    return not any(item_type(item) in CALL_TYPES or item_type(item) in OUTPUT_TYPES for item in items)
 
 
 def owed_outputs(dropped: Iterable[ToolCall], observation: str, custom_ids: set[str]) -> tuple[Any, ...]:
@@ -64,9 +66,84 @@ def owed_outputs(dropped: Iterable[ToolCall], observation: str, custom_ids: set[
 def next_record(prior: ChainRecord | None, sent: list[Any], output: list[Any],
                 owed: tuple[Any, ...] = ()) -> ChainRecord:
     """What the upstream holds after a response: the earlier chain, the items this request
-    sent (the owed outputs and the gateway's edits included), the response's output."""
+    sent (without the gateway's refused-call exchanges), the response's output."""
     earlier = list(prior.items) if prior is not None else []
-    return ChainRecord(tuple(bounded([*earlier, *sent, *output])), owed)
+    return ChainRecord(tuple(bounded(without_vetoes([*earlier, *sent, *output]))), owed)
+
+
+def without_vetoes(items: list[Any]) -> list[Any]:
+    """``items`` without the gateway's refused-call exchanges: an id-less call and our
+    observation answering it, as ``veto_exchange`` writes them (the guard shows them again by
+    itself). Owed outputs stay where they were sent: the chain only ever grows at its end."""
+    observed = {item.get("call_id") for item in items if _is_observation(item)}
+    if not observed:
+        return items
+    ours = {item.get("call_id") for item in items
+            if item_type(item) in CALL_TYPES and "id" not in item and item.get("call_id") in observed}
+    if not ours:
+        return items
+    return [item for item in items if not (item.get("call_id") in ours and (
+        (item_type(item) in CALL_TYPES and "id" not in item) or _is_observation(item)))]
+
+
+def fingerprint(history: list[Any]) -> tuple[Any, ...]:
+    """What identifies a chain's items cheaply (kind, ids, role): ``by_reference`` checks a
+    request still starts with them."""
+    return tuple((item_type(i), i.get("call_id"), i.get("id"), i.get("role")) if isinstance(i, dict) else None
+                 for i in history)
+
+
+def by_reference(items: list[Any], size: int, known: tuple[Any, ...]) -> list[Any] | None:
+    """The items to send with ``previous_response_id`` when ``items`` still start with the
+    chain's ``size`` items (``known``: their fingerprint): the owed outputs, then what follows.
+    Refused-call exchanges the guard re-showed among the chain's items are left out: the
+    upstream saw each in its time (in a re-ask, or answered by an owed output). None when the
+    chain's items changed otherwise."""
+    kept: list[Any] = []
+    skip = False
+    for position, item in enumerate(items):
+        if skip:
+            skip = False
+            continue
+        following = items[position + 1] if position + 1 < len(items) else None
+        if (len(kept) < size and item_type(item) in CALL_TYPES and "id" not in item
+                and _is_observation(following) and following.get("call_id") == item.get("call_id")):
+            skip = True
+            continue
+        kept.append(item)
+    if len(kept) < size or fingerprint(kept[:size]) != known:
+        return None
+    return [*owed_tail(kept[:size]), *kept[size:]]
+
+
+def whole(items: list[Any]) -> list[Any]:
+    """The conversation sent whole: our owed outputs stay only for calls it holds that nothing
+    else answers (the upstream refuses an output without its call, or a second one)."""
+    called = {i.get("call_id") for i in items if item_type(i) in CALL_TYPES}
+    answers: dict[Any, int] = {}
+    for item in items:
+        if item_type(item) in OUTPUT_TYPES:
+            answers[item.get("call_id")] = answers.get(item.get("call_id"), 0) + 1
+    drop = {id(i) for i in items if _is_observation(i) and (
+        i.get("call_id") not in called or (answers[i.get("call_id")] > 1 and not _answers_ours(i, items)))}
+    return [i for i in items if id(i) not in drop] if drop else items
+
+
+def _answers_ours(output: dict[str, Any], items: list[Any]) -> bool:
+    """Is ``output`` the observation of a refused-call exchange (right after its id-less call)?"""
+    position = next(n for n, i in enumerate(items) if i is output)
+    before = items[position - 1] if position else None
+    return item_type(before) in CALL_TYPES and "id" not in before and before.get("call_id") == output.get("call_id")
+
+
+def owed_tail(history: list[Any]) -> list[Any]:
+    """The owed outputs at the end of a chain's history (the adapter puts them there): outputs for calls
+    the history does not hold."""
+    called = {item.get("call_id") for item in history if item_type(item) in CALL_TYPES}
+    start = len(history)
+    while start and item_type(history[start - 1]) in OUTPUT_TYPES and history[start - 1].get("call_id") not in called:
+        start -= 1
+    return history[start:]
 
 
 def bounded(items: list[Any]) -> list[Any]:
@@ -77,7 +154,17 @@ def bounded(items: list[Any]) -> list[Any]:
     while total > MAX_BYTES and start < len(items):
         total -= sizes[start]
         start += 1
+    while start < len(items) and item_type(items[start]) in OUTPUT_TYPES:
+        start += 1  # an output whose call was cut off would look owed
     return items[start:]
+
+
+def _is_observation(item: Any) -> bool:
+    if item_type(item) not in OUTPUT_TYPES:
+        return False
+    output = item.get("output")
+    text = output if isinstance(output, str) else content_text(output)
+    return text.lstrip().startswith(VETO_MARKER)
 
 
 def _size(item: Any) -> int:

@@ -50,3 +50,11 @@ def termination_events(text: str, payload: dict[str, Any]) -> list[bytes]:
         *events,
         {"type": "response.completed", "sequence_number": 2 + len(events), "response": finished},
     )]
+
+
+def error_event(body: dict[str, Any]) -> bytes:
+    """An error body (``{"error": {...}}``) as the stream's ``error`` event. Its sequence number
+    is unknown here; clients read the event by its type."""
+    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    return encode({"type": "error", "code": error.get("code"), "message": str(error.get("message", "")),
+                   "param": error.get("param"), "sequence_number": 0})

@@ -70,12 +70,18 @@ class ResponsesStreamFilter:
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
     def __init__(self, judge: Judge, keepalive_s: float | None = 15.0,
-                 on_custom: Callable[[set[str]], None] | None = None) -> None:
+                 on_custom: Callable[[set[str]], None] | None = None,
+                 on_withheld: Callable[[str, list[ToolCall]], None] | None = None,
+                 on_alias: Callable[[str, str], None] | None = None) -> None:
         self._judge = judge
         self._keepalive_s = keepalive_s  # long arguments: keep idle-timeout proxies from cutting
         self.rounds: list[RoundState] = []
         self.response: dict[str, Any] | None = None  # the latest response object the upstream sent
         self.closing: dict[str, Any] | None = None  # the upstream's last closing response
+        self.reply: dict[str, Any] | None = None  # the closing response the client got
+        self._on_withheld = on_withheld  # (response id, calls the upstream proposed there but the client never saw)
+        self._on_alias = on_alias  # (the client's response id, the upstream's id for what it got)
+        self._client_id: str | None = None  # the response id the client's stream started with
         self.custom_ids: set[str] = set()  # call ids of custom tool calls seen
         self._on_custom = on_custom
         self._seq = 0  # the client's next sequence_number
@@ -132,9 +138,10 @@ class ResponsesStreamFilter:
         events, _ = wire.text_message_events(text, self._items, self._seq)
         out += [self._write(event) for event in events]
         closing = {**base, "status": "completed", "output": self._shown, "error": None,
-                   "incomplete_details": None}
+                   "incomplete_details": None, **self._identity(base)}
         closing["usage"] = self._summed(closing.get("usage"))
         out.append(self._write({"type": "response.completed", "sequence_number": 0, "response": closing}))
+        self._sent_closing(closing)
         return out
 
     def final(self) -> list[bytes]:
@@ -203,6 +210,8 @@ class ResponsesStreamFilter:
         else:
             if kind in _OPENING and isinstance(obj.get("response"), dict):
                 self.response = obj["response"]
+                if self._client_id is None and isinstance(self.response.get("id"), str):
+                    self._client_id = self.response["id"]
             self._queue.append(_Event(obj, event.raw))
 
     def _start_call(self, obj: dict[str, Any], raw: bytes, index: Any) -> None:
@@ -301,10 +310,11 @@ class ResponsesStreamFilter:
     def _closing_bytes(self, obj: dict[str, Any], raw: bytes) -> bytes:
         response = obj.get("response")
         if (self._altered or self._usage is not None) and isinstance(response, dict):
-            response = {**response, "output": self._closing_output(response)}
+            response = {**response, "output": self._closing_output(response), **self._identity(response)}
             response["usage"] = self._summed(response.get("usage"))
             obj, raw = {**obj, "response": response}, b""
         obj, renumbered = self._numbered(obj)
+        self._sent_closing(obj.get("response"))
         return raw if raw and not renumbered else wire.encode(obj)
 
     def _closing_output(self, response: dict[str, Any]) -> list[Any]:
@@ -330,6 +340,26 @@ class ResponsesStreamFilter:
             self._items += 1
             self._shown.append(obj["item"])
         return wire.encode(obj)
+
+    def _identity(self, response: dict[str, Any]) -> dict[str, Any]:
+        """One response for the client from first event to last (its SDK checks the id): a
+        re-ask's closing response wears the first id; the upstream's id is reported."""
+        upstream = response.get("id")
+        if self._client_id is None or upstream == self._client_id:
+            return {}
+        if isinstance(upstream, str) and self._on_alias is not None:
+            self._on_alias(self._client_id, upstream)
+        return {"id": self._client_id}
+
+    def _sent_closing(self, response: Any) -> None:
+        """The client got this closing response: a later request may continue it by id, and
+        the upstream then still expects outputs for the calls of this round it never saw."""
+        if not isinstance(response, dict):
+            return
+        self.reply = response
+        dropped = self.round.dropped
+        if dropped and self._on_withheld is not None and isinstance(response.get("id"), str):
+            self._on_withheld(response["id"], list(dropped))
 
     def _add_usage(self, response: dict[str, Any] | None) -> None:
         usage = response.get("usage") if isinstance(response, dict) else None

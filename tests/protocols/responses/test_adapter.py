@@ -13,7 +13,8 @@ from support.responses_wire import custom_call, function_call, message, response
 from gateway.policy.actions import Action
 from gateway.policy.loader import load_shipped_policy
 from gateway.protocols import base
-from gateway.protocols.responses import ResponsesAdapter
+from gateway.protocols.base import Answer
+from gateway.protocols.responses.adapter import ResponsesAdapter
 from gateway.trace.builder import build_trace
 from gateway.trace.model import ToolCall
 
@@ -78,7 +79,7 @@ def test_veto_exchange_and_without_tools_make_a_valid_reask():
     payload = looping_payload(3)
     reply = response([custom_call("apply_patch", "*** Begin", "call_c"),
                       function_call("read_file", '{"path": "config.yaml"}', "call_r")])
-    calls = ADAPTER.proposed_calls(reply)
+    [calls] = ADAPTER.proposed_calls(reply)
     assert calls == (ToolCall("call_c", "apply_patch", "*** Begin"),
                      ToolCall("call_r", "read_file", '{"path": "config.yaml"}'))
     items = ADAPTER.items(payload)
@@ -94,8 +95,9 @@ def test_veto_exchange_and_without_tools_make_a_valid_reask():
 def test_reply_helpers_and_replies_the_gateway_writes():
     reply = response([message("Checking."), function_call("read_file", "{}", "call_1"),
                       function_call("read_file", "{}", "call_2")])
-    assert ADAPTER.reply_text(reply) == "Checking."
-    validate_response(ADAPTER.keep_calls(reply, 1))
+    assert ADAPTER.answer(reply) == Answer(True, "Checking.")
+    assert ADAPTER.answer({"output": None}) is None
+    validate_response(ADAPTER.keep_calls(reply, [1]))
     payload = looping_payload(1, stream=True)
     assert ADAPTER.stream(payload) and not ADAPTER.stream({"stream": "yes"})
     assert ADAPTER.model(payload) == "gpt-4.1" and ADAPTER.model({"model": None}) == ""
@@ -109,7 +111,30 @@ def test_stream_filter_reports_custom_calls_to_the_adapter():
     from support.responses_wire import sse, stream_events
 
     adapter = ResponsesAdapter()
-    filt = adapter.stream_filter(lambda call, position: False)
+    filt = adapter.stream_filter(lambda call, position: False, {"model": "gpt-4.1"})
     filt.feed(sse(stream_events([custom_call("apply_patch", "x", "call_s")])))
     assert filt.needs_decision
     assert adapter.veto_exchange(filt.round.rejected, "no")[0]["type"] == "custom_tool_call"
+
+
+def test_result_index_and_corrective():
+    items = looping_payload(2)["input"]
+    assert ADAPTER.result_index(items, "call_1", 3) == 4
+    assert ADAPTER.result_index(items, "call_1", 4) is None and ADAPTER.result_index(items, "nope", 0) is None
+    INPUT.validate_python(ADAPTER.corrective("I am done.", "[loopguard] You must call read_file."))
+
+
+def test_instructions_are_the_system_prompt():
+    payload = looping_payload(1)
+    turns = ADAPTER.conversation(payload, ADAPTER.items(payload)).turns
+    assert (turns[0].index, turns[0].role, turns[0].text) == (-1, "system", "You are a careful assistant.")
+    later = ADAPTER.conversation(payload, ADAPTER.items(payload), start=2).turns
+    assert [t.index for t in later] == [2]  # only what a growing conversation added
+
+
+def test_error_event_is_the_streams_error_event():
+    from .oracle import client_events
+
+    body = ADAPTER.error_body("upstream timed out", "upstream_error", "timeout")
+    [event] = client_events(ADAPTER.error_event(body))
+    assert event["type"] == "error" and event["message"] == "upstream timed out" and event["code"] == "timeout"

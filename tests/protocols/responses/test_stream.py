@@ -148,7 +148,8 @@ def test_terminate_before_anything_was_relayed_still_opens_the_stream():
 
 
 def test_continuation_relays_the_reask_as_the_rest_of_the_same_stream():
-    filt = ResponsesStreamFilter(refuse("read_file"), keepalive_s=None)
+    aliases: list[tuple[str, str]] = []
+    filt = ResponsesStreamFilter(refuse("read_file"), keepalive_s=None, on_alias=lambda *a: aliases.append(a))
     out = relay(filt, sse(stream_events([message("Let me read it."), READ])))
     assert filt.needs_decision
     filt.begin_continuation()
@@ -159,7 +160,10 @@ def test_continuation_relays_the_reask_as_the_rest_of_the_same_stream():
     check_numbering(events)
     assert sum(e["type"] == "response.created" for e in events) == 1
     closing = events[-1]["response"]
-    assert closing["id"] == "resp_2"  # the upstream knows this one: a follow-up may name it
+    # One response for the client (its SDK checks the id stays the same); the upstream's id
+    # for what the client got is reported, so a follow-up naming resp_1 can be sent as resp_2.
+    assert closing["id"] == "resp_1" and aliases == [("resp_1", "resp_2")]
+    assert filt.reply is not None and filt.reply["id"] == "resp_1"
     assert [i["id"] for i in closing["output"]] == ["msg_1", "rs_9", "msg_9", "fc_call_3"]
     assert closing["usage"]["total_tokens"] == 2 * USAGE["total_tokens"]  # the dropped round's too
     assert [c.id for c in filt.round.kept] == ["call_3"]
@@ -176,6 +180,7 @@ def test_continuation_that_is_refused_again_can_still_be_terminated():
     events = client_events(out)
     check_numbering(events)
     assert [i["type"] for i in events[-1]["response"]["output"]] == ["message"]
+    assert events[-1]["response"]["id"] == events[0]["response"]["id"] == "resp_1"
 
 
 def test_undecided_stream_still_gets_its_closing_event():
@@ -321,6 +326,7 @@ def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, sec
     out += b"".join(filt.final())
     events = client_events(out)
     check_numbering(events)
+    assert len({e["response"]["id"] for e in events if "response" in e}) == 1
     shown_calls = [e["item"]["call_id"] for e in events
                    if e["type"] == "response.output_item.done" and "call_id" in e["item"]]
     kept = [c.id for r in filt.rounds for c in r.kept]
