@@ -20,6 +20,7 @@ from gateway.metrics.savings import add_savings
 from gateway.pipeline.route import guarded
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
 from gateway.server.context import Gateway
 from gateway.server.health import healthz, readyz
@@ -79,6 +80,8 @@ def build_app(
         # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline).
         Route("/v1/chat/completions", guarded(CHAT), methods=["POST"]),
         Route("/chat/completions", guarded(CHAT), methods=["POST"]),
+        Route("/v1/responses", guarded(RESPONSES), methods=["POST"]),
+        Route("/responses", guarded(RESPONSES), methods=["POST"]),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

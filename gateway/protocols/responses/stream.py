@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from gateway.protocols.chat.rounds import Judge, RoundState
-from gateway.protocols.chat.sse import SSEDecoder, SSEEvent, comment
+from gateway.protocols.sse import SSEDecoder, SSEEvent, comment
 from gateway.protocols.responses import events as wire
 from gateway.protocols.responses.parse import CALL_TYPES, call_from_item
 from gateway.protocols.responses.replies import response_object
