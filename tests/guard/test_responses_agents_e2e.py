@@ -51,6 +51,9 @@ async def test_looping_agent_run_ends_with_a_final_text(start, streamed):
     assert sum(executions.values()) <= 8 and executions["a.txt"] == 3
     assert isinstance(result.final_output, str) and "read_file" in result.final_output
     assert all(r["path"] == "/v1/responses" for r in upstream.requests)
+    # Warned before the 4th step, then the 4th call withheld and re-asked with our observation.
+    assert b"[LoopGuard]" in upstream.requests[3]["raw"] and b"[LoopGuard]" not in upstream.requests[2]["raw"]
+    assert b'"output":"[loopguard]' in upstream.requests[4]["raw"].replace(b'": "', b'":"')
 
 
 @pytest.mark.parametrize("streamed", [False, True])

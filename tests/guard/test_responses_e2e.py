@@ -12,7 +12,7 @@ import pytest
 from support.policies import ladder_policy
 from support.responses_agent import ResponsesAgent
 from support.responses_upstream import Answer, finishing, guarded, stubborn
-from support.responses_wire import encode, function_call, stream_events
+from support.responses_wire import encode, response, stream_events
 
 MARK = "[loopguard]"  # anchors start with "[LoopGuard]", observations with "[loopguard]"
 MODES = [("unary", False), ("stream", False), ("helper", False), ("unary", True), ("stream", True), ("helper", True)]
@@ -77,21 +77,28 @@ BODY = {"model": "gpt-4.1", "input": [{"role": "user", "content": "hi"}], "tools
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_unchanged_exchange_is_relayed_byte_for_byte(start, stream):
+@pytest.mark.parametrize("prefix", ["/v1", ""])
+def test_unchanged_exchange_is_relayed_byte_for_byte(start, stream, prefix):
     upstream, url = start(finishing(1))
     sent = orjson.dumps({**BODY, "stream": stream}) + b" "  # odd bytes a re-encode would lose
-    reply = httpx.post(url + "/v1/responses", content=sent, timeout=20,
+    reply = httpx.post(url + prefix + "/responses", content=sent, timeout=20,
                        headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
-    assert upstream.requests[0]["raw"] == sent
+    assert upstream.requests[0]["raw"] == sent and upstream.requests[0]["path"] == "/v1/responses"
     response_id = next(iter(upstream.stored))
     output = upstream.stored[response_id][-1:]
-    expected = b"".join(encode(e) for e in stream_events(output, response_id)) if stream else None
-    assert reply.status_code == 200
+    assert reply.status_code == 200 and reply.headers["x-loopguard-action"] == "pass"
     if stream:
-        assert reply.content == expected
+        assert reply.content == b"".join(encode(e) for e in stream_events(output, response_id))
     else:
-        assert reply.json()["output"] == [function_call("read_file", '{"path": "file0.txt"}', output[0]["call_id"],
-                                                        output[0]["id"])]
+        assert reply.content == orjson.dumps(response(output, response_id))
+
+
+def test_base_url_without_v1_is_guarded_too(start):
+    upstream, url = start(stubborn())
+    agent = ResponsesAgent(openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0, timeout=20),
+                           tools={"read_file": lambda a: "same"})
+    assert "read_file" in (agent.run("Summarize a.txt") or "")
+    assert agent.executions["read_file"] == 3
 
 
 def test_sub_routes_pass_through(start):
