@@ -331,3 +331,29 @@ def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, sec
                    if e["type"] == "response.output_item.done" and "call_id" in e["item"]]
     kept = [c.id for r in filt.rounds for c in r.kept]
     assert shown_calls == kept
+
+
+ODD = st.one_of(
+    st.binary(max_size=64),
+    st.sampled_from([
+        b'data: {"type": "response.output_item.added", "output_index": "0", "item": []}\n\n',
+        b'data: {"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call"}}\n\n',
+        b'data: {"type": "response.output_item.done", "output_index": 0, "item": null}\n\n',
+        b'data: {"type": "response.completed", "response": []}\n\n',
+        b'data: {"type": "response.completed", "sequence_number": "x", "response": {"output": 5}}\n\n',
+        b'event: response.created\ndata: {"type": "response.created", "response": {"id": 7}}\n\n',
+        b"data: [DONE]\n\n", b"data: 12\n\n", b": keepalive\n\n", b"\r\n\r\n",
+    ]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ODD, max_size=12), st.booleans())
+def test_odd_upstream_bytes_never_raise(pieces, refuse_all):
+    filt = ResponsesStreamFilter((lambda call, position: not refuse_all), keepalive_s=None)
+    for piece in pieces:
+        filt.feed(piece)
+    filt.end_upstream()
+    if filt.needs_decision:
+        filt.terminate("stop")
+    filt.final()
