@@ -131,3 +131,14 @@ def test_chain_stays_valid_when_one_call_of_a_round_is_withheld(start, mode):
     assert all(r["previous_response_id"] for r in requests[1:])
     owed = [i for r in requests[4:] for i in r["input"] if i["call_id"] not in seen]
     assert len(owed) == 3 and all(i["output"].startswith(MARK) for i in owed)
+
+
+def test_a_chained_request_the_guard_does_not_change_goes_as_the_clients_bytes(start):
+    upstream, url = start(finishing(2))
+    first = client(url).responses.create(model="gpt-4.1", input="Read the files", tools=BODY["tools"])
+    call = first.output[0]
+    sent = orjson.dumps({"model": "gpt-4.1", "previous_response_id": first.id, "tools": BODY["tools"],
+                         "input": [{"type": "function_call_output", "call_id": call.call_id, "output": "data"}]})
+    reply = httpx.post(url + "/v1/responses", content=sent, timeout=20,
+                       headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
+    assert reply.status_code == 200 and upstream.requests[-1]["raw"] == sent

@@ -50,6 +50,7 @@ class ResponsesAdapter:
         # previous_response_id -> (items ``history`` supplied, the upstream's id, their fingerprint)
         self.history_sizes = Recent()
         self.aliases = Recent()  # the client's response id -> the upstream's (a continued stream)
+        self.named = Recent()  # the upstream's id a request was sent with -> the client's
         self.unknown = Recent(1024)  # previous ids already logged as unknown (logged once)
 
     # --- the request --------------------------------------------------------------------------
@@ -67,7 +68,8 @@ class ResponsesAdapter:
     def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
         """Items the upstream holds already (``history`` of them, from the chain) are not sent
         again, except outputs owed for calls it proposed there. When the gateway changed the
-        chain's earlier items, the whole conversation goes, without ``previous_response_id``."""
+        chain's earlier items, the whole conversation goes, without ``previous_response_id``.
+        The client's own payload object comes back when it can go upstream as it is."""
         previous = chain.previous_id(payload)
         known = self.history_sizes.get(previous) if previous is not None else None
         if known is None:  # no chain, or one the gateway does not know: the items are the request's
@@ -75,11 +77,16 @@ class ResponsesAdapter:
         size, upstream, fingerprint = known
         sent = [*chain.owed_tail(items[:history]), *items[history:]] if history else \
             chain.by_reference(items, size, fingerprint)
-        if sent is not None:
-            named = {**payload, "previous_response_id": upstream} if upstream else payload
-            return rewrite.with_items(named, sent)
-        whole = {k: v for k, v in payload.items() if k != "previous_response_id"}
-        return rewrite.with_items(whole, chain.whole(items))
+        if sent is None:
+            whole = {k: v for k, v in payload.items() if k != "previous_response_id"}
+            return rewrite.with_items(whole, chain.whole(items))
+        own = parse.input_items(payload)
+        if not upstream and len(sent) == len(own) and all(a is b for a, b in zip(sent, own)):
+            return payload
+        if upstream:
+            self.named.put(upstream, previous)
+            payload = {**payload, "previous_response_id": upstream}
+        return rewrite.with_items(payload, sent)
 
     def stream(self, payload: dict[str, Any]) -> bool:
         return payload.get("stream") is True
@@ -111,9 +118,10 @@ class ResponsesAdapter:
         if not chain.recorded(sent) or not isinstance(response_id, str) or not response_id:
             return
         previous = chain.previous_id(sent)
+        previous = self.named.get(previous, previous)  # the record is kept under the client's id
         prior = await store.response_chain(previous) if previous is not None else None
         dropped = self.withheld.pop(response_id, None) or []
-        owed = chain.owed_outputs(dropped, WITHHELD, set(self.custom_calls))
+        owed = chain.owed_outputs(dropped, WITHHELD, {c.id for c in dropped if c.id in self.custom_calls})
         record = chain.next_record(prior, parse.input_items(sent), replies.output_items(reply), owed)
         upstream = self.aliases.pop(response_id, None)
         await store.save_response_chain(response_id, replace(record, upstream_id=upstream))

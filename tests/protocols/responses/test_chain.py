@@ -195,3 +195,26 @@ async def test_a_continued_stream_is_continued_under_the_upstreams_id():
     history = await adapter.history(payload, store)
     sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history))
     assert sent["previous_response_id"] == "resp_upstream" and sent["input"] == [output("call_1")]
+
+
+async def test_nothing_to_change_means_the_clients_own_payload():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
+                           store)
+    payload = chained("resp_1", [output("call_1")])
+    history = await adapter.history(payload, store)
+    assert adapter.with_items(payload, [*history, *adapter.items(payload)], len(history)) is payload
+
+
+async def test_a_reply_to_a_request_sent_under_the_upstreams_id_extends_the_clients_chain():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    adapter.aliases.put("resp_client", "resp_upstream")
+    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")],
+                                                           "resp_client"), store)
+    payload = chained("resp_client", [output("call_1")])
+    history = await adapter.history(payload, store)
+    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history))
+    await adapter.remember(sent, response([message("done")], "resp_next"), store)
+    record = await store.response_chain("resp_next")
+    assert list(record.items) == [USER, function_call("read_file", "{}", "call_1"), output("call_1"),
+                                  message("done")]
