@@ -170,7 +170,7 @@ class ResponsesAdapter:
 
     def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ResponsesStreamFilter:
         return ResponsesStreamFilter(judge, on_custom=self._custom_seen, on_withheld=self.withheld.put,
-                                     on_alias=self.aliases.put)
+                                     on_alias=self.aliases.put, model=self.model(payload))
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         return answers.stream_answer(stream)

@@ -133,15 +133,17 @@ def _answers_ours(output: dict[str, Any], items: list[Any]) -> bool:
     """Is ``output`` the observation of a refused-call exchange (right after its id-less call)?"""
     position = next(n for n, i in enumerate(items) if i is output)
     before = items[position - 1] if position else None
-    return item_type(before) in CALL_TYPES and "id" not in before and before.get("call_id") == output.get("call_id")
+    if item_type(before) not in CALL_TYPES or "id" in before:
+        return False
+    return before.get("call_id") == output.get("call_id")
 
 
 def owed_tail(history: list[Any]) -> list[Any]:
-    """The owed outputs at the end of a chain's history (the adapter puts them there): outputs for calls
-    the history does not hold."""
+    """The owed outputs at the end of a chain's history (the adapter puts them there): outputs
+    for calls the history does not hold."""
     called = {item.get("call_id") for item in history if item_type(item) in CALL_TYPES}
     start = len(history)
-    while start and item_type(history[start - 1]) in OUTPUT_TYPES and history[start - 1].get("call_id") not in called:
+    while start and item_type(last := history[start - 1]) in OUTPUT_TYPES and last.get("call_id") not in called:
         start -= 1
     return history[start:]
 

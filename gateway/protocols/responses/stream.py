@@ -75,8 +75,9 @@ class ResponsesStreamFilter:
     def __init__(self, judge: Judge, keepalive_s: float | None = 15.0,
                  on_custom: Callable[[set[str]], None] | None = None,
                  on_withheld: Callable[[str, list[ToolCall]], None] | None = None,
-                 on_alias: Callable[[str, str], None] | None = None) -> None:
+                 on_alias: Callable[[str, str], None] | None = None, model: str = "") -> None:
         self._judge = judge
+        self._model = model  # for a terminate message before the upstream said anything
         self._keepalive_s = keepalive_s  # long arguments: keep idle-timeout proxies from cutting
         self._on_custom, self._on_withheld = on_custom, on_withheld
         self.view = ClientView(on_alias)
@@ -125,7 +126,8 @@ class ResponsesStreamFilter:
         self._queue.clear()
         self._terminated = True
         view = self.view
-        base = self._withheld or self.response or response_object({"model": model}, [], "in_progress")
+        base = self._withheld or self.response or response_object(
+            {"model": model or self._model}, [], "in_progress")
         out: list[bytes] = []
         if not view.started:  # nothing reached the client yet: open the stream first
             out += [view.write({"type": kind, "response": base}) for kind in _OPENING]
