@@ -17,6 +17,7 @@ response id, and once the stream was changed, a closing response listing what it
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -36,6 +37,11 @@ from gateway.trace.model import ToolCall
 _CLOSING = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _OPENING = ("response.created", "response.in_progress")
 _KEEPALIVE = comment("holding")
+# Events the filter must read: items opening and closing (calls, the client's shown items), the
+# response's opening and closing events, a compatible server's end marker.
+_WATCHED = re.compile(rb"output_item|function_call|custom_tool_call|response\.c|response\.in|response\.failed"
+                      rb"|\[DONE\]")
+_SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 
 
 @dataclass(slots=True)
@@ -92,6 +98,14 @@ class ResponsesStreamFilter:
     # --- driving ------------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[bytes]:
+        if self._plain(data):
+            # Whole events of text and the like, nothing held, nothing changed so far: most
+            # chunks. Relayed as they are; only the next sequence number is noted.
+            last = _SEQUENCE.findall(data)
+            if last:
+                self.view.seq = int(last[-1]) + 1
+            self.view.started = True
+            return [data]
         out: list[bytes] = []
         for event in self._decoder.feed(data):
             self._on_event(event, out)
@@ -152,6 +166,10 @@ class ResponsesStreamFilter:
         if self._saw_done:
             out.append(b"data: [DONE]\n\n")
         return out
+
+    def _plain(self, data: bytes) -> bool:
+        return (not self._queue and not self.view.altered and not self._continuation and data.endswith(b"\n\n")
+                and self._decoder.idle and _WATCHED.search(data) is None)
 
     # --- state for the pipeline -----------------------------------------------------------------
 

@@ -45,8 +45,12 @@ def refuse(*names: str):
 
 
 def relay(filt: ResponsesStreamFilter, stream: bytes, size: int | None = None) -> bytes:
-    """Feed ``stream`` (in ``size``-byte pieces), then end the upstream."""
-    pieces = [stream] if size is None else [stream[i : i + size] for i in range(0, len(stream), size)]
+    """Feed ``stream`` (in ``size``-byte pieces; 0: one event per piece, as upstreams send
+    them), then end the upstream."""
+    if size == 0:
+        pieces = [event + b"\n\n" for event in stream.split(b"\n\n")[:-1]]
+    else:
+        pieces = [stream] if size is None else [stream[i : i + size] for i in range(0, len(stream), size)]
     out = b"".join(b"".join(filt.feed(piece)) for piece in pieces)
     return out + b"".join(filt.end_upstream())
 
@@ -70,7 +74,7 @@ UNCHANGED = {
 }
 
 
-@pytest.mark.parametrize("size", [None, 1, 7, 64])
+@pytest.mark.parametrize("size", [None, 0, 1, 7, 64])
 @pytest.mark.parametrize("output", UNCHANGED.values(), ids=UNCHANGED.keys())
 def test_kept_calls_and_text_are_relayed_byte_for_byte(output, size):
     upstream = sse(stream_events(output))
@@ -150,7 +154,7 @@ def test_terminate_before_anything_was_relayed_still_opens_the_stream():
 def test_continuation_relays_the_reask_as_the_rest_of_the_same_stream():
     aliases: list[tuple[str, str]] = []
     filt = ResponsesStreamFilter(refuse("read_file"), keepalive_s=None, on_alias=lambda *a: aliases.append(a))
-    out = relay(filt, sse(stream_events([message("Let me read it."), READ])))
+    out = relay(filt, sse(stream_events([message("Let me read it."), READ])), 0)
     assert filt.needs_decision
     filt.begin_continuation()
     reask = stream_events([reasoning("rs_9"), message("I will not read it again.", "msg_9"), LIST], "resp_2")
@@ -311,7 +315,7 @@ def build(kinds: list[str], prefix: str) -> list[dict]:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(ITEMS, max_size=5), st.lists(ITEMS, max_size=4), st.sets(st.integers(0, 4)),
-       st.integers(1, 200), st.booleans())
+       st.integers(0, 200), st.booleans())
 def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, second, refused, size, reask):
     def judge(call: ToolCall, position: int) -> bool:
         return position not in refused
