@@ -12,7 +12,10 @@ request in the chain carries the gateway's observation for every such call the c
 answer itself (``owed``): the chain stays valid and the model sees why the call did not run.
 
 The gateway's own refused-call exchanges are left out of a record: the guard shows a refused
-call to the model again in later requests by itself, and a second copy would repeat it.
+call to the model again in later requests by itself, and a second copy would repeat it. For the
+same reason such an exchange shown among the chain's items is not sent upstream again
+(``by_reference``): the upstream has the chain, only what follows it goes. Should anything else
+among the chain's items change, the conversation is sent whole instead (``whole``).
 
 A request with ``store: false`` carries everything and is never recorded; an unknown id (another
 gateway, expired state) means judging only what the request carries.
