@@ -27,7 +27,9 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
+from gateway.protocols.base import Adapter
 from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.responses.adapter import RESPONSES
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
 from gateway.state.base import StateStore
@@ -38,6 +40,7 @@ from gateway.trace.normalize import args_info
 
 CHAT_PATH = "/v1/chat/completions"
 PATHS = {"chat": CHAT_PATH, "responses": "/v1/responses"}  # where each protocol's bodies were sent
+ADAPTERS: dict[str, Adapter] = {"chat": CHAT, "responses": RESPONSES}
 
 
 class _Enforced:
@@ -70,7 +73,7 @@ async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: 
     rows, where = _rows(conv, eff)
     result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
                     len(recorded.messages), recorded.requests, rows)
-    request = _Requests(body, _Enforced(policy), store, {"x-loopguard-agent": agent} if agent else {})
+    request = _Requests(recorded, _Enforced(policy), store, {"x-loopguard-agent": agent} if agent else {})
     for turn in conv.turns:
         if turn.role == "assistant":
             plan = await request.plan(turn.index)
@@ -85,14 +88,17 @@ async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: 
 class _Requests:
     """The requests of one recorded conversation, each through the server's request path."""
 
-    def __init__(self, body: dict[str, Any], policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
-        self.body, self.policies, self.store, self.headers = body, policies, store, headers
+    def __init__(self, recorded: Recorded, policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
+        self.recorded, self.policies, self.store, self.headers = recorded, policies, store, headers
+        self.adapter = ADAPTERS[recorded.protocol]
+        self.path = PATHS[recorded.protocol]
         self.history = HistoryCache()  # each request extends the previous one: parse only what is new
         self.log = structlog.get_logger("loopguard.replay")
 
     async def plan(self, length: int) -> RequestPlan:
-        payload = {**self.body, "messages": self.body["messages"][:length]}
-        return await plan_request(CHAT, payload, CHAT.items(payload), self.headers, CHAT_PATH, self.policies,
+        items = self.recorded.messages[:length]
+        payload = self.adapter.with_items(self.recorded.body, items)
+        return await plan_request(self.adapter, payload, items, self.headers, self.path, self.policies,
                                   self.store, self.log, history=self.history)
 
 
