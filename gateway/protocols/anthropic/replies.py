@@ -34,7 +34,7 @@ def proposed_calls(reply: Any) -> tuple[ToolCall, ...]:
 def keep_calls(reply: dict[str, Any], count: int) -> dict[str, Any]:
     """Only the first ``count`` tool_use blocks stay (every other block too); with none left the
     turn ends normally instead of waiting for results that will never come."""
-    content = reply.get("content")
+    content = reply.get("content") if isinstance(reply, dict) else None
     if not isinstance(content, list):
         return reply
     kept: list[Any] = []

@@ -15,7 +15,7 @@ from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.trace.model import ToolCall
 
 EVENTS = TypeAdapter(RawMessageStreamEvent)
-MODEL = "claude-sonnet-4-5-20250929"
+MODEL = "claude-sonnet-4-6"
 
 
 def ev(data: dict[str, Any]) -> bytes:
