@@ -72,7 +72,7 @@ class AnthropicAdapter:
 
     def error_body(self, message: str, type: str, code: str | None = None,
                    status: int | None = None) -> dict[str, Any]:
-        return replies.error_body(message, type, status)
+        return replies.error_body(message, type, code, status)
 
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
         return rewrite.without_tools(payload)

@@ -2,9 +2,9 @@
 
 A message's ``content`` is a string or a list of blocks. Assistant turns carry ``tool_use``
 blocks (the calls); the next user turn answers them with ``tool_result`` blocks, which become one
-neutral ``tool`` turn each, all sharing the message's index. The ``system`` prompt (outside
-``messages``) precedes ``messages[0]`` and shares its index. Nothing here raises on a body: what
-cannot be understood is skipped, so traffic the gateway cannot read still flows.
+neutral ``tool`` turn each, all sharing the message's index. The ``system`` prompt lives outside
+``messages``: it is a system turn with index -1. Nothing here raises on a body: what cannot be
+understood is skipped, so traffic the gateway cannot read still flows.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from gateway.trace.model import Conversation, ToolCall, Turn
 _TEXT_BLOCKS = frozenset({"text"})
 
 
-def conversation(payload: Any, messages: Any) -> Conversation:
-    """``messages`` (the payload's own, or an edited copy) with the payload's system prompt and
-    declared tools."""
+def conversation(payload: Any, messages: Any, start: int = 0) -> Conversation:
+    """The turns of ``messages[start:]`` (the payload's own, or an edited copy), with the
+    payload's declared tools; from the start, the system prompt first."""
     payload = payload if isinstance(payload, dict) else {}
     turns: list[Turn] = []
-    system = system_text(payload.get("system"))
+    system = system_text(payload.get("system")) if start == 0 else ""
     if system:
-        turns.append(Turn(0, "system", system))
+        turns.append(Turn(-1, "system", system))
     if isinstance(messages, list):
-        for index, message in enumerate(messages):
-            turns.extend(turns_of(message, index))
+        for index in range(max(start, 0), len(messages)):
+            turns.extend(turns_of(messages[index], index))
     return Conversation(tuple(turns), declared_tools(payload))
 
 

@@ -21,7 +21,10 @@ _BY_STATUS = {
     413: "request_too_large", 429: "rate_limit_error", 500: "api_error", 504: "timeout_error",
     529: "overloaded_error",
 }
-_TYPES = frozenset(_BY_STATUS.values()) | {"conflict_error"}
+_TYPES = frozenset(_BY_STATUS.values())
+# The gateway's own error names (type or code) in Anthropic's words.
+_OWN = {"request_too_large": "request_too_large", "upstream_timeout": "timeout_error",
+        "upstream_unavailable": "api_error", "upstream_error": "api_error"}
 
 
 def proposed_calls(reply: Any) -> tuple[ToolCall, ...]:
@@ -82,13 +85,20 @@ def error_type(status: int) -> str:
     return "invalid_request_error" if status < 500 else "api_error"
 
 
-def error_body(message: str, type: str = "invalid_request_error", status: int | None = None) -> dict[str, Any]:
-    """Anthropic's error shape. ``type`` is kept when it is one of Anthropic's names; otherwise
-    (the gateway's own names, such as loop_detected) the status decides."""
-    kind = type if type in _TYPES else error_type(status if status is not None else 400)
+def error_body(message: str, type: str = "invalid_request_error", code: str | None = None,
+               status: int | None = None) -> dict[str, Any]:
+    """Anthropic's error shape. An Anthropic type name is kept; the gateway's own names (a
+    refused loop, an unreachable upstream, a body over the limit) are put in Anthropic's words,
+    by ``status`` when it is known."""
+    if type in _TYPES:
+        kind = type
+    elif status is not None:
+        kind = error_type(status)
+    else:
+        kind = _OWN.get(code or "") or _OWN.get(type) or "invalid_request_error"
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-def error_event(message: str, type: str = "api_error", status: int | None = None) -> bytes:
-    """The same error as a stream event (the SDK raises it from the stream)."""
-    return events.event(error_body(message, type, status))
+def error_event(body: dict[str, Any]) -> bytes:
+    """An error body as a stream event (the SDK raises it from the stream)."""
+    return events.event(body if body.get("type") == "error" else {**body, "type": "error"})

@@ -55,14 +55,14 @@ class _ToolBlock:
 class ToolUseFilter:
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
-    def __init__(self, judge: Judge, keepalive_s: float | None = 15.0) -> None:
+    def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0) -> None:
         self._judge = judge
         self.rounds: list[RoundState] = []
         # While a large input streams in the client gets nothing; a ping now and then keeps
         # idle-timeout proxies from cutting the connection (the SDK skips pings).
         self._keepalive_s = keepalive_s
         self.message_id: str | None = None
-        self.model = ""
+        self.model = model  # the upstream's own, once its message_start arrived
         self._next = 0  # the client's next content block index
         self._carried: Any = None  # usage of earlier rounds of this client message
         self._continuation = False
@@ -94,7 +94,7 @@ class ToolUseFilter:
         self._continuation = True
         self._new_round()
 
-    def terminate(self, text: str, model: str = "") -> list[bytes]:
+    def terminate(self, text: str) -> list[bytes]:
         """End the client message with ``text`` and ``end_turn`` (call ``final`` next)."""
         if self._terminated or self._final:
             return []
@@ -102,7 +102,7 @@ class ToolUseFilter:
         self.round.ended = True  # whatever is still held or unread goes with the stream
         self._held.clear()
         self._terminated = True
-        out = [] if self._started else [self._opening(model)]
+        out = [] if self._started else [self._opening()]
         out += events.text_block(self._next, text)
         self._next += 1
         out += events.message_end("end_turn", self._totals())
@@ -123,6 +123,11 @@ class ToolUseFilter:
     @property
     def round(self) -> RoundState:
         return self.rounds[-1]
+
+    @property
+    def reply(self) -> None:
+        """Messages streams carry no complete reply object (nothing to remember either)."""
+        return None
 
     @property
     def needs_decision(self) -> bool:
@@ -168,7 +173,8 @@ class ToolUseFilter:
             return
         self._started = True
         self.message_id = message.get("id") if isinstance(message.get("id"), str) else None
-        self.model = message.get("model") if isinstance(message.get("model"), str) else ""
+        if isinstance(message.get("model"), str):
+            self.model = message["model"]
         out.append(raw)
 
     def _on_block_start(self, data: dict, raw: bytes, out: list[bytes]) -> None:
@@ -287,10 +293,11 @@ class ToolUseFilter:
         totals.setdefault("output_tokens", 0)
         return totals
 
-    def _opening(self, model: str) -> bytes:
+    def _opening(self) -> bytes:
+        """A ``message_start`` for a stream the upstream never opened."""
         self._started = True
         self.message_id = self.message_id or events.new_message_id()
-        return events.message_start(self.message_id, self.model or model, events.zero_usage())
+        return events.message_start(self.message_id, self.model, events.zero_usage())
 
     def _keepalive(self, out: list[bytes]) -> None:
         if self._keepalive_s is None:

@@ -18,7 +18,7 @@ def turns(payload):
 
 def test_an_agent_conversation_becomes_neutral_turns():
     assert turns(body()) == (
-        Turn(0, "system", "You are a coding agent working in /repo.\nUse the tools to inspect files before editing."),
+        Turn(-1, "system", "You are a coding agent working in /repo.\nUse the tools to inspect files before editing."),
         Turn(0, "user", "Find the TODOs in src and fix the first one."),
         Turn(1, "assistant", "I'll search for TODOs.", (ToolCall("toolu_01A", "grep", '{"pattern":"TODO"}'),)),
         Turn(2, "tool", "src/app.py:12: # TODO: handle None", (), "toolu_01A"),
@@ -96,6 +96,11 @@ def test_odd_blocks_are_read_as_far_as_they_go():
 ])
 def test_declared_tools(tools, names):
     assert declared_tools({"tools": tools}) == (frozenset(names) if names else None)
+
+
+def test_parsing_from_a_start_reads_only_the_new_messages():
+    payload = body()
+    assert conversation(payload, payload["messages"], 3).turns == turns(payload)[4:]
 
 
 def test_the_edited_item_list_is_read_not_the_payloads():

@@ -118,7 +118,7 @@ def test_a_filtered_stream_with_a_continuation_is_read_by_the_sdk(canned):
 ])
 def test_errors_in_anthropics_shape(canned, status, type_, kind, exc):
     box, client = canned
-    body = A.error_body("[LoopGuard] stopped", type_, status=status)
+    body = A.error_body("[LoopGuard] stopped", type_, None, status=status)
     box.update(body=orjson.dumps(body), status=status, type="application/json")
     with pytest.raises(exc) as raised:
         client.messages.create(**PAYLOAD)
@@ -127,16 +127,24 @@ def test_errors_in_anthropics_shape(canned, status, type_, kind, exc):
     ErrorResponse.model_validate(body)
 
 
-def test_an_error_without_status_or_known_type_is_an_invalid_request():
-    assert A.error_body("bad", "loop_detected")["error"]["type"] == "invalid_request_error"
-    assert A.error_body("too big", "x", status=413)["error"]["type"] == "request_too_large"
+@pytest.mark.parametrize("type_, code, kind", [
+    ("loop_detected", "loop_detected", "invalid_request_error"),
+    ("invalid_request_error", "request_too_large", "invalid_request_error"),
+    ("upstream_error", "upstream_timeout", "timeout_error"),
+    ("upstream_error", "upstream_unavailable", "api_error"),
+    ("something_new", None, "invalid_request_error"),
+])
+def test_the_gateways_own_error_names_in_anthropics_words(type_, code, kind):
+    """The pipeline names its errors by (type, code), without the status."""
+    assert A.error_body("m", type_, code) == {"type": "error", "error": {"type": kind, "message": "m"}}
 
 
 def test_an_error_event_ends_the_sdks_stream_with_an_exception(canned):
     box, client = canned
-    box.update(body=stream(start(), text(0, "Part")) + error_event("[LoopGuard] stopped", "loop_detected", 429),
+    body = A.error_body("[LoopGuard] stopped", "loop_detected", "loop_detected")
+    box.update(body=stream(start(), text(0, "Part")) + error_event(body),
                status=200, type="text/event-stream")
     with pytest.raises(anthropic.APIStatusError) as raised:
         with client.messages.stream(**PAYLOAD) as streamed:
             streamed.get_final_message()
-    assert raised.value.body["error"] == {"type": "rate_limit_error", "message": "[LoopGuard] stopped"}
+    assert raised.value.body["error"] == {"type": "invalid_request_error", "message": "[LoopGuard] stopped"}
