@@ -80,6 +80,15 @@ def _with_text(content: Any, text: str) -> Any:
 # --- reject: a result replaced, a refused call shown -------------------------------------------
 
 
+def result_index(messages: list[Any], call_id: str, after: int) -> int | None:
+    """The user turn after ``after`` whose ``tool_result`` answers ``call_id``."""
+    for index in range(max(after, 0) + 1, len(messages)):
+        content = messages[index].get("content") if isinstance(messages[index], dict) else None
+        if isinstance(content, list) and any(_is_result(b) and b.get("tool_use_id") == call_id for b in content):
+            return index
+    return None
+
+
 def replace_result(messages: list[Any], index: int, text: str, call_id: str | None = None) -> list[Any]:
     """The ``tool_result`` answering ``call_id`` (else the message's last one) gets ``text`` as
     its content and ``is_error: true``: the observation says the call did not run."""

@@ -9,6 +9,7 @@ import pytest
 
 from gateway.protocols.anthropic import AnthropicAdapter
 from gateway.protocols.anthropic.parse import conversation
+from gateway.protocols.anthropic.rewrite import result_index
 from gateway.trace.builder import build_trace, run_start
 from gateway.trace.model import ToolCall
 from gateway.trace.settings import TraceSettings
@@ -173,3 +174,10 @@ def test_with_items_leaves_every_other_field_alone():
 def test_a_client_system_message_is_not_moved():
     payload = {"model": "m", "messages": [{"role": "system", "content": "x"}]}
     assert A.with_items(payload, A.items(payload)) == payload
+
+
+@pytest.mark.parametrize("call_id, after, index", [
+    ("toolu_01A", 1, 2), ("toolu_01C", 3, 4), ("toolu_01B", 3, 4), ("toolu_01C", 4, None), ("toolu_none", 0, None),
+])
+def test_where_a_calls_result_is(call_id, after, index):
+    assert result_index(A.items(body()), call_id, after) == index
