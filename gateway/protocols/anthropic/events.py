@@ -9,13 +9,13 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-import orjson
+from gateway.protocols import codec
 
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
 
 
 def event(data: dict[str, Any]) -> bytes:
-    return b"event: " + str(data["type"]).encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+    return b"event: " + str(data["type"]).encode() + b"\ndata: " + codec.dumps(data) + b"\n\n"
 
 
 def new_message_id() -> str:

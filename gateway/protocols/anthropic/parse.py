@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
+from gateway.protocols import codec
 from gateway.trace.model import Conversation, ToolCall, Turn
 
 # Blocks whose text the model reads as prose; images, documents, thinking are skipped.
@@ -87,8 +86,8 @@ def arguments_text(value: Any) -> str:
     if value is None:
         return "{}"
     try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
+        return codec.dumps(value).decode()
+    except (TypeError, ValueError, RecursionError):  # not JSON at all (a client-side object)
         return str(value)
 
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-import orjson
-
+from gateway.protocols import codec
 from gateway.trace.model import VETO_MARKER, ToolCall
 
 Message = dict[str, Any]
@@ -119,8 +118,8 @@ def veto_exchange(call: ToolCall, observation: str) -> list[Message]:
 def _input(arguments: str) -> Any:
     """``input`` must be an object; arguments that are not one are kept readable under a key."""
     try:
-        value = orjson.loads(arguments) if arguments else {}
-    except orjson.JSONDecodeError:
+        value = codec.loads(arguments) if arguments else {}
+    except codec.DecodeError:
         value = None
     return value if isinstance(value, dict) else {"arguments": arguments}
 

@@ -22,12 +22,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from gateway.protocols import codec
 from gateway.protocols.anthropic import events
 from gateway.protocols.anthropic.parse import arguments_text
 from gateway.protocols.chat.rounds import Judge, RoundState
-from gateway.protocols.chat.sse import SSEDecoder, SSEEvent
+from gateway.protocols.sse import SSEDecoder, SSEEvent
 from gateway.trace.model import ToolCall
 
 # Events that can pass without being parsed while nothing is held or renumbered.
@@ -156,8 +155,8 @@ class ToolUseFilter:
             out.append(raw)  # text deltas, the bulk of a stream: relayed unparsed
             return
         try:
-            data = orjson.loads(event.data)
-        except orjson.JSONDecodeError:
+            data = codec.loads(event.data)
+        except codec.DecodeError:
             data = None
         kind = data.get("type") if isinstance(data, dict) else None
         handler = self._HANDLERS.get(kind) if isinstance(kind, str) else None

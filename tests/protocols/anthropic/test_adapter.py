@@ -27,7 +27,7 @@ def test_every_member_of_the_interface_is_there_with_its_parameters():
 
 
 def test_the_filter_reports_its_round_like_every_filter():
-    filt = A.stream_filter(refuse("read_file"))
+    filt = A.stream_filter(refuse("read_file"), body())
     filt.feed(stream(start(), tool(0, "toolu_1", "read_file", "{}"), end()))
     view: base.RoundView = filt.round
     assert (view.rejected.name, view.rejected_position, len(view.dropped), view.kept) == ("read_file", 0, 1, [])
@@ -41,9 +41,9 @@ def test_a_request_the_gateway_warned_and_showed_a_refusal_to_is_still_valid():
     latest = trace.latest
     items = A.replace_result(A.items(payload), 4, "[loopguard] rejected", latest.call_id)
     items = A.add_anchor(items, "[LoopGuard] Loop detected.", "system")
-    items = [*items, *A.veto_exchange(A.proposed_calls({"content": [
-        {"type": "tool_use", "id": "toolu_9", "name": "read_file", "input": {"path": "src/util.py"}}]})[0],
-        "[loopguard] rejected again")]
+    (proposed,) = A.proposed_calls({"content": [
+        {"type": "tool_use", "id": "toolu_9", "name": "read_file", "input": {"path": "src/util.py"}}]})
+    items = [*items, *A.veto_exchange(proposed[0], "[loopguard] rejected again")]
     out = A.without_tools(A.with_items(payload, items))
     assert_valid_request({k: v for k, v in out.items() if k != "stream"})
     assert A.stream(out) and A.model(out) == "claude-sonnet-4-6"

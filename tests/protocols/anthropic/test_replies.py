@@ -13,7 +13,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.protocols.anthropic import AnthropicAdapter
-from gateway.protocols.anthropic.replies import error_event
+from gateway.protocols.anthropic.replies import error_body, error_event
+from gateway.protocols.base import Answer
 from gateway.trace.model import ToolCall
 from support.servers import serve
 
@@ -36,17 +37,17 @@ REPLY = {
 
 
 def test_proposed_calls_in_order():
-    assert A.proposed_calls(REPLY) == (
+    assert A.proposed_calls(REPLY) == [(
         ToolCall("toolu_01A", "read_file", '{"path":"a.py"}'),
         ToolCall("toolu_01B", "read_file", '{"path":"b.py"}'),
-    )
-    assert A.reply_text(REPLY) == "Reading both files."
+    )]
+    assert A.answer(REPLY) == Answer(True, "Reading both files.")
 
 
 @pytest.mark.parametrize("count, ids, stop", [(2, ["toolu_01A", "toolu_01B"], "tool_use"),
                                               (1, ["toolu_01A"], "tool_use"), (0, [], "end_turn")])
 def test_keep_calls(count, ids, stop):
-    kept = Message.model_validate(A.keep_calls(REPLY, count))
+    kept = Message.model_validate(A.keep_calls(REPLY, [count]))
     assert [b.id for b in kept.content if b.type == "tool_use"] == ids
     assert [b.type for b in kept.content if b.type != "tool_use"] == ["thinking", "text"]
     assert kept.stop_reason == stop
@@ -55,9 +56,8 @@ def test_keep_calls(count, ids, stop):
 
 @pytest.mark.parametrize("reply", [None, {}, {"content": None}, {"content": [None, 1, {"type": "tool_use"}]}])
 def test_odd_replies_propose_nothing(reply):
-    assert A.proposed_calls(reply) == ()
-    assert A.reply_text(reply) == ""
-    assert A.keep_calls(reply, 0) == reply
+    assert A.proposed_calls(reply) == [()]
+    assert A.keep_calls(reply, [0]) == reply
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def test_a_filtered_stream_with_a_continuation_is_read_by_the_sdk(canned):
 ])
 def test_errors_in_anthropics_shape(canned, status, type_, kind, exc):
     box, client = canned
-    body = A.error_body("[LoopGuard] stopped", type_, None, status=status)
+    body = error_body("[LoopGuard] stopped", type_, None, status=status)
     box.update(body=orjson.dumps(body), status=status, type="application/json")
     with pytest.raises(exc) as raised:
         client.messages.create(**PAYLOAD)
