@@ -62,12 +62,20 @@ class UpstreamConfig(_Strict):
     max_connections: int = Field(512, ge=1, description="pooled keep-alive connections")
     transport: Literal["aiohttp", "httpx"] = Field("aiohttp", description="HTTP client to the "
                                                    "upstream: `aiohttp` (the cheaper hop) or `httpx`")
+    # Anthropic Messages traffic goes to its own provider; a trailing /v1 is accepted.
     anthropic_base_url: str = Field("https://api.anthropic.com", description="where Anthropic "
                                     "Messages traffic (`/v1/messages`) goes: the API root, as "
                                     "`ANTHROPIC_BASE_URL`; env `LOOPGUARD_ANTHROPIC_BASE_URL` overrides")
     anthropic_api_key: str | None = Field(None, description="server-side key sent as `x-api-key`, "
                                           "replacing the client's credentials; unset: each "
                                           "client's own key is forwarded")
+
+    def for_anthropic(self) -> UpstreamConfig:
+        """The same transport settings aimed at the Anthropic API (the provider-specific key and
+        headers stay behind: they belong to the other provider)."""
+        root = self.anthropic_base_url.rstrip("/")
+        return self.model_copy(update={"base_url": root if root.endswith("/v1") else root + "/v1",
+                                       "api_key": None, "headers": {}})
 
     # Checked here, not per request: a value HTTP cannot carry would fail every request (500s
     # for non-Latin-1, 502s for line breaks) instead of failing once, at startup, with its key.
