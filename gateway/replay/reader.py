@@ -1,5 +1,5 @@
-"""Recorded traffic in: JSONL of chat-completions request bodies (or ``{"messages": [...]}``),
-or a JSON list of them. An agent sends one growing body per step, so bodies whose messages are a
+"""Recorded traffic in: JSONL of chat-completions or Anthropic Messages request bodies (or
+``{"messages": [...]}``), or a JSON list of them. An agent sends one growing body per step, so bodies whose messages are a
 prefix of a longer one are the same conversation: only the longest is kept."""
 
 from __future__ import annotations
@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from gateway.protocols.anthropic.adapter import ANTHROPIC
+from gateway.protocols.chat.parse import conversation_from_body
+from gateway.trace.model import Conversation
 
 _WRAPPERS = ("body", "request")  # recorders often wrap the body: {"request": {...}, "response": ...}
 
@@ -29,6 +33,25 @@ class Recorded:
     @property
     def messages(self) -> list[Any]:
         return self.body["messages"]
+
+    def conversation(self) -> Conversation:
+        """The body read in its own protocol."""
+        if is_anthropic(self.body):
+            return ANTHROPIC.conversation(self.body, self.messages)
+        return conversation_from_body(self.body)
+
+
+def is_anthropic(body: dict[str, Any]) -> bool:
+    """An Anthropic Messages body: a top-level ``system``, tools declared with ``input_schema``,
+    or ``tool_use`` / ``tool_result`` content blocks (chat bodies have none of these)."""
+    if "system" in body:
+        return True
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        return True
+    return any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+               for m in body.get("messages", ()) if isinstance(m, dict) and isinstance(m.get("content"), list)
+               for b in m["content"])
 
 
 @dataclass(slots=True)

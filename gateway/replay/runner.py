@@ -28,7 +28,6 @@ from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
 from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.chat.parse import conversation_from_body
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
 from gateway.state.base import StateStore
@@ -66,7 +65,7 @@ def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: 
 async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
     eff = effective(policy, body, agent)
-    conv = conversation_from_body(body)
+    conv = recorded.conversation()
     rows, where = _rows(conv, eff)
     result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
                     len(recorded.messages), recorded.requests, rows)
