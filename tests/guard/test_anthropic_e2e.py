@@ -7,8 +7,9 @@ import anthropic
 import httpx
 import orjson
 import pytest
-from support.anthropic_upstream import AnthropicUpstream, Said, healthy, stubborn
+from support.anthropic_upstream import Said, healthy, stubborn
 from support.claude_agent import TOOLS, ClaudeAgent
+from support.claude_gateway import start_claude  # noqa: F401 - the fixture
 from support.policies import ladder_policy
 from support.servers import serve
 
@@ -17,32 +18,6 @@ from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
 
 MARK = "[loopguard]"
-
-
-@pytest.fixture
-def start_claude(tmp_path):
-    """Start (scripted Anthropic upstream, gateway); returns (upstream, client, gateway url)."""
-    contexts = []
-
-    def start(responder, policy_text: str | None = None, **upstream_config):
-        upstream = AnthropicUpstream(responder)
-        ctx = serve(upstream.app)
-        url = ctx.__enter__()
-        contexts.append(ctx)
-        policy = tmp_path / "policy.yaml"
-        policy.write_text(policy_text or ladder_policy())
-        # The OpenAI upstream is never reached: a closed port proves it.
-        config = Config.model_validate({"upstream": {"base_url": "http://127.0.0.1:9/v1",
-                                                     "anthropic_base_url": url, **upstream_config}})
-        ctx = serve(build_app(config, policies=PolicyHolder(policy)), **SERVER_OPTIONS)
-        gateway = ctx.__enter__()
-        contexts.append(ctx)
-        client = anthropic.Anthropic(base_url=gateway, api_key="sk-ant-client", max_retries=0, timeout=20)
-        return upstream, client, gateway
-
-    yield start
-    for ctx in reversed(contexts):
-        ctx.__exit__(None, None, None)
 
 
 def system_notes(body: dict) -> list[str]:

@@ -20,6 +20,8 @@ class ClaudeAgent:
     messages: list[dict] = field(default_factory=list)
     stop_reasons: list[str | None] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)  # x-loopguard-action of each response
+    tools: list[dict] = field(default_factory=lambda: TOOLS)  # declared to the model
+    results: dict[str, str] = field(default_factory=dict)  # tool name -> its result text
 
     def run(self, prompt: str, max_steps: int = 12) -> str | None:
         """Run until the model answers without tool_use (returns its text) or max_steps."""
@@ -34,12 +36,13 @@ class ClaudeAgent:
             results = []
             for use in uses:
                 self.executions[use.name] += 1
-                results.append({"type": "tool_result", "tool_use_id": use.id, "content": f"contents of {use.input}"})
+                text = self.results.get(use.name, f"contents of {use.input}")
+                results.append({"type": "tool_result", "tool_use_id": use.id, "content": text})
             self.messages.append({"role": "user", "content": results})
         return None
 
     def _step(self) -> anthropic.types.Message:
-        kwargs = dict(model="claude-sonnet-4-6", max_tokens=1024, messages=self.messages, tools=TOOLS)
+        kwargs = dict(model="claude-sonnet-4-6", max_tokens=1024, messages=self.messages, tools=self.tools)
         if not self.stream:
             raw = self.client.messages.with_raw_response.create(**kwargs)
             self.actions.append(raw.headers.get("x-loopguard-action", ""))
