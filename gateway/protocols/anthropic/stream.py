@@ -71,6 +71,14 @@ class ToolUseFilter:
     # --- driving ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[bytes]:
+        if (
+            self._identity and not self._held and self._started
+            and data.endswith(b"\n\n") and self._decoder.idle
+            and b"content_block_start" not in data and b"message_" not in data
+        ):
+            # Whole events, none opening a block or touching the message: text deltas, block
+            # stops and pings of unrenumbered blocks, most of a stream. Relayed as they are.
+            return [data]
         out: list[bytes] = []
         for event in self._decoder.feed(data):
             self._on_event(event, out)

@@ -54,12 +54,14 @@ UNTOUCHED = {
 def _pieces(data: bytes, how: str) -> list[bytes]:
     if how == "whole":
         return [data]
+    if how == "events":  # how the API flushes: one event per chunk
+        return [piece + b"\n\n" for piece in data.split(b"\n\n") if piece]
     if how == "bytes":
         return [data[i:i + 1] for i in range(len(data))]
     return [data[i:i + 7] for i in range(0, len(data), 7)]
 
 
-@pytest.mark.parametrize("how", ["whole", "7-byte chunks", "bytes"])
+@pytest.mark.parametrize("how", ["whole", "events", "7-byte chunks", "bytes"])
 @pytest.mark.parametrize("name", list(UNTOUCHED))
 def test_nothing_refused_is_relayed_byte_for_byte(name, how):
     upstream = UNTOUCHED[name]
@@ -143,7 +145,7 @@ def test_a_reask_continues_the_same_message():
     second = stream(start("msg_02Re", 530, cache_read=400), PING, text(0, "Let me search instead."), SEARCH[:],
                     end("tool_use", 40))
     second = second.replace(b'"index": 2', b'"index": 1')  # the re-ask's own numbering
-    for piece in _pieces(second, "7-byte chunks"):
+    for piece in _pieces(second, "events"):
         out += b"".join(filt.feed(piece))
     out += b"".join(filt.end_upstream()) + b"".join(filt.final())
     message = accumulate(out)

@@ -34,13 +34,16 @@ def _upstream(kinds: list[str]) -> tuple[bytes, list[tuple[str, str]]]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(kinds=st.lists(BLOCK, max_size=7), refused=st.integers(0, 8), cut=st.integers(1, 97))
+@given(kinds=st.lists(BLOCK, max_size=7), refused=st.integers(0, 8), cut=st.integers(0, 97))
 def test_random_streams(kinds, refused, cut):
     upstream, blocks = _upstream(kinds)
     filt = ToolUseFilter(lambda call, position: position != refused, keepalive_s=None)
     out = b""
-    for i in range(0, len(upstream), cut):
-        out += b"".join(filt.feed(upstream[i:i + cut]))
+    # cut 0: one event per chunk, as the API flushes; otherwise chunks of ``cut`` bytes.
+    pieces = [p + b"\n\n" for p in upstream.split(b"\n\n") if p] if cut == 0 else \
+        [upstream[i:i + cut] for i in range(0, len(upstream), cut)]
+    for piece in pieces:
+        out += b"".join(filt.feed(piece))
     out += b"".join(filt.end_upstream())
     if filt.needs_decision:
         out += b"".join(filt.terminate("Stopped."))
