@@ -64,13 +64,14 @@ class ToolUseFilter:
         self.model = model  # the upstream's own, once its message_start arrived
         self._next = 0  # the client's next content block index
         self._carried: Any = None  # usage of earlier rounds of this client message
-        self._continuation = False
         self._started = self._terminated = self._final = False
         self._new_round()
 
     # --- driving ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[bytes]:
+        if self._terminated or self._final:  # the client's message is closed: nothing more fits
+            return []
         if (
             self._identity and not self._held and self._started
             and data.endswith(b"\n\n") and self._decoder.idle
@@ -98,7 +99,6 @@ class ToolUseFilter:
 
     def begin_continuation(self) -> None:
         self._carried = events.add_usage(self._carried, self._usage)
-        self._continuation = True
         self._new_round()
 
     def terminate(self, text: str) -> list[bytes]:

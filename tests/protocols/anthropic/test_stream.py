@@ -214,3 +214,12 @@ def test_events_it_cannot_read_are_relayed_as_they_are(odd):
     upstream = stream(start(), odd, text(0, "ok"), end("end_turn"))
     out, _ = run(upstream)
     assert out == upstream
+
+
+def test_nothing_is_relayed_after_the_message_was_ended():
+    filt = ToolUseFilter(refuse("read_file"), keepalive_s=None)
+    filt.feed(stream(start(), read(0), end()[0]))  # message_stop not yet arrived
+    assert filt.needs_decision
+    ended = filt.terminate("Stopped.")
+    assert filt.feed(end()[1]) == [] and filt.final() == []
+    assert b"".join(ended).count(b"event: message_stop") == 1
