@@ -157,3 +157,17 @@ def test_an_unreachable_anthropic_upstream_is_an_anthropic_error(tmp_path):
         with pytest.raises(anthropic.APIStatusError) as raised:
             client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
     assert raised.value.status_code == 502 and raised.value.body["error"]["type"] == "api_error"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_with_thinking_on_only_the_reask_goes_without_it(start_claude, stream):
+    upstream, client, _ = start_claude(stubborn())
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    agent = ClaudeAgent(client, stream=stream, options={"thinking": thinking, "max_tokens": 2048,
+                                                        "system": [{"type": "text", "text": "You read files."}]})
+    agent.run("summarize a.txt")
+    sent = [r["json"] for r in upstream.requests]
+    assert [b.get("thinking") for b in sent] == [thinking] * 4 + [{"type": "disabled"}]
+    # The warning went to the end of the system prompt, after the client's own block.
+    assert sent[3]["system"][0] == {"type": "text", "text": "You read files."}
+    assert sent[3]["system"][1]["text"].startswith("[LoopGuard]")

@@ -22,6 +22,7 @@ class ClaudeAgent:
     actions: list[str] = field(default_factory=list)  # x-loopguard-action of each response
     tools: list[dict] = field(default_factory=lambda: TOOLS)  # declared to the model
     results: dict[str, str] = field(default_factory=dict)  # tool name -> its result text
+    options: dict = field(default_factory=dict)  # more request fields (thinking, system, ...)
 
     def run(self, prompt: str, max_steps: int = 12) -> str | None:
         """Run until the model answers without tool_use (returns its text) or max_steps."""
@@ -42,7 +43,8 @@ class ClaudeAgent:
         return None
 
     def _step(self) -> anthropic.types.Message:
-        kwargs = dict(model="claude-sonnet-4-6", max_tokens=1024, messages=self.messages, tools=self.tools)
+        kwargs = {"model": "claude-sonnet-4-6", "max_tokens": 1024, "messages": self.messages,
+                  "tools": self.tools, **self.options}
         if not self.stream:
             raw = self.client.messages.with_raw_response.create(**kwargs)
             self.actions.append(raw.headers.get("x-loopguard-action", ""))
