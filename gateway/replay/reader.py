@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 
 from gateway.protocols.anthropic.adapter import ANTHROPIC
-from gateway.protocols.chat.parse import conversation_from_body
+from gateway.protocols.base import Adapter
+from gateway.protocols.chat.adapter import CHAT
 from gateway.trace.model import Conversation
 
 _WRAPPERS = ("body", "request")  # recorders often wrap the body: {"request": {...}, "response": ...}
@@ -34,11 +35,19 @@ class Recorded:
     def messages(self) -> list[Any]:
         return self.body["messages"]
 
+    @property
+    def adapter(self) -> Adapter:
+        """The protocol the body speaks."""
+        return ANTHROPIC if is_anthropic(self.body) else CHAT
+
+    @property
+    def path(self) -> str:
+        """The route the body was sent to (policies may match on it)."""
+        return "/v1/messages" if self.adapter is ANTHROPIC else "/v1/chat/completions"
+
     def conversation(self) -> Conversation:
         """The body read in its own protocol."""
-        if is_anthropic(self.body):
-            return ANTHROPIC.conversation(self.body, self.messages)
-        return conversation_from_body(self.body)
+        return self.adapter.conversation(self.body, self.messages)
 
 
 def is_anthropic(body: dict[str, Any]) -> bool:

@@ -27,7 +27,6 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
-from gateway.protocols.chat.adapter import CHAT
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
 from gateway.state.base import StateStore
@@ -35,8 +34,6 @@ from gateway.state.memory import MemoryStore
 from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import Conversation, Trace, Turn
 from gateway.trace.normalize import args_info
-
-CHAT_PATH = "/v1/chat/completions"
 
 
 class _Enforced:
@@ -51,10 +48,11 @@ class _Enforced:
         return dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
 
 
-def effective(policy: Policy, body: dict[str, Any], agent: str | None) -> EffectivePolicy:
+def effective(policy: Policy, body: dict[str, Any], agent: str | None,
+              path: str = "/v1/chat/completions") -> EffectivePolicy:
     """The policy the gateway would resolve for this body, enforcing."""
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    return _Enforced(policy).resolve(agent=agent, model=model, path=CHAT_PATH)
+    return _Enforced(policy).resolve(agent=agent, model=model, path=path)
 
 
 def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: StateStore | None = None) -> Result:
@@ -64,12 +62,12 @@ def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: 
 
 async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
-    eff = effective(policy, body, agent)
+    eff = effective(policy, body, agent, recorded.path)
     conv = recorded.conversation()
     rows, where = _rows(conv, eff)
     result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
                     len(recorded.messages), recorded.requests, rows)
-    request = _Requests(body, _Enforced(policy), store, {"x-loopguard-agent": agent} if agent else {})
+    request = _Requests(recorded, _Enforced(policy), store, {"x-loopguard-agent": agent} if agent else {})
     for turn in conv.turns:
         if turn.role == "assistant":
             plan = await request.plan(turn.index)
@@ -84,15 +82,16 @@ async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: 
 class _Requests:
     """The requests of one recorded conversation, each through the server's request path."""
 
-    def __init__(self, body: dict[str, Any], policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
-        self.body, self.policies, self.store, self.headers = body, policies, store, headers
+    def __init__(self, recorded: Recorded, policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
+        self.body, self.adapter, self.path = recorded.body, recorded.adapter, recorded.path
+        self.policies, self.store, self.headers = policies, store, headers
         self.history = HistoryCache()  # each request extends the previous one: parse only what is new
         self.log = structlog.get_logger("loopguard.replay")
 
     async def plan(self, length: int) -> RequestPlan:
         payload = {**self.body, "messages": self.body["messages"][:length]}
-        return await plan_request(CHAT, payload, CHAT.items(payload), self.headers, CHAT_PATH, self.policies,
-                                  self.store, self.log, history=self.history)
+        return await plan_request(self.adapter, payload, self.adapter.items(payload), self.headers, self.path,
+                                  self.policies, self.store, self.log, history=self.history)
 
 
 def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], dict[tuple[int, int], Row]]:
