@@ -27,9 +27,6 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
-from gateway.protocols.base import Adapter
-from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.responses.adapter import RESPONSES
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
 from gateway.state.base import StateStore
@@ -39,8 +36,6 @@ from gateway.trace.model import Conversation, Trace, Turn
 from gateway.trace.normalize import args_info
 
 CHAT_PATH = "/v1/chat/completions"
-PATHS = {"chat": CHAT_PATH, "responses": "/v1/responses"}  # where each protocol's bodies were sent
-ADAPTERS: dict[str, Adapter] = {"chat": CHAT, "responses": RESPONSES}
 
 
 class _Enforced:
@@ -68,7 +63,7 @@ def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: 
 
 async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
-    eff = effective(policy, body, agent, PATHS.get(recorded.protocol, CHAT_PATH))
+    eff = effective(policy, body, agent, recorded.path)
     conv = recorded.conversation()
     rows, where = _rows(conv, eff)
     result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
@@ -90,8 +85,7 @@ class _Requests:
 
     def __init__(self, recorded: Recorded, policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
         self.recorded, self.policies, self.store, self.headers = recorded, policies, store, headers
-        self.adapter = ADAPTERS[recorded.protocol]
-        self.path = PATHS[recorded.protocol]
+        self.adapter, self.path = recorded.adapter, recorded.path
         self.history = HistoryCache()  # each request extends the previous one: parse only what is new
         self.log = structlog.get_logger("loopguard.replay")
 

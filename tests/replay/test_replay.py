@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,37 @@ def test_errors_exit_1(tmp_path, problem):
     err = io.StringIO()
     assert run_replay(files, policy, out=io.StringIO(), err=err) == 1
     assert err.getvalue().startswith("loopguard: ")
+
+
+def _as_anthropic(body: dict) -> dict:
+    """A chat body rewritten as the same conversation on the Anthropic Messages API."""
+    out, system = [], []
+    for m in body["messages"]:
+        if m["role"] == "system":
+            system.append(m["content"])
+        elif m["role"] == "tool":
+            result = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(result)
+            else:
+                out.append({"role": "user", "content": [result]})
+        elif m["role"] == "assistant":
+            blocks = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                        "input": json.loads(c["function"]["arguments"])} for c in m.get("tool_calls") or ()]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return {"model": "claude-sonnet-4-6", "max_tokens": 1024, "system": "\n".join(system), "messages": out}
+
+
+@pytest.mark.parametrize("source", ["support_bot.json", "coding_agent.jsonl", "research_agent.jsonl"])
+def test_anthropic_bodies_replay_like_the_same_chat_conversation(tmp_path, source):
+    chat = read_files([FIXTURES / source]).conversations
+    path = tmp_path / "claude.jsonl"
+    path.write_text("".join(json.dumps(_as_anthropic(c.body)) + "\n" for c in chat))
+    _, chat_rows, _ = table(str(FIXTURES / source))
+    _, claude_rows, _ = table(str(path))
+    # Same calls, same first warn / reject / terminate step, same detector; only the message
+    # count differs (results of one round share a user turn, the system prompt is outside).
+    assert [r[1:] for r in claude_rows.values()] == [r[1:] for r in chat_rows.values()]
