@@ -45,8 +45,8 @@ async def judge(ex: Exchange, headers) -> None:
         if plan.action != Action.TERMINATE and (plan.changed or _chain_rewrites(ex)):
             ex.outgoing.body = ex.sent_body()
         gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
-        if plan.judgement.finding is not None:
-            ex.verdict.record(ex, plan.judgement, plan.action, "request")
+        if plan.judgement.finding is not None and plan.action != Action.TERMINATE:
+            ex.verdict.record(ex, plan.judgement, plan.action, "request")  # a terminate: once its reply is written
     except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
         fail_open(ex, "request")
         ex.plan, ex.expectation, ex.outgoing.body = None, None, ex.body

@@ -47,7 +47,7 @@ async def run(adapter: Adapter, request: Request) -> Response:
     ex = _exchange(gateway, adapter, request, payload, body, started)
     await request_stage.judge(ex, request.headers)
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:
-        return terminate.at_request(ex)
+        return await terminate.at_request(ex)
     ex.clock.took(started)
     sent = time.perf_counter()
     try:

@@ -225,3 +225,8 @@ class Adapter(Protocol):
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The payload asking for a plain text answer: tools disabled the protocol's way."""
         ...
+
+    def output_tokens(self, answer: bytes) -> int | None:
+        """The output tokens the upstream reported for one answer (a JSON reply or a complete
+        event stream, as the upstream sent it); None when it reported none."""
+        ...

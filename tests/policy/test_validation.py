@@ -128,7 +128,7 @@ def test_a_minimal_policy_uses_every_default(compile_policy):
     assert eff.trace_settings.scope == "run"
     assert eff.interventions.warn.placement == "system"
     assert eff.interventions.reject.max_reasks == 2
-    assert (eff.interventions.terminate.mode, eff.interventions.terminate.status) == ("reply", 422)
+    assert (eff.interventions.terminate.mode, eff.interventions.terminate.status) == ("answer", 422)
     assert eff.messages.language == "en"
     assert dict(eff.detector_settings) == {n: d.settings() for n, d in REGISTRY.items()}
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from gateway.protocols.anthropic import answers, parse, replies, rewrite
 from gateway.protocols.anthropic.stream import ToolUseFilter
+from gateway.protocols import usage
 from gateway.protocols.base import Answer, Judge
 from gateway.state.base import StateStore
 from gateway.trace.model import Conversation, ToolCall
@@ -108,6 +109,9 @@ class AnthropicAdapter:
 
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
         return rewrite.without_tools(payload)
+
+    def output_tokens(self, answer: bytes) -> int | None:
+        return usage.reported(answer, ("usage", "output_tokens"), ("message", "usage", "output_tokens"))
 
 
 ANTHROPIC = AnthropicAdapter()

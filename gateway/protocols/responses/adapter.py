@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 
 from gateway.errors import error_body
+from gateway.protocols import usage
 from gateway.protocols.base import Answer, Judge
 from gateway.protocols.responses import answers, chain, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
@@ -194,6 +195,9 @@ class ResponsesAdapter:
 
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
         return rewrite.without_tools(payload)
+
+    def output_tokens(self, answer: bytes) -> int | None:
+        return usage.reported(answer, ("usage", "output_tokens"), ("response", "usage", "output_tokens"))
 
     def _custom_seen(self, ids: set[str]) -> None:
         for call_id in ids:
