@@ -46,6 +46,7 @@ class FinalAnswer:
         terminate = ex.plan.policy.interventions.terminate
         self.deadline = time.monotonic() + terminate.answer_timeout_s
         self.failed: str | None = None
+        self.closing: list[bytes] = []  # a relayed answer's last pieces, not yet sent
         self.payload = self._payload(judgement)
 
     def _payload(self, judgement: Judgement) -> dict[str, Any]:
@@ -98,19 +99,23 @@ class FinalAnswer:
 
     async def relay(self, tool_filter: StreamFilter, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
         """A streamed answer through ``tool_filter`` (judging with ``closed``): text goes out as
-        it arrives. When it fails the stream is left for the caller to end with the template."""
-        raw = bytearray()
+        it arrives. When it fails the stream is left for the caller to end with the template.
+        The last piece waits in ``closing`` so the outcome is audited before the client can
+        see its stream end."""
+        raw, held = bytearray(), []
         try:
             async for data in self._chunks(upstream):
                 raw += data
                 for out in tool_filter.feed(data):
-                    yield out
-            for out in tool_filter.end_upstream():
-                yield out
+                    if held:
+                        yield held.pop()
+                    held.append(out)
+            held += tool_filter.end_upstream()
         except (UpstreamError, TimeoutError) as exc:
             self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
             return
         finally:
+            self.closing = held
             await upstream.aclose()
         if tool_filter.needs_decision:  # the model called a tool anyway: it was held, not sent
             self._fail("tool_call")

@@ -96,7 +96,11 @@ async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge, re
                 yield chunk
             if final.failed is None:
                 ex.verdict.record(ex, judgement, Action.TERMINATE, "response", ANSWER)
+                for chunk in final.closing:
+                    yield chunk
                 return
+            for chunk in final.closing:
+                yield chunk
     used = ERROR if as_error(ex) else REPLY
     ex.verdict.record(ex, judgement, Action.TERMINATE, "response", used)
     yield note(Action.TERMINATE, refusal, used)
@@ -121,6 +125,12 @@ async def _answer_stream(ex: Exchange, final: FinalAnswer, upstream: UpstreamRes
     async for chunk in final.relay(tool_filter, upstream):
         yield chunk
     used = ANSWER if final.failed is None else REPLY
+    ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)  # before the stream ends
+    ex.reply = tool_filter.reply
+    await remember(ex)
+    log_request(ex, 200)
+    for chunk in final.closing:
+        yield chunk
     if used == REPLY:
         finding = judgement.finding
         yield comment(f"action=terminate detector={finding.detector if finding else 'unknown'} terminate=reply")
@@ -128,10 +138,6 @@ async def _answer_stream(ex: Exchange, final: FinalAnswer, upstream: UpstreamRes
             yield chunk
     for chunk in tool_filter.final():
         yield chunk
-    ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)
-    ex.reply = tool_filter.reply
-    await remember(ex)
-    log_request(ex, 200)
 
 
 def _reply(ex: Exchange, final: str) -> Response:
