@@ -34,8 +34,11 @@ def test_table_of_the_shipped_default_policy():
     assert text.splitlines()[0].split() == ["conversation", "messages", "tool", "calls", "first", "warn", "first",
                                             "reject", "first", "terminate", "detector"]
     # messages, tool calls, first warn, first reject, first terminate, detector
-    assert rows["support_bot.json:1"] == ["22", "10", "3", "5", "8", "no_progress"]
-    assert rows["coding_agent.jsonl:16"] == ["20", "9", "3", "5", "8", "no_progress"]
+    # The model asks for the vetoed call again right after: the re-asks end the run at that step
+    # (the gateway's ladder for a never-changing model), not at step 8 of a recording that
+    # would not have happened past the veto.
+    assert rows["support_bot.json:1"] == ["22", "10", "3", "5", "5", "no_progress"]
+    assert rows["coding_agent.jsonl:16"] == ["20", "9", "3", "5", "5", "no_progress"]
     assert rows["research_agent.jsonl:11"] == ["22", "10", "5", "9", "-", "no_progress"]
     assert rows["coding_agent.jsonl:11"] == ["12", "5", "-", "-", "-", "-"]  # healthy
     assert rows["support_bot.json:2"] == ["6", "2", "-", "-", "-", "-"]
@@ -71,8 +74,8 @@ def test_agent_overrides_resolve_by_header(tmp_path):
                       "      no_progress: {warn_at: 4, reject_at: 6, terminate_at: 9}\n"
                       "      exact_repeat: false\n      similar_repeat: false\n")
     file = str(FIXTURES / "support_bot.json")
-    assert table(file, policy=str(policy))[1]["support_bot.json:1"][2:5] == ["3", "5", "8"]
-    assert table(file, policy=str(policy), agent="support")[1]["support_bot.json:1"][2:5] == ["4", "6", "9"]
+    assert table(file, policy=str(policy))[1]["support_bot.json:1"][2:5] == ["3", "5", "5"]
+    assert table(file, policy=str(policy), agent="support")[1]["support_bot.json:1"][2:5] == ["4", "6", "6"]
 
 
 def test_a_parallel_round_is_cut_at_the_refused_call(tmp_path):
