@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.verdict import fail_open
 from gateway.policy.engine import Judgement
 from gateway.protocols import codec, usage
 from gateway.protocols.base import StreamFilter
@@ -47,7 +48,11 @@ class FinalAnswer:
         self.deadline = time.monotonic() + terminate.answer_timeout_s
         self.failed: str | None = None
         self.closing: list[bytes] = []  # a relayed answer's last pieces, not yet sent
-        self.payload = self._payload(judgement)
+        try:
+            self.payload: dict[str, Any] | None = self._payload(judgement)
+        except Exception:  # noqa: BLE001 - fail-open: the template still ends the run
+            fail_open(ex, "terminate_answer")
+            self.payload, self.failed = None, "guard_error"
 
     def _payload(self, judgement: Judgement) -> dict[str, Any]:
         ex, plan = self.ex, self.ex.plan
@@ -58,6 +63,8 @@ class FinalAnswer:
 
     async def ask(self) -> UpstreamResponse | None:
         """The upstream's answer once its headers arrived; None (``failed`` set) otherwise."""
+        if self.payload is None:
+            return None
         out = self.ex.outgoing
         request = UpstreamRequest("POST", out.path, out.query, out.headers, codec.dumps(self.payload))
         started = time.perf_counter()
