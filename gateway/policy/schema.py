@@ -83,7 +83,7 @@ class MessagesConfig(_Model):
             check_template(text)  # raises ValueError naming the bad placeholder
         return text
 
-    @field_validator("warn", "reask")
+    @field_validator("warn", "reask", "answer")
     @classmethod
     def _own_text_marker(cls, text: str | None) -> str | None:
         # These texts enter the conversation (appended to a tool result, as a user message):
