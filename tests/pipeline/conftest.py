@@ -1,1 +1,1 @@
-from guard.conftest import start_guarded  # noqa: F401 - the same real gateway + responding upstream
+from support.fixtures import start_guarded  # noqa: F401 - a real gateway in front of a responding upstream
