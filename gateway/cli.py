@@ -102,7 +102,8 @@ def announce(app: Any, config: Any, address: tuple[Any, ...]) -> None:
     structlog.get_logger("loopguard").info(
         "gateway_started", address=f"http://{'[' + host + ']' if ':' in host else host}:{port}",
         policy=gateway.policies.current.name, policy_file=str(gateway.policies.path), state=state,
-        upstream=config.upstream.base_url, guarded=guarded)
+        upstream=config.upstream.base_url, anthropic_upstream=config.upstream.anthropic_base_url,
+        guarded=guarded)
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -62,10 +62,24 @@ class UpstreamConfig(_Strict):
     max_connections: int = Field(512, ge=1, description="pooled keep-alive connections")
     transport: Literal["aiohttp", "httpx"] = Field("aiohttp", description="HTTP client to the "
                                                    "upstream: `aiohttp` (the cheaper hop) or `httpx`")
+    # Anthropic Messages traffic goes to its own provider; a trailing /v1 is accepted.
+    anthropic_base_url: str = Field("https://api.anthropic.com", description="where Anthropic "
+                                    "Messages traffic (`/v1/messages`) goes: the API root, as "
+                                    "`ANTHROPIC_BASE_URL`; env `LOOPGUARD_ANTHROPIC_BASE_URL` overrides")
+    anthropic_api_key: str | None = Field(None, description="server-side key sent as `x-api-key`, "
+                                          "replacing the client's credentials; unset: each "
+                                          "client's own key is forwarded")
+
+    def for_anthropic(self) -> UpstreamConfig:
+        """The same transport settings aimed at the Anthropic API (the provider-specific key and
+        headers stay behind: they belong to the other provider)."""
+        root = self.anthropic_base_url.rstrip("/")
+        return self.model_copy(update={"base_url": root if root.endswith("/v1") else root + "/v1",
+                                       "api_key": None, "headers": {}})
 
     # Checked here, not per request: a value HTTP cannot carry would fail every request (500s
     # for non-Latin-1, 502s for line breaks) instead of failing once, at startup, with its key.
-    @field_validator("api_key")
+    @field_validator("api_key", "anthropic_api_key")
     @classmethod
     def _key_sendable(cls, value: str | None) -> str | None:
         if value is not None:
@@ -294,11 +308,13 @@ def load_config(path: str | os.PathLike[str] | None, env: dict[str, str] | None 
         raw = _read_yaml(Path(path))
     problems: Problems = []
     raw = interpolate(raw, env, problems)
-    if base_url := env.get("LOOPGUARD_UPSTREAM_BASE_URL"):
-        raw.setdefault("upstream", {})
-        if isinstance(raw["upstream"], dict):
-            raw["upstream"]["base_url"] = base_url
-            problems[:] = [p for p in problems if p[0] != "upstream.base_url"]  # overridden
+    for key, name in (("base_url", "LOOPGUARD_UPSTREAM_BASE_URL"),
+                      ("anthropic_base_url", "LOOPGUARD_ANTHROPIC_BASE_URL")):
+        if value := env.get(name):
+            raw.setdefault("upstream", {})
+            if isinstance(raw["upstream"], dict):
+                raw["upstream"][key] = value
+                problems[:] = [p for p in problems if p[0] != f"upstream.{key}"]  # overridden
     if isinstance(raw.get("policy"), str) and all(where != "policy" for where, _ in problems):
         raw["policy"] = _policy_path(raw["policy"], Path(path).parent if path else None, problems)
     config = _validate(raw, problems)

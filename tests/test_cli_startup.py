@@ -38,7 +38,8 @@ def test_startup_line_names_the_bound_port_policy_state_and_routes(tmp_path):
         assert line["policy"] == "strict" and line["policy_file"].endswith("strict.yaml")
         assert line["state"] == "redis redis://:***@127.0.0.1:1/0"  # never the password
         assert "hunter2" not in stderr_path.read_text()
-        assert "/v1/chat/completions" in line["guarded"]
+        assert "/v1/chat/completions" in line["guarded"] and "/v1/messages" in line["guarded"]
+        assert line["anthropic_upstream"] == "https://api.anthropic.com"
         assert "/v1/{rest:path}" not in line["guarded"]  # relayed, not guarded
     finally:
         process.send_signal(signal.SIGTERM)

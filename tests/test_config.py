@@ -271,3 +271,19 @@ def test_an_unset_variable_as_the_policy_is_reported_once(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, "policy: ${POLICY}\n"), env={})
     assert caught.value.problems == (("policy", caught.value.reason),) and "POLICY" in caught.value.reason
+
+
+def test_anthropic_upstream_defaults_and_env_override(tmp_path):
+    assert load_config(None, env={}).upstream.anthropic_base_url == "https://api.anthropic.com"
+    assert load_config(None, env={}).upstream.anthropic_api_key is None
+    env = {"LOOPGUARD_ANTHROPIC_BASE_URL": "http://claude-proxy:9000"}
+    path = write(tmp_path, "upstream:\n  anthropic_base_url: http://file\n  anthropic_api_key: sk-ant-x\n")
+    config = load_config(path, env=env)
+    assert config.upstream.anthropic_base_url == "http://claude-proxy:9000"
+    assert config.upstream.anthropic_api_key == "sk-ant-x"
+    assert config.upstream.base_url == "https://api.openai.com/v1"
+
+
+def test_anthropic_api_key_must_be_sendable(tmp_path):
+    with pytest.raises(ConfigError, match="anthropic_api_key"):
+        load_config(write(tmp_path, 'upstream:\n  anthropic_api_key: "a\\nb"\n'), env={})

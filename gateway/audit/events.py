@@ -42,6 +42,7 @@ class InterventionEvent:
     request_id: str | None = None
     description: str = ""
     work: StoppedWork | None = field(default=None, repr=False, compare=False)  # for the savings sink only
+    terminate: str | None = None  # how a terminate ended the run: answer | reply | error
 
     name: ClassVar[str] = EVENT
 
@@ -57,7 +58,8 @@ class InterventionEvent:
 
 def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
                  action: Action | None = None, agent: str | None = None, run: int = 0,
-                 request_id: str | None = None, work: StoppedWork | None = None) -> InterventionEvent | None:
+                 request_id: str | None = None, work: StoppedWork | None = None,
+                 terminate: str | None = None) -> InterventionEvent | None:
     """The event for a judgement; None when it has no finding (nothing to audit)."""
     finding = judgement.finding
     if finding is None:
@@ -74,6 +76,7 @@ def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
         tool=",".join(finding.tools), count=finding.count, steps=tuple(finding.steps),
         shadow=judgement.shadow or applied < would, phase=phase, request_id=request_id,
         description=finding.description, work=work if applied >= Action.REJECT else None,
+        terminate=terminate if applied == Action.TERMINATE else None,
     )
 
 

@@ -12,11 +12,13 @@ from gateway.trace.model import Trace
 
 def audit(log, judgement: Judgement, *, phase: str, session: str, policy: str, action: Action | None = None,
           bus: AuditBus | None = None, agent: str | None = None, trace: Trace | None = None,
-          request_id: str | None = None, work: StoppedWork | None = None) -> InterventionEvent | None:
+          request_id: str | None = None, work: StoppedWork | None = None,
+          terminate: str | None = None) -> InterventionEvent | None:
     """Emit the ``loop_intervention`` event to ``bus`` (its log sink writes the structlog line);
     without a bus, to ``log`` alone, as before the bus existed."""
     event = intervention(judgement, phase=phase, session=session, policy=policy, action=action,
-                         agent=agent, run=run_number(trace), request_id=request_id, work=work)
+                         agent=agent, run=run_number(trace), request_id=request_id, work=work,
+                         terminate=terminate)
     if event is None:
         return None
     (bus or AuditBus([LogSink(log)])).emit(event)

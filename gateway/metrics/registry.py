@@ -62,6 +62,13 @@ class GatewayMetrics:
         self.cost_saved = Counter("loopguard_cost_saved_usd",
                                   "USD one more round of each stopped loop would have cost, at litellm's list "
                                   "prices (models it cannot price add tokens only)", ["detector", "model"], registry=r)
+        self.terminations = Counter("loopguard_terminations",
+                                    "Runs ended, by how the final reply was written: answer (the model, "
+                                    "tools closed), reply (the template), error", ["mode"], registry=r)
+        self.answer_tokens = Counter("loopguard_terminate_answer_tokens",
+                                     "Output tokens of final answers the model wrote with tools closed "
+                                     "(terminate mode answer), by model; estimated at 4 characters a token "
+                                     "when the upstream reported none", ["model"], registry=r)
         self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
         self._children: dict[tuple[Any, ...], Any] = {}  # label values -> child, built once each
         self.engine = EngineStats()  # this app's fail-opens (see policy.engine.counting_into)
@@ -98,6 +105,12 @@ class GatewayMetrics:
             self._count(event.detector, event.would, "true")
         if event.phase == "response" and event.action in ("reject", "terminate"):
             self.recovery.refused(event.session, event.detector, event.tool, event.count)
+        if event.action == "terminate" and event.terminate:
+            self.terminations.labels(event.terminate).inc()
+
+    def answered(self, model: str, tokens: int) -> None:
+        """A terminated run's final answer, written by the model: its tokens."""
+        self.answer_tokens.labels(model).inc(tokens)
 
     def _count(self, detector: str, action: str, shadow: str) -> None:
         key = ("int", detector, action, shadow)

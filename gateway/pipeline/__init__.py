@@ -4,7 +4,8 @@ One :class:`~gateway.pipeline.exchange.Exchange` per request is passed from stag
 
     route.guarded(adapter)          read the body, parse it, run the stages below
       request.judge                 plan: judge the executed history, edit what the model sees
-      terminate.at_request          ... or answer at once when it already crossed terminate
+      terminate.at_request          ... or end the run when it already crossed terminate (answer:
+                                    the model's final answer, tools closed; or the template)
       (send to the upstream)
       unary.respond / stream.respond  the reply: judge proposed calls (judging), veto and
                                     re-ask in a loop (vetoes, reask), end the run (terminate),

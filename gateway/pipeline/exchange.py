@@ -43,7 +43,12 @@ class Exchange:
     def sent_payload(self) -> dict[str, Any]:
         """The body the upstream gets now: the client's, with what the model must see."""
         assert self.plan is not None
-        items, earlier = self.plan.messages, self.history
+        return self.payload_with(self.plan.messages)
+
+    def payload_with(self, items: list[Any]) -> dict[str, Any]:
+        """The client's payload carrying ``items``; a server-side chain's entries that are
+        unchanged at their head are not sent again."""
+        earlier = self.history
         kept = len(earlier) if len(items) >= len(earlier) and all(
             a is b for a, b in zip(items, earlier, strict=False)) else 0
         return self.adapter.with_items(self.payload, items, kept)

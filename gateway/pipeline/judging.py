@@ -68,9 +68,12 @@ class StreamJudge:
     def __init__(self, ex: Exchange) -> None:
         self.ex = ex
         self.judges: dict[int, ProposalJudge] = {}
+        self.closed = False  # tools are closed (a final answer is being written): refuse every call
 
     def __call__(self, call: ToolCall, position: int, choice: int = 0) -> bool:
         plan = self.ex.plan
+        if self.closed:
+            return False
         if plan is None:
             return True
         started = time.perf_counter()
@@ -84,6 +87,9 @@ class StreamJudge:
 
     def renew(self) -> None:
         self.judges = {}
+
+    def close(self) -> None:
+        self.closed = True
 
     @property
     def refusal(self) -> Refusal | None:

@@ -42,12 +42,20 @@ async def judge(ex: Exchange, headers) -> None:
                                   history=gateway.history, size=len(ex.body))
         ex.plan = plan
         ex.expectation = for_plan(plan)  # a tool this turn requires, or None
-        if plan.changed and plan.action != Action.TERMINATE:
+        if plan.action != Action.TERMINATE and (plan.changed or _chain_rewrites(ex)):
             ex.outgoing.body = ex.sent_body()
         gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
-        if plan.judgement.finding is not None:
-            ex.verdict.record(ex, plan.judgement, plan.action, "request")
+        if plan.judgement.finding is not None and plan.action != Action.TERMINATE:
+            ex.verdict.record(ex, plan.judgement, plan.action, "request")  # a terminate: once its reply is written
     except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
         fail_open(ex, "request")
         ex.plan, ex.expectation, ex.outgoing.body = None, None, ex.body
         ex.verdict.reset()
+
+
+def _chain_rewrites(ex: Exchange) -> bool:
+    """A request continuing a server-side chain may need rewriting though the guard changed
+    nothing (Responses: the upstream's own id for a response the client knows by another, or
+    outputs owed for calls the gateway withheld): the adapter then answers ``with_items`` with
+    a new payload instead of the client's own."""
+    return bool(ex.history) and ex.sent_payload() is not ex.payload

@@ -47,7 +47,7 @@ async def run(adapter: Adapter, request: Request) -> Response:
     ex = _exchange(gateway, adapter, request, payload, body, started)
     await request_stage.judge(ex, request.headers)
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:
-        return terminate.at_request(ex)
+        return await terminate.at_request(ex)
     ex.clock.took(started)
     sent = time.perf_counter()
     try:
@@ -67,7 +67,7 @@ def _exchange(gateway: Gateway, adapter: Adapter, request: Request, payload: dic
     request_id = new_request_id(request.headers)
     outgoing = UpstreamRequest(
         method="POST", path=upstream_path(path), query=request.scope.get("query_string", b""),
-        headers=gateway.forward_headers(request.headers.raw, identity=True), body=body,
+        headers=gateway.forward_headers(request.headers.raw, identity=True, protocol=adapter.name), body=body,
     )
     return Exchange(gateway, adapter, request_id, path, payload, body, adapter.stream(payload),
                     gateway.upstream_for(adapter.name), outgoing,

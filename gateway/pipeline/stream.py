@@ -100,7 +100,7 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[by
                 yield terminate.note(Action.REJECT, refusal)
                 break
             if not may_reask(ex, refusal):
-                for chunk in terminate.stream(ex, tool_filter, refusal):
+                async for chunk in terminate.stream(ex, tool_filter, judge, refusal):
                     yield chunk
                 break
             await veto(ex, refusal)

@@ -1,5 +1,7 @@
-"""Ending the run: a final text answer in place of the model's, or an error when the policy's
-terminate mode says so."""
+"""Ending the run. The policy's terminate mode says how the final reply is written: ``answer``
+(the model, tools closed: ``answer.py``; the template when it cannot), ``reply`` (the template),
+``error`` (the protocol's error). Headers (``x-loopguard-terminate``), the audit event's
+``terminate`` field and the SSE note say which one it was."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ from collections.abc import AsyncIterator
 from starlette.responses import Response
 
 from gateway.guard.response import Refusal
+from gateway.pipeline.answer import ANSWER, ERROR, REPLY, FinalAnswer, closed, mode
 from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.judging import StreamJudge
+from gateway.pipeline.remember import remember
 from gateway.pipeline.timing import log_request
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
@@ -16,6 +21,7 @@ from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.sse import comment
 from gateway.server.responses import RelayStream, relay
+from gateway.upstream.base import UpstreamResponse
 
 LOOP = "loop_detected"
 JSON = (b"content-type", b"application/json")
@@ -29,43 +35,109 @@ def text(ex: Exchange, judgement: Judgement) -> str:
 
 
 def as_error(ex: Exchange) -> bool:
-    return ex.plan is not None and ex.plan.policy.interventions.terminate.mode == "error"
+    return ex.plan is not None and mode(ex) == ERROR
 
 
-def at_request(ex: Exchange) -> Response:
-    """The executed history already crossed the terminate threshold: answer without upstream."""
+async def at_request(ex: Exchange) -> Response:
+    """The executed history already crossed the terminate threshold: the final reply without
+    forwarding the request."""
     assert ex.plan is not None
-    final = text(ex, ex.plan.judgement)
+    judgement = ex.plan.judgement
     ex.clock.took(ex.clock.started)
+    if mode(ex) == ANSWER:
+        final = FinalAnswer(ex, judgement)
+        upstream = await final.ask()
+        if upstream is not None and ex.stream:
+            ex.verdict.raise_to(Action.TERMINATE, judgement.detector)
+            ex.verdict.terminate = ANSWER
+            chunks = _answer_stream(ex, final, upstream, judgement)
+            return RelayStream(200, ex.verdict.headers([SSE]), chunks, upstream.aclose)
+        body = await final.read(upstream) if upstream is not None else None
+        if body is not None:
+            ex.verdict.record(ex, judgement, Action.TERMINATE, "request", ANSWER)
+            await remember(ex)
+            log_request(ex, 200)
+            return relay(200, ex.verdict.headers([JSON]), body)
+    ex.verdict.record(ex, judgement, Action.TERMINATE, "request", ERROR if as_error(ex) else REPLY)
     log_request(ex, 200)
     if ex.stream and not as_error(ex):
-        chunks = ex.adapter.termination_stream(final, ex.payload)
+        chunks = ex.adapter.termination_stream(text(ex, judgement), ex.payload)
         return RelayStream(200, ex.verdict.headers([SSE]), _iterate(chunks))
-    return _reply(ex, final)
+    return _reply(ex, text(ex, judgement))
 
 
-def unary(ex: Exchange, refusal: Refusal) -> Response:
+async def unary(ex: Exchange, refusal: Refusal) -> Response:
     """The model insists on a refused call and no re-ask is left: end the run."""
-    ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response")
-    final = text(ex, refusal.judgement)
+    if mode(ex) == ANSWER:
+        final = FinalAnswer(ex, refusal.judgement)
+        upstream = await final.ask()
+        body = await final.read(upstream) if upstream is not None else None
+        if body is not None:
+            ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response", ANSWER)
+            await remember(ex)
+            log_request(ex, 200)
+            return relay(200, ex.verdict.headers([JSON]), body)
+    ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response", ERROR if as_error(ex) else REPLY)
     log_request(ex, 200)
-    return _reply(ex, final)
+    return _reply(ex, text(ex, refusal.judgement))
 
 
-def stream(ex: Exchange, tool_filter: StreamFilter, refusal: Refusal) -> list[bytes]:
-    """The same mid-stream: the client stream ends with the final text."""
-    ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response")
-    final = text(ex, refusal.judgement)
-    out = [note(Action.TERMINATE, refusal)]
-    if as_error(ex):  # the SDK raises on an error payload mid-stream
-        return [*out, ex.adapter.error_event(ex.adapter.error_body(final, LOOP, LOOP))]
-    return [*out, *tool_filter.terminate(final)]
+async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge, refusal: Refusal) -> AsyncIterator[bytes]:
+    """The same mid-stream (the headers are out): the client stream ends with the final reply."""
+    judgement = refusal.judgement
+    if mode(ex) == ANSWER:
+        final = FinalAnswer(ex, judgement)
+        upstream = await final.ask()
+        if upstream is not None:
+            judge.close()
+            yield note(Action.TERMINATE, refusal, ANSWER)
+            tool_filter.begin_continuation()
+            async for chunk in final.relay(tool_filter, upstream):
+                yield chunk
+            if final.failed is None:
+                ex.verdict.record(ex, judgement, Action.TERMINATE, "response", ANSWER)
+                for chunk in final.closing:
+                    yield chunk
+                return
+            for chunk in final.closing:
+                yield chunk
+    used = ERROR if as_error(ex) else REPLY
+    ex.verdict.record(ex, judgement, Action.TERMINATE, "response", used)
+    yield note(Action.TERMINATE, refusal, used)
+    if used == ERROR:  # the SDK raises on an error payload mid-stream
+        yield ex.adapter.error_event(ex.adapter.error_body(text(ex, judgement), LOOP, LOOP))
+        return
+    for chunk in tool_filter.terminate(text(ex, judgement)):
+        yield chunk
 
 
-def note(action: Action, refusal: Refusal) -> bytes:
+def note(action: Action, refusal: Refusal, terminate: str | None = None) -> bytes:
     """A decision taken after the headers went out, as an SSE comment clients skip."""
     finding = refusal.judgement.finding
-    return comment(f"action={action.label} detector={finding.detector if finding else 'unknown'}")
+    told = f"action={action.label} detector={finding.detector if finding else 'unknown'}"
+    return comment(told if terminate is None else f"{told} terminate={terminate}")
+
+
+async def _answer_stream(ex: Exchange, final: FinalAnswer, upstream: UpstreamResponse,
+                         judgement: Judgement) -> AsyncIterator[bytes]:
+    """A request-path terminate in a stream: the model's answer is the whole client stream."""
+    tool_filter = ex.adapter.stream_filter(closed, ex.payload)
+    async for chunk in final.relay(tool_filter, upstream):
+        yield chunk
+    used = ANSWER if final.failed is None else REPLY
+    ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)  # before the stream ends
+    ex.reply = tool_filter.reply
+    await remember(ex)
+    log_request(ex, 200)
+    for chunk in final.closing:
+        yield chunk
+    if used == REPLY:
+        finding = judgement.finding
+        yield comment(f"action=terminate detector={finding.detector if finding else 'unknown'} terminate=reply")
+        for chunk in tool_filter.terminate(text(ex, judgement)):
+            yield chunk
+    for chunk in tool_filter.final():
+        yield chunk
 
 
 def _reply(ex: Exchange, final: str) -> Response:

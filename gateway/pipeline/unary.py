@@ -62,7 +62,7 @@ async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
                 continue
             return _edited(ex, reply, expect.warn_reply(ex, reply.parsed))
         if refused.whole_round and not may_reask(ex, refused.first):
-            return terminate.unary(ex, refused.first)
+            return await terminate.unary(ex, refused.first)
         await veto(ex, refused.first)
         for other in refused.others:
             ex.verdict.record(ex, other.judgement, other.judgement.action, "response")

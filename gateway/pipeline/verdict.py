@@ -16,32 +16,45 @@ from gateway.policy.engine import Judgement
 
 ACTION_HEADER = b"x-loopguard-action"
 DETECTOR_HEADER = b"x-loopguard-detector"
+TERMINATE_HEADER = b"x-loopguard-terminate"  # how a terminated run's last reply was written
 
 
 @dataclass(slots=True)
 class Verdict:
     action: Action = Action.PASS
     detector: str | None = None
+    terminate: str | None = None  # answer | reply | error, once a terminate chose its reply
 
-    def record(self, ex, judgement: Judgement, action: Action, phase: str) -> None:
+    def record(self, ex, judgement: Judgement, action: Action, phase: str, terminate: str | None = None) -> None:
         """Audit ``judgement`` acted on with ``action`` (``ex``: the exchange); the strongest
-        action so far (the first detector at that level) is what the headers report."""
+        action so far (the first detector at that level) is what the headers report.
+        ``terminate``: how a terminate's final reply was written."""
         plan = ex.plan
         if plan is not None:
             audit(ex.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
                   action=action, bus=ex.gateway.audit, agent=plan.policy.agent, trace=plan.trace,
-                  request_id=ex.request_id, work=StoppedWork(ex.adapter.model(ex.payload), plan.messages))
+                  request_id=ex.request_id, work=StoppedWork(ex.adapter.model(ex.payload), plan.messages),
+                  terminate=terminate)
+        self.raise_to(action, judgement.detector)
+        if terminate is not None:
+            self.terminate = terminate
+
+    def raise_to(self, action: Action, detector: str | None) -> None:
+        """What the headers report, before the audit event can say how it ended (a stream's
+        headers go out before its final answer is written)."""
         if action > self.action or (action == self.action and self.detector is None):
-            self.action, self.detector = action, judgement.detector
+            self.action, self.detector = action, detector
 
     def headers(self, upstream_headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         out = [*upstream_headers, (ACTION_HEADER, self.action.label.encode())]
         if self.detector:
             out.append((DETECTOR_HEADER, self.detector.encode()))
+        if self.terminate and self.action == Action.TERMINATE:
+            out.append((TERMINATE_HEADER, self.terminate.encode()))
         return out
 
     def reset(self) -> None:
-        self.action, self.detector = Action.PASS, None
+        self.action, self.detector, self.terminate = Action.PASS, None, None
 
 
 def fail_open(ex, where: str) -> None:

@@ -26,8 +26,8 @@ __all__ = [
     "summarize_progress",
 ]
 
-Kind = Literal["warn", "reject", "reask", "terminate"]
-KINDS: tuple[Kind, ...] = ("warn", "reject", "reask", "terminate")
+Kind = Literal["warn", "reject", "reask", "terminate", "answer"]
+KINDS: tuple[Kind, ...] = ("warn", "reject", "reask", "terminate", "answer")
 PLACEHOLDERS = frozenset(
     {"tool", "detector", "pattern", "count", "steps", "description", "progress"})
 # Filled from Finding.details by the detectors that have them (required_tool: call; retrieval:

@@ -53,7 +53,10 @@ class RejectIntervention(_Model):
 
 
 class TerminateIntervention(_Model):
-    mode: Literal["reply", "error"] = "reply"
+    # answer: the model writes the final reply itself, tools closed; reply: the template; error.
+    mode: Literal["answer", "reply", "error"] = "answer"
+    # How long the model may take to write that answer before the template replaces it.
+    answer_timeout_s: float = Field(20.0, gt=0, le=600)
     # 422, not 409: the openai SDK (and others) retry 408/409/429/5xx automatically, and a retried
     # terminate is just another identical terminate. 422 maps to UnprocessableEntityError.
     status: StrictInt = Field(422, ge=400, le=499)
@@ -71,15 +74,16 @@ class MessagesConfig(_Model):
     reject: str | None = None
     reask: str | None = None
     terminate: str | None = None
+    answer: str | None = None  # the note asking for a final answer with tools closed
 
-    @field_validator("warn", "reject", "reask", "terminate")
+    @field_validator("warn", "reject", "reask", "terminate", "answer")
     @classmethod
     def _placeholders(cls, text: str | None) -> str | None:
         if text is not None:
             check_template(text)  # raises ValueError naming the bad placeholder
         return text
 
-    @field_validator("warn", "reask")
+    @field_validator("warn", "reask", "answer")
     @classmethod
     def _own_text_marker(cls, text: str | None) -> str | None:
         # These texts enter the conversation (appended to a tool result, as a user message):

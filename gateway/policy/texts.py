@@ -24,6 +24,12 @@ _EN = {
     "terminate": "[LoopGuard] This run was stopped because the agent was stuck in a loop "
                  "({pattern}: `{tool}`, {count} times). {description}. Done so far: {progress}. "
                  "Review the task or change the approach before trying again.",
+    # terminate mode "answer": the note the model reads on its last turn, tools closed. It names
+    # the loop and what ran, so the answer can say what was found and what is still missing.
+    "answer": "[LoopGuard] You are in a loop ({pattern}: `{tool}`, {count} times). "
+              "{description}. Tools are now closed: do not call any tool. Done so "
+              "far: {progress}. Answer the user now with what you have found, and say plainly what "
+              "is still missing or could not be done.",
 }
 # Wording follows seed 001's own alert ("请停止当前操作模式，换用不同方法或直接报告当前结果").
 # {description} is left out: detectors write it in English.
@@ -36,6 +42,9 @@ _ZH = {
              "请选择不同的操作，或直接给出最终答复。",
     "terminate": "[LoopGuard] 任务因检测到持续循环而终止。循环模式：{pattern}（`{tool}`，"
                  "重复 {count} 次）。已完成：{progress}。请检查任务或换用不同方法后再试。",
+    "answer": "[LoopGuard] 你陷入了循环（{pattern}）：`{tool}` 已被调用 {count} 次且没有进展。"
+              "工具现已关闭，请不要再调用任何工具。已完成：{progress}。请立即根据已获得的信息回答用户，"
+              "并明确说明还缺少什么、哪些未能完成。",
 }
 SHIPPED = MappingProxyType({"en": MappingProxyType(_EN), "zh": MappingProxyType(_ZH)})
 
@@ -49,13 +58,20 @@ SPECIAL = {
            "report what you have and finish.",
            ("terminate", "tool_rounds"): "[LoopGuard] This run was stopped after {count} "
            "model-tool rounds without finishing. Done so far: {progress}. Narrow or split the "
-           "task before trying again."},
+           "task before trying again.",
+           ("answer", "tool_rounds"): "[LoopGuard] This run has taken {count} model-tool round "
+           "trips without finishing. Tools are now closed: do not call any tool. Done so far: "
+           "{progress}. Answer the user now with what you have found, and say plainly what is "
+           "still missing."},
     "zh": {("warn", "tool_rounds"): "[LoopGuard 循环告警] 本轮任务已进行 {count} 次模型-工具往返仍未完成。"
            "请停止继续探索，直接报告当前结果并给出最终答复。",
            ("reject", "tool_rounds"): REJECT_MARKER + " 工具调用被拒绝，未执行：本轮任务已达到 {count} "
            "次模型-工具往返。请不要再调用工具，直接报告当前结果并结束。",
            ("terminate", "tool_rounds"): "[LoopGuard] 任务因模型-工具往返达到 {count} 次仍未完成而终止。"
-           "已完成：{progress}。请缩小或拆分任务后再试。"},
+           "已完成：{progress}。请缩小或拆分任务后再试。",
+           ("answer", "tool_rounds"): "[LoopGuard] 本轮任务已进行 {count} 次模型-工具往返仍未完成。"
+           "工具现已关闭，请不要再调用任何工具。已完成：{progress}。请立即根据已获得的信息回答用户，"
+           "并明确说明还缺少什么。"},
 }
 
 # Seed 000's required tool: "reask" is the corrective user message (it starts with the marker so

@@ -121,7 +121,9 @@ class Adapter(Protocol):
         """The payload carrying ``items`` in place of its own; every other field unchanged.
         The first ``history`` items are what ``history()`` supplied, unchanged: an upstream
         that holds them already (a server-side chain) need not get them again. ``history`` is 0
-        when there were none or an edit touched them: then ``items`` must be sent whole."""
+        when there were none or an edit touched them: then ``items`` must be sent whole.
+        For a request with a ``history``, ``payload`` itself means "send the client's bytes";
+        a new payload is sent even when the guard changed nothing (a chain may need that)."""
         ...
 
     def stream(self, payload: dict[str, Any]) -> bool: ...
@@ -222,4 +224,9 @@ class Adapter(Protocol):
 
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The payload asking for a plain text answer: tools disabled the protocol's way."""
+        ...
+
+    def output_tokens(self, answer: bytes) -> int | None:
+        """The output tokens the upstream reported for one answer (a JSON reply or a complete
+        event stream, as the upstream sent it); None when it reported none."""
         ...

@@ -98,10 +98,17 @@ def _timeline(r: Result) -> str:
         after = r.cut is not None and row.message >= r.cut
         if after and not stopped:
             stopped = True
-            rows.append(f"<tr class=\"stop-line\"><td colspan=\"7\">the run would have been stopped at step "
-                        f"{r.cut_step}: what follows would not have happened</td></tr>")
+            rows.append(f"<tr class=\"stop-line\"><td colspan=\"7\">{_stop(r)}: what follows would not "
+                        "have happened</td></tr>")
         rows.append(_row(row, after=after))
     return f"<table class=\"timeline\">{head}<tbody>{''.join(rows)}</tbody></table>"
+
+
+def _stop(r: Result) -> str:
+    """The stop line names what the summary's columns name for that step."""
+    if r.first.get("terminate", (None,))[0] == r.cut_step:
+        return f"the run would have been stopped at step {r.cut_step}"
+    return f"the call at step {r.cut_step} would have been vetoed and the model asked again"
 
 
 def _row(row: Row, after: bool) -> str:

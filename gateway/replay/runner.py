@@ -27,8 +27,7 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
-from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.chat.parse import conversation_from_body
+from gateway.replay.insist import ending, insists
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
 from gateway.state.base import StateStore
@@ -52,10 +51,10 @@ class _Enforced:
         return dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
 
 
-def effective(policy: Policy, body: dict[str, Any], agent: str | None) -> EffectivePolicy:
+def effective(policy: Policy, body: dict[str, Any], agent: str | None, path: str = CHAT_PATH) -> EffectivePolicy:
     """The policy the gateway would resolve for this body, enforcing."""
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    return _Enforced(policy).resolve(agent=agent, model=model, path=CHAT_PATH)
+    return _Enforced(policy).resolve(agent=agent, model=model, path=path)
 
 
 def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: StateStore | None = None) -> Result:
@@ -65,18 +64,18 @@ def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: 
 
 async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
-    eff = effective(policy, body, agent)
-    conv = conversation_from_body(body)
+    eff = effective(policy, body, agent, recorded.path)
+    conv = recorded.conversation()
     rows, where = _rows(conv, eff)
     result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
                     len(recorded.messages), recorded.requests, rows)
-    request = _Requests(body, _Enforced(policy), store, {"x-loopguard-agent": agent} if agent else {})
+    request = _Requests(recorded, _Enforced(policy), store, {"x-loopguard-agent": agent} if agent else {})
     for turn in conv.turns:
         if turn.role == "assistant":
             plan = await request.plan(turn.index)
             _request_path(result, plan, where, cut=turn.index)
             if turn.tool_calls:
-                _response_path(result, plan.policy, plan.trace, turn, where)
+                _response_path(result, plan.policy, plan.trace, turn, where, conv)
     if not conv.turns or conv.turns[-1].role != "assistant":  # the recorded request itself
         _request_path(result, await request.plan(len(recorded.messages)), where, cut=len(recorded.messages))
     return result
@@ -85,14 +84,16 @@ async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: 
 class _Requests:
     """The requests of one recorded conversation, each through the server's request path."""
 
-    def __init__(self, body: dict[str, Any], policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
-        self.body, self.policies, self.store, self.headers = body, policies, store, headers
+    def __init__(self, recorded: Recorded, policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
+        self.recorded, self.policies, self.store, self.headers = recorded, policies, store, headers
+        self.adapter, self.path = recorded.adapter, recorded.path
         self.history = HistoryCache()  # each request extends the previous one: parse only what is new
         self.log = structlog.get_logger("loopguard.replay")
 
     async def plan(self, length: int) -> RequestPlan:
-        payload = {**self.body, "messages": self.body["messages"][:length]}
-        return await plan_request(CHAT, payload, CHAT.items(payload), self.headers, CHAT_PATH, self.policies,
+        items = self.recorded.messages[:length]
+        payload = self.adapter.with_items(self.recorded.body, items)
+        return await plan_request(self.adapter, payload, items, self.headers, self.path, self.policies,
                                   self.store, self.log, history=self.history)
 
 
@@ -126,7 +127,8 @@ def _request_path(result: Result, plan: RequestPlan, where: dict, cut: int) -> N
                   cut if action == Action.TERMINATE else None)
 
 
-def _response_path(result: Result, eff: EffectivePolicy, trace: Trace, turn: Turn, where: dict) -> None:
+def _response_path(result: Result, eff: EffectivePolicy, trace: Trace, turn: Turn, where: dict,
+                   conv: Conversation) -> None:
     judge = ProposalJudge(eff, trace)
     for position, call in enumerate(turn.tool_calls):
         if judge.judge(call, position):
@@ -136,6 +138,8 @@ def _response_path(result: Result, eff: EffectivePolicy, trace: Trace, turn: Tur
         row = where[(turn.index, position)]
         mark = Mark(refusal.judgement.action.label, finding.detector, "response", finding.count, finding.description)
         _mark(result, row, mark, turn.index + 1)
+        if refusal.judgement.action == Action.REJECT and position == 0 and insists(eff, conv, turn, call):
+            _mark(result, row, ending(eff, finding), turn.index + 1)  # the re-asks end the run here
         for later in range(position + 1, len(turn.tool_calls)):
             where[(turn.index, later)].dropped = True
         return
@@ -158,7 +162,10 @@ def _position_by_id(trace: Trace, event: Any, where: dict) -> int:
 def _mark(result: Result, row: Row, mark: Mark, cut: int | None) -> None:
     """Only where each (detector, action) fires first: later turns keep matching the same loop,
     and the timeline would drown in repeats of one decision. Turns are replayed in order, so the
-    first time seen is the earliest step."""
+    first time seen is the earliest step. Nothing is marked after the point where the run would
+    have been stopped or changed course: that part of the recording would not have happened."""
+    if result.cut is not None and row.message >= result.cut:
+        return
     steps = result.by_detector.setdefault(mark.detector, {})
     if mark.action in steps:
         return

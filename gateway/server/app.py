@@ -19,12 +19,14 @@ from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
 from gateway.pipeline.route import guarded
 from gateway.policy.holder import PolicyHolder
+from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
 from gateway.server.context import Gateway
 from gateway.server.health import healthz, readyz
 from gateway.server.lifecycle import Lifecycle
-from gateway.server.passthrough import passthrough
+from gateway.server.passthrough import passthrough, passthrough_for
 from gateway.server.paths import PathGuard
 from gateway.state.base import StateStore
 from gateway.state import build_store
@@ -53,6 +55,7 @@ def build_app(
         audit=build_bus(config.audit),
         metrics=GatewayMetrics(),
         history=HistoryCache(max_bytes=config.limits.history_cache_bytes),
+        upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
     add_savings(gateway.audit, gateway.metrics)  # prices reject/terminate off the request path
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
@@ -70,6 +73,8 @@ def build_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             await gateway.upstream.aclose()
+            for other in gateway.upstreams.values():
+                await other.aclose()
             await gateway.store.aclose()
 
     routes = [
@@ -79,6 +84,12 @@ def build_app(
         # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline).
         Route("/v1/chat/completions", guarded(CHAT), methods=["POST"]),
         Route("/chat/completions", guarded(CHAT), methods=["POST"]),
+        Route("/v1/responses", guarded(RESPONSES), methods=["POST"]),
+        Route("/responses", guarded(RESPONSES), methods=["POST"]),
+        Route("/v1/messages", guarded(ANTHROPIC), methods=["POST"]),
+        Route("/messages", guarded(ANTHROPIC), methods=["POST"]),
+        Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
+        Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -33,9 +33,23 @@ class Gateway:
     def upstream_for(self, protocol: str) -> Upstream:
         return self.upstreams.get(protocol, self.upstream)
 
-    def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool) -> list[tuple[bytes, bytes]]:
+    def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool,
+                        protocol: str = "chat") -> list[tuple[bytes, bytes]]:
         up = self.config.upstream
+        if protocol == "anthropic":
+            return anthropic_headers(client, up.anthropic_api_key, identity)
         return request_headers(client, up.headers, up.api_key, identity)
+
+
+def anthropic_headers(client: list[tuple[bytes, bytes]], api_key: str | None,
+                      identity: bool) -> list[tuple[bytes, bytes]]:
+    """Client headers for the Anthropic API (x-api-key, anthropic-version, anthropic-beta
+    untouched). A server-side key is sent as x-api-key and replaces the client's credentials,
+    Authorization included: neither goes to the provider next to the operator's key."""
+    if not api_key:
+        return request_headers(client, {}, None, identity)
+    out = request_headers(client, {"x-api-key": api_key}, None, identity)
+    return [(k, v) for k, v in out if k != b"authorization"]
 
 
 def upstream_path(path: str) -> str:

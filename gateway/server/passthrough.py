@@ -4,10 +4,12 @@ counted by route family, so agent traffic the gateway does not judge is visible 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.protocols.base import Adapter
 from gateway.server.body import BodyTooLarge, read_body
 from gateway.server.context import Gateway, upstream_path
 from gateway.server.responses import RelayStream, Shape, error_response, openai_shape
@@ -15,30 +17,40 @@ from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
 
 
-async def passthrough(request: Request) -> Response:
+async def passthrough(request: Request, protocol: str = "chat", shape: Shape = openai_shape) -> Response:
     gateway: Gateway = request.app.state.gateway
     started = time.perf_counter()
-    body = await read_or_refuse(gateway, request, started)
+    body = await read_or_refuse(gateway, request, started, shape)
     if isinstance(body, Response):
         return body
     outgoing = UpstreamRequest(
         method=request.method,
         path=upstream_path(request.url.path),
         query=request.scope.get("query_string", b""),
-        headers=gateway.forward_headers(request.headers.raw, identity=False),
+        headers=gateway.forward_headers(request.headers.raw, identity=False, protocol=protocol),
         body=body,
     )
     gateway.metrics.unguarded(request.url.path)
     sent = time.perf_counter()
     try:
-        upstream = await gateway.upstream.send(outgoing)
+        upstream = await gateway.upstream_for(protocol).send(outgoing)
     except UpstreamError as exc:
-        return upstream_failed(gateway, exc, request.url.path, request.method)
+        return upstream_failed(gateway, exc, request.url.path, request.method, shape)
     gateway.log.info(
         "request", method=request.method, path=request.url.path, status=upstream.status,
         upstream_ms=_ms(time.perf_counter() - sent), overhead_ms=_ms(sent - started), stream=True, action="pass",
     )
     return RelayStream(upstream.status, upstream.headers, upstream.aiter_raw(), upstream.aclose)
+
+
+def passthrough_for(adapter: Adapter) -> Callable[[Request], Awaitable[Response]]:
+    """Sub-routes of a guarded protocol that another provider serves (Anthropic's
+    /v1/messages/count_tokens): relayed untouched to that provider, errors in its shape."""
+    async def endpoint(request: Request) -> Response:
+        return await passthrough(request, adapter.name, adapter.error_body)
+
+    endpoint.__name__ = f"passthrough_{adapter.name}"
+    return endpoint
 
 
 def too_large(gateway: Gateway, shape: Shape = openai_shape) -> Response:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gateway.config import StateConfig
-from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
+from gateway.state.base import EMPTY, ChainRecord, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.state.memory import MemoryStore
 
 
@@ -19,4 +19,4 @@ def build_store(config: StateConfig) -> StateStore:
     return MemoryStore(max_sessions=config.max_sessions, ttl_s=config.ttl_s)
 
 
-__all__ = ["EMPTY", "HistoryMark", "MemoryStore", "SessionState", "StateStore", "VetoRecord", "build_store"]
+__all__ = ["EMPTY", "ChainRecord", "HistoryMark", "MemoryStore", "SessionState", "StateStore", "VetoRecord", "build_store"]

@@ -7,7 +7,10 @@ carry is what the agent never saw, or what it has since thrown away:
   prefix they follow, and shown to the model again in later requests;
 - where the session's history stood at its previous request (:class:`HistoryMark`), so that a
   history that suddenly got shorter (the agent compacted its context) arms the post-compaction
-  guard.
+  guard;
+- for protocols whose requests carry only the new items and name the previous response
+  (``previous_response_id``), what the upstream holds for each response (:class:`ChainRecord`),
+  so the conversation can be rebuilt and judged whole.
 
 Every store degrades instead of failing: an unavailable backend answers "nothing stored" and
 counts it in ``degradations``, because a request must never fail for lack of state.
@@ -75,6 +78,29 @@ class HistoryMark:
 
 
 @dataclass(frozen=True, slots=True)
+class ChainRecord:
+    """One stored response as the upstream holds it: the conversation up to and including its
+    output (newest items, bounded by the adapter), and the tool outputs the gateway owes the
+    upstream for calls it proposed there but the client never saw."""
+
+    items: tuple[Any, ...]
+    owed: tuple[Any, ...] = ()
+    # The upstream's own id for this response when the client knows it by another (a re-ask
+    # continued the client's stream, which keeps its first response id): later requests name
+    # the client's id, the upstream must get its own.
+    upstream_id: str | None = None
+
+    def dumps(self) -> bytes:
+        return orjson.dumps({"i": self.items, "o": self.owed, "u": self.upstream_id})
+
+    @classmethod
+    def loads(cls, raw: bytes | str) -> ChainRecord:
+        data = orjson.loads(raw)
+        upstream = data.get("u")
+        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None)
+
+
+@dataclass(frozen=True, slots=True)
 class SessionState:
     """Everything a request reads, fetched in one round trip."""
 
@@ -113,6 +139,14 @@ class StateStore(Protocol):
     async def ping(self) -> bool:
         """Whether the backend answers now (for /readyz): cheap, bounded by the store's own
         operation timeout, never raises, and not counted as a degradation."""
+        ...
+
+    async def response_chain(self, response_id: str) -> ChainRecord | None:
+        """The record saved for ``response_id``; None when unknown, expired or unavailable."""
+        ...
+
+    async def save_response_chain(self, response_id: str, record: ChainRecord) -> None:
+        """Keep ``record`` for ``response_id`` (TTL-bounded like sessions; best effort)."""
         ...
 
     async def aclose(self) -> None: ...

@@ -6,6 +6,8 @@ evicts the least recently used one (counted in ``evictions``), and sessions idle
 history mark: about 370 bytes per session, about 1.4 KB with one vetoed exchange (measured at
 10,000 sessions by ``benchmarks/state.py``): the default bound of 10,000 sessions is about 4 MB
 of marks; vetoed exchanges add about 1 KB each, at most MAX_VETOES_PER_SESSION per session.
+Response chains (``previous_response_id``) are kept serialized, bounded by ``max_chain_bytes``
+in total (oldest dropped first) and by the same TTL.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from gateway.state.base import EMPTY, HistoryMark, SessionState, VetoRecord
+from gateway.state.base import EMPTY, ChainRecord, HistoryMark, SessionState, VetoRecord
 
 # A session that keeps getting vetoed is terminated long before this; the cap only bounds memory.
 MAX_VETOES_PER_SESSION = 64
@@ -31,12 +33,14 @@ class _Entry:
 class MemoryStore:
     degradations = 0  # nothing here can be unavailable
 
-    def __init__(self, max_sessions: int = 10_000, ttl_s: float = 3600.0) -> None:
+    def __init__(self, max_sessions: int = 10_000, ttl_s: float = 3600.0,
+                 max_chain_bytes: int = 64 * 1024 * 1024) -> None:
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
         self.evictions = 0  # dropped by the LRU bound: raise max_sessions if this keeps growing
         self.expirations = 0  # dropped after ttl_s idle
         self._sessions: OrderedDict[str, _Entry] = OrderedDict()
+        self._chains = _Chains(max_chain_bytes, ttl_s)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -71,8 +75,16 @@ class MemoryStore:
     async def ping(self) -> bool:
         return True  # in-process: nothing can be unreachable
 
+    async def response_chain(self, response_id: str) -> ChainRecord | None:
+        raw = self._chains.get(response_id)
+        return ChainRecord.loads(raw) if raw is not None else None
+
+    async def save_response_chain(self, response_id: str, record: ChainRecord) -> None:
+        self._chains.put(response_id, record.dumps())
+
     async def aclose(self) -> None:
         self._sessions.clear()
+        self._chains.clear()
 
     def _live(self, session: str) -> _Entry | None:
         entry = self._sessions.get(session)
@@ -105,3 +117,41 @@ class MemoryStore:
                 return
             self._sessions.popitem(last=False)
             self.expirations += 1
+
+
+class _Chains:
+    """Serialized chain records by response id: LRU within a total byte budget, TTL on each."""
+
+    def __init__(self, max_bytes: int, ttl_s: float) -> None:
+        self.max_bytes = max_bytes
+        self.ttl_s = ttl_s
+        self.size = 0
+        self._records: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
+
+    def get(self, key: str) -> bytes | None:
+        found = self._records.get(key)
+        if found is None:
+            return None
+        if time.monotonic() - found[0] > self.ttl_s:
+            self._drop(key)
+            return None
+        self._records.move_to_end(key)
+        return found[1]
+
+    def put(self, key: str, raw: bytes) -> None:
+        self._drop(key)
+        if len(raw) > self.max_bytes:
+            return
+        self._records[key] = (time.monotonic(), raw)
+        self.size += len(raw)
+        while self.size > self.max_bytes:
+            self._drop(next(iter(self._records)))
+
+    def clear(self) -> None:
+        self._records.clear()
+        self.size = 0
+
+    def _drop(self, key: str) -> None:
+        found = self._records.pop(key, None)
+        if found is not None:
+            self.size -= len(found[1])

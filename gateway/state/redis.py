@@ -14,6 +14,8 @@ Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
 ``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
 ``{prefix}c:{session}`` (the compaction marker, while one applies). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
+``{prefix}r:{response_id}`` holds a response chain record (``previous_response_id``), under
+the same TTL; its size is bounded by the adapter that builds it.
 
 A request costs one round trip: one pipeline reads the vetoes and the compaction marker, swaps
 the history mark (``SET ... GET``, Redis >= 6.2) and refreshes the TTLs. Only a compaction
@@ -33,7 +35,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from gateway.state.base import EMPTY, HistoryMark, SessionState, VetoRecord
+from gateway.state.base import EMPTY, ChainRecord, HistoryMark, SessionState, VetoRecord
 from gateway.state.memory import MAX_VETOES_PER_SESSION
 
 T = TypeVar("T")
@@ -97,6 +99,14 @@ class RedisStore:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
+    async def response_chain(self, response_id: str) -> ChainRecord | None:
+        record = await self._run("response_chain", lambda: self._load_chain(self.key("r", response_id)))
+        return record if isinstance(record, ChainRecord) else None
+
+    async def save_response_chain(self, response_id: str, record: ChainRecord) -> None:
+        key, raw = self.key("r", response_id), record.dumps()
+        await self._run("save_response_chain", lambda: self._client.set(key, raw, px=self.ttl_ms))
+
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""
         if self._pending:
@@ -140,6 +150,10 @@ class RedisStore:
         # One script: replicas serving parallel requests of a session store a veto once.
         await self._append_once(keys=[self.key("v", session)],
                                 args=[record.dumps(), record.identity, MAX_VETOES_PER_SESSION, self.ttl_ms])
+
+    async def _load_chain(self, key: str) -> ChainRecord | None:
+        raw = await self._client.get(key)
+        return ChainRecord.loads(raw) if raw is not None else None
 
     async def _write_compacted(self, session: str, mark: HistoryMark | None) -> None:
         if mark is None:

@@ -92,7 +92,7 @@ def test_every_shipped_template_compiles_with_known_placeholders(language):
     for text in texts:
         fields = {f for _, f in check_template(text).pieces if f}
         assert fields <= PLACEHOLDERS
-    assert set(compile_messages(language, {}).templates) == {"warn", "reject", "reask", "terminate"}
+    assert set(compile_messages(language, {}).templates) == {"warn", "reject", "reask", "terminate", "answer"}
 
 
 @pytest.mark.parametrize(("steps", "text"), [

@@ -34,6 +34,12 @@ CASES = [
      "must start with '[loopguard]'"),
     ("warn marker", "messages:\n  warn: 'stop calling {tool}'", "messages.warn",
      "must start with '[LoopGuard'"),
+    ("answer marker", "messages:\n  answer: 'answer now'", "messages.answer",
+     "must start with '[LoopGuard'"),
+    ("terminate mode", "interventions:\n  terminate:\n    mode: summary", "interventions.terminate.mode",
+     "'answer', 'reply' or 'error'"),
+    ("answer timeout", "interventions:\n  terminate:\n    answer_timeout_s: 0", "interventions.terminate.answer_timeout_s",
+     "greater than 0"),
     ("language", "messages:\n  language: fr", "messages.language", "'en' or 'zh'"),
     ("placement", "interventions:\n  warn:\n    placement: header", "interventions.warn.placement",
      "'system', 'tool_result' or 'user'"),
@@ -128,7 +134,7 @@ def test_a_minimal_policy_uses_every_default(compile_policy):
     assert eff.trace_settings.scope == "run"
     assert eff.interventions.warn.placement == "system"
     assert eff.interventions.reject.max_reasks == 2
-    assert (eff.interventions.terminate.mode, eff.interventions.terminate.status) == ("reply", 422)
+    assert (eff.interventions.terminate.mode, eff.interventions.terminate.status) == ("answer", 422)
     assert eff.messages.language == "en"
     assert dict(eff.detector_settings) == {n: d.settings() for n, d in REGISTRY.items()}
 

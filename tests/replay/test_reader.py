@@ -49,3 +49,17 @@ def test_a_body_that_is_not_a_prefix_is_its_own_conversation(tmp_path):
 def test_unreadable_file_is_a_problem_not_a_crash(tmp_path):
     reading = read_files([tmp_path / "absent.jsonl"])
     assert reading.conversations == [] and "cannot read" in reading.problems[0]
+
+
+def test_anthropic_bodies_are_read_in_their_own_protocol(tmp_path):
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "system": "Be brief.", "messages": [
+        {"role": "user", "content": "read a"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "A", "is_error": True}]},
+    ]}
+    path = tmp_path / "claude.jsonl"
+    path.write_text(json.dumps({"request": body}) + "\n")
+    (recorded,) = read_files([path]).conversations
+    turns = recorded.conversation().turns
+    assert [(t.role, t.index) for t in turns] == [("system", -1), ("user", 0), ("assistant", 1), ("tool", 2)]
+    assert turns[2].tool_calls[0].name == "read_file" and turns[3].is_error is True

@@ -4,6 +4,7 @@ conversation, repeats highlighted, the step where each action would fire marked.
 from __future__ import annotations
 
 import io
+import re
 from collections import defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
@@ -93,8 +94,11 @@ def test_repeats_highlighted_and_actions_marked_where_they_fire(report):
     assert [r["repeat"] for r in rows] == list(range(1, 11))
     assert "repeat" not in rows[0]["classes"] and all("repeat" in r["classes"] for r in rows[1:])
     marks = page.marks[support]
-    assert (5, "reject", "no_progress") in marks and (8, "terminate", "no_progress") in marks
-    assert "fires-warn" in rows[2]["classes"] and "fires-terminate" in rows[7]["classes"]
+    # The model asked for the vetoed call again right after: its re-asks end the run at step 5,
+    # where the timeline stops too (summary and timeline agree).
+    assert (5, "reject", "no_progress") in marks and (5, "terminate", "no_progress") in marks
+    assert not [m for m in marks if m[0] > 5]
+    assert "fires-warn" in rows[2]["classes"] and "fires-terminate" in rows[4]["classes"]
     # What follows the stop point (the first vetoed call, step 5) is shown as not having happened.
     assert all("after-stop" in r["classes"] for r in rows[5:]) and "after-stop" not in rows[4]["classes"]
 
@@ -113,3 +117,22 @@ def test_totals_with_tokens_and_cost_saved(report):
     assert page.stats["cost saved"].startswith("$") and float(page.stats["cost saved"][1:]) > 0
     # The research agent's model has no price: estimated from characters, and the page says so.
     assert "acme-coder-7b" in html and "characters / 4" in html
+
+
+def test_summary_and_timeline_agree_on_where_the_run_stops(report):
+    _, html = report
+    index, *sections = html.split("<section class=\"conversation ")
+    rows = re.findall(r"<tr class=\"(?:affected|healthy)\">(.*?)</tr>", index)
+    assert len(rows) == len(sections) == 5
+    for row, section in zip(rows, sections):
+        steps = re.findall(r"<td>(?:<span class=\"pill pill-\w+\">step (\d+)</span>|-)</td>", row)
+        terminate, reject = steps[2], steps[1]
+        stop = re.search(r"stop-line.*?step (\d+)(.*?)</td>", section)
+        if terminate:  # the summary's terminate step is where the timeline says the run stopped
+            assert stop and stop.group(1) == terminate and "stopped at step" in stop.group(0)
+        elif reject:  # a veto the model moved on from: the timeline says so, not "stopped"
+            assert stop and stop.group(1) == reject and "vetoed" in stop.group(0)
+        else:
+            assert stop is None
+        marked = [int(s) for s in re.findall(r"data-step=\"(\d+)\"[^>]*><td[^>]*>\d+</td>(?:(?!</tr>).)*mark-", section)]
+        assert not stop or all(s <= int(stop.group(1)) for s in marked)  # nothing marked after the stop

@@ -169,8 +169,8 @@ def _mkdir(path):
 
 def test_requests_relayed_unjudged_are_counted_by_route_family(tmp_path):
     with guarded(lambda r: Reply(content="fine"), tmp_path) as gw:
-        httpx.post(gw.url + "/v1/responses", json={"model": "m", "input": "hi"})
-        httpx.post(gw.url + "/v1/responses", json={"model": "m", "input": "again"})
+        httpx.get(gw.url + "/v1/responses/resp_1")  # the Responses API's sub-routes pass through
+        httpx.delete(gw.url + "/v1/responses/resp_1")
         httpx.get(gw.url + "/v1/models")
         httpx.get(gw.url + "/v1/made-up-route/x")
         gw.client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])

@@ -112,12 +112,14 @@ def test_a_warned_request_carries_action_detector_and_the_intervention(traced):
     assert server.attributes["loopguard.session_hash"] == hashlib.sha256(session_key("h:run-7")).hexdigest()[:16]
 
 
-def test_a_terminated_request_has_no_upstream_span(traced):
+def test_a_terminated_request_has_one_upstream_span_its_final_answer(traced):
     url, upstream, exporter = traced
     reply = client(url).chat.completions.create(model="m", messages=looping_history(5))
     assert reply.choices[0].finish_reason == "stop"
-    (server,), calls = spans_by_kind(exporter, count=1)
-    assert calls == [] and upstream.requests == []
+    # Terminate mode answer: the request itself is not forwarded; the one upstream call asks the
+    # model for its final answer, and is traced like any other.
+    (server,), (call,) = spans_by_kind(exporter)
+    assert len(upstream.requests) == 1 and call.parent.span_id == server.context.span_id
     assert server.attributes["loopguard.action"] == "terminate"
     # Without a session header the hash comes from the guard's own audit event (a fingerprint).
     assert len(server.attributes["loopguard.session_hash"]) == 16

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.errors import error_body
+from gateway.protocols import usage
 from gateway.protocols.base import Answer, Judge
 from gateway.protocols.chat import answers, replies, rewrite
 from gateway.protocols.chat.choices import ChoicesFilter
@@ -124,6 +125,9 @@ class ChatAdapter:
         if "tools" in out:  # "none" is only accepted next to declared tools
             out["tool_choice"] = "none"
         return out
+
+    def output_tokens(self, answer: bytes) -> int | None:
+        return usage.reported(answer, ("usage", "completion_tokens"))
 
 
 CHAT = ChatAdapter()

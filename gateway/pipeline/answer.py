@@ -1,0 +1,160 @@
+"""Terminate mode ``answer``: the model writes the run's final reply itself, tools closed.
+
+The upstream is asked once more with the loop's evidence as a note where the model reads it
+first (the policy's ``answer`` text, placed like a warning) and tools disabled the protocol's way
+(``Adapter.without_tools``). Its reply is the final one: a unary reply is relayed as the upstream
+wrote it, a stream is relayed through the adapter's stream filter as it arrives. The template
+(mode ``reply``) takes its place when the upstream fails, does not finish within
+``answer_timeout_s``, writes no text, or still calls a tool (a closed tool is never relayed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.verdict import fail_open
+from gateway.policy.engine import Judgement
+from gateway.protocols import codec, usage
+from gateway.protocols.base import StreamFilter
+from gateway.trace.model import ToolCall
+from gateway.upstream.base import UpstreamRequest, UpstreamResponse
+from gateway.upstream.errors import UpstreamError
+
+ANSWER, REPLY, ERROR = "answer", "reply", "error"
+
+
+def mode(ex: Exchange) -> str:
+    assert ex.plan is not None
+    return ex.plan.policy.interventions.terminate.mode
+
+
+def closed(call: ToolCall, position: int, choice: int = 0) -> bool:
+    """The judge of an answer written with tools closed: every call is refused."""
+    return False
+
+
+class FinalAnswer:
+    """One attempt at a model-written final answer. ``failed`` says why the template replaces
+    it (None while it holds)."""
+
+    def __init__(self, ex: Exchange, judgement: Judgement) -> None:
+        assert ex.plan is not None
+        self.ex = ex
+        terminate = ex.plan.policy.interventions.terminate
+        self.deadline = time.monotonic() + terminate.answer_timeout_s
+        self.failed: str | None = None
+        self.closing: list[bytes] = []  # a relayed answer's last pieces, not yet sent
+        try:
+            self.payload: dict[str, Any] | None = self._payload(judgement)
+        except Exception:  # noqa: BLE001 - fail-open: the template still ends the run
+            fail_open(ex, "terminate_answer")
+            self.payload, self.failed = None, "guard_error"
+
+    def _payload(self, judgement: Judgement) -> dict[str, Any]:
+        ex, plan = self.ex, self.ex.plan
+        assert plan is not None
+        note = plan.policy.render("answer", judgement.finding, progress=plan.policy.progress(plan.trace))
+        items = ex.adapter.add_anchor(plan.messages, note, plan.policy.interventions.warn.placement)
+        return ex.adapter.without_tools(ex.payload_with(items))
+
+    async def ask(self) -> UpstreamResponse | None:
+        """The upstream's answer once its headers arrived; None (``failed`` set) otherwise."""
+        if self.payload is None:
+            return None
+        out = self.ex.outgoing
+        request = UpstreamRequest("POST", out.path, out.query, out.headers, codec.dumps(self.payload))
+        started = time.perf_counter()
+        try:
+            response = await asyncio.wait_for(self.ex.upstream.send(request), self._left())
+        except (UpstreamError, TimeoutError) as exc:
+            return self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
+        finally:
+            self.ex.clock.waited(started)
+        if response.status != 200:
+            await response.aclose()
+            return self._fail(f"status_{response.status}")
+        return response
+
+    async def read(self, upstream: UpstreamResponse) -> bytes | None:
+        """A unary answer: the upstream's reply bytes when they hold text and no call."""
+        ex = self.ex
+        started = time.perf_counter()
+        try:
+            content = await asyncio.wait_for(upstream.aread(), self._left())
+        except (UpstreamError, TimeoutError) as exc:
+            return self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
+        finally:
+            await upstream.aclose()
+            ex.clock.waited(started)
+        try:
+            reply = codec.loads(content)
+            said = ex.adapter.answer(reply) if isinstance(reply, dict) else None
+            calls = said is None or said.calls or any(ex.adapter.proposed_calls(reply))
+        except Exception:  # noqa: BLE001 - an unreadable answer: the template instead
+            return self._fail("unreadable")
+        if calls:
+            return self._fail("tool_call" if said is not None else "unreadable")
+        if not said.text.strip():
+            return self._fail("no_text")
+        ex.reply = reply
+        self._count(content, said.text)
+        return content
+
+    async def relay(self, tool_filter: StreamFilter, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+        """A streamed answer through ``tool_filter`` (judging with ``closed``): text goes out as
+        it arrives. When it fails the stream is left for the caller to end with the template.
+        The last piece waits in ``closing`` so the outcome is audited before the client can
+        see its stream end."""
+        raw, held = bytearray(), []
+        try:
+            async for data in self._chunks(upstream):
+                raw += data
+                for out in tool_filter.feed(data):
+                    if held:
+                        yield held.pop()
+                    held.append(out)
+            held += tool_filter.end_upstream()
+        except (UpstreamError, TimeoutError) as exc:
+            self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
+            return
+        finally:
+            self.closing = held
+            await upstream.aclose()
+        if tool_filter.needs_decision:  # the model called a tool anyway: it was held, not sent
+            self._fail("tool_call")
+            return
+        said = self.ex.adapter.stream_answer(bytes(raw))
+        self._count(bytes(raw), said.text if said is not None else "")
+
+    async def _chunks(self, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+        chunks = upstream.aiter_raw().__aiter__()
+        while True:
+            started = time.perf_counter()
+            try:
+                data = await asyncio.wait_for(chunks.__anext__(), self._left())
+            except StopAsyncIteration:
+                return
+            finally:
+                self.ex.clock.waited(started)
+            yield data
+
+    def _left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return left
+
+    def _fail(self, why: str) -> None:
+        self.failed = why
+        self.ex.log.warning("terminate_answer_fallback", reason=why)
+        return None
+
+    def _count(self, body: bytes, text: str) -> None:
+        ex = self.ex
+        tokens = ex.adapter.output_tokens(body)
+        model = ex.adapter.model(ex.payload) or "unknown"
+        ex.gateway.metrics.answered(model, tokens if tokens is not None else usage.estimated(text))

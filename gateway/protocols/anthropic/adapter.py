@@ -1,0 +1,117 @@
+"""The Anthropic Messages API as a pipeline adapter (``gateway.protocols.base.Adapter``).
+
+``items`` are the request's ``messages``. The system prompt lives outside them: it is read into
+the conversation from the payload, and a warning placed there travels in the item list as a
+``SystemNote`` until ``with_items`` moves it into ``system``. Everything else is delegated:
+parse (messages -> turns), rewrite (anchors, results, refused calls), replies (a reply's calls,
+termination, errors), answers (a whole answer read and amended), stream (the tool_use filter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.protocols.anthropic import answers, parse, replies, rewrite
+from gateway.protocols.anthropic.stream import ToolUseFilter
+from gateway.protocols import usage
+from gateway.protocols.base import Answer, Judge
+from gateway.state.base import StateStore
+from gateway.trace.model import Conversation, ToolCall
+
+__all__ = ["ANTHROPIC", "AnthropicAdapter"]
+
+
+class AnthropicAdapter:
+    name = "anthropic"
+    chains = False  # every request carries its whole conversation
+
+    # --- the request ----------------------------------------------------------------------
+
+    def items(self, payload: dict[str, Any]) -> list[Any]:
+        messages = payload.get("messages") if isinstance(payload, dict) else None
+        return messages if isinstance(messages, list) else []
+
+    def conversation(self, payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
+        return parse.conversation(payload, items, start)
+
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+        return rewrite.with_messages(payload, items)
+
+    def stream(self, payload: dict[str, Any]) -> bool:
+        return payload.get("stream") is True
+
+    def model(self, payload: dict[str, Any]) -> str:
+        model = payload.get("model")
+        return model if isinstance(model, str) else ""
+
+    # --- no server-side conversations in the Messages API ------------------------------------
+
+    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+        return []
+
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+        return None
+
+    # --- interventions on the request ------------------------------------------------------
+
+    def add_anchor(self, items: list[Any], text: str, placement: str) -> list[Any]:
+        return rewrite.add_anchor(items, text, placement)
+
+    def result_index(self, items: list[Any], call_id: str, after: int) -> int | None:
+        return rewrite.result_index(items, call_id, after)
+
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str | None = None) -> list[Any]:
+        return rewrite.replace_result(items, index, text, call_id)
+
+    def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:
+        return rewrite.veto_exchange(call, observation)
+
+    def corrective(self, answer: str, text: str) -> list[Any]:
+        return answers.corrective(answer, text)
+
+    # --- the reply (a message has no alternatives: one answer) -------------------------------
+
+    def proposed_calls(self, reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
+        return [replies.proposed_calls(reply)]
+
+    def keep_calls(self, reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
+        return replies.keep_calls(reply, keep[0]) if keep else reply
+
+    def answer(self, reply: dict[str, Any]) -> Answer | None:
+        return answers.answer(reply)
+
+    def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
+        return answers.prepend_text(reply, text)
+
+    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ToolUseFilter:
+        return ToolUseFilter(judge, model=self.model(payload))
+
+    def stream_answer(self, stream: bytes) -> Answer | None:
+        return answers.stream_answer(stream)
+
+    def stream_prepend_text(self, stream: bytes, text: str) -> bytes:
+        return answers.stream_prepend_text(stream, text)
+
+    # --- replies the gateway writes ---------------------------------------------------------
+
+    def termination_reply(self, text: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return replies.termination_message(text, self.model(payload))
+
+    def termination_stream(self, text: str, payload: dict[str, Any]) -> list[bytes]:
+        return replies.termination_stream(text, self.model(payload))
+
+    def error_body(self, message: str, type: str, code: str | None = None) -> dict[str, Any]:
+        return replies.error_body(message, type, code)
+
+    def error_event(self, body: dict[str, Any]) -> bytes:
+        return replies.error_event(body)
+
+    def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return rewrite.without_tools(payload)
+
+    def output_tokens(self, answer: bytes) -> int | None:
+        return usage.reported(answer, ("usage", "output_tokens"), ("message", "usage", "output_tokens"))
+
+
+ANTHROPIC = AnthropicAdapter()

@@ -1,0 +1,317 @@
+"""Relay an Anthropic Messages event stream while holding each ``tool_use`` block until judged.
+
+Every event goes to the client at once, except a ``tool_use`` block's ``content_block_start``,
+``input_json_delta``s and ``content_block_stop``: they are held until the block stops (its input
+is complete), judged, then released byte for byte or left out. The first refused call drops
+itself and every later call of the round. Content block indexes must be the positions of the
+client's content list (the SDK appends on each start and indexes on each delta), so a block
+that follows a dropped one, or comes from a re-ask, is renumbered; an event that keeps its index
+goes out as its original bytes.
+
+When every call was dropped, the closing ``message_delta`` (stop_reason tool_use) and
+``message_stop`` are withheld for the pipeline: ``begin_continuation`` relays a re-ask as the
+rest of the same message (its ``message_start`` left out, its blocks numbered on), ``terminate``
+ends it with a text block and ``end_turn``. Usage of every round is added up: a ``message_delta``
+carries cumulative counts, so the one the client sees carries the totals of all rounds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.protocols import codec
+from gateway.protocols.anthropic import events
+from gateway.protocols.anthropic.parse import arguments_text
+from gateway.protocols.chat.rounds import Judge, RoundState
+from gateway.protocols.sse import SSEDecoder, SSEEvent
+from gateway.trace.model import ToolCall
+
+# Events that can pass without being parsed while nothing is held or renumbered.
+_PLAIN = frozenset({"content_block_delta", "ping"})
+
+
+@dataclass(slots=True)
+class _ToolBlock:
+    """A ``tool_use`` block being held: its events as received, its input as streamed."""
+
+    position: int  # order among the round's tool_use blocks, from 0
+    index: int  # the upstream's block index
+    id: str
+    name: str
+    start_input: Any
+    parts: list[str] = field(default_factory=list)
+    held: list[tuple[bytes, dict[str, Any]]] = field(default_factory=list)
+    done: bool = False  # judged
+
+    def to_call(self) -> ToolCall:
+        text = "".join(self.parts)
+        return ToolCall(self.id, self.name, text if text else arguments_text(self.start_input))
+
+
+class ToolUseFilter:
+    """Feed upstream bytes in, write the returned bytes to the client, in order."""
+
+    def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0) -> None:
+        self._judge = judge
+        self.rounds: list[RoundState] = []
+        # While a large input streams in the client gets nothing; a ping now and then keeps
+        # idle-timeout proxies from cutting the connection (the SDK skips pings).
+        self._keepalive_s = keepalive_s
+        self.message_id: str | None = None
+        self.model = model  # the upstream's own, once its message_start arrived
+        self._next = 0  # the client's next content block index
+        self._carried: Any = None  # usage of earlier rounds of this client message
+        self._started = self._terminated = self._final = False
+        self._new_round()
+
+    # --- driving ------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self._terminated or self._final:  # the client's message is closed: nothing more fits
+            return []
+        if (
+            self._identity and not self._held and self._started
+            and data.endswith(b"\n\n") and self._decoder.idle
+            and b"content_block_start" not in data and b"message_" not in data
+        ):
+            # Whole events, none opening a block or touching the message: text deltas, block
+            # stops and pings of unrenumbered blocks, most of a stream. Relayed as they are.
+            return [data]
+        out: list[bytes] = []
+        for event in self._decoder.feed(data):
+            self._on_event(event, out)
+        if self._held:
+            self._keepalive(out)
+        return out
+
+    def end_upstream(self) -> list[bytes]:
+        out: list[bytes] = []
+        if self.round.ended:
+            return out
+        for event in self._decoder.flush():
+            self._on_event(event, out)
+        self._close_blocks(out)
+        self.round.ended = True
+        return out
+
+    def begin_continuation(self) -> None:
+        self._carried = events.add_usage(self._carried, self._usage)
+        self._new_round()
+
+    def terminate(self, text: str) -> list[bytes]:
+        """End the client message with ``text`` and ``end_turn`` (call ``final`` next)."""
+        if self._terminated or self._final:
+            return []
+        self.round.finish_withheld = False
+        self.round.ended = True  # whatever is still held or unread goes with the stream
+        self._held.clear()
+        self._terminated = True
+        out = [] if self._started else [self._opening()]
+        out += events.text_block(self._next, text)
+        self._next += 1
+        out += events.message_end("end_turn", self._totals())
+        return out
+
+    def final(self) -> list[bytes]:
+        """The client stream is over: a closing ``message_delta`` / ``message_stop`` if owed."""
+        if self._final:
+            return []
+        out = self.end_upstream()
+        if self.needs_decision and self._started:  # nobody decided: never leave it unclosed
+            out += events.message_end("end_turn", self._totals())
+        self._final = True
+        return out
+
+    # --- state for the pipeline -----------------------------------------------------------
+
+    @property
+    def round(self) -> RoundState:
+        return self.rounds[-1]
+
+    @property
+    def reply(self) -> None:
+        """Messages streams carry no complete reply object (nothing to remember either)."""
+        return None
+
+    @property
+    def needs_decision(self) -> bool:
+        state = self.round
+        decided = self._terminated or self._final
+        return state.all_dropped and (state.finish_withheld or state.ended) and not decided
+
+    # --- events ---------------------------------------------------------------------------
+
+    def _new_round(self) -> None:
+        self._decoder = SSEDecoder()
+        self._blocks: dict[int, int | _ToolBlock | None] = {}  # upstream index -> client index
+        self._identity = True  # every block kept its upstream index: relay events unparsed
+        self._held: deque[_ToolBlock] = deque()
+        self._positions = 0
+        self._usage: Any = None  # this round's usage: message_start's, overlaid by message_delta's
+        self._hold_mark = 0.0
+        self.rounds.append(RoundState())
+
+    def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
+        raw = event.raw
+        if event.data is None:
+            out.append(raw)
+            return
+        if event.event in _PLAIN and not self._held and self._identity:
+            out.append(raw)  # text deltas, the bulk of a stream: relayed unparsed
+            return
+        try:
+            data = codec.loads(event.data)
+        except codec.DecodeError:
+            data = None
+        kind = data.get("type") if isinstance(data, dict) else None
+        handler = self._HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is None:  # ping, error, and anything newer than this code: relayed
+            out.append(raw)
+            return
+        handler(self, data, raw, out)
+
+    def _on_message_start(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        self._usage = message.get("usage")
+        if self._started:  # a re-ask continues the message the client already has
+            return
+        self._started = True
+        self.message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        if isinstance(message.get("model"), str):
+            self.model = message["model"]
+        out.append(raw)
+
+    def _on_block_start(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+        index, block = data.get("index"), data.get("content_block")
+        if not isinstance(index, int) or not isinstance(block, dict):
+            out.append(raw)
+            return
+        if block.get("type") == "tool_use":
+            name, ident = block.get("name"), block.get("id")
+            tool = _ToolBlock(self._positions, index, ident if isinstance(ident, str) else "",
+                              name if isinstance(name, str) else "", block.get("input"))
+            self._positions += 1
+            tool.held.append((raw, data))
+            self._blocks[index] = tool
+            if not self._held:
+                self._hold_mark = time.monotonic()
+            self._held.append(tool)
+            return
+        client = self._next
+        self._next += 1
+        self._assign(index, client)
+        self._emit(data, raw, client, out)
+
+    def _on_block_event(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+        index = data.get("index")
+        target = self._blocks.get(index, index) if isinstance(index, int) else index
+        if isinstance(target, _ToolBlock):
+            if target.done:  # an event after the block was judged: it follows the verdict
+                self._after_verdict(target, data, raw, out)
+                return
+            target.held.append((raw, data))
+            delta = data.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("partial_json"), str):
+                target.parts.append(delta["partial_json"])
+            if data.get("type") == "content_block_stop":
+                self._settle([target], out)
+            return
+        if target is None:  # a block of a dropped call
+            return
+        self._emit(data, raw, target, out)
+
+    def _on_message_delta(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+        self._close_blocks(out)
+        self._usage = events.overlay_usage(self._usage, data.get("usage"))
+        delta = data.get("delta")
+        if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+            self.round.finish_reason = delta["stop_reason"]
+        if self.round.all_dropped:
+            self.round.finish_withheld = True
+            return
+        if self._carried is None:
+            out.append(raw)
+            return
+        out.append(events.event({**data, "usage": self._totals()}))
+
+    def _on_message_stop(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+        if not self.round.finish_withheld:
+            out.append(raw)
+
+    _HANDLERS = {
+        "message_start": _on_message_start,
+        "content_block_start": _on_block_start,
+        "content_block_delta": _on_block_event,
+        "content_block_stop": _on_block_event,
+        "message_delta": _on_message_delta,
+        "message_stop": _on_message_stop,
+    }
+
+    # --- judging and releasing ----------------------------------------------------------------
+
+    def _settle(self, completed: list[_ToolBlock], out: list[bytes]) -> None:
+        self.round.settle(completed, self._judge, 0)
+        for tool in completed:
+            tool.done = True
+        while self._held and self._held[0].done:
+            self._release(self._held.popleft(), out)
+
+    def _release(self, tool: _ToolBlock, out: list[bytes]) -> None:
+        if tool.position not in self.round.out_index:  # refused, or after the refused call
+            self._assign(tool.index, None)
+            return
+        client = self._next
+        self._next += 1
+        self._assign(tool.index, client)
+        for raw, data in tool.held:
+            self._emit(data, raw, client, out)
+
+    def _after_verdict(self, tool: _ToolBlock, data: dict, raw: bytes, out: list[bytes]) -> None:
+        client = self._blocks.get(tool.index)
+        if isinstance(client, int):
+            self._emit(data, raw, client, out)
+
+    def _close_blocks(self, out: list[bytes]) -> None:
+        """The message ends (or the stream does): blocks still open are complete as they are."""
+        pending = [tool for tool in self._held if not tool.done]
+        if pending:
+            self._settle(pending, out)
+
+    # --- output ---------------------------------------------------------------------------
+
+    def _assign(self, index: int, client: int | None) -> None:
+        self._blocks[index] = client
+        self._identity = self._identity and client == index
+
+    def _emit(self, data: dict, raw: bytes, client: int, out: list[bytes]) -> None:
+        if data.get("index") == client:
+            out.append(raw)
+        else:
+            out.append(events.event({**data, "index": client}))
+
+    def _totals(self) -> dict[str, Any]:
+        """Usage of all rounds for a ``message_delta``: counters only (a ``service_tier`` text
+        belongs to ``message_start``)."""
+        usage = events.add_usage(self._carried, self._usage)
+        totals = {k: v for k, v in usage.items() if not isinstance(v, str)} if isinstance(usage, dict) else {}
+        totals.setdefault("output_tokens", 0)
+        return totals
+
+    def _opening(self) -> bytes:
+        """A ``message_start`` for a stream the upstream never opened."""
+        self._started = True
+        self.message_id = self.message_id or events.new_message_id()
+        return events.message_start(self.message_id, self.model, events.zero_usage())
+
+    def _keepalive(self, out: list[bytes]) -> None:
+        if self._keepalive_s is None:
+            return
+        now = time.monotonic()
+        if out:
+            self._hold_mark = now
+        elif now - self._hold_mark >= self._keepalive_s:
+            out.append(events.PING)
+            self._hold_mark = now

@@ -1,0 +1,1 @@
+"""The OpenAI Responses API adapter (``POST /v1/responses``): ``adapter.RESPONSES``."""

@@ -1,0 +1,207 @@
+"""The OpenAI Responses API (``POST /v1/responses``) as a pipeline adapter.
+
+Items are the request's ``input`` items (a string input is one user message); ``instructions``
+is read as the system prompt. Requests naming a ``previous_response_id`` carry only new items:
+``history`` rebuilds the earlier ones from what ``remember`` stored per response (``chain``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import structlog
+
+from gateway.errors import error_body
+from gateway.protocols import usage
+from gateway.protocols.base import Answer, Judge
+from gateway.protocols.responses import answers, chain, events, parse, replies, rewrite
+from gateway.protocols.responses.stream import ResponsesStreamFilter
+from gateway.state.base import StateStore
+from gateway.trace.model import VETO_MARKER, Conversation, ToolCall, Turn
+
+# The output the upstream gets for a call it proposed that the client never saw (see ``chain``).
+WITHHELD = f"{VETO_MARKER} This call was not run: the gateway withheld it because the agent was looping."
+
+
+class Recent(OrderedDict):
+    """A bounded map of recent keys (oldest dropped first): facts about calls and responses
+    the adapter saw that a later method needs but its arguments do not carry."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any = None) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
+class ResponsesAdapter:
+    name = "responses"
+    chains = True
+
+    def __init__(self) -> None:
+        self.custom_calls = Recent()  # call id -> None: a refused call is re-shown as its own kind
+        self.withheld = Recent()  # response id -> calls the client never saw (owed outputs)
+        # previous_response_id -> (items ``history`` supplied, the upstream's id, their fingerprint)
+        self.history_sizes = Recent()
+        self.aliases = Recent()  # the client's response id -> the upstream's (a continued stream)
+        self.named = Recent()  # the upstream's id a request was sent with -> the client's
+        self.unknown = Recent(1024)  # previous ids already logged as unknown (logged once)
+
+    # --- the request --------------------------------------------------------------------------
+
+    def items(self, payload: dict[str, Any]) -> list[Any]:
+        return parse.input_items(payload)
+
+    def conversation(self, payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
+        conv = parse.conversation_from_items(items[start:], parse.declared_tools(payload), start)
+        instructions = payload.get("instructions")
+        if start or not isinstance(instructions, str) or not instructions:
+            return conv
+        return Conversation((Turn(-1, "system", instructions), *conv.turns), conv.tools)
+
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+        """Items the upstream holds already (``history`` of them, from the chain) are not sent
+        again, except outputs owed for calls it proposed there. When the gateway changed the
+        chain's earlier items, the whole conversation goes, without ``previous_response_id``.
+        The client's own payload object comes back when it can go upstream as it is."""
+        previous = chain.previous_id(payload)
+        known = self.history_sizes.get(previous) if previous is not None else None
+        if known is None:  # no chain, or one the gateway does not know: the items are the request's
+            return rewrite.with_items(payload, items)
+        size, upstream, fingerprint = known
+        sent = [*chain.owed_tail(items[:history]), *items[history:]] if history else \
+            chain.by_reference(items, size, fingerprint)
+        if sent is None:
+            whole = {k: v for k, v in payload.items() if k != "previous_response_id"}
+            return rewrite.with_items(whole, chain.whole(items))
+        own = parse.input_items(payload)
+        if not upstream and len(sent) == len(own) and all(a is b for a, b in zip(sent, own)):
+            return payload
+        if upstream:
+            self.named.put(upstream, previous)
+            payload = {**payload, "previous_response_id": upstream}
+        return rewrite.with_items(payload, sent)
+
+    def stream(self, payload: dict[str, Any]) -> bool:
+        return payload.get("stream") is True
+
+    def model(self, payload: dict[str, Any]) -> str:
+        model = payload.get("model")
+        return model if isinstance(model, str) else ""
+
+    # --- conversations the upstream keeps ------------------------------------------------------
+
+    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+        previous = chain.previous_id(payload)
+        if previous is None:
+            return []
+        record = await store.response_chain(previous)
+        if record is None:
+            if previous not in self.unknown:
+                self.unknown.put(previous)
+                structlog.get_logger("loopguard").info(
+                    "chain_unknown", previous_response_id=previous,
+                    detail="judging only the items the request carries")
+            return []
+        items = [*record.items, *record.owed]  # owed outputs last: with_items sends them
+        self.history_sizes.put(previous, (len(items), record.upstream_id, chain.fingerprint(items)))
+        return items
+
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+        response_id = reply.get("id") if isinstance(reply, dict) else None
+        if not chain.recorded(sent) or not isinstance(response_id, str) or not response_id:
+            return
+        previous = chain.previous_id(sent)
+        previous = self.named.get(previous, previous)  # the record is kept under the client's id
+        prior = await store.response_chain(previous) if previous is not None else None
+        dropped = self.withheld.pop(response_id, None) or []
+        owed = chain.owed_outputs(dropped, WITHHELD, {c.id for c in dropped if c.id in self.custom_calls})
+        record = chain.next_record(prior, parse.input_items(sent), replies.output_items(reply), owed)
+        upstream = self.aliases.pop(response_id, None)
+        await store.save_response_chain(response_id, replace(record, upstream_id=upstream))
+
+    # --- interventions on the request ----------------------------------------------------------
+
+    def add_anchor(self, items: list[Any], text: str, placement: str) -> list[Any]:
+        return rewrite.add_anchor(items, text, placement)
+
+    def result_index(self, items: list[Any], call_id: str, after: int) -> int | None:
+        for index in range(max(after, 0) + 1, len(items)):
+            item = items[index]
+            if parse.item_type(item) in parse.OUTPUT_TYPES and item.get("call_id") == call_id:
+                return index
+        return None
+
+    def replace_result(self, items: list[Any], index: int, text: str) -> list[Any]:
+        return rewrite.replace_result(items, index, text)
+
+    def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:
+        return rewrite.veto_exchange(call, observation, call.id in self.custom_calls)
+
+    def corrective(self, answer: str, text: str) -> list[Any]:
+        return [{"type": "message", "role": "assistant", "content": answer},
+                {"type": "message", "role": "user", "content": text}]
+
+    # --- the reply ----------------------------------------------------------------------------
+
+    def proposed_calls(self, reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
+        for call_id in replies.custom_call_ids(reply):
+            self.custom_calls.put(call_id)
+        return [replies.proposed_calls(reply)]  # one answer: Responses has no alternatives
+
+    def keep_calls(self, reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
+        count = keep[0] if keep else len(replies.proposed_calls(reply))
+        dropped = list(replies.proposed_calls(reply)[count:])
+        if dropped and isinstance(reply.get("id"), str):
+            self.withheld.put(reply["id"], dropped)
+        return replies.keep_calls(reply, count)
+
+    def answer(self, reply: dict[str, Any]) -> Answer | None:
+        return answers.answer(reply)
+
+    def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
+        return answers.prepend_text(reply, text)
+
+    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ResponsesStreamFilter:
+        return ResponsesStreamFilter(judge, on_custom=self._custom_seen, on_withheld=self.withheld.put,
+                                     on_alias=self.aliases.put, model=self.model(payload))
+
+    def stream_answer(self, stream: bytes) -> Answer | None:
+        return answers.stream_answer(stream)
+
+    def stream_prepend_text(self, stream: bytes, text: str) -> bytes:
+        return answers.stream_prepend_text(stream, text)
+
+    # --- replies the gateway writes ------------------------------------------------------------
+
+    def termination_reply(self, text: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return replies.termination_reply(text, payload)
+
+    def termination_stream(self, text: str, payload: dict[str, Any]) -> list[bytes]:
+        return events.termination_events(text, payload)
+
+    def error_body(self, message: str, type: str, code: str | None = None) -> dict[str, Any]:
+        return error_body(message, type, None, code)
+
+    def error_event(self, body: dict[str, Any]) -> bytes:
+        return events.error_event(body)
+
+    def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return rewrite.without_tools(payload)
+
+    def output_tokens(self, answer: bytes) -> int | None:
+        return usage.reported(answer, ("usage", "output_tokens"), ("response", "usage", "output_tokens"))
+
+    def _custom_seen(self, ids: set[str]) -> None:
+        for call_id in ids:
+            self.custom_calls.put(call_id)
+
+
+RESPONSES = ResponsesAdapter()

@@ -1,0 +1,333 @@
+"""Relay a Responses event stream while holding each tool call until it has been judged.
+
+Text deltas, reasoning and every other event go to the client at once. A tool call's events
+(``response.output_item.added`` of a ``function_call`` / ``custom_tool_call`` item, its argument
+or input deltas and done event, its ``response.output_item.done``) are held until the call is
+complete (its item is done, the response closes, or the stream ends) and judged; then they are
+released as their original bytes, or left out. Events arriving behind a held call wait behind
+it (a call's events go out as one block, in their order). The first refused call drops itself
+and every later call of the round. When every call was dropped, the closing event
+(``response.completed`` / ``incomplete`` / ``failed``) is withheld and the pipeline decides:
+re-ask and relay the new stream as the rest of this one (its ``response.created`` and
+``response.in_progress`` left out), or terminate with a final message.
+
+What the client sees and how it is numbered is ``view.ClientView``'s: gap-free numbers, one
+response id, and once the stream was changed, a closing response listing what it was shown.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from gateway.protocols.chat.rounds import Judge, RoundState
+from gateway.protocols.sse import SSEDecoder, SSEEvent, comment
+from gateway.protocols.responses import events as wire
+from gateway.protocols.responses.parse import CALL_TYPES, call_from_item
+from gateway.protocols.responses.replies import response_object
+from gateway.protocols.responses.view import ClientView
+from gateway.trace.model import ToolCall
+
+_CLOSING = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_OPENING = ("response.created", "response.in_progress")
+_KEEPALIVE = comment("holding")
+# Events the filter must read: items opening and closing (calls, the client's shown items), the
+# response's opening and closing events, a compatible server's end marker.
+_WATCHED = re.compile(rb"output_item|function_call|custom_tool_call|response\.c|response\.in|response\.failed"
+                      rb"|\[DONE\]")
+_SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
+
+
+@dataclass(slots=True)
+class _Call:
+    """One tool call item and its held events; ``position``/``to_call`` are what RoundState judges."""
+
+    position: int
+    item: dict[str, Any]
+    events: list[tuple[dict[str, Any], bytes]] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)  # argument / input deltas
+    done: bool = False
+    kept: bool = False
+    released: bool = False  # its held events went out (or were dropped)
+
+    def to_call(self) -> ToolCall:
+        item = self.item
+        if not item.get("arguments" if item.get("type") == "function_call" else "input") and self.parts:
+            key = "arguments" if item.get("type") == "function_call" else "input"
+            item = {**item, key: "".join(self.parts)}
+        return call_from_item(item) or ToolCall(str(item.get("call_id") or ""), "", "")
+
+
+@dataclass(slots=True)
+class _Event:
+    obj: dict[str, Any] | None  # None: not JSON, relayed as it is
+    raw: bytes
+
+
+class ResponsesStreamFilter:
+    """Feed upstream bytes in, write the returned bytes to the client, in order.
+
+    ``on_custom`` learns the call ids of custom tool calls, ``on_withheld`` the calls a closing
+    response the client got had withheld (the upstream still waits for their outputs), and
+    ``on_alias`` the upstream's own id for a re-ask's answer the client knows by the first id.
+    """
+
+    def __init__(self, judge: Judge, keepalive_s: float | None = 15.0,
+                 on_custom: Callable[[set[str]], None] | None = None,
+                 on_withheld: Callable[[str, list[ToolCall]], None] | None = None,
+                 on_alias: Callable[[str, str], None] | None = None, model: str = "") -> None:
+        self._judge = judge
+        self._model = model  # for a terminate message before the upstream said anything
+        self._keepalive_s = keepalive_s  # long arguments: keep idle-timeout proxies from cutting
+        self._on_custom, self._on_withheld = on_custom, on_withheld
+        self.view = ClientView(on_alias)
+        self.rounds: list[RoundState] = []
+        self.response: dict[str, Any] | None = None  # the latest response object the upstream sent
+        self.closing: dict[str, Any] | None = None  # the upstream's last closing response
+        self.custom_ids: set[str] = set()  # call ids of custom tool calls seen
+        self._withheld: dict[str, Any] | None = None  # the closing response of an all-dropped round
+        self._continuation = self._saw_done = self._terminated = self._final = False
+        self._new_round()
+
+    # --- driving ------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self._plain(data):
+            # Whole events of text and the like, nothing held, nothing changed so far: most
+            # chunks. Relayed as they are; only the next sequence number is noted.
+            last = _SEQUENCE.findall(data)
+            if last:
+                self.view.seq = int(last[-1]) + 1
+            self.view.started = True
+            return [data]
+        out: list[bytes] = []
+        for event in self._decoder.feed(data):
+            self._on_event(event, out)
+        self._release(out)
+        if self._queue:
+            self._keepalive(out)
+        return out
+
+    def end_upstream(self) -> list[bytes]:
+        out: list[bytes] = []
+        if self.round.ended:
+            return out
+        for event in self._decoder.flush():
+            self._on_event(event, out)
+        self._settle(list(self._open.values()))
+        self._release(out)
+        self.round.ended = True
+        return out
+
+    def begin_continuation(self) -> None:
+        self._continuation = True
+        self._saw_done = False
+        self.view.add_usage(self._withheld)
+        self.view.new_round()
+        self._withheld = None
+        self._new_round()
+
+    def terminate(self, text: str, model: str = "") -> list[bytes]:
+        """End the client stream with ``text`` as a final message (call ``final`` next)."""
+        self.round.finish_withheld = False
+        self.round.ended = True
+        self._queue.clear()
+        self._terminated = True
+        view = self.view
+        base = self._withheld or self.response or response_object(
+            {"model": model or self._model}, [], "in_progress")
+        out: list[bytes] = []
+        if not view.started:  # nothing reached the client yet: open the stream first
+            out += [view.write({"type": kind, "response": base}) for kind in _OPENING]
+        events, _ = wire.text_message_events(text, view.items, view.seq)
+        out += [view.write(event) for event in events]
+        closing = {**base, "status": "completed", "output": view.shown, "error": None,
+                   "incomplete_details": None, **view.identity(base)}
+        closing["usage"] = view.summed(closing.get("usage"))
+        out.append(view.write({"type": "response.completed", "response": closing}))
+        self._report_withheld()
+        return out
+
+    def final(self) -> list[bytes]:
+        """The client stream is over: a withheld closing event nobody decided on, then the
+        upstream's ``[DONE]`` (some compatible servers send one), each once."""
+        if self._final:
+            return []
+        out = self.end_upstream()
+        if self.needs_decision and self._withheld is not None:
+            out.append(self._close_for_client(self._withheld_event, b""))
+        self._final = True
+        if self._saw_done:
+            out.append(b"data: [DONE]\n\n")
+        return out
+
+    def _plain(self, data: bytes) -> bool:
+        return (not self._queue and not self.view.altered and not self._continuation and data.endswith(b"\n\n")
+                and self._decoder.idle and _WATCHED.search(data) is None)
+
+    # --- state for the pipeline -----------------------------------------------------------------
+
+    @property
+    def round(self) -> RoundState:
+        return self.rounds[-1]
+
+    @property
+    def needs_decision(self) -> bool:
+        state = self.round
+        decided = self._terminated or self._final
+        return state.all_dropped and (state.finish_withheld or state.ended) and not decided
+
+    @property
+    def reply(self) -> dict[str, Any] | None:
+        """The closing response the client got (``Adapter.remember`` stores it)."""
+        return self.view.reply
+
+    # --- events ---------------------------------------------------------------------------------
+
+    def _new_round(self) -> None:
+        self._decoder = SSEDecoder()
+        self._open: dict[int, _Call] = {}  # calls not judged yet, by upstream output_index
+        self._calls: dict[int, _Call] = {}  # every call of the round, by upstream output_index
+        self._queue: deque[_Call | _Event] = deque()
+        self._hold_mark = 0.0
+        self._withheld_event: dict[str, Any] = {}
+        self.rounds.append(RoundState())
+
+    def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
+        data = event.data
+        if data is None:  # comments: nothing to order against
+            out.append(event.raw)
+            return
+        if data == "[DONE]":
+            self._saw_done = True  # withheld: a continuation may follow
+            return
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            obj = None
+        if not isinstance(obj, dict):
+            self._queue.append(_Event(None, event.raw))
+            return
+        kind = obj.get("type")
+        index = obj.get("output_index")
+        call = self._calls.get(index) if type(index) is int else None
+        if kind == "response.output_item.added" and _is_call(obj.get("item")):
+            self._start_call(obj, event.raw, index)
+        elif call is not None and not call.released:
+            self._call_event(call, obj, event.raw, kind)
+        elif call is not None:
+            if call.kept:  # a straggler after the call went out: it follows the call
+                self._queue.append(_Event(obj, event.raw))
+        elif kind in _CLOSING:
+            self._close(obj, event.raw)
+        else:
+            if kind in _OPENING and isinstance(obj.get("response"), dict):
+                self.response = obj["response"]
+                self.view.opened(self.response)
+            self._queue.append(_Event(obj, event.raw))
+
+    def _start_call(self, obj: dict[str, Any], raw: bytes, index: Any) -> None:
+        item = obj["item"]
+        call = _Call(len(self._calls), dict(item), [(obj, raw)])
+        if item.get("type") == "custom_tool_call" and isinstance(item.get("call_id"), str):
+            self.custom_ids.add(item["call_id"])
+            if self._on_custom is not None:
+                self._on_custom({item["call_id"]})
+        key = index if type(index) is int else -1 - len(self._calls)
+        self._calls[key] = self._open[key] = call
+        if not self._queue:
+            self._hold_mark = time.monotonic()
+        self._queue.append(call)
+
+    def _call_event(self, call: _Call, obj: dict[str, Any], raw: bytes, kind: Any) -> None:
+        call.events.append((obj, raw))
+        if call.done:
+            return  # an event after the call was judged: it follows the judgement
+        delta = obj.get("delta")
+        if isinstance(delta, str) and kind in ("response.function_call_arguments.delta",
+                                               "response.custom_tool_call_input.delta"):
+            call.parts.append(delta)
+        elif kind == "response.output_item.done" and isinstance(obj.get("item"), dict):
+            call.item = obj["item"]
+            self._settle([call])
+
+    def _close(self, obj: dict[str, Any], raw: bytes) -> None:
+        self._settle(list(self._open.values()))
+        response = obj.get("response")
+        if isinstance(response, dict):
+            self.response = self.closing = response
+        state = self.round
+        state.finish_reason = obj.get("type")
+        if state.all_dropped:
+            state.finish_withheld = True
+            self._withheld, self._withheld_event = (response if isinstance(response, dict) else None), obj
+            return
+        self._queue.append(_Event(obj, raw))
+
+    # --- judging and releasing ------------------------------------------------------------------
+
+    def _settle(self, calls: list[_Call]) -> None:
+        state = self.round
+        for call in calls:
+            if call.done:
+                continue
+            call.done = True
+            before = len(state.kept)
+            state.settle((call,), self._judge, 0)
+            call.kept = len(state.kept) > before
+        self._open = {k: c for k, c in self._open.items() if not c.done}
+
+    def _release(self, out: list[bytes]) -> None:
+        queue, view = self._queue, self.view
+        while queue:
+            head = queue[0]
+            if isinstance(head, _Call):
+                if not head.done:
+                    return
+                queue.popleft()
+                head.released = True
+                if head.kept:
+                    out.extend(view.relay(obj, raw) for obj, raw in head.events)
+                else:
+                    view.altered = True
+                continue
+            queue.popleft()
+            kind = head.obj.get("type") if head.obj is not None else None
+            if head.obj is None:
+                out.append(head.raw)
+            elif kind in _CLOSING:
+                out.append(self._close_for_client(head.obj, head.raw))
+            elif self._continuation and kind in _OPENING:
+                view.altered = True  # the re-ask continues the client's response: no second start
+            else:
+                out.append(view.relay(head.obj, head.raw))
+
+    def _close_for_client(self, obj: dict[str, Any], raw: bytes) -> bytes:
+        closed = self.view.close(obj, raw, {c.id for c in self.round.dropped if c.id})
+        self._report_withheld()
+        return closed
+
+    def _report_withheld(self) -> None:
+        """The client got a closing response: a later request may continue it by id, and the
+        upstream then still expects outputs for the calls of this round it never saw."""
+        reply, dropped = self.view.reply, self.round.dropped
+        if reply is not None and dropped and self._on_withheld is not None and isinstance(reply.get("id"), str):
+            self._on_withheld(reply["id"], list(dropped))
+
+    def _keepalive(self, out: list[bytes]) -> None:
+        if self._keepalive_s is None:
+            return
+        now = time.monotonic()
+        if now - self._hold_mark >= self._keepalive_s:
+            out.append(_KEEPALIVE)
+            self._hold_mark = now
+
+
+def _is_call(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") in CALL_TYPES

@@ -1,0 +1,53 @@
+"""Tokens an upstream reported for one answer, read from its JSON reply or its event stream.
+
+Each adapter names where its protocol puts the count (``dig`` paths); this module only walks the
+body, so no wire format is known here. Never raises: an unreadable body reports nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from gateway.protocols import codec
+from gateway.protocols.sse import SSEDecoder
+
+Path = tuple[str, ...]
+
+
+def reported(body: bytes, *paths: Path) -> int | None:
+    """The last count found at any of ``paths`` in the reply or its events (a stream's final
+    usage comes last and supersedes earlier partial counts); None when there is none."""
+    found = None
+    try:
+        for data in _payloads(body):
+            for path in paths:
+                value = dig(data, path)
+                if type(value) is int and value >= 0:
+                    found = value
+    except Exception:  # noqa: BLE001 - counting must never fail an answer
+        return found
+    return found
+
+
+def dig(data: Any, path: Path) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _payloads(body: bytes) -> Iterator[Any]:
+    if body.lstrip()[:1] == b"{":
+        yield codec.loads(body)
+        return
+    decoder = SSEDecoder()
+    for event in [*decoder.feed(body), *decoder.flush()]:
+        if event.data and event.data.startswith("{"):
+            yield codec.loads(event.data)
+
+
+def estimated(text: str) -> int:
+    """About four characters a token: the count when the upstream reported none."""
+    return (len(text) + 3) // 4

@@ -1,0 +1,220 @@
+"""``previous_response_id`` chains: what is recorded per response, how a chained request is seen
+whole, and the outputs owed for calls the client never saw."""
+
+from __future__ import annotations
+
+import pytest
+from structlog.testing import capture_logs
+from support.responses_wire import function_call, message, response
+
+from gateway.protocols.responses import chain
+from gateway.protocols.responses.adapter import WITHHELD, ResponsesAdapter
+from gateway.state import MemoryStore
+from gateway.state.base import ChainRecord
+from gateway.trace.model import ToolCall
+
+ADAPTER = ResponsesAdapter()
+USER = {"role": "user", "content": "Summarize a.txt"}
+NOTE = "[loopguard] This call was not run: it repeats a call that made no progress."
+
+
+def output(call_id: str, text: str = "same content") -> dict:
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+PREVIOUS = {
+    "chained": ({"previous_response_id": "resp_1"}, "resp_1"),
+    "store false carries everything": ({"previous_response_id": "resp_1", "store": False}, None),
+    "no previous": ({"input": "hi"}, None),
+    "not a string": ({"previous_response_id": 5}, None),
+    "empty": ({"previous_response_id": ""}, None),
+}
+
+
+@pytest.mark.parametrize(("payload", "expected"), PREVIOUS.values(), ids=PREVIOUS.keys())
+def test_previous_id(payload, expected):
+    assert chain.previous_id(payload) == expected
+
+
+RECORDED = {
+    "a conversation starts": ({"input": "Summarize a.txt"}, True),
+    "a chained request": ({"previous_response_id": "resp_1", "input": [{"type": "function_call_output"}]}, True),
+    "store false": ({"input": "x", "store": False}, False),
+    "the whole history, every time": ({"input": [USER, function_call("read_file", "{}", "call_1")]}, False),
+    "not a body": (None, False),
+}
+
+
+@pytest.mark.parametrize(("payload", "expected"), RECORDED.values(), ids=RECORDED.keys())
+def test_recorded(payload, expected):
+    assert chain.recorded(payload) is expected
+
+
+TOOLS = [{"type": "function", "name": "read_file"}]
+
+
+def chained(previous: str | None, items: list) -> dict:
+    payload = {"model": "gpt-4.1", "input": items, "tools": TOOLS, "instructions": "Be careful."}
+    return {**payload, "previous_response_id": previous} if previous else payload
+
+
+async def test_a_chain_is_judged_whole_and_sent_by_reference():
+    # An agent reading the same file: each chained request carries one output only.
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    previous = None
+    for n in range(1, 4):
+        payload = chained(previous, [USER] if n == 1 else [output(f"call_{n - 1}")])
+        reply = response([function_call("read_file", '{"path": "a.txt"}', f"call_{n}")], f"resp_{n}")
+        await adapter.remember(payload, reply, store)
+        previous = f"resp_{n}"
+    payload = chained(previous, [output("call_3")])
+    history = await adapter.history(payload, store)
+    items = [*history, *adapter.items(payload)]
+    conv = adapter.conversation(payload, items)
+    assert [c.id for t in conv.turns for c in t.tool_calls] == ["call_1", "call_2", "call_3"]
+    assert [t.tool_call_id for t in conv.turns if t.role == "tool"] == ["call_1", "call_2", "call_3"]
+    assert conv.turns[0].role == "system" and conv.turns[0].index == -1  # the instructions
+    assert conv.tools == frozenset({"read_file"})
+    # Unchanged history goes by reference; an anchor after it goes with the request's items.
+    anchored = adapter.add_anchor(items, "[loopguard] warn", "system")
+    sent = adapter.with_items(payload, anchored, len(history))
+    assert sent["previous_response_id"] == "resp_3" and sent["input"] == [output("call_3"), anchored[-1]]
+
+
+async def test_unknown_previous_response_judges_what_is_visible_logged_once():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    payload = chained("resp_elsewhere", [output("call_9")])
+    with capture_logs() as logs:
+        assert await adapter.history(payload, store) == []
+        assert await adapter.history(payload, store) == []
+    assert [e["event"] for e in logs] == ["chain_unknown"]
+    assert adapter.with_items(payload, [output("call_9")], 0) == payload
+
+
+async def test_store_false_is_neither_read_nor_recorded():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    payload = {**chained("resp_1", [USER]), "store": False}
+    await adapter.remember(payload, response([message("hi")], "resp_2"), store)
+    assert await store.response_chain("resp_2") is None
+    assert await adapter.history(payload, store) == []
+
+
+async def test_withheld_calls_are_answered_in_the_next_request_of_the_chain():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    first = chained(None, [USER])
+    reply = response([function_call("read_file", "{}", "call_1"), function_call("write_file", "{}", "call_2")],
+                     "resp_1")
+    kept = adapter.keep_calls(reply, [1])  # the gateway let only the first call through
+    await adapter.remember(first, kept, store)
+    payload = chained("resp_1", [output("call_1")])
+    history = await adapter.history(payload, store)
+    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history))
+    assert sent["input"] == [{"type": "function_call_output", "call_id": "call_2", "output": WITHHELD},
+                             output("call_1")]
+
+
+async def test_a_refused_call_shown_again_inside_the_history_is_not_sent_again():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
+                           store)
+    payload = chained("resp_1", [output("call_1")])
+    history = await adapter.history(payload, store)
+    vetoed = adapter.veto_exchange(ToolCall("call_0", "read_file", "{}"), NOTE)  # the guard re-shows it
+    reask = adapter.veto_exchange(ToolCall("call_5", "read_file", "{}"), NOTE)  # a re-ask's own
+    items = [history[0], *vetoed, *history[1:], *adapter.items(payload), *reask]
+    sent = adapter.with_items(payload, items, 0)
+    assert sent["previous_response_id"] == "resp_1" and sent["input"] == [output("call_1"), *reask]
+
+
+async def test_other_changes_inside_the_history_send_the_whole_conversation():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    first = response([function_call("read_file", "{}", "call_1"), function_call("list_dir", "{}", "call_2")],
+                     "resp_1")
+    await adapter.remember(chained(None, [USER]), adapter.keep_calls(first, [1]), store)
+    payload = chained("resp_1", [output("call_1")])
+    history = await adapter.history(payload, store)
+    assert history[-1]["call_id"] == "call_2"  # owed: the upstream waits for its output
+    note = {"role": "user", "content": "inserted"}
+    items = [history[0], note, *history[1:], *adapter.items(payload)]
+    sent = adapter.with_items(payload, items, 0)
+    assert "previous_response_id" not in sent
+    # Sent whole, an output for a call the conversation does not hold would be refused.
+    assert sent["input"] == [USER, note, function_call("read_file", "{}", "call_1"), output("call_1")]
+
+
+def test_owed_outputs_for_withheld_calls():
+    dropped = [ToolCall("call_2", "write_file", "{}"), ToolCall("call_3", "apply_patch", "x"), ToolCall("", "f", "")]
+    assert chain.owed_outputs(dropped, NOTE, {"call_3"}) == (
+        {"type": "function_call_output", "call_id": "call_2", "output": NOTE},
+        {"type": "custom_tool_call_output", "call_id": "call_3", "output": NOTE},
+    )
+
+
+def test_a_record_holds_the_chain_then_what_was_sent_then_the_output():
+    first = chain.next_record(None, [USER], [message("Reading.")])
+    second = chain.next_record(first, [output("call_1")], [message("Done.", "msg_2")])
+    assert list(second.items) == [USER, message("Reading."), output("call_1"), message("Done.", "msg_2")]
+    assert second.owed == ()
+
+
+def test_records_are_bounded_newest_kept():
+    many = [item for n in range(chain.MAX_ITEMS) for item in (
+        function_call("read_file", "{}", f"call_{n}"), output(f"call_{n}", "x"))]
+    kept = chain.next_record(None, many, []).items
+    assert len(kept) == chain.MAX_ITEMS and kept[-1] == many[-1]
+    assert kept[0]["type"] == "function_call"  # never starts with an output whose call was cut
+    large = [{"role": "user", "content": "y" * 10_000} for n in range(100)]
+    kept = chain.bounded(large)
+    assert kept == large[-len(kept):] and sum(len(str(i)) for i in kept) <= chain.MAX_BYTES + 1000
+    assert len(kept) < 100
+
+
+def test_records_leave_out_the_gateways_refused_call_exchanges():
+    call = function_call("read_file", "{}", "call_1")
+    replaced = output("call_1", NOTE)  # the client's own result, replaced with our observation
+    vetoed = ADAPTER.veto_exchange(ToolCall("call_2", "read_file", "{}"), NOTE)
+    owed = chain.owed_outputs([ToolCall("call_9", "write_file", "{}")], NOTE, set())
+    record = chain.next_record(ChainRecord((USER, call)), [*owed, replaced, *vetoed], [message("ok")])
+    assert list(record.items) == [USER, call, *owed, replaced, message("ok")]  # only ever appended
+
+
+def test_owed_tail_is_the_outputs_for_calls_the_history_does_not_hold():
+    call = function_call("read_file", "{}", "call_1")
+    owed = list(chain.owed_outputs([ToolCall("call_9", "f", "{}")], NOTE, set()))
+    assert chain.owed_tail([USER, call, output("call_1"), *owed]) == owed
+    assert chain.owed_tail([USER, call, output("call_1")]) == []
+
+
+async def test_a_continued_stream_is_continued_under_the_upstreams_id():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    adapter.aliases.put("resp_client", "resp_upstream")  # what the stream filter reports
+    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")],
+                                                           "resp_client"), store)
+    assert (await store.response_chain("resp_client")).upstream_id == "resp_upstream"
+    payload = chained("resp_client", [output("call_1")])
+    history = await adapter.history(payload, store)
+    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history))
+    assert sent["previous_response_id"] == "resp_upstream" and sent["input"] == [output("call_1")]
+
+
+async def test_nothing_to_change_means_the_clients_own_payload():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
+                           store)
+    payload = chained("resp_1", [output("call_1")])
+    history = await adapter.history(payload, store)
+    assert adapter.with_items(payload, [*history, *adapter.items(payload)], len(history)) is payload
+
+
+async def test_a_reply_to_a_request_sent_under_the_upstreams_id_extends_the_clients_chain():
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    adapter.aliases.put("resp_client", "resp_upstream")
+    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")],
+                                                           "resp_client"), store)
+    payload = chained("resp_client", [output("call_1")])
+    history = await adapter.history(payload, store)
+    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history))
+    await adapter.remember(sent, response([message("done")], "resp_next"), store)
+    record = await store.response_chain("resp_next")
+    assert list(record.items) == [USER, function_call("read_file", "{}", "call_1"), output("call_1"),
+                                  message("done")]
