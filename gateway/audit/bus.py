@@ -1,5 +1,5 @@
 """The audit bus: a plain loop over sinks. A failing sink is logged and skipped, never fatal,
-and never keeps the other sinks from seeing the event (seed 001: a side channel only)."""
+and never keeps the other sinks from seeing the event (audit is a side channel only)."""
 
 from __future__ import annotations
 

@@ -23,8 +23,9 @@ from gateway.detectors.turns import CrossTurnSettings
 from gateway.detectors.unknown import UnknownToolSettings
 
 REGISTRY: dict[str, Detector] = {
-    # Armed only right after a compaction, and then the strongest evidence (seed 002): first,
-    # so its reason, compaction_loop_persisted, is the one reported when others also fire.
+    # Armed only right after a compaction, and then the strongest evidence (the loop survived
+    # the compaction): first, so its reason, compaction_loop_persisted, is the one reported when
+    # others also fire.
     compaction.NAME: Detector(compaction.NAME, compaction.detect, PostCompactionSettings),
     unknown.NAME: Detector(unknown.NAME, unknown.detect, UnknownToolSettings),
     # Its text (answer from the best iteration) is the most useful one for a retrieval tool.

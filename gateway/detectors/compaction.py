@@ -1,15 +1,15 @@
 """post_compaction: the same loop, continued right after the agent compacted its context.
 
-Seed 002 (OpenClaw's postCompactionGuard): context overflow -> compaction -> the same loop again
-burns tokens without end, so after a compaction the next ``window`` tool calls are watched, and
-the same (tool, args hash, result hash) ``window`` times in them ends the run with
+The post-compaction guard (OpenClaw's postCompactionGuard): context overflow -> compaction -> the
+same loop again burns tokens without end, so after a compaction the next ``window`` tool calls
+are watched, and the same (tool, args hash, result hash) ``window`` times in them ends the run with
 ``compaction_loop_persisted``: the compaction did not break the loop. It never fires while the
 results keep changing, and only right after a compaction (``Trace.compacted_at``, set by the
 request path from the session's history marks), never elsewhere in a run.
 
 It terminates: ``terminate_at`` follows ``window`` unless set (a lower window is stricter, a
 higher one gives the agent more attempts to recover). It is on unless disabled itself or by
-the policy's master switch ``enabled: false`` (seed 002: the guard stays on when the switch is
+the policy's master switch ``enabled: false`` (the guard stays on when the switch is
 unset, even where every other detector is off).
 """
 
@@ -31,7 +31,7 @@ class PostCompactionSettings(DetectorSettings):
     warn_at: int | None = None
     reject_at: int | None = None
     terminate_at: int | None = 3  # follows window unless set
-    window: int = Field(default=3, ge=2)  # seed 002 postCompactionGuard.windowSize
+    window: int = Field(default=3, ge=2)  # OpenClaw postCompactionGuard.windowSize
 
     @model_validator(mode="before")
     @classmethod

@@ -1,6 +1,6 @@
 """cycle: the latest calls repeat a short sequence, A-B-A-B or longer periods.
 
-Seed 001's oscillation (A-B-A-B on tool names, e.g. write a.py / run a.py) and OpenClaw's
+WeClaw's oscillation (A-B-A-B on tool names, e.g. write a.py / run a.py) and OpenClaw's
 pingPong (warn 10, critical 20 only when the results are stable). Count = the length of the
 trailing periodic run, in calls (A-B-A-B = 4), for the shortest period in ``periods`` whose run
 covers at least two full periods; a run of one repeated call is exact_repeat's business.
@@ -30,10 +30,10 @@ class CycleSettings(DetectorSettings):
     terminate_at: int | None = None
     exempt_tools: frozenset[str] = frozenset({"check_background_tasks"})  # sleep/poll cycles
     window: int = Field(default=20, ge=4)  # room for OpenClaw's 20
-    periods: tuple[int, ...] = (2, 3, 4)  # seed 001: period <= 4
-    key: Literal["name", "args"] = "args"  # seed 001 compares tool names only
+    periods: tuple[int, ...] = (2, 3, 4)  # periods up to 4 calls
+    key: Literal["name", "args"] = "args"  # name: tool names only, as WeClaw
     # require: unstable results -> no finding; cap: unstable results keep the count below
-    # reject_at (below terminate_at when reject is off), OpenClaw pingPong; ignore: seed 001.
+    # reject_at (below terminate_at when reject is off), OpenClaw pingPong; ignore: WeClaw.
     stable_results: Literal["require", "cap", "ignore"] = "require"
     skip_polling: bool = True  # sleep + check-status cycles wait by design
 

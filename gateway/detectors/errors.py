@@ -19,7 +19,7 @@ NAME = "error_repeat"
 
 
 class ErrorRepeatSettings(DetectorSettings):
-    warn_at: int | None = 3  # OpenHands' 3 failing identical actions; seed 001's permission denied x3
+    warn_at: int | None = 3  # OpenHands' 3 failing identical actions; WeClaw's permission denied x3
     reject_at: int | None = 5  # result-inclusive, so it may block: after 4 identical failures
     terminate_at: int | None = 8  # still insisting after the warning and 3 vetoes
     window: int = Field(default=10, ge=2)

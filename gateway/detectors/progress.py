@@ -21,13 +21,14 @@ NAME = "no_progress"
 
 class NoProgressSettings(DetectorSettings):
     # Same call, same result: the strongest evidence there is, so this detector escalates.
-    warn_at: int | None = 3  # seed 001/Cline: warn on the 3rd identical call
+    warn_at: int | None = 3  # WeClaw/Cline: warn on the 3rd identical call
     reject_at: int | None = 5  # Roo Code blocks the 4th, OpenHands stops at 4 pairs; one more grace
     terminate_at: int | None = 8  # the model ignored the warning and 3 vetoes: end the run
     window: int = Field(default=30, ge=2)  # OpenClaw historySize
     consecutive: bool = False  # loops often interleave a read or a sleep
-    # Known polling tools, on top of TraceSettings.polling_tools/polling_args_patterns (seed 000
-    # exempts check_background_tasks; OpenClaw still caps endless polls, so: own ladder).
+    # Known polling tools, on top of TraceSettings.polling_tools/polling_args_patterns
+    # (check_background_tasks polls a background task; OpenClaw still caps endless polls, so: own
+    # ladder).
     polling_tools: frozenset[str] = frozenset({"check_background_tasks"})
     poll_warn_at: int | None = 10  # OpenClaw knownPollNoProgress warning
     poll_reject_at: int | None = 20  # OpenClaw critical

@@ -1,8 +1,8 @@
-"""Seed 003's LoopGuard decisions as pure functions over the iterations of one run.
+"""The agentic-RAG loop guard's decisions as pure functions over the iterations of one run.
 
-``decide`` is the seed's ``should_continue`` taken right after an iteration is recorded, with its
-``is_duplicate_query`` checked first; ``decisions`` replays a whole sequence as the seed's demo
-prints it. The numbers come from :class:`gateway.detectors.retrieval.RetrievalSettings`.
+``decide`` says whether to continue, taken right after an iteration is recorded, with the
+duplicate-query check first; ``decisions`` replays a whole sequence, one decision per
+iteration. The numbers come from :class:`gateway.detectors.retrieval.RetrievalSettings`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Verdict:
 
 
 def trend(confidences: Sequence[float], tolerance: float = 0.02) -> str:
-    """Seed 003 _get_confidence_trend: steps beyond +-tolerance, majority wins."""
+    """The confidence trend: steps beyond +-tolerance, majority wins."""
     if len(confidences) < 2:
         return "unknown"
     steps = [_diff(b, a) for a, b in zip(confidences, confidences[1:])]
@@ -51,7 +51,7 @@ def trend(confidences: Sequence[float], tolerance: float = 0.02) -> str:
 
 
 def is_duplicate(query: str, earlier: Sequence[str], threshold: float = 0.9) -> bool:
-    """Seed 003 is_duplicate_query: equal after normalization, or word-level Jaccard >= threshold
+    """A duplicate query: equal after normalization, or word-level Jaccard >= threshold
     (CJK-aware tokens, see gateway.detectors.text)."""
     text = normalize(query)
     seen = [normalize(q) for q in earlier]
@@ -62,7 +62,7 @@ def is_duplicate(query: str, earlier: Sequence[str], threshold: float = 0.9) -> 
 
 
 def decide(iterations: Sequence[Iteration], s: RetrievalSettings) -> Verdict:
-    """Seed 003 should_continue after recording the latest iteration, with its duplicate check
+    """Continue or stop after recording the latest iteration, with the duplicate check
     first (a repeated query is wasted whatever its confidence)."""
     latest, n = iterations[-1], len(iterations)
     known = [i.confidence for i in iterations if i.confidence is not None]
@@ -84,7 +84,7 @@ def decide(iterations: Sequence[Iteration], s: RetrievalSettings) -> Verdict:
 
 
 def decisions(iterations: Sequence[Iteration], s: RetrievalSettings) -> list[Verdict]:
-    """The decision after each iteration, as the seed's demo prints them."""
+    """The decision after each iteration, in order."""
     return [decide(iterations[:k], s) for k in range(1, len(iterations) + 1)]
 
 

@@ -1,14 +1,14 @@
 """exact_repeat: the same tool with the same canonical arguments, again and again.
 
-Seed 000: (tool, args hash) 3 times within the last 6 calls; seed 001: the last 3 calls
+The doom-loop guard: (tool, args hash) 3 times within the last 6 calls; WeClaw: the last 3 calls
 identical; OpenClaw genericRepeat. Count = the latest call and its identical predecessors in the
 window (all of them, or only the unbroken run when ``consecutive``).
 
 Arguments alone cannot tell a doom loop from polling, a `date`-like command or a debugger's
 `next` (gemini-cli's most common complaint), so by default a repeat that returned something new
 restarts the count (``reset_on_progress``) and the detector only warns: the stronger actions are
-left to result-inclusive detectors (no_progress, error_repeat). The seeds' pure argument
-matching is ``reset_on_progress: false``.
+left to result-inclusive detectors (no_progress, error_repeat). The doom-loop guard's and
+WeClaw's pure argument matching is ``reset_on_progress: false``.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ NAME = "exact_repeat"
 
 
 class ExactRepeatSettings(DetectorSettings):
-    warn_at: int | None = 3  # seeds 000 and 001: the 3rd identical call is a doom loop
+    warn_at: int | None = 3  # the 3rd identical call is a doom loop
     reject_at: int | None = None  # args-only signal: never blocks by default
     terminate_at: int | None = None
-    # Seed 000 lets check_background_tasks repeat freely.
+    # Polling a background task may repeat freely.
     exempt_tools: frozenset[str] = frozenset({"check_background_tasks"})
-    window: int = Field(default=6, ge=2)  # seed 000 DOOM_LOOP_WINDOW
-    consecutive: bool = False  # seed 000 counts anywhere in the window; seed 001 needs a run
+    window: int = Field(default=6, ge=2)  # the doom-loop window: the last 6 calls
+    consecutive: bool = False  # anywhere in the window; true: only an unbroken run
     # A repeat whose result differs from the next one's, or a call with a new result in between,
     # is progress (polling with changing output, `date`, debugger stepping): the count restarts.
     reset_on_progress: bool = True

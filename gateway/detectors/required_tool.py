@@ -1,12 +1,12 @@
-"""required_tool: a turn that must call a given tool (seed 000 section 6.1, resolve_turn_expectation).
+"""required_tool: a turn that must call a given tool (the required-tool rule).
 
 Models sometimes answer a data question from memory, or only describe a plan, instead of calling
 the tool that has the data. Rules name the tool (and required arguments) a turn needs: keywords
 in the user's input, a short or deictic follow-up after a message that showed the data, or an
 affirmative answer to an offer to analyse it. Rules are domain-specific, so the detector ships
-disabled with none (``policies/examples/portfolio.yaml`` has the seed's).
+disabled with none (``policies/examples/portfolio.yaml`` has a portfolio assistant's).
 
-:func:`resolve` is the seed's resolve_turn_expectation; :func:`satisfied` says whether the run
+:func:`resolve` finds the rule a turn's input matches; :func:`satisfied` says whether the run
 already made the call. The intervention is on the response path (``gateway.guard.expectation``:
 re-ask a plain answer ``max_retries`` times, then warn the client). :func:`detect` serves the
 usual thresholds, all off by default: count = tool calls this turn made without the required one.
@@ -37,11 +37,11 @@ NAME = "required_tool"
 class RequiredToolSettings(DetectorSettings):
     enabled: bool = False  # rules are domain-specific: nothing to enforce until a policy has some
     rules: tuple[Rule, ...] = ()  # tried in order; the first that matches decides
-    context_messages: int = Field(default=4, ge=0)  # seed: messages[:-1], limit 4, any role
+    context_messages: int = Field(default=4, ge=0)  # the 4 messages before the input, any role
     short_max_units: int = Field(default=8, ge=1)  # "short": CJK characters + other words
     memory_tags: tuple[str, ...] = ("relevant-memories",)  # recalled memory: never matched
     input_tags: tuple[str, ...] = ("current-user-message",)  # if present, only this is matched
-    max_retries: int = Field(default=2, ge=0, le=10)  # seed 000 MAX_INCOMPLETE_TOOL_RETRIES
+    max_retries: int = Field(default=2, ge=0, le=10)  # re-asks, then a warning
     # Each message is read up to this many characters: a 5 MB tool result in the context must
     # not cost every request of the run a full scan.
     scan_chars: int = Field(default=65_536, ge=256)
@@ -57,7 +57,7 @@ class RequiredToolSettings(DetectorSettings):
 
     def typed(self, text: str) -> str:
         """What the user typed: recalled memories removed, the input block alone if there is
-        one, normalized (seed 000: _strip_recall_context, lower, strip)."""
+        one, normalized (lower-case, trimmed, whitespace collapsed)."""
         text = text[:self.scan_chars]
         if self._memory_re is not None:
             text = self._memory_re.sub(" ", text)

@@ -1,8 +1,8 @@
-"""retrieval: an agentic-RAG loop that stops making progress (seed 003's LoopGuard).
+"""retrieval: an agentic-RAG loop that stops making progress (the agentic-RAG loop guard).
 
 Each call to a configured retrieval tool is one iteration: its query (an argument) and the
-confidence its result reports (a JSON path, or a regex over the text). After every iteration the
-seed's decision is taken (:func:`decide`): a duplicate query, ``max_iterations`` reached, a
+confidence its result reports (a JSON path, or a regex over the text). After every iteration a
+decision is taken (:func:`decide`): a duplicate query, ``max_iterations`` reached, a
 sufficient confidence, a declining trend, or a stable one without ``min_confidence_improvement``
 stops the loop; anything else continues.
 
@@ -40,10 +40,10 @@ class RetrievalSettings(DetectorSettings):
     query_arg: str = "query"  # argument holding the query (dot path); else the whole arguments
     confidence_path: str | None = "confidence"  # JSON path in the result, e.g. meta.score, hits.0.score
     confidence_regex: str | None = None  # tried when the path finds nothing; group 1 is the number
-    max_iterations: int = Field(default=3, ge=1)  # seed 003 DEFAULT_MAX_ITERATIONS
-    min_confidence_improvement: float = Field(default=0.05, ge=0.0)  # seed 003
-    sufficient_confidence: float = Field(default=0.7, gt=0.0)  # seed 003's high-confidence stop
-    trend_tolerance: float = Field(default=0.02, ge=0.0)  # seed 003: a change within +-0.02 is flat
+    max_iterations: int = Field(default=3, ge=1)  # at most 3 iterations per run
+    min_confidence_improvement: float = Field(default=0.05, ge=0.0)  # less is no progress
+    sufficient_confidence: float = Field(default=0.7, gt=0.0)  # high enough: stop retrieving
+    trend_tolerance: float = Field(default=0.02, ge=0.0)  # a change within +-0.02 is flat
     duplicate_threshold: float = Field(default=0.9, gt=0.0, le=1.0)  # word-level Jaccard
     max_result_chars: int = Field(default=262_144, ge=64)  # larger results: regex on the head only
 

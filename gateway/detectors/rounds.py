@@ -1,8 +1,8 @@
-"""tool_rounds: too many model-tool round trips in one run (seed 000's MAX_TOOL_ROUNDS).
+"""tool_rounds: too many model-tool round trips in one run (a round cap).
 
 Count = ``trace.rounds``. Off by default: healthy coding agents legitimately make 100+ tool
 calls for one prompt, and a round cap cannot tell them from a loop (the content-based detectors
-can). Seed 000's cap of 15 rounds is ``terminate_at: 16`` (15 allowed, the 16th stopped) in a
+can). A cap of 15 rounds is ``terminate_at: 16`` (15 allowed, the 16th stopped) in a
 strict pack. Reported only once the count reaches the lowest configured threshold, so it does not
 fill the findings of every request.
 """

@@ -1,11 +1,12 @@
 """similar_repeat: the same tool with near-identical arguments, failing or returning the same.
 
-Seed 001's approximate repeat (normalized edit distance, similarity > 0.85, e.g. `npm install`
-retried with a growing list of flags) and seed 000's fuzzy match (character 3-gram Jaccard >= 0.8
-for arguments of >= 50 characters). Count = the latest call and its predecessors of the same tool
-whose arguments are similar (each to the next one: "chain", or each to the latest), with results
-that agree: all failed, or all the same result. Paginated reads, different files and larger
-limits are near-identical too, but each returns something new, so they never count.
+WeClaw's approximate repeat (normalized edit distance, similarity > 0.85, e.g. `npm install`
+retried with a growing list of flags) and the doom-loop guard's fuzzy match (character 3-gram
+Jaccard >= 0.8 for arguments of >= 50 characters). Count = the latest call and its predecessors
+of the same tool whose arguments are similar (each to the next one: "chain", or each to the
+latest), with results that agree: all failed, or all the same result. Paginated reads, different
+files and larger limits are near-identical too, but each returns something new, so they never
+count.
 """
 
 from __future__ import annotations
@@ -29,23 +30,23 @@ Metric = Literal["indel", "levenshtein", "jaccard3"]
 
 
 class SimilarRepeatSettings(DetectorSettings):
-    warn_at: int | None = 3  # seeds 000 and 001: the 3rd near-identical call
+    warn_at: int | None = 3  # the 3rd near-identical call
     reject_at: int | None = None  # similarity is a guess: never blocks by default
     terminate_at: int | None = None
-    exempt_tools: frozenset[str] = frozenset({"check_background_tasks"})  # seed 000
-    window: int = Field(default=8, ge=2)  # seed 001 window_size
-    # Seed 001 looks at the last calls in a row. A call in between breaks the run: small edits
+    exempt_tools: frozenset[str] = frozenset({"check_background_tasks"})  # polling
+    window: int = Field(default=8, ge=2)  # WeClaw's window_size
+    # WeClaw looks at the last calls in a row. A call in between breaks the run: small edits
     # separated by test runs are the edit/run-tests cycle, iteration rather than a loop.
     consecutive: bool = True
     # indel (rapidfuzz fuzz.ratio: appended flags cost once, not twice as in levenshtein);
-    # levenshtein = seed 001's 1 - distance / max length; jaccard3 = seed 000's 3-gram Jaccard.
+    # levenshtein = 1 - distance / max length (WeClaw); jaccard3 = character 3-gram Jaccard.
     metric: Metric = "indel"
-    min_similarity: float = Field(default=0.85, gt=0.0, le=1.0)  # seed 001 threshold
-    strict: bool = False  # seed 001 compares with ">" rather than ">="
-    min_length: int = Field(default=0, ge=0)  # seed 000: 50 (shorter arguments must match exactly)
-    compare: Literal["chain", "latest"] = "chain"  # seed 001 compares neighbours (flags drift)
+    min_similarity: float = Field(default=0.85, gt=0.0, le=1.0)  # WeClaw's threshold
+    strict: bool = False  # WeClaw compares with ">" rather than ">="
+    min_length: int = Field(default=0, ge=0)  # strict.yaml: 50 (shorter must match exactly)
+    compare: Literal["chain", "latest"] = "chain"  # chain: neighbours, as flags drift
     # error_or_same: only failures or identical results count (pagination stays quiet);
-    # any: arguments alone, as in both seeds.
+    # any: arguments alone, as WeClaw and the doom-loop guard do.
     results: Literal["error_or_same", "any"] = "error_or_same"
     # ...and an identical success counts only if it says something: `mv`, `mkdir`, `git add`
     # print nothing and a write tool may answer a bare "OK" for every different file.
@@ -145,7 +146,7 @@ def _similarity(settings: SimilarRepeatSettings) -> Callable[[str, str], bool]:
         if a == b:
             return True
         if len(a) < min_length or len(b) < min_length:
-            return False  # seed 000: short arguments only match exactly
+            return False  # short arguments only match exactly
         value = score(a, b, threshold)
         return value > threshold if strict else value >= threshold
 
@@ -153,7 +154,7 @@ def _similarity(settings: SimilarRepeatSettings) -> Callable[[str, str], bool]:
 
 
 def _jaccard3(a: str, b: str, _cutoff: float) -> float:
-    """Seed 000: |S1 & S2| / |S1 | S2| over the sets of 3-character slices."""
+    """Character 3-gram Jaccard: |S1 & S2| / |S1 | S2| over the sets of 3-character slices."""
     sa, sb = _grams(a), _grams(b)
     union = len(sa | sb)
     return len(sa & sb) / union if union else 1.0

@@ -1,13 +1,13 @@
 """Text helpers for detectors that read what people and models write: CJK-aware, no dependency.
 
-Seed 003 compares queries with jieba's word segmentation; jieba is a 20 MB dictionary and a slow
-first import, too heavy for a gateway. Instead, a CJK run becomes its overlapping character
+A jieba-based RAG guard compares queries by word segmentation; jieba is a 20 MB dictionary and a
+slow first import, too heavy for a gateway. Instead, a CJK run becomes its overlapping character
 bigrams and other text its words ("报销流程规定" -> 报销 销流 流程 程规 规定; "expense policy" ->
 expense policy). Bigrams need no dictionary and are deterministic; compared with jieba's words
 they are stricter on edits (one changed character touches two bigrams, and bigrams that span a
 word boundary differ when words are reordered), so near-duplicates score lower than with jieba,
 which is the safe direction for a guard that stops work. A few particles (的 了 吗 ...) are
-dropped first, as jieba's single-character words were by the seed's ``len(w) >= 2`` filter.
+dropped first, as jieba's single-character words are by a ``len(w) >= 2`` filter.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ EDGE_PUNCTUATION = string.punctuation + string.whitespace + "。，、！？；�
 
 
 def normalize(text: str) -> str:
-    """Lower-case, trimmed, whitespace runs collapsed to one space (seed 000: lower + strip)."""
+    """Lower-case, trimmed, whitespace runs collapsed to one space (lower + strip)."""
     return " ".join(text.lower().split())
 
 
 def tokens(text: str) -> frozenset[str]:
-    """Character bigrams of CJK runs plus words of 2+ characters (the seed kept words of 2+)."""
+    """Character bigrams of CJK runs plus words of 2+ characters (words of 2+ characters only)."""
     out: set[str] = set()
     for match in _TOKEN.finditer(text.lower()):
         piece = match.group()
@@ -45,7 +45,7 @@ def tokens(text: str) -> frozenset[str]:
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """|A & B| / |A | B|; 0 when either side is empty (the seed skipped empty word sets)."""
+    """|A & B| / |A | B|; 0 when either side is empty (empty word sets never match)."""
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)

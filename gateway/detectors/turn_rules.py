@@ -1,4 +1,4 @@
-"""The rules of the required_tool detector (seed 000 section 6.1) and how an input matches them.
+"""The rules of the required_tool detector (the required-tool rule) and how an input matches them.
 
 Phrases are normalized like the input once, when a policy loads (:func:`normalized`), so matching
 a request is plain substring tests.

@@ -5,7 +5,7 @@ Agents that run out of context summarize or truncate their history and carry on 
 where the previous request of the session stood (a :class:`HistoryMark`: message count + prefix
 hash). A request that is shorter than the previous one no longer extends it: the history was
 compacted, and the tool calls made from there on are post-compaction calls, which the
-``post_compaction`` detector watches (seed 002: a loop that survives its own compaction is
+``post_compaction`` detector watches (a loop that survives its own compaction is
 ended with ``compaction_loop_persisted``). The compacted request's mark is kept as the session's
 compaction marker while later requests extend it; a history that is rewritten without getting
 shorter starts afresh. A shorter history is a compaction only with positive evidence

@@ -29,7 +29,7 @@ class ProposalJudge:
     """Judges a round's calls in order, each as if appended to the executed history.
 
     Calls ``judge`` one at a time, as a stream completes them; the first refused call ends the
-    round (seed 000: abort the rest of that round's calls).
+    round (the rest of that round's calls are aborted).
     """
 
     def __init__(self, policy: EffectivePolicy, trace: Trace) -> None:

@@ -1,4 +1,4 @@
-"""Seed 001's false-positive monitor: after a warn, did the run break the pattern or persist?
+"""A false-positive monitor: after a warn, did the run break the pattern or persist?
 
 A warn is remembered per session (bounded LRU) and settled by what comes next:
 - the session's next request judgement: the same detector and tool with a higher count means the

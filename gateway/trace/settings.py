@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from gateway.trace.memo import Memo
 
-# Keys whose values change on every call without meaning progress (seed 002: pid, duration,
+# Keys whose values change on every call without meaning progress (OpenClaw's list: pid, duration,
 # session id, cwd, message/file ids, timestamps). Compared case-insensitively.
 DEFAULT_VOLATILE_KEYS: tuple[str, ...] = (
     "pid", "duration", "duration_ms", "durationms", "elapsed", "elapsed_ms", "took", "took_ms",
@@ -40,8 +40,8 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r"\b[45]\d\d (Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Conflict|"
     r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b",
 )
-# Calls that repeat by design while waiting for something (seed 000 exempts
-# check_background_tasks; Claude Code's BashOutput and Windsurf's command_status read a background
+# Calls that repeat by design while waiting for something (check_background_tasks polls a
+# background task; Claude Code's BashOutput and Windsurf's command_status read a background
 # job's output). Detectors skip them or judge them on their own, higher polling thresholds.
 DEFAULT_POLLING_TOOLS: frozenset[str] = frozenset({"check_background_tasks", "BashOutput", "command_status"})
 # Matched against the canonical (compact, sorted-key JSON) arguments: `sleep 30 && tail log` in a

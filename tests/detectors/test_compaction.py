@@ -1,4 +1,4 @@
-"""post_compaction (seed 002's postCompactionGuard): the same (tool, args, result) ``window``
+"""post_compaction (OpenClaw's postCompactionGuard): the same (tool, args, result) ``window``
 times in the first ``window`` calls after a compaction ends the run with
 compaction_loop_persisted; changing results, other moments of the run, and the master switch
 keep it quiet."""
@@ -32,7 +32,7 @@ def compacted(before: list, after: list) -> Trace:
     return replace(trace, compacted_at=1 + 2 * len(before))
 
 
-def test_registered_with_the_seed_defaults():
+def test_registered_with_window_3_and_terminate_3():
     settings = REGISTRY[NAME].settings()
     assert isinstance(settings, PostCompactionSettings)
     assert (settings.window, settings.warn_at, settings.reject_at, settings.terminate_at) == (3, None, None, 3)
@@ -94,7 +94,7 @@ def test_exempt_tools_are_honoured_by_the_engine():
     assert judgement.action < Action.TERMINATE and NAME not in fired(judgement)
 
 
-# --- the master switch (seed 002: on unless loopDetection.enabled is explicitly false) -------
+# --- the master switch (on unless OpenClaw's loopDetection.enabled is explicitly false) -----
 
 OTHERS_OFF = "\n".join(f"  {name}: false" for name in REGISTRY if name != NAME)
 

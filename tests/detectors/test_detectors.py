@@ -65,7 +65,7 @@ def test_no_events_no_finding():
     ([A, B, A, B, A], ExactRepeatSettings(consecutive=True), 0),
     ([A, A, B, A], ExactRepeatSettings(consecutive=True), 0),  # a different call breaks the run
     ([A, new_result(2), A], ExactRepeatSettings(), 0),  # the result changed: progress
-    ([A, new_result(2), A], ExactRepeatSettings(reset_on_progress=False), 3),  # seed semantics
+    ([A, new_result(2), A], ExactRepeatSettings(reset_on_progress=False), 3),  # pure argument matching
     ([A, A, B, C, D, ("ls", {"dir": "src"}, "c.py"), ("ls", {"dir": "x"}, "")], ExactRepeatSettings(), 0),
     ([A] * 8, ExactRepeatSettings(), 6),  # bounded by the window
 ])

@@ -2,7 +2,7 @@
 
 Each history is judged by every registry detector after every step (the request path) and with
 its next call proposed (the response path): no warn, no reject, no terminate, at any point.
-The traps are those of ANCHORS.md (gemini-cli's and OpenHands' false-positive reports).
+The traps are those of gemini-cli's and OpenHands' false-positive reports.
 """
 
 from __future__ import annotations

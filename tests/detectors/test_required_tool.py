@@ -1,4 +1,4 @@
-"""Seed 000 section 6.1 (resolve_turn_expectation): every rule of the shipped portfolio example,
+"""The required-tool rule (which tool a turn must call): every rule of the shipped portfolio example,
 positive and negative, memory stripping, the 4-message window, and when the run satisfies it."""
 
 from __future__ import annotations

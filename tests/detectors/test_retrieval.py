@@ -1,4 +1,4 @@
-"""Seed 003's agentic-RAG loop guard: its demo, every decision, duplicate queries in Chinese and
+"""The agentic-RAG loop guard: a three-query demo, every decision, duplicate queries in Chinese and
 English, reading queries and confidences off tool calls, and the counts the policy acts on."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from gateway.policy.loader import SHIPPED_DIRS
 from gateway.trace.model import VETO_MARKER
 
 S = RetrievalSettings(enabled=True, tools=frozenset({"search"}))
-DEMO = [("公司报销制度", 0.3), ("报销流程规定", 0.45), ("报销审批标准", 0.42)]  # the seed's __main__
+DEMO = [("公司报销制度", 0.3), ("报销流程规定", 0.45), ("报销审批标准", 0.42)]  # queries and confidences
 
 
 def tuned(settings, **changes):
@@ -34,12 +34,12 @@ def searches(*pairs: tuple[str, float], tool: str = "search"):
     return [(tool, {"query": q, "top_k": 5}, json.dumps({"confidence": c, "hits": ["..."]})) for q, c in pairs]
 
 
-# --- the seed's decisions ----------------------------------------------------------------------
+# --- the decisions -----------------------------------------------------------------------------
 
 
-def test_the_seed_demo():
-    """The seed prints, per iteration, decision and trend after recording it: iteration 3's
-    max-iteration check comes first (its comment says "置信度下降", but the loop stops at 3)."""
+def test_the_demo_stops_at_max_iterations():
+    """Per iteration, decision and trend after recording it: iteration 3's max-iteration check
+    comes first (the confidence fell, "置信度下降", but the loop stops at 3)."""
     got = [(v.decision, v.trend) for v in decisions(its(*DEMO), S)]
     assert got == [(Decision.CONTINUE, "unknown"), (Decision.CONTINUE, "improving"),
                    (Decision.STOP_MAX_ITER, "stable")]
@@ -57,7 +57,7 @@ def test_the_demo_with_room_for_a_fourth_iteration_stops_for_no_progress():
     ([("a b", 0.7)], Decision.STOP_SUFFICIENT, "good"),  # >= 0.7 on the first iteration
     ([("a b", 0.5), ("c d", 0.4)], Decision.STOP_NO_PROGRESS, "declining"),
     ([("a b", 0.5), ("c d", 0.51)], Decision.STOP_NO_PROGRESS, "stable"),  # within +-0.02
-    ([("a b", 0.3), ("c d", 0.45), ("e f", 0.46)], Decision.CONTINUE, "improving"),  # seed: improving wins
+    ([("a b", 0.3), ("c d", 0.45), ("e f", 0.46)], Decision.CONTINUE, "improving"),  # improving wins
     ([("a b", 0.3), ("c d", 0.33)], Decision.CONTINUE, "improving"),
     ([("a b", None), ("c d", None)], Decision.CONTINUE, "unknown"),  # nothing to judge
 ])
@@ -102,7 +102,7 @@ def test_bigrams_compared_with_jieba_words():
     assert tokens("报销流程规定") == {"报销", "销流", "流程", "程规", "规定"}
     assert tokens("The expense policy, v2") == {"the", "expense", "policy", "v2"}
     assert jaccard(tokens("公司报销制度"), tokens("报销制度 公司")) == pytest.approx(0.8)
-    assert jaccard(tokens("的"), tokens("了")) == 0.0  # empty word sets never match (seed)
+    assert jaccard(tokens("的"), tokens("了")) == 0.0  # empty word sets never match
     assert units("体检一下") == 4 and units("check my holdings") == 3
 
 

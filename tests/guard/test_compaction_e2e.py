@@ -1,4 +1,4 @@
-"""End to end: an agent that compacts its context and carries on looping (seed 002).
+"""End to end: an agent that compacts its context and carries on looping (the post-compaction guard).
 
 A real agent loop, a stubborn model and the real gateway: after the agent summarizes its
 history, the same (tool, args, result) 3 times in the next 3 calls ends the run with

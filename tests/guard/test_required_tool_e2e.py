@@ -1,4 +1,4 @@
-"""End to end, seed 000 section 6.2: a turn that requires the portfolio tool, through the real
+"""End to end, the required-tool rule: a turn that requires the portfolio tool, through the real
 gateway with the shipped example policy, a tool-executing agent over the openai SDK, streamed and
 not: the corrective re-ask makes the model call the tool; a model that never does gets its final
 answer with the warning in front; turns without an expectation are not touched."""

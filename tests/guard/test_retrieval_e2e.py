@@ -1,5 +1,5 @@
-"""End to end, seed 003: an agentic-RAG loop through the real gateway with the shipped rag example
-policy. The seed's demo queries (confidences 0.3, 0.45, 0.42) reach max_iterations: the model is
+"""End to end: an agentic-RAG loop through the real gateway with the shipped rag example
+policy. Three demo queries (confidences 0.3, 0.45, 0.42) reach max_iterations: the model is
 told to answer from the best iteration (its query and confidence), and a further retrieval call
 is vetoed before the agent runs it; a model that insists is ended."""
 

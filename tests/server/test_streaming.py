@@ -1,6 +1,6 @@
 """Streaming: chunk by chunk, in order, never buffered, and abandoned upstream when the client goes.
 
-Tool-call delta shapes are the ones gateways are known to break (ANCHORS.md); each is relayed and
+Tool-call delta shapes are the ones gateways are known to break on; each is relayed and
 then accumulated by the official SDK's own stream helper, which is what agents run.
 """
 
@@ -117,7 +117,7 @@ def test_content_streams_relayed_byte_for_byte(gateway, upstream, name, split):
 
 
 def strict_accumulate(raw: bytes) -> tuple[str, list[tuple[str, str, str]], str | None]:
-    """Merge a chat stream as a strict client does, failing on what the SDK rejects (ANCHORS):
+    """Merge a chat stream as a strict client does, failing on what the SDK rejects:
     a chunk missing id/object/created/model/choices, a tool-call delta without ``index``, a call
     that never got its id or name, anything after [DONE]."""
     content, calls, finish, done = "", {}, None, False

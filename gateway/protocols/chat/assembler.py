@@ -1,6 +1,6 @@
 """Merge streamed tool-call deltas of one choice into complete calls.
 
-Upstreams disagree on the shape of tool-call deltas (ANCHORS.md lists where gateways break):
+Upstreams disagree on the shape of tool-call deltas, and gateways break on these shapes:
 ``id``/``name`` only in the first delta or a whole call in one delta, parallel calls, arguments
 split anywhere, ``index`` missing, ids repeated or absent, legacy ``function_call``. Calls are
 assumed to stream one after another (every known provider does), so a call is complete when a

@@ -1,6 +1,6 @@
 """One round of proposed tool calls (one upstream stream), judged in order.
 
-Seed 000: the first rejected call aborts the rest of the round, so the calls that reach the agent
+The first rejected call aborts the rest of the round, so the calls that reach the agent
 are always a prefix of what the model proposed.
 """
 

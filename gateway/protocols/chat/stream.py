@@ -5,7 +5,7 @@ held until every call it touches is complete and judged (a call is complete when
 starts, when finish_reason arrives, or when the stream ends), then released: as its original
 bytes when all its calls were kept under their own index (so an unvetoed stream is relayed byte
 for byte), or rebuilt without the dropped calls and with ``index`` renumbered from 0. The first
-rejected call drops itself and every later call of the round (seed 000). When every call was
+rejected call drops itself and every later call of the round. When every call was
 dropped the finish chunk is withheld and the pipeline decides: re-ask the model and relay its
 answer as a continuation of the same client stream, or end the stream with a terminate text.
 

@@ -32,7 +32,7 @@ FINISH = chunk({}, "tool_calls")
 ARGS_A = '{"path": "a.txt"}'
 ARGS_B = '{"q": "caf\\u00e9 \\"x\\"", "n": 2}'
 
-# ANCHORS.md: the streamed tool-call shapes gateways keep breaking on.
+# The streamed tool-call shapes gateways keep breaking on.
 SHAPES = {
     "id and name first, argument deltas without id": [
         tools(tc(0, "call_a", "read", ""), role="assistant", content=None),

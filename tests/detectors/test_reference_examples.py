@@ -1,5 +1,6 @@
-"""Every example of seeds 000 (Loop Guard), 001 (WeClaw) and 002 (OpenClaw), with the settings
-that reproduce each seed's numbers, and what the shipped defaults make of the same histories."""
+"""Every example of three reference loop guards (a doom-loop guard with window 6 and threshold 3,
+WeClaw's LoopDetector and OpenClaw's tool-loop detection), with the settings that reproduce each
+one's numbers, and what the shipped defaults make of the same histories."""
 
 from __future__ import annotations
 
@@ -26,17 +27,17 @@ def jaccard3(a: str, b: str) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
-# --- seed 000: Loop Guard ------------------------------------------------------------------
-# DOOM_LOOP_WINDOW 6, DOOM_LOOP_THRESHOLD 3, exact (tool, args hash) or 3-gram Jaccard >= 0.8
+# --- the doom-loop guard (window 6, threshold 3) -----------------------------------------------
+# window 6, threshold 3 (the 3rd repeat), exact (tool, args hash) or 3-gram Jaccard >= 0.8
 # for args >= 50 chars, check_background_tasks exempt; on detection the runtime writes an error
 # observation and aborts the round: reject.
 
-S000_EXACT = ExactRepeatSettings(window=6, consecutive=False, reset_on_progress=False, skip_polling=False,
+DOOM_EXACT = ExactRepeatSettings(window=6, consecutive=False, reset_on_progress=False, skip_polling=False,
                                  warn_at=None, reject_at=3, exempt_tools=frozenset({"check_background_tasks"}))
-S000_FUZZY = SimilarRepeatSettings(window=6, metric="jaccard3", min_similarity=0.8, min_length=50,
+DOOM_FUZZY = SimilarRepeatSettings(window=6, metric="jaccard3", min_similarity=0.8, min_length=50,
                                    compare="latest", results="any", skip_polling=False, warn_at=None,
                                    reject_at=3, exempt_tools=frozenset({"check_background_tasks"}))
-S000_ROUNDS = ToolRoundsSettings(terminate_at=16)  # MAX_TOOL_ROUNDS 15: the 16th round is stopped
+DOOM_ROUNDS = ToolRoundsSettings(terminate_at=16)  # a cap of 15 rounds: the 16th round is stopped
 
 X = ("get_quote", {"symbol": "600519"}, "price 1700")
 
@@ -51,78 +52,78 @@ def other(i: int):
     ([X, other(1), other(2), other(3), other(4), X, X], 2),  # the first X left the window
     ([X, X], 2),
 ])
-def test_seed000_window_6_threshold_3(history, expected):
+def test_doom_loop_guard_window_6_threshold_3(history, expected):
     trace = trace_of(*history)
-    assert count("exact_repeat", trace, S000_EXACT) == expected
-    assert action("exact_repeat", trace, S000_EXACT) == (REJECT if expected >= 3 else PASS)
+    assert count("exact_repeat", trace, DOOM_EXACT) == expected
+    assert action("exact_repeat", trace, DOOM_EXACT) == (REJECT if expected >= 3 else PASS)
 
 
-def test_seed000_fuzzy_jaccard_for_long_arguments():
+def test_doom_loop_guard_fuzzy_jaccard_for_long_arguments():
     queries = [{"sql": f"SELECT id, name, email FROM customers WHERE region = 'EU' ORDER BY id LIMIT {n}"}
                for n in (50, 60, 70)]
     texts = [json.dumps(q) for q in queries]
     assert min(len(t) for t in texts) >= 50 and jaccard3(texts[0], texts[2]) >= 0.8
     trace = trace_of(*[("sql", q, f"{i} rows") for i, q in enumerate(queries)])
-    assert count("exact_repeat", trace, S000_EXACT) == 0  # no finding
-    assert count("similar_repeat", trace, S000_FUZZY) == 3
-    assert action("similar_repeat", trace, S000_FUZZY) == REJECT
+    assert count("exact_repeat", trace, DOOM_EXACT) == 0  # no finding
+    assert count("similar_repeat", trace, DOOM_FUZZY) == 3
+    assert action("similar_repeat", trace, DOOM_FUZZY) == REJECT
 
 
-def test_seed000_short_arguments_only_match_exactly():
+def test_doom_loop_guard_short_arguments_only_match_exactly():
     queries = [{"q": "weather in paris today"}, {"q": "weather in paris today?"}, {"q": "weather in paris today!"}]
     texts = [json.dumps(q) for q in queries]
     assert max(len(t) for t in texts) < 50 and jaccard3(texts[0], texts[1]) >= 0.8
     trace = trace_of(*[("web_search", q, "no results") for q in queries])
-    assert count("similar_repeat", trace, S000_FUZZY) == 0
+    assert count("similar_repeat", trace, DOOM_FUZZY) == 0
 
 
-def test_seed000_check_background_tasks_is_exempt():
+def test_doom_loop_guard_check_background_tasks_is_exempt():
     trace = trace_of(*[("check_background_tasks", {}, "task 7: running")] * 6)
-    assert detect("exact_repeat", trace, S000_EXACT) is None
-    assert detect("similar_repeat", trace, S000_FUZZY) is None
+    assert detect("exact_repeat", trace, DOOM_EXACT) is None
+    assert detect("similar_repeat", trace, DOOM_FUZZY) is None
     # The shipped defaults let it repeat too, up to the polling ladder (OpenClaw caps endless polls).
     assert actions(trace) == {}
 
 
-def test_seed000_max_tool_rounds_15():
+def test_doom_loop_guard_max_tool_rounds_15():
     trace = trace_of(*[other(i) for i in range(15)])
-    assert action("tool_rounds", trace, S000_ROUNDS) == PASS
-    assert action("tool_rounds", propose(trace, "search_news", {"q": "topic 16"}), S000_ROUNDS) == TERMINATE
+    assert action("tool_rounds", trace, DOOM_ROUNDS) == PASS
+    assert action("tool_rounds", propose(trace, "search_news", {"q": "topic 16"}), DOOM_ROUNDS) == TERMINATE
     # Off by default: healthy coding agents make far more rounds than 15.
     assert detect("tool_rounds", trace_of(*[other(i) for i in range(300)])) is None
 
 
-# --- seed 001: WeClaw LoopDetector ---------------------------------------------------------
+# --- WeClaw LoopDetector ------------------------------------------------------------------
 # window 8; exact = the last 3 calls identical; approximate = the last 3 calls of one tool with
 # 1 - edit distance / max length > 0.85 pairwise; oscillation A-B-A-B on names; the response
 # ladder WARN -> REJECT -> TERMINATE on successive detections = counts 3/4/5 (oscillation 4/5/6).
 
-S001_EXACT = ExactRepeatSettings(window=8, consecutive=True, reset_on_progress=False, skip_polling=False,
-                                 warn_at=3, reject_at=4, terminate_at=5, exempt_tools=frozenset())
-S001_SIMILAR = SimilarRepeatSettings(window=8, consecutive=True, metric="levenshtein", min_similarity=0.85,
-                                     strict=True, compare="chain", results="any", skip_polling=False,
-                                     warn_at=3, reject_at=4, terminate_at=5, exempt_tools=frozenset())
-S001_CYCLE = CycleSettings(window=8, key="name", stable_results="ignore", periods=(2, 3, 4), skip_polling=False,
-                           warn_at=4, reject_at=5, terminate_at=6, exempt_tools=frozenset())
+WECLAW_EXACT = ExactRepeatSettings(window=8, consecutive=True, reset_on_progress=False, skip_polling=False,
+                                   warn_at=3, reject_at=4, terminate_at=5, exempt_tools=frozenset())
+WECLAW_SIMILAR = SimilarRepeatSettings(window=8, consecutive=True, metric="levenshtein", min_similarity=0.85,
+                                       strict=True, compare="chain", results="any", skip_polling=False,
+                                       warn_at=3, reject_at=4, terminate_at=5, exempt_tools=frozenset())
+WECLAW_CYCLE = CycleSettings(window=8, key="name", stable_results="ignore", periods=(2, 3, 4), skip_polling=False,
+                             warn_at=4, reject_at=5, terminate_at=6, exempt_tools=frozenset())
 
 WRITE = ("file.write", {"path": "config.toml", "content": "[server]\nport = 8080\n"}, "Error: permission denied")
 EARLIER = [("file.read", {"path": "README.md"}, "# app"), ("file.list", {"dir": "."}, "config.toml README.md")]
 
 
 @pytest.mark.parametrize(("repeats", "expected"), [(2, PASS), (3, WARN), (4, REJECT), (5, TERMINATE)])
-def test_seed001_file_write_permission_denied(repeats, expected):
-    trace = trace_of(*EARLIER, *[WRITE] * repeats)  # steps 3, 4, 5 ... as in the seed
-    assert action("exact_repeat", trace, S001_EXACT) == expected
+def test_weclaw_file_write_permission_denied(repeats, expected):
+    trace = trace_of(*EARLIER, *[WRITE] * repeats)  # steps 3, 4, 5 ... as in WeClaw's example
+    assert action("exact_repeat", trace, WECLAW_EXACT) == expected
     if repeats == 3:
-        assert detect("exact_repeat", trace, S001_EXACT).steps == (3, 4, 5)
+        assert detect("exact_repeat", trace, WECLAW_EXACT).steps == (3, 4, 5)
         # The shipped defaults warn at the 3rd failure as well (same call, same failure).
         assert actions(trace) == {"no_progress": WARN, "error_repeat": WARN, "exact_repeat": WARN,
                                   "similar_repeat": WARN}
 
 
-def test_seed001_exact_repeat_looks_at_the_last_three_only():
+def test_weclaw_exact_repeat_looks_at_the_last_three_only():
     trace = trace_of(WRITE, WRITE, EARLIER[0], WRITE, WRITE)
-    assert count("exact_repeat", trace, S001_EXACT) == 2
+    assert count("exact_repeat", trace, WECLAW_EXACT) == 2
 
 
 NPM_BASE = "cd /workspace/webapp && npm install package-a --save --no-audit --no-fund --loglevel=error"
@@ -136,21 +137,21 @@ NPM = [
 ]
 
 
-def test_seed001_npm_install_with_growing_flags():
+def test_weclaw_npm_install_with_growing_flags():
     trace = trace_of(*EARLIER, *NPM)
-    assert count("exact_repeat", trace, S001_EXACT) == 0  # no finding
-    finding = detect("similar_repeat", trace, S001_SIMILAR)
+    assert count("exact_repeat", trace, WECLAW_EXACT) == 0  # no finding
+    finding = detect("similar_repeat", trace, WECLAW_SIMILAR)
     assert finding.count == 3 and finding.steps == (3, 4, 5)
-    assert action("similar_repeat", trace, S001_SIMILAR) == WARN
+    assert action("similar_repeat", trace, WECLAW_SIMILAR) == WARN
     # Defaults: indel similarity, every attempt failed -> warn; nothing stronger on a guess.
     assert actions(trace) == {"similar_repeat": WARN}
 
 
-def test_seed001_similar_needs_the_threshold_between_neighbours():
+def test_weclaw_similar_needs_the_threshold_between_neighbours():
     plain = [("shell.execute", {"command": "npm install package-a"}, "Error: network timeout"),
              ("shell.execute", {"command": "npm install left-pad"}, "Error: timeout"),
              ("shell.execute", {"command": "pip install requests"}, "Error")]
-    assert count("similar_repeat", trace_of(*plain), S001_SIMILAR) == 0
+    assert count("similar_repeat", trace_of(*plain), WECLAW_SIMILAR) == 0
 
 
 def oscillation(versions: int):
@@ -162,28 +163,28 @@ def oscillation(versions: int):
 
 
 @pytest.mark.parametrize(("calls", "expected"), [(3, PASS), (4, WARN), (5, REJECT), (6, TERMINATE)])
-def test_seed001_write_run_oscillation(calls, expected):
+def test_weclaw_write_run_oscillation(calls, expected):
     trace = trace_of(*EARLIER, *oscillation(3)[:calls])  # steps 3..: write, run, write, run, ...
-    assert action("cycle", trace, S001_CYCLE) == expected
+    assert action("cycle", trace, WECLAW_CYCLE) == expected
     if calls == 4:
-        assert detect("cycle", trace, S001_CYCLE).steps == (3, 4, 5, 6)
+        assert detect("cycle", trace, WECLAW_CYCLE).steps == (3, 4, 5, 6)
 
 
-def test_seed001_oscillation_with_changing_errors_is_progress_by_default():
+def test_weclaw_oscillation_with_changing_errors_is_progress_by_default():
     # Each write differs and each error differs: the shipped defaults see iteration, not a loop
-    # (the edit/run-tests false-positive trap); seed 001 settings above still call it oscillation.
+    # (the edit/run-tests false-positive trap); the WeClaw settings above still call it oscillation.
     trace = trace_of(*EARLIER, *oscillation(4))
     assert actions(trace) == {}
 
 
-def test_seed001_fewer_than_three_calls_is_never_a_loop():
+def test_weclaw_fewer_than_three_calls_is_never_a_loop():
     trace = trace_of(WRITE, WRITE)
-    assert action("exact_repeat", trace, S001_EXACT) == PASS
+    assert action("exact_repeat", trace, WECLAW_EXACT) == PASS
 
 
-# --- seed 002: OpenClaw tool-loop detection -----------------------------------------------
+# --- OpenClaw tool-loop detection --------------------------------------------------------
 
-def test_seed002_exec_results_ignore_volatile_runtime_metadata():
+def test_openclaw_exec_results_ignore_volatile_runtime_metadata():
     settings = TraceSettings()
 
     def exec_result(**over):
@@ -198,7 +199,7 @@ def test_seed002_exec_results_ignore_volatile_runtime_metadata():
     assert result_info(exec_result(output="4 files changed"), settings).hash != same
 
 
-def test_seed002_sent_message_results_ignore_per_call_ids():
+def test_openclaw_sent_message_results_ignore_per_call_ids():
     settings = TraceSettings()
     first = {"ok": True, "channel": "#ops", "messageId": "m_1001", "fileId": "f_77",
              "timestamp": "2025-03-01T10:00:00Z"}
@@ -214,7 +215,7 @@ def test_seed002_sent_message_results_ignore_per_call_ids():
     assert count("no_progress", trace_of(*send)) == 3
 
 
-def test_seed002_per_run_scoping_a_new_user_message_resets_counts():
+def test_openclaw_per_run_scoping_a_new_user_message_resets_counts():
     loop = [("read_file", {"path": "a.py"}, "x = 1")] * 5
     first_run = trace_of(*loop)
     assert count("no_progress", first_run) == 5
@@ -226,7 +227,7 @@ def test_seed002_per_run_scoping_a_new_user_message_resets_counts():
     assert count("no_progress", whole) == 6
 
 
-def test_seed002_a_veto_note_is_not_a_new_user_message():
+def test_openclaw_a_veto_note_is_not_a_new_user_message():
     turns = trace_of(*[("read_file", {"path": "a.py"}, "x = 1")] * 3).turns
     trace = trace_of(("read_file", {"path": "a.py"}, "x = 1"), user=f"{VETO_MARKER} stop repeating", prefix=turns)
     assert count("no_progress", trace) == 4
@@ -243,14 +244,14 @@ OC_UNKNOWN = UnknownToolSettings(warn_at=None, reject_at=10, terminate_at=None, 
 
 
 @pytest.mark.parametrize(("n", "expected"), [(9, PASS), (10, WARN), (19, WARN), (20, REJECT), (30, TERMINATE)])
-def test_seed002_thresholds_10_20_30(n, expected):
+def test_openclaw_thresholds_10_20_30(n, expected):
     trace = trace_of(*[("exec", {"command": "git status"}, "nothing to commit")] * n)
     assert action("no_progress", trace, OC_BREAKER) == expected
     assert action("exact_repeat", trace, OC_GENERIC) == (PASS if n < 10 else WARN)
 
 
 @pytest.mark.parametrize(("n", "expected"), [(9, PASS), (10, WARN), (20, REJECT), (30, TERMINATE)])
-def test_seed002_known_poll_no_progress_is_the_default_polling_ladder(n, expected):
+def test_openclaw_known_poll_no_progress_is_the_default_polling_ladder(n, expected):
     trace = trace_of(*[("check_background_tasks", {}, "build 42: running")] * n)
     assert action("no_progress", trace) == expected
     assert detect("no_progress", trace).ladder == "poll"
@@ -262,20 +263,20 @@ def pingpong(n: int, stable: bool):
     return [step for pair in zip(a, b) for step in pair]
 
 
-def test_seed002_ping_pong_critical_only_with_stable_results():
+def test_openclaw_ping_pong_critical_only_with_stable_results():
     assert action("cycle", trace_of(*pingpong(10, stable=True)), OC_PINGPONG) == REJECT
     unstable = trace_of(*pingpong(10, stable=False))
     assert action("cycle", unstable, OC_PINGPONG) == WARN
     assert detect("cycle", unstable, OC_PINGPONG).count == 19
 
 
-def test_seed002_unknown_tool_threshold():
+def test_openclaw_unknown_tool_threshold():
     calls = [("delete_everything", {"n": i}, "Error: unknown tool delete_everything") for i in range(10)]
     assert action("unknown_tool", trace_of(*calls[:9], tools={"read_file"}), OC_UNKNOWN) == PASS
     assert action("unknown_tool", trace_of(*calls, tools={"read_file"}), OC_UNKNOWN) == REJECT
 
 
-def test_seed002_a_veto_is_never_progress():
+def test_openclaw_a_veto_is_never_progress():
     call = ("exec", {"command": "make deploy"}, "waiting for lock")
     vetoed = ("exec", {"command": "make deploy"}, f"{VETO_MARKER} this call was not run: it repeats")
     trace = trace_of(call, call, vetoed)
@@ -284,6 +285,6 @@ def test_seed002_a_veto_is_never_progress():
     assert count("no_progress", propose(trace, "exec", {"command": "make deploy"})) == 4
 
 
-def test_seed002_history_size_bounds_the_count():
+def test_openclaw_history_size_bounds_the_count():
     trace = trace_of(*[("exec", {"command": "ls"}, "a b")] * 50)
     assert count("no_progress", trace, OC_BREAKER) == 30
