@@ -1,7 +1,7 @@
 """Parsed YAML to a compiled Policy: validate, merge agents entries, precompute everything.
 
 Agents entries are deep-merged over the global block field by field (nested mappings merge key
-by key, lists and scalars replace), as seed 002 describes. Parts an entry does not touch are
+by key, lists and scalars replace), as OpenClaw does. Parts an entry does not touch are
 shared with the global block (same objects), so an entry costs only what it changes.
 """
 
@@ -188,7 +188,7 @@ def _body(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shorthand(body: dict[str, Any]) -> dict[str, Any]:
-    """``detectors: {cycle: false}`` means ``{cycle: {enabled: false}}`` (seed 002's switches);
+    """``detectors: {cycle: false}`` means ``{cycle: {enabled: false}}`` (OpenClaw's switches);
     an empty ``cycle:`` means its defaults. Done before merging so switches merge field-wise."""
     blocks = body.get("detectors")
     if not isinstance(blocks, dict):

@@ -120,7 +120,7 @@ def compact_steps(steps: Iterable[int]) -> str:
 
 
 def summarize_progress(trace: Trace, language: str = "en", top: int = 5) -> str:
-    """What the run did so far, for the terminate text's ``{progress}`` (seed 001's partial
+    """What the run did so far, for the terminate text's ``{progress}`` (WeClaw's partial
     result): executed calls only, since proposed and vetoed calls never ran."""
     done = [e.tool for e in trace.events if not e.proposed and not e.vetoed]
     counts = Counter(done).most_common()

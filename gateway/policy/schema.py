@@ -49,7 +49,7 @@ class WarnIntervention(_Model):
 
 
 class RejectIntervention(_Model):
-    max_reasks: StrictInt = Field(2, ge=0, le=10)  # seed 000: at most 2 corrective retries
+    max_reasks: StrictInt = Field(2, ge=0, le=10)  # at most 2 corrective retries
 
 
 class TerminateIntervention(_Model):
@@ -122,7 +122,7 @@ class AgentMatch(_Model):
 class Body(_Model):
     """What both the global block and an ``agents`` entry may set."""
 
-    # Master switch (seed 002's loopDetection.enabled): false turns every detector off,
+    # Master switch (OpenClaw's loopDetection.enabled): false turns every detector off,
     # post_compaction included; unset or true leaves the detectors as configured, so the
     # post-compaction guard stays on even where every other detector is switched off.
     enabled: StrictBool | None = None

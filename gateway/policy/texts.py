@@ -31,7 +31,7 @@ _EN = {
               "far: {progress}. Answer the user now with what you have found, and say plainly what "
               "is still missing or could not be done.",
 }
-# Wording follows seed 001's own alert ("请停止当前操作模式，换用不同方法或直接报告当前结果").
+# Wording follows WeClaw's own alert ("请停止当前操作模式，换用不同方法或直接报告当前结果").
 # {description} is left out: detectors write it in English.
 _ZH = {
     "warn": "[LoopGuard 循环告警] 检测到{pattern}：`{tool}` 已重复调用 {count} 次且没有进展"
@@ -74,10 +74,10 @@ SPECIAL = {
            "并明确说明还缺少什么。"},
 }
 
-# Seed 000's required tool: "reask" is the corrective user message (it starts with the marker so
+# The required-tool rule: "reask" is the corrective user message (it starts with the marker so
 # the trace never takes it for a genuine user turn); "warn" is prepended to an answer given
 # without the call after the retries (and is the anchor if an operator sets warn_at).
-# Seed 003's retrieval guard: answer from the best iteration, named by its query and confidence.
+# The agentic-RAG retrieval guard: answer from the best iteration, named by its query and confidence.
 _EXTRA_SPECIAL = {
     "en": {("warn", "required_tool"): "[LoopGuard] Warning: this request requires calling {call}, "
            "and it was not called, so this answer is not based on the data `{tool}` provides.",
@@ -110,7 +110,7 @@ _EXTRA_SPECIAL = {
 for _language, _texts in _EXTRA_SPECIAL.items():
     SPECIAL[_language].update(_texts)
 
-# Seed 002's post-compaction guard ends the run with the error compaction_loop_persisted, naming
+# The post-compaction guard ends the run with the error compaction_loop_persisted, naming
 # the tool and the count of identical calls; the reason code stays untranslated so it is greppable.
 _COMPACTION_SPECIAL = {
     "en": {("terminate", "post_compaction"): "[LoopGuard] This run was stopped "

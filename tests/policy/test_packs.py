@@ -101,7 +101,7 @@ def test_paginated_reads_stay_quiet_in_every_pack(pack):
     assert judge(pack, *pages).would is Action.PASS
 
 
-def test_strict_caps_tool_rounds_like_seed_000():
+def test_strict_caps_tool_rounds_at_15():
     reads = [("read_file", {"path": f"src/{i}.py"}, f"content {i}") for i in range(16)]
     assert judge("strict", *reads[:12]).action is Action.PASS
     assert judge("strict", *reads[:13]).action is Action.WARN
