@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import anyio
 import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -40,10 +39,12 @@ def relay(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> Respo
 
 
 class RelayStream(Response):
-    """Streams chunks as they come and stops the producer as soon as the client disconnects.
+    """Streams chunks as they come; however it ends, closes the producer and then ``on_close``.
 
-    Starlette's StreamingResponse only notices a gone client when a write fails, which for a
-    model that is slow to produce its next token may be minutes of wasted upstream generation.
+    A client that disconnects mid-stream cancels this response (``server/lifecycle.py`` watches
+    every request's connection): Starlette's StreamingResponse would only notice a gone client
+    when a write fails, which for a model slow to produce its next token may be minutes of
+    wasted upstream generation.
     """
 
     def __init__(
@@ -58,19 +59,11 @@ class RelayStream(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
-                await self._stream(send)
-                group.cancel_scope.cancel()
+            await self._stream(send)
         except OSError:
             pass  # the client went away mid-write: nothing left to tell it
         finally:
-            aclose = getattr(self._chunks, "aclose", None)
-            with anyio.CancelScope(shield=True):
-                if aclose is not None:
-                    await aclose()
-                if self._on_close is not None:
-                    await self._on_close()
+            await self._close()
 
     async def _stream(self, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
@@ -85,8 +78,13 @@ class RelayStream(Response):
             return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    @staticmethod
-    async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        scope.cancel()
+    async def _close(self) -> None:
+        # Runs once the request is cancelled too: asyncio delivers a cancel once, so these
+        # awaits complete (the producer's own ``finally`` may still await the upstream).
+        try:
+            aclose = getattr(self._chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        finally:
+            if self._on_close is not None:
+                await self._on_close()
