@@ -116,7 +116,7 @@ def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:
         index = adapter.result_index(plan.messages, latest.call_id, latest.message_index) if latest else None
         if index is not None:
             text = policy.render("reject", finding)
-            plan.messages = adapter.replace_result(plan.messages, index, text)
+            plan.messages = adapter.replace_result(plan.messages, index, text, latest.call_id)
             plan.changed = True
     text = policy.render("warn", finding)
     plan.messages = adapter.add_anchor(plan.messages, text, policy.interventions.warn.placement)

@@ -157,8 +157,11 @@ class Adapter(Protocol):
         """Where the result of call ``call_id`` (issued by the entry at ``after``) is, if any."""
         ...
 
-    def replace_result(self, items: list[Any], index: int, text: str) -> list[Any]:
-        """An executed call already at reject level: its result at ``index`` becomes ``text``."""
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str) -> list[Any]:
+        """An executed call already at reject level: its result (the one answering ``call_id``,
+        in the entry at ``index`` that ``result_index`` found) becomes ``text``. One entry may
+        answer several calls (Anthropic: one user turn, a ``tool_result`` per parallel call),
+        so the call id, not the position, says which result is the refused call's."""
         ...
 
     def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:

@@ -61,7 +61,7 @@ class AnthropicAdapter:
     def result_index(self, items: list[Any], call_id: str, after: int) -> int | None:
         return rewrite.result_index(items, call_id, after)
 
-    def replace_result(self, items: list[Any], index: int, text: str, call_id: str | None = None) -> list[Any]:
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str) -> list[Any]:
         return rewrite.replace_result(items, index, text, call_id)
 
     def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:

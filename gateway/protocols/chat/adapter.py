@@ -68,8 +68,8 @@ class ChatAdapter:
                 return index
         return None
 
-    def replace_result(self, items: list[Any], index: int, text: str) -> list[Any]:
-        return rewrite.replace_content(items, index, text)
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str) -> list[Any]:
+        return rewrite.replace_content(items, index, text)  # a tool message answers one call
 
     def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:
         return [replies.assistant_message_for([call]), replies.veto_observation(call, observation)]

@@ -139,8 +139,8 @@ class ResponsesAdapter:
                 return index
         return None
 
-    def replace_result(self, items: list[Any], index: int, text: str) -> list[Any]:
-        return rewrite.replace_result(items, index, text)
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str) -> list[Any]:
+        return rewrite.replace_result(items, index, text)  # an output item answers one call
 
     def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:
         return rewrite.veto_exchange(call, observation, call.id in self.custom_calls)
