@@ -130,6 +130,11 @@ class Adapter(Protocol):
 
     def model(self, payload: dict[str, Any]) -> str: ...
 
+    def user(self, payload: dict[str, Any]) -> str | None:
+        """The end user the body names (OpenAI's ``user``, Anthropic's ``metadata.user_id``),
+        a session source (``sessions.body_user``); None when absent or not a non-empty string."""
+        ...
+
     # --- conversations the upstream keeps (called only when ``chains``) ----------------------
 
     async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:

@@ -14,6 +14,7 @@ from support.policies import ladder_policy
 from support.servers import serve
 
 from gateway.config import Config
+from gateway.detectors import REGISTRY
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
 
@@ -222,3 +223,27 @@ def called(name: str, ident: str) -> dict:
     tool, args = {"read": ("read_file", {"path": "a.txt"}), "list": ("list_dir", {"path": "."}),
                   "tests": ("run_tests", {})}[name]
     return {"type": "tool_use", "id": ident, "name": tool, "input": args}
+
+
+ONLY_COMPACTION = "version: 1\nname: only-compaction\ndetectors:\n" + "".join(
+    f"  {name}: false\n" for name in REGISTRY if name != "post_compaction")
+
+
+@pytest.mark.parametrize(("metadata", "sessions", "followed"), [
+    ({"user_id": "user_5e1f_account_9c2d_session_0b7a"}, {}, True),
+    ({"user_id": "user_5e1f_account_9c2d_session_0b7a"}, {"body_user": False}, False),  # switched off
+    (None, {}, False),  # only the fingerprint, which the summary changed
+])
+def test_metadata_user_id_names_the_session_a_full_summary_keeps(start_claude, metadata, sessions, followed):
+    """A Claude-Code-style agent replaces its whole history with a summary and keeps looping.
+    Its ``metadata.user_id`` is its session (as OpenAI's ``user`` is), so the post-compaction
+    guard follows it across the summary; without it nothing ties the two histories together."""
+    _, client, _ = start_claude(stubborn(), ONLY_COMPACTION, sessions=sessions)
+    agent = ClaudeAgent(client, results={"read_file": "same"}, options={"metadata": metadata} if metadata else {})
+    assert agent.run("summarize a.txt", max_steps=4) is None  # looping, unbothered so far
+    agent.messages = []  # the summary replaces everything
+    answer = agent.run("Summary of the work so far: a.txt was read several times. Continue.", max_steps=6)
+    if followed:  # 4 calls before the summary, 3 identical ones after it, then the run ends
+        assert answer and "compaction_loop_persisted" in answer and agent.executions["read_file"] == 7
+    else:
+        assert answer is None and agent.executions["read_file"] == 10

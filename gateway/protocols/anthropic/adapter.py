@@ -45,6 +45,13 @@ class AnthropicAdapter:
         model = payload.get("model")
         return model if isinstance(model, str) else ""
 
+    def user(self, payload: dict[str, Any]) -> str | None:
+        """``metadata.user_id``: the Messages API's only end-user field (Claude Code puts its
+        session's id in it), the counterpart of OpenAI's ``user``."""
+        metadata = payload.get("metadata")
+        user = metadata.get("user_id") if isinstance(metadata, dict) else None
+        return user if isinstance(user, str) and user else None
+
     # --- no server-side conversations in the Messages API ------------------------------------
 
     async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:

@@ -48,6 +48,10 @@ class ChatAdapter:
         model = payload.get("model")
         return model if isinstance(model, str) else ""
 
+    def user(self, payload: dict[str, Any]) -> str | None:
+        user = payload.get("user")
+        return user if isinstance(user, str) and user else None
+
     # --- no server-side conversations in chat ----------------------------------------------
 
     async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:

@@ -96,6 +96,10 @@ class ResponsesAdapter:
         model = payload.get("model")
         return model if isinstance(model, str) else ""
 
+    def user(self, payload: dict[str, Any]) -> str | None:
+        user = payload.get("user")
+        return user if isinstance(user, str) and user else None
+
     # --- conversations the upstream keeps ------------------------------------------------------
 
     async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
