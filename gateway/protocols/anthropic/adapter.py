@@ -35,7 +35,8 @@ class AnthropicAdapter:
     def conversation(self, payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
         return parse.conversation(payload, items, start)
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
+                   namespace: str = "") -> dict[str, Any]:
         return rewrite.with_messages(payload, items)
 
     def stream(self, payload: dict[str, Any]) -> bool:
@@ -54,10 +55,11 @@ class AnthropicAdapter:
 
     # --- no server-side conversations in the Messages API ------------------------------------
 
-    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         return []
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
+                       namespace: str) -> None:
         return None
 
     # --- interventions on the request ------------------------------------------------------

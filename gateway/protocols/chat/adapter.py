@@ -38,7 +38,8 @@ class ChatAdapter:
         turns = tuple(t for i in range(start, len(items)) if (t := turn_from_message(items[i], i)) is not None)
         return Conversation(turns, declared_tools(payload))
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
+                   namespace: str = "") -> dict[str, Any]:
         return {**payload, "messages": items}
 
     def stream(self, payload: dict[str, Any]) -> bool:
@@ -54,10 +55,11 @@ class ChatAdapter:
 
     # --- no server-side conversations in chat ----------------------------------------------
 
-    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         return []
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
+                       namespace: str) -> None:
         return None
 
     # --- interventions on the request ------------------------------------------------------
