@@ -184,7 +184,8 @@ class SessionsConfig(_Strict):
 
     headers: tuple[str, ...] = Field(("x-loopguard-session", "x-session-id"), description="request "
                                      "headers carrying a session id, first match wins")
-    body_user: bool = Field(True, description="use the body's `user` field next")
+    body_user: bool = Field(True, description="use the body's end user next: `user` (OpenAI), "
+                            "`metadata.user_id` (Anthropic)")
     metadata_key: str | None = Field("session_id", description="then the body's `metadata.<key>`; "
                                      "null: metadata is not used")
 

@@ -62,7 +62,7 @@ async def plan_request(
         conv, memo = adapter.conversation(payload, items), None
         digest = prefix.prefix_hashes_at(conv.turns, length, (length,))[length]
     client_conv = conv
-    session = _protocol_session(adapter, session_id(headers, payload, conv, sessions))
+    session = _protocol_session(adapter, session_id(headers, payload, conv, sessions, adapter.user(payload)))
     mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)
     tracked = _track(state, conv, mark, session, store, log)
@@ -116,7 +116,7 @@ def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:
         index = adapter.result_index(plan.messages, latest.call_id, latest.message_index) if latest else None
         if index is not None:
             text = policy.render("reject", finding)
-            plan.messages = adapter.replace_result(plan.messages, index, text)
+            plan.messages = adapter.replace_result(plan.messages, index, text, latest.call_id)
             plan.changed = True
     text = policy.render("warn", finding)
     plan.messages = adapter.add_anchor(plan.messages, text, policy.interventions.warn.placement)

@@ -36,6 +36,7 @@ class Exchange:
     verdict: Verdict = field(default_factory=Verdict)
     plan: RequestPlan | None = None  # None: not judged (the guard failed open): forwarded untouched
     history: list[Any] = field(default_factory=list)  # entries the adapter supplied (``Adapter.history``)
+    namespace: str = ""  # the client's (``client_namespace``): server-side chains are kept per client
     expectation: TurnGuard | None = None  # the turn's required tool, while still pending
     reasks: int = 0
     reply: dict[str, Any] | None = None  # the reply that reached the client, when it was read
@@ -51,7 +52,7 @@ class Exchange:
         earlier = self.history
         kept = len(earlier) if len(items) >= len(earlier) and all(
             a is b for a, b in zip(items, earlier, strict=False)) else 0
-        return self.adapter.with_items(self.payload, items, kept)
+        return self.adapter.with_items(self.payload, items, kept, self.namespace)
 
     def sent_body(self) -> bytes:
         return codec.dumps(self.sent_payload())

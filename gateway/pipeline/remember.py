@@ -11,6 +11,6 @@ async def remember(ex: Exchange) -> None:
         return
     sent = ex.sent_payload() if ex.plan is not None else ex.payload
     try:
-        await ex.adapter.remember(sent, ex.reply, ex.gateway.store)
+        await ex.adapter.remember(sent, ex.reply, ex.gateway.store, ex.namespace)
     except Exception as exc:  # noqa: BLE001 - a later request then judges only what it carries
         ex.log.warning("state_unavailable", op="remember", error=type(exc).__name__)

@@ -14,6 +14,7 @@ from gateway.pipeline.verdict import fail_open
 from gateway.policy.actions import Action
 from gateway.protocols import codec
 from gateway.protocols.base import Adapter
+from gateway.state.session import client_namespace
 
 
 def parse(adapter: Adapter, body: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
@@ -32,10 +33,13 @@ async def judge(ex: Exchange, headers) -> None:
     """Plan the request: ``ex.plan``, ``ex.expectation`` and the outgoing body; the actions
     taken are recorded only once the edited body exists."""
     gateway, adapter = ex.gateway, ex.adapter
+    # Known before anything can fail: ``remember`` stores the reply under it even when the
+    # guard failed open.
+    ex.namespace = client_namespace(headers)
     try:
         items = adapter.items(ex.payload)
         if adapter.chains:
-            ex.history = await adapter.history(ex.payload, gateway.store)
+            ex.history = await adapter.history(ex.payload, gateway.store, ex.namespace)
             items = [*ex.history, *items] if ex.history else items
         plan = await plan_request(adapter, ex.payload, items, headers, ex.path, gateway.policies.current,
                                   gateway.store, ex.log, sessions=gateway.config.sessions,

@@ -117,32 +117,43 @@ class Adapter(Protocol):
         with ``start > 0`` to parse only what a growing conversation added."""
         ...
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
+                   namespace: str = "") -> dict[str, Any]:
         """The payload carrying ``items`` in place of its own; every other field unchanged.
         The first ``history`` items are what ``history()`` supplied, unchanged: an upstream
         that holds them already (a server-side chain) need not get them again. ``history`` is 0
         when there were none or an edit touched them: then ``items`` must be sent whole.
         For a request with a ``history``, ``payload`` itself means "send the client's bytes";
-        a new payload is sent even when the guard changed nothing (a chain may need that)."""
+        a new payload is sent even when the guard changed nothing (a chain may need that).
+        ``namespace``: the client's, as given to ``history`` (only chains depend on it)."""
         ...
 
     def stream(self, payload: dict[str, Any]) -> bool: ...
 
     def model(self, payload: dict[str, Any]) -> str: ...
 
+    def user(self, payload: dict[str, Any]) -> str | None:
+        """The end user the body names (OpenAI's ``user``, Anthropic's ``metadata.user_id``),
+        a session source (``sessions.body_user``); None when absent or not a non-empty string."""
+        ...
+
     # --- conversations the upstream keeps (called only when ``chains``) ----------------------
 
-    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         """Entries that precede the request's own but that it does not carry, oldest first:
         a server-side chain (Responses' ``previous_response_id``) rebuilt from what
         ``remember`` stored. They are judged with the request's items. [] when none or
-        unknown (then only what is visible is judged)."""
+        unknown (then only what is visible is judged). ``namespace`` is the client's
+        (``gateway.state.session.client_namespace``): only what ``remember`` stored for the
+        same client is found, so a client cannot read another's conversation by its id."""
         ...
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
+                       namespace: str) -> None:
         """After a reply reached the client: ``sent`` is the last request body the upstream got
         (the re-ask, when there was one), ``reply`` the reply (a stream's ``StreamFilter.reply``).
-        Store what a later ``history`` needs. Never raises on odd input."""
+        Store what a later ``history`` of the same client (``namespace``) needs. Never raises on
+        odd input."""
         ...
 
     # --- interventions on the request (warn, replaced result, re-shown veto) ---------------
@@ -157,8 +168,11 @@ class Adapter(Protocol):
         """Where the result of call ``call_id`` (issued by the entry at ``after``) is, if any."""
         ...
 
-    def replace_result(self, items: list[Any], index: int, text: str) -> list[Any]:
-        """An executed call already at reject level: its result at ``index`` becomes ``text``."""
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str) -> list[Any]:
+        """An executed call already at reject level: its result (the one answering ``call_id``,
+        in the entry at ``index`` that ``result_index`` found) becomes ``text``. One entry may
+        answer several calls (Anthropic: one user turn, a ``tool_result`` per parallel call),
+        so the call id, not the position, says which result is the refused call's."""
         ...
 
     def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:

@@ -141,12 +141,13 @@ class StateStore(Protocol):
         operation timeout, never raises, and not counted as a degradation."""
         ...
 
-    async def response_chain(self, response_id: str) -> ChainRecord | None:
-        """The record saved for ``response_id``; None when unknown, expired or unavailable."""
+    async def response_chain(self, key: str) -> ChainRecord | None:
+        """The record saved under ``key`` (a response id within its client's namespace, as the
+        adapter builds it); None when unknown, expired or unavailable."""
         ...
 
-    async def save_response_chain(self, response_id: str, record: ChainRecord) -> None:
-        """Keep ``record`` for ``response_id`` (TTL-bounded like sessions; best effort)."""
+    async def save_response_chain(self, key: str, record: ChainRecord) -> None:
+        """Keep ``record`` under ``key`` (TTL-bounded like sessions; best effort)."""
         ...
 
     async def aclose(self) -> None: ...

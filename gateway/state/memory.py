@@ -75,12 +75,12 @@ class MemoryStore:
     async def ping(self) -> bool:
         return True  # in-process: nothing can be unreachable
 
-    async def response_chain(self, response_id: str) -> ChainRecord | None:
-        raw = self._chains.get(response_id)
+    async def response_chain(self, key: str) -> ChainRecord | None:
+        raw = self._chains.get(key)
         return ChainRecord.loads(raw) if raw is not None else None
 
-    async def save_response_chain(self, response_id: str, record: ChainRecord) -> None:
-        self._chains.put(response_id, record.dumps())
+    async def save_response_chain(self, key: str, record: ChainRecord) -> None:
+        self._chains.put(key, record.dumps())
 
     async def aclose(self) -> None:
         self._sessions.clear()
@@ -120,7 +120,7 @@ class MemoryStore:
 
 
 class _Chains:
-    """Serialized chain records by response id: LRU within a total byte budget, TTL on each."""
+    """Serialized chain records by key (a namespaced response id): LRU within a total byte budget, TTL on each."""
 
     def __init__(self, max_bytes: int, ttl_s: float) -> None:
         self.max_bytes = max_bytes

@@ -14,8 +14,8 @@ Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
 ``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
 ``{prefix}c:{session}`` (the compaction marker, while one applies). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
-``{prefix}r:{response_id}`` holds a response chain record (``previous_response_id``), under
-the same TTL; its size is bounded by the adapter that builds it.
+``{prefix}r:{client namespace}{response_id}`` holds a response chain record
+(``previous_response_id``), under the same TTL; its size is bounded by the adapter that builds it.
 
 A request costs one round trip: one pipeline reads the vetoes and the compaction marker, swaps
 the history mark (``SET ... GET``, Redis >= 6.2) and refreshes the TTLs. Only a compaction
@@ -99,13 +99,13 @@ class RedisStore:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def response_chain(self, response_id: str) -> ChainRecord | None:
-        record = await self._run("response_chain", lambda: self._load_chain(self.key("r", response_id)))
+    async def response_chain(self, key: str) -> ChainRecord | None:
+        record = await self._run("response_chain", lambda: self._load_chain(self.key("r", key)))
         return record if isinstance(record, ChainRecord) else None
 
-    async def save_response_chain(self, response_id: str, record: ChainRecord) -> None:
-        key, raw = self.key("r", response_id), record.dumps()
-        await self._run("save_response_chain", lambda: self._client.set(key, raw, px=self.ttl_ms))
+    async def save_response_chain(self, key: str, record: ChainRecord) -> None:
+        name, raw = self.key("r", key), record.dumps()
+        await self._run("save_response_chain", lambda: self._client.set(name, raw, px=self.ttl_ms))
 
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""

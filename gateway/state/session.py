@@ -19,15 +19,21 @@ CLIENT_HEADER = "x-loopguard-client"
 
 
 def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
-               sources: SessionsConfig = DEFAULT_SOURCES) -> str:
+               sources: SessionsConfig = DEFAULT_SOURCES, user: str | None = None) -> str:
     """The session's key in the state store: the client's own id, namespaced by its credential.
+    ``user``: the end user the body names, read by the protocol's adapter (``Adapter.user``).
 
     Two tenants choosing the same session id (or ``user``, or starting their conversations
     alike) must never share state, or one could push the other's run into termination.
     """
+    return client_namespace(headers) + _local_id(headers, payload, conv, sources, user)
+
+
+def client_namespace(headers: Mapping[str, str]) -> str:
+    """``c:<credential hash>:``, the prefix of everything the gateway keeps for one client (its
+    sessions, its response chains); "" for a request without a credential."""
     client = headers.get(CLIENT_HEADER) or _credential_hash(headers)
-    local = _local_id(headers, payload, conv, sources)
-    return f"c:{client[:24]}:{local}" if client else local
+    return f"c:{client[:24]}:" if client else ""
 
 
 def _credential_hash(headers: Mapping[str, str]) -> str | None:
@@ -42,17 +48,15 @@ def _credential_hash(headers: Mapping[str, str]) -> str | None:
 
 
 def _local_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
-              sources: SessionsConfig) -> str:
-    """Explicit identifiers first, in the configured order (headers, body ``user``,
+              sources: SessionsConfig, user: str | None) -> str:
+    """Explicit identifiers first, in the configured order (headers, the body's end user,
     ``metadata.<key>``); else a fingerprint of how the conversation starts, which is stable
     across its requests. The prefix keeps an id from one source from meeting another's."""
     for name in sources.headers:
         if value := headers.get(name):
             return "h:" + value[:200]
-    if sources.body_user:
-        user = payload.get("user")
-        if isinstance(user, str) and user:
-            return "u:" + user[:200]
+    if sources.body_user and user:
+        return "u:" + user[:200]
     metadata = payload.get("metadata")
     if sources.metadata_key and isinstance(metadata, dict):
         sid = metadata.get(sources.metadata_key)

@@ -14,6 +14,7 @@ from support.policies import ladder_policy
 from support.servers import serve
 
 from gateway.config import Config
+from gateway.detectors import REGISTRY
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
 
@@ -173,3 +174,76 @@ def test_with_thinking_on_only_the_reask_goes_without_it(start_claude, stream):
     # The warning went to the end of the system prompt, after the client's own block.
     assert sent[3]["system"][0] == {"type": "text", "text": "You read files."}
     assert sent[3]["system"][1]["text"].startswith("[LoopGuard]")
+
+
+def read_a(ident: str) -> dict:
+    return {"type": "tool_use", "id": ident, "name": "read_file", "input": {"path": "a.txt"}}
+
+
+def answered(ident: str, text: str = "same") -> dict:
+    return {"type": "tool_result", "tool_use_id": ident, "content": text}
+
+
+@pytest.mark.parametrize("order", [
+    ("read", "list"),
+    ("list", "read"),
+    ("read", "list", "tests"),
+    ("list", "read", "tests"),
+    ("list", "tests", "read"),
+])
+def test_the_refused_result_is_the_looping_calls_among_parallel_results(start_claude, order):
+    """Four rounds of the same parallel calls and results; the round's last call, the read, is
+    at reject level. The last round's results come in ``order`` (an agent reports them as its
+    calls finish): only the read's result becomes the refusal, the others stay as sent."""
+    upstream, client, _ = start_claude(lambda body: Said(text="ok"))
+    messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
+    for n in range(1, 5):
+        # The read is the round's last call (the one judged); results come in call order,
+        # except in the last round.
+        called_order = [name for name in order if name != "read"] + ["read"]
+        uses = [called(name, f"toolu_{name}{n}") for name in called_order]
+        results = [{"type": "tool_result", "tool_use_id": f"toolu_{name}{n}", "content": f"output of {name}"}
+                   for name in (order if n == 4 else called_order)]
+        messages += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
+
+    raw = client.messages.with_raw_response.create(model="claude-sonnet-4-6", max_tokens=64, tools=TOOLS,
+                                                   messages=messages)
+
+    assert raw.headers["x-loopguard-action"] == "reject"
+    sent = upstream.last["json"]["messages"][-1]["content"]
+    assert [b["tool_use_id"] for b in sent] == [b["tool_use_id"] for b in results]  # same blocks, same order
+    for before, after in zip(results, sent, strict=True):
+        if before["tool_use_id"] == "toolu_read4":
+            assert after["is_error"] is True and after["content"].lower().startswith(MARK)
+        else:
+            assert after == before
+
+
+def called(name: str, ident: str) -> dict:
+    tool, args = {"read": ("read_file", {"path": "a.txt"}), "list": ("list_dir", {"path": "."}),
+                  "tests": ("run_tests", {})}[name]
+    return {"type": "tool_use", "id": ident, "name": tool, "input": args}
+
+
+ONLY_COMPACTION = "version: 1\nname: only-compaction\ndetectors:\n" + "".join(
+    f"  {name}: false\n" for name in REGISTRY if name != "post_compaction")
+
+
+@pytest.mark.parametrize(("metadata", "sessions", "followed"), [
+    ({"user_id": "user_5e1f_account_9c2d_session_0b7a"}, {}, True),
+    ({"user_id": "user_5e1f_account_9c2d_session_0b7a"}, {"body_user": False}, False),  # switched off
+    (None, {}, False),  # only the fingerprint, which the summary changed
+])
+def test_metadata_user_id_names_the_session_a_full_summary_keeps(start_claude, metadata, sessions, followed):
+    """A Claude-Code-style agent replaces its whole history with a summary and keeps looping.
+    Its ``metadata.user_id`` is its session (as OpenAI's ``user`` is), so the post-compaction
+    guard follows it across the summary; without it nothing ties the two histories together."""
+    _, client, _ = start_claude(stubborn(), ONLY_COMPACTION, sessions=sessions)
+    agent = ClaudeAgent(client, results={"read_file": "same"}, options={"metadata": metadata} if metadata else {})
+    assert agent.run("summarize a.txt", max_steps=4) is None  # looping, unbothered so far
+    agent.messages = []  # the summary replaces everything
+    answer = agent.run("Summary of the work so far: a.txt was read several times. Continue.", max_steps=6)
+    if followed:  # 4 calls before the summary, 3 identical ones after it, then the run ends
+        assert answer and "compaction_loop_persisted" in answer and agent.executions["read_file"] == 7
+    else:
+        assert answer is None and agent.executions["read_file"] == 10

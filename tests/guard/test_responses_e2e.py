@@ -143,3 +143,30 @@ def test_a_chained_request_the_guard_does_not_change_goes_as_the_clients_bytes(s
     reply = httpx.post(url + "/v1/responses", content=sent, timeout=20,
                        headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
     assert reply.status_code == 200 and upstream.requests[-1]["raw"] == sent
+
+
+def test_a_client_naming_another_clients_response_gets_none_of_its_chain(start):
+    """Tenant A's chain holds three identical reads. Tenant B (another key) continues A's latest
+    response: the gateway judges B on what B sent, as for an id it does not know, while A
+    continuing its own chain is warned."""
+    upstream, url = start(stubborn())
+    tenant_a = openai.OpenAI(base_url=url + "/v1", api_key="sk-tenant-a", max_retries=0, timeout=20)
+    tenant_b = openai.OpenAI(base_url=url + "/v1", api_key="sk-tenant-b", max_retries=0, timeout=20)
+    latest = tenant_a.responses.create(model="gpt-4.1", input="Summarize a.txt", tools=BODY["tools"])
+    for _ in range(2):
+        latest = tenant_a.responses.create(model="gpt-4.1", previous_response_id=latest.id, tools=BODY["tools"],
+                                           input=[{"type": "function_call_output", "call_id": latest.output[0].call_id,
+                                                   "output": "contents of a.txt"}])
+    following = [{"type": "function_call_output", "call_id": latest.output[0].call_id, "output": "contents of a.txt"}]
+
+    other = tenant_b.responses.with_raw_response.create(model="gpt-4.1", previous_response_id=latest.id,
+                                                        tools=BODY["tools"], input=following)
+    assert other.headers["x-loopguard-action"] == "pass"
+    sent = upstream.requests[-1]["json"]
+    assert sent["previous_response_id"] == latest.id and sent["input"] == following and not texts(sent)
+
+    before = len(upstream.requests)
+    own = tenant_a.responses.with_raw_response.create(model="gpt-4.1", previous_response_id=latest.id,
+                                                      tools=BODY["tools"], input=following)
+    assert own.headers["x-loopguard-action"] != "pass"
+    assert texts(upstream.requests[before]["json"])  # A's own request went up with the warning

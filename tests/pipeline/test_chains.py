@@ -22,14 +22,14 @@ class ChainedChat(ChatAdapter):
     def __init__(self) -> None:
         self.saved: dict[str, list] = {}
 
-    async def history(self, payload, store):
+    async def history(self, payload, store, namespace):
         return list(self.saved.get(payload.get("previous_id"), []))
 
-    async def remember(self, sent, reply, store):
+    async def remember(self, sent, reply, store, namespace):
         earlier = self.saved.get(sent.get("previous_id"), [])
         self.saved[reply["id"]] = [*earlier, *sent["messages"], reply["choices"][0]["message"]]
 
-    def with_items(self, payload, items, history=0):
+    def with_items(self, payload, items, history=0, namespace=""):
         body = {**payload, "messages": items[history:]}  # the upstream holds the rest
         return body if history else {k: v for k, v in body.items() if k != "previous_id"}
 

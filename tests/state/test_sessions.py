@@ -3,8 +3,11 @@
 import pytest
 
 from gateway.config import ConfigError, SessionsConfig, load_config
+from gateway.protocols.anthropic.adapter import ANTHROPIC
+from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.chat.parse import conversation_from_body
-from gateway.state.session import is_fingerprint, session_id
+from gateway.protocols.responses.adapter import RESPONSES
+from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
 
 BODY = {"model": "m", "user": "alice", "metadata": {"session_id": "meta-1", "run": "run-9"},
         "messages": [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "task"}]}
@@ -12,7 +15,7 @@ BODY = {"model": "m", "user": "alice", "metadata": {"session_id": "meta-1", "run
 
 def sid(headers, body=BODY, sources=None):
     conv = conversation_from_body(body)
-    return session_id(headers, body, conv) if sources is None else session_id(headers, body, conv, sources)
+    return session_id(headers, body, conv, sources or DEFAULT_SOURCES, CHAT.user(body))
 
 
 def test_default_order_header_then_user_then_metadata_then_fingerprint():
@@ -74,4 +77,37 @@ def test_fingerprinted_sessions_are_told_apart_from_named_ones():
                                                 {"role": "user", "content": "task"}]})
     assert is_fingerprint(session_id({}, {"messages": []}, conv))
     assert not is_fingerprint(session_id({"x-loopguard-session": "run-1"}, {"messages": []}, conv))
-    assert not is_fingerprint(session_id({}, {"messages": [], "user": "alice"}, conv))
+    assert not is_fingerprint(session_id({}, {"messages": []}, conv, DEFAULT_SOURCES, "alice"))
+
+
+CLAUDE_CODE_USER = "user_5e1f_account_9c2d_session_0b7a"  # what Claude Code sends as metadata.user_id
+
+
+@pytest.mark.parametrize(("adapter", "body", "user"), [
+    (CHAT, {"user": "alice"}, "alice"),
+    (RESPONSES, {"user": "alice"}, "alice"),
+    (ANTHROPIC, {"metadata": {"user_id": CLAUDE_CODE_USER}}, CLAUDE_CODE_USER),
+    (ANTHROPIC, {"user": "alice"}, None),  # not a Messages API field
+    (CHAT, {"metadata": {"user_id": "alice"}}, None),  # chat reads metadata only by metadata_key
+    (ANTHROPIC, {"metadata": {"user_id": ""}}, None),
+    (ANTHROPIC, {"metadata": {"user_id": 42}}, None),
+    (ANTHROPIC, {"metadata": "alice"}, None),
+    (CHAT, {"user": ["alice"]}, None),
+])
+def test_each_protocol_names_its_end_user_its_own_way(adapter, body, user):
+    assert adapter.user(body) == user
+
+
+ANTHROPIC_BODY = {"model": "claude-sonnet-4-6", "max_tokens": 10, "metadata": {"user_id": CLAUDE_CODE_USER},
+                  "system": "You are an agent.", "messages": [{"role": "user", "content": "task"}]}
+
+
+@pytest.mark.parametrize(("headers", "sources", "expected"), [
+    ({}, DEFAULT_SOURCES, "u:" + CLAUDE_CODE_USER),
+    ({"x-loopguard-session": "run-1"}, DEFAULT_SOURCES, "h:run-1"),  # a header still comes first
+    ({}, SessionsConfig(body_user=False), "f:"),  # the same switch as OpenAI's `user`
+])
+def test_anthropic_metadata_user_id_is_a_session_source_like_user(headers, sources, expected):
+    conv = ANTHROPIC.conversation(ANTHROPIC_BODY, ANTHROPIC.items(ANTHROPIC_BODY))
+    found = session_id(headers, ANTHROPIC_BODY, conv, sources, ANTHROPIC.user(ANTHROPIC_BODY))
+    assert found == expected if expected != "f:" else found.startswith("f:")

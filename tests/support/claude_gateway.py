@@ -18,7 +18,7 @@ def start_claude(tmp_path):
     """Start (scripted Anthropic upstream, gateway); returns (upstream, client, gateway url)."""
     contexts = []
 
-    def start(responder, policy_text: str | None = None, **upstream_config):
+    def start(responder, policy_text: str | None = None, sessions: dict | None = None, **upstream_config):
         upstream = AnthropicUpstream(responder)
         ctx = serve(upstream.app)
         url = ctx.__enter__()
@@ -27,7 +27,8 @@ def start_claude(tmp_path):
         policy.write_text(policy_text or ladder_policy())
         # The OpenAI upstream is never reached: a closed port proves it.
         config = Config.model_validate({"upstream": {"base_url": "http://127.0.0.1:9/v1",
-                                                     "anthropic_base_url": url, **upstream_config}})
+                                                     "anthropic_base_url": url, **upstream_config},
+                                        "sessions": sessions or {}})
         ctx = serve(build_app(config, policies=PolicyHolder(policy)), **SERVER_OPTIONS)
         gateway = ctx.__enter__()
         contexts.append(ctx)

@@ -35,7 +35,8 @@ class AnthropicAdapter:
     def conversation(self, payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
         return parse.conversation(payload, items, start)
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
+                   namespace: str = "") -> dict[str, Any]:
         return rewrite.with_messages(payload, items)
 
     def stream(self, payload: dict[str, Any]) -> bool:
@@ -45,12 +46,20 @@ class AnthropicAdapter:
         model = payload.get("model")
         return model if isinstance(model, str) else ""
 
+    def user(self, payload: dict[str, Any]) -> str | None:
+        """``metadata.user_id``: the Messages API's only end-user field (Claude Code puts its
+        session's id in it), the counterpart of OpenAI's ``user``."""
+        metadata = payload.get("metadata")
+        user = metadata.get("user_id") if isinstance(metadata, dict) else None
+        return user if isinstance(user, str) and user else None
+
     # --- no server-side conversations in the Messages API ------------------------------------
 
-    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         return []
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
+                       namespace: str) -> None:
         return None
 
     # --- interventions on the request ------------------------------------------------------
@@ -61,7 +70,7 @@ class AnthropicAdapter:
     def result_index(self, items: list[Any], call_id: str, after: int) -> int | None:
         return rewrite.result_index(items, call_id, after)
 
-    def replace_result(self, items: list[Any], index: int, text: str, call_id: str | None = None) -> list[Any]:
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str) -> list[Any]:
         return rewrite.replace_result(items, index, text, call_id)
 
     def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:

@@ -88,18 +88,19 @@ def result_index(messages: list[Any], call_id: str, after: int) -> int | None:
     return None
 
 
-def replace_result(messages: list[Any], index: int, text: str, call_id: str | None = None) -> list[Any]:
-    """The ``tool_result`` answering ``call_id`` (else the message's last one) gets ``text`` as
-    its content and ``is_error: true``: the observation says the call did not run."""
+def replace_result(messages: list[Any], index: int, text: str, call_id: str) -> list[Any]:
+    """The ``tool_result`` answering ``call_id`` gets ``text`` as its content and
+    ``is_error: true``: the observation says the call did not run. The other results of the
+    turn (parallel calls) stay as they are; when no result answers ``call_id`` nothing changes,
+    since refusing another call's result would misreport what ran."""
     message = messages[index] if 0 <= index < len(messages) else None
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return messages
-    spots = [i for i, block in enumerate(content) if _is_result(block)]
-    chosen = [i for i in spots if content[i].get("tool_use_id") == call_id] if call_id else []
-    at = (chosen or spots or [None])[-1]
-    if at is None:
+    spots = [i for i, block in enumerate(content) if _is_result(block) and block.get("tool_use_id") == call_id]
+    if not spots:
         return messages
+    at = spots[-1]
     blocks = list(content)
     blocks[at] = {**blocks[at], "content": text, "is_error": True}
     out = list(messages)

@@ -38,7 +38,8 @@ class ChatAdapter:
         turns = tuple(t for i in range(start, len(items)) if (t := turn_from_message(items[i], i)) is not None)
         return Conversation(turns, declared_tools(payload))
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
+                   namespace: str = "") -> dict[str, Any]:
         return {**payload, "messages": items}
 
     def stream(self, payload: dict[str, Any]) -> bool:
@@ -48,12 +49,17 @@ class ChatAdapter:
         model = payload.get("model")
         return model if isinstance(model, str) else ""
 
+    def user(self, payload: dict[str, Any]) -> str | None:
+        user = payload.get("user")
+        return user if isinstance(user, str) and user else None
+
     # --- no server-side conversations in chat ----------------------------------------------
 
-    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         return []
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
+                       namespace: str) -> None:
         return None
 
     # --- interventions on the request ------------------------------------------------------
@@ -68,8 +74,8 @@ class ChatAdapter:
                 return index
         return None
 
-    def replace_result(self, items: list[Any], index: int, text: str) -> list[Any]:
-        return rewrite.replace_content(items, index, text)
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str) -> list[Any]:
+        return rewrite.replace_content(items, index, text)  # a tool message answers one call
 
     def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:
         return [replies.assistant_message_for([call]), replies.veto_observation(call, observation)]

@@ -48,11 +48,14 @@ class ResponsesAdapter:
     def __init__(self) -> None:
         self.custom_calls = Recent()  # call id -> None: a refused call is re-shown as its own kind
         self.withheld = Recent()  # response id -> calls the client never saw (owed outputs)
+        # Keyed like the records (``chain.key``: the client's namespace and the response id),
+        # so one client's request never meets what another's left here.
         # previous_response_id -> (items ``history`` supplied, the upstream's id, their fingerprint)
         self.history_sizes = Recent()
-        self.aliases = Recent()  # the client's response id -> the upstream's (a continued stream)
         self.named = Recent()  # the upstream's id a request was sent with -> the client's
         self.unknown = Recent(1024)  # previous ids already logged as unknown (logged once)
+        # The upstream's own reply ids are unique: keyed by them alone.
+        self.aliases = Recent()  # the client's response id -> the upstream's (a continued stream)
 
     # --- the request --------------------------------------------------------------------------
 
@@ -66,13 +69,14 @@ class ResponsesAdapter:
             return conv
         return Conversation((Turn(-1, "system", instructions), *conv.turns), conv.tools)
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0) -> dict[str, Any]:
+    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
+                   namespace: str = "") -> dict[str, Any]:
         """Items the upstream holds already (``history`` of them, from the chain) are not sent
         again, except outputs owed for calls it proposed there. When the gateway changed the
         chain's earlier items, the whole conversation goes, without ``previous_response_id``.
         The client's own payload object comes back when it can go upstream as it is."""
         previous = chain.previous_id(payload)
-        known = self.history_sizes.get(previous) if previous is not None else None
+        known = self.history_sizes.get(chain.key(namespace, previous)) if previous is not None else None
         if known is None:  # no chain, or one the gateway does not know: the items are the request's
             return rewrite.with_items(payload, items)
         size, upstream, fingerprint = known
@@ -85,7 +89,7 @@ class ResponsesAdapter:
         if not upstream and len(sent) == len(own) and all(a is b for a, b in zip(sent, own)):
             return payload
         if upstream:
-            self.named.put(upstream, previous)
+            self.named.put(chain.key(namespace, upstream), previous)
             payload = {**payload, "previous_response_id": upstream}
         return rewrite.with_items(payload, sent)
 
@@ -96,36 +100,43 @@ class ResponsesAdapter:
         model = payload.get("model")
         return model if isinstance(model, str) else ""
 
+    def user(self, payload: dict[str, Any]) -> str | None:
+        user = payload.get("user")
+        return user if isinstance(user, str) and user else None
+
     # --- conversations the upstream keeps ------------------------------------------------------
 
-    async def history(self, payload: dict[str, Any], store: StateStore) -> list[Any]:
+    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         previous = chain.previous_id(payload)
         if previous is None:
             return []
-        record = await store.response_chain(previous)
-        if record is None:
-            if previous not in self.unknown:
-                self.unknown.put(previous)
+        key = chain.key(namespace, previous)
+        record = await store.response_chain(key)
+        if record is None:  # unknown, expired, or another client's
+            if key not in self.unknown:
+                self.unknown.put(key)
                 structlog.get_logger("loopguard").info(
                     "chain_unknown", previous_response_id=previous,
                     detail="judging only the items the request carries")
             return []
         items = [*record.items, *record.owed]  # owed outputs last: with_items sends them
-        self.history_sizes.put(previous, (len(items), record.upstream_id, chain.fingerprint(items)))
+        self.history_sizes.put(key, (len(items), record.upstream_id, chain.fingerprint(items)))
         return items
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore) -> None:
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
+                       namespace: str) -> None:
         response_id = reply.get("id") if isinstance(reply, dict) else None
         if not chain.recorded(sent) or not isinstance(response_id, str) or not response_id:
             return
         previous = chain.previous_id(sent)
-        previous = self.named.get(previous, previous)  # the record is kept under the client's id
-        prior = await store.response_chain(previous) if previous is not None else None
+        if previous is not None:  # the record is kept under the client's id
+            previous = self.named.get(chain.key(namespace, previous), previous)
+        prior = await store.response_chain(chain.key(namespace, previous)) if previous is not None else None
         dropped = self.withheld.pop(response_id, None) or []
         owed = chain.owed_outputs(dropped, WITHHELD, {c.id for c in dropped if c.id in self.custom_calls})
         record = chain.next_record(prior, parse.input_items(sent), replies.output_items(reply), owed)
         upstream = self.aliases.pop(response_id, None)
-        await store.save_response_chain(response_id, replace(record, upstream_id=upstream))
+        await store.save_response_chain(chain.key(namespace, response_id), replace(record, upstream_id=upstream))
 
     # --- interventions on the request ----------------------------------------------------------
 
@@ -139,8 +150,8 @@ class ResponsesAdapter:
                 return index
         return None
 
-    def replace_result(self, items: list[Any], index: int, text: str) -> list[Any]:
-        return rewrite.replace_result(items, index, text)
+    def replace_result(self, items: list[Any], index: int, text: str, call_id: str) -> list[Any]:
+        return rewrite.replace_result(items, index, text)  # an output item answers one call
 
     def veto_exchange(self, call: ToolCall, observation: str) -> list[Any]:
         return rewrite.veto_exchange(call, observation, call.id in self.custom_calls)

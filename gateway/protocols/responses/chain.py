@@ -19,6 +19,11 @@ among the chain's items change, the conversation is sent whole instead (``whole`
 
 A request with ``store: false`` carries everything and is never recorded; an unknown id (another
 gateway, expired state) means judging only what the request carries.
+
+Records are kept per client (``key``): a response id is no secret (it shows in logs, URLs and
+shared transcripts), and a record holds a whole conversation, tool outputs included. A client
+naming another client's response finds nothing, exactly as for an unknown id: it is never judged
+on, shown, or extending the other's conversation.
 """
 
 from __future__ import annotations
@@ -37,6 +42,16 @@ from gateway.trace.model import VETO_MARKER, ToolCall
 # need, and the byte bound keeps one chain of large tool outputs from filling the store.
 MAX_ITEMS = 256
 MAX_BYTES = 256 * 1024
+
+# The namespace of clients without a credential: "-" is no hex digit, so no response id a
+# client chooses can make its key another client's (``c:<credential hash>:``).
+ANONYMOUS = "c:-:"
+
+
+def key(namespace: str, response_id: str) -> str:
+    """Where a response's record is kept: under the namespace of the client that created it
+    (``gateway.state.session.client_namespace``; "" for none)."""
+    return (namespace or ANONYMOUS) + response_id
 
 
 def previous_id(payload: Any) -> str | None:

@@ -106,9 +106,37 @@ def test_a_replaced_result_is_an_error_observation():
     assert [e.vetoed for e in trace.events] == [False, True, False]
 
 
-def test_a_replaced_result_without_an_id_is_the_messages_last():
-    out = edit(body(), lambda items: A.replace_result(items, 4, VETO))
-    assert out["messages"][4]["content"][1]["content"] == VETO
+def parallel(*order: str) -> list[dict]:
+    """The conversation ending in one round of parallel calls, answered by one user turn whose
+    results come in ``order`` (an agent reports them as its calls finish), then a reminder."""
+    uses = [{"type": "tool_use", "id": ident, "name": "read_file", "input": {"path": ident}} for ident in sorted(order)]
+    results = [{"type": "tool_result", "tool_use_id": ident, "content": f"out of {ident}"} for ident in order]
+    return [*A.items(body())[:3], {"role": "assistant", "content": uses},
+            {"role": "user", "content": [*results, {"type": "text", "text": "<system-reminder/>"}]}]
+
+
+@pytest.mark.parametrize("order, call_id", [
+    (("toolu_01B", "toolu_01C"), "toolu_01B"),
+    (("toolu_01B", "toolu_01C"), "toolu_01C"),
+    (("toolu_01C", "toolu_01B"), "toolu_01B"),
+    (("toolu_01B", "toolu_01C", "toolu_01D"), "toolu_01B"),
+    (("toolu_01B", "toolu_01C", "toolu_01D"), "toolu_01C"),
+    (("toolu_01D", "toolu_01B", "toolu_01C"), "toolu_01D"),
+])
+def test_only_the_result_of_the_given_call_is_replaced(order, call_id):
+    items = parallel(*order)
+    out = A.replace_result(items, 4, VETO, call_id)
+    for before, after in zip(items[4]["content"], out[4]["content"], strict=True):
+        if before.get("tool_use_id") == call_id:
+            assert after == {**before, "content": VETO, "is_error": True}
+        else:
+            assert after == before
+
+
+@pytest.mark.parametrize("call_id", ["toolu_01Z", ""])
+def test_a_call_no_result_answers_changes_nothing(call_id):
+    items = parallel("toolu_01B", "toolu_01C")
+    assert A.replace_result(items, 4, VETO, call_id) == items
 
 
 @pytest.mark.parametrize("index", [0, 1, 99, -1])

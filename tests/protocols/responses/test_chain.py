@@ -14,6 +14,7 @@ from gateway.state.base import ChainRecord
 from gateway.trace.model import ToolCall
 
 ADAPTER = ResponsesAdapter()
+NS, OTHER = "c:" + "a" * 24 + ":", "c:" + "b" * 24 + ":"  # two clients' namespaces (credential hashes)
 USER = {"role": "user", "content": "Summarize a.txt"}
 NOTE = "[loopguard] This call was not run: it repeats a call that made no progress."
 
@@ -65,10 +66,10 @@ async def test_a_chain_is_judged_whole_and_sent_by_reference():
     for n in range(1, 4):
         payload = chained(previous, [USER] if n == 1 else [output(f"call_{n - 1}")])
         reply = response([function_call("read_file", '{"path": "a.txt"}', f"call_{n}")], f"resp_{n}")
-        await adapter.remember(payload, reply, store)
+        await adapter.remember(payload, reply, store, NS)
         previous = f"resp_{n}"
     payload = chained(previous, [output("call_3")])
-    history = await adapter.history(payload, store)
+    history = await adapter.history(payload, store, NS)
     items = [*history, *adapter.items(payload)]
     conv = adapter.conversation(payload, items)
     assert [c.id for t in conv.turns for c in t.tool_calls] == ["call_1", "call_2", "call_3"]
@@ -77,7 +78,7 @@ async def test_a_chain_is_judged_whole_and_sent_by_reference():
     assert conv.tools == frozenset({"read_file"})
     # Unchanged history goes by reference; an anchor after it goes with the request's items.
     anchored = adapter.add_anchor(items, "[loopguard] warn", "system")
-    sent = adapter.with_items(payload, anchored, len(history))
+    sent = adapter.with_items(payload, anchored, len(history), NS)
     assert sent["previous_response_id"] == "resp_3" and sent["input"] == [output("call_3"), anchored[-1]]
 
 
@@ -85,18 +86,51 @@ async def test_unknown_previous_response_judges_what_is_visible_logged_once():
     adapter, store = ResponsesAdapter(), MemoryStore()
     payload = chained("resp_elsewhere", [output("call_9")])
     with capture_logs() as logs:
-        assert await adapter.history(payload, store) == []
-        assert await adapter.history(payload, store) == []
+        assert await adapter.history(payload, store, NS) == []
+        assert await adapter.history(payload, store, NS) == []
     assert [e["event"] for e in logs] == ["chain_unknown"]
-    assert adapter.with_items(payload, [output("call_9")], 0) == payload
+    assert adapter.with_items(payload, [output("call_9")], 0, NS) == payload
+
+
+async def test_another_clients_response_is_an_unknown_one():
+    # Client A's chain holds two identical reads; client B names A's latest response.
+    adapter, store = ResponsesAdapter(), MemoryStore()
+    adapter.aliases.put("resp_2", "resp_up2")  # A's stream was continued: the upstream knows it by another id
+    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
+                           store, NS)
+    await adapter.remember(chained("resp_1", [output("call_1")]),
+                           response([function_call("read_file", "{}", "call_2")], "resp_2"), store, NS)
+    mine = chained("resp_2", [output("call_2")])
+    assert len(await adapter.history(mine, store, NS)) == 4  # A itself: the whole chain
+    theirs = chained("resp_2", [output("call_2", "B's own output")])
+    with capture_logs() as logs:
+        assert await adapter.history(theirs, store, OTHER) == []
+    assert [e["event"] for e in logs] == ["chain_unknown"]
+    # Nothing of A's shapes B's request: sent as B wrote it (not under A's upstream id)...
+    assert adapter.with_items(theirs, adapter.items(theirs), 0, OTHER) == theirs
+    # ...and B's reply starts B's own record, not a continuation of A's conversation.
+    await adapter.remember(theirs, response([message("done")], "resp_3"), store, OTHER)
+    record = await store.response_chain(chain.key(OTHER, "resp_3"))
+    assert list(record.items) == [message("done")]  # (an output without its call is not kept)
+    assert await store.response_chain(chain.key(NS, "resp_3")) is None
+
+
+@pytest.mark.parametrize(("namespace", "response_id"), [
+    ("", "resp_1"),
+    (NS, "resp_1"),
+    ("", NS + "resp_1"),  # a client without a credential naming a key of A's
+    (OTHER, NS + "resp_1"),
+])
+def test_no_response_id_makes_a_key_of_another_clients(namespace, response_id):
+    assert chain.key(namespace, response_id) != chain.key(NS, "resp_1") or (namespace, response_id) == (NS, "resp_1")
 
 
 async def test_store_false_is_neither_read_nor_recorded():
     adapter, store = ResponsesAdapter(), MemoryStore()
     payload = {**chained("resp_1", [USER]), "store": False}
-    await adapter.remember(payload, response([message("hi")], "resp_2"), store)
-    assert await store.response_chain("resp_2") is None
-    assert await adapter.history(payload, store) == []
+    await adapter.remember(payload, response([message("hi")], "resp_2"), store, NS)
+    assert await store.response_chain(chain.key(NS, "resp_2")) is None
+    assert await adapter.history(payload, store, NS) == []
 
 
 async def test_withheld_calls_are_answered_in_the_next_request_of_the_chain():
@@ -105,10 +139,10 @@ async def test_withheld_calls_are_answered_in_the_next_request_of_the_chain():
     reply = response([function_call("read_file", "{}", "call_1"), function_call("write_file", "{}", "call_2")],
                      "resp_1")
     kept = adapter.keep_calls(reply, [1])  # the gateway let only the first call through
-    await adapter.remember(first, kept, store)
+    await adapter.remember(first, kept, store, NS)
     payload = chained("resp_1", [output("call_1")])
-    history = await adapter.history(payload, store)
-    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history))
+    history = await adapter.history(payload, store, NS)
+    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history), NS)
     assert sent["input"] == [{"type": "function_call_output", "call_id": "call_2", "output": WITHHELD},
                              output("call_1")]
 
@@ -116,13 +150,13 @@ async def test_withheld_calls_are_answered_in_the_next_request_of_the_chain():
 async def test_a_refused_call_shown_again_inside_the_history_is_not_sent_again():
     adapter, store = ResponsesAdapter(), MemoryStore()
     await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
-                           store)
+                           store, NS)
     payload = chained("resp_1", [output("call_1")])
-    history = await adapter.history(payload, store)
+    history = await adapter.history(payload, store, NS)
     vetoed = adapter.veto_exchange(ToolCall("call_0", "read_file", "{}"), NOTE)  # the guard re-shows it
     reask = adapter.veto_exchange(ToolCall("call_5", "read_file", "{}"), NOTE)  # a re-ask's own
     items = [history[0], *vetoed, *history[1:], *adapter.items(payload), *reask]
-    sent = adapter.with_items(payload, items, 0)
+    sent = adapter.with_items(payload, items, 0, NS)
     assert sent["previous_response_id"] == "resp_1" and sent["input"] == [output("call_1"), *reask]
 
 
@@ -130,13 +164,13 @@ async def test_other_changes_inside_the_history_send_the_whole_conversation():
     adapter, store = ResponsesAdapter(), MemoryStore()
     first = response([function_call("read_file", "{}", "call_1"), function_call("list_dir", "{}", "call_2")],
                      "resp_1")
-    await adapter.remember(chained(None, [USER]), adapter.keep_calls(first, [1]), store)
+    await adapter.remember(chained(None, [USER]), adapter.keep_calls(first, [1]), store, NS)
     payload = chained("resp_1", [output("call_1")])
-    history = await adapter.history(payload, store)
+    history = await adapter.history(payload, store, NS)
     assert history[-1]["call_id"] == "call_2"  # owed: the upstream waits for its output
     note = {"role": "user", "content": "inserted"}
     items = [history[0], note, *history[1:], *adapter.items(payload)]
-    sent = adapter.with_items(payload, items, 0)
+    sent = adapter.with_items(payload, items, 0, NS)
     assert "previous_response_id" not in sent
     # Sent whole, an output for a call the conversation does not hold would be refused.
     assert sent["input"] == [USER, note, function_call("read_file", "{}", "call_1"), output("call_1")]
@@ -189,32 +223,32 @@ async def test_a_continued_stream_is_continued_under_the_upstreams_id():
     adapter, store = ResponsesAdapter(), MemoryStore()
     adapter.aliases.put("resp_client", "resp_upstream")  # what the stream filter reports
     await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")],
-                                                           "resp_client"), store)
-    assert (await store.response_chain("resp_client")).upstream_id == "resp_upstream"
+                                                           "resp_client"), store, NS)
+    assert (await store.response_chain(chain.key(NS, "resp_client"))).upstream_id == "resp_upstream"
     payload = chained("resp_client", [output("call_1")])
-    history = await adapter.history(payload, store)
-    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history))
+    history = await adapter.history(payload, store, NS)
+    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history), NS)
     assert sent["previous_response_id"] == "resp_upstream" and sent["input"] == [output("call_1")]
 
 
 async def test_nothing_to_change_means_the_clients_own_payload():
     adapter, store = ResponsesAdapter(), MemoryStore()
     await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
-                           store)
+                           store, NS)
     payload = chained("resp_1", [output("call_1")])
-    history = await adapter.history(payload, store)
-    assert adapter.with_items(payload, [*history, *adapter.items(payload)], len(history)) is payload
+    history = await adapter.history(payload, store, NS)
+    assert adapter.with_items(payload, [*history, *adapter.items(payload)], len(history), NS) is payload
 
 
 async def test_a_reply_to_a_request_sent_under_the_upstreams_id_extends_the_clients_chain():
     adapter, store = ResponsesAdapter(), MemoryStore()
     adapter.aliases.put("resp_client", "resp_upstream")
     await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")],
-                                                           "resp_client"), store)
+                                                           "resp_client"), store, NS)
     payload = chained("resp_client", [output("call_1")])
-    history = await adapter.history(payload, store)
-    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history))
-    await adapter.remember(sent, response([message("done")], "resp_next"), store)
-    record = await store.response_chain("resp_next")
+    history = await adapter.history(payload, store, NS)
+    sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history), NS)
+    await adapter.remember(sent, response([message("done")], "resp_next"), store, NS)
+    record = await store.response_chain(chain.key(NS, "resp_next"))
     assert list(record.items) == [USER, function_call("read_file", "{}", "call_1"), output("call_1"),
                                   message("done")]
