@@ -17,13 +17,15 @@ TOOLS = [{"type": "function", "function": {"name": n}} for n in ("read", "run", 
 
 def grow(messages, rng, step):
     """One agent round: an assistant call (sometimes two) and its results."""
+    reused = rng.random() < 0.3  # some providers number ids per round: "call_0" every time
     calls = [
-        {"id": f"c{step}_{k}", "type": "function",
+        {"id": f"call_{k}" if reused else f"c{step}_{k}", "type": "function",
          "function": {"name": rng.choice(["read", "run", "grep"]), "arguments": f'{{"p": {rng.randint(0, 3)}}}'}}
-        for k in range(rng.choice([1, 1, 2]))
+        for k in range(rng.choice([1, 1, 2, 3]))
     ]
     messages = [*messages, {"role": "assistant", "content": None, "tool_calls": calls}]
-    for call in calls:
+    answered = rng.sample(calls, len(calls))  # results in any order, some never sent
+    for call in answered[: len(calls) - (rng.random() < 0.1)]:
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": rng.choice(["same", "Error: x", f"out {step}"])})
     if rng.random() < 0.1:
         messages.append({"role": "user", "content": f"next task {step}"})  # a new run renumbers steps
