@@ -71,6 +71,11 @@ class ChoicesFilter:
             return [data] if data else []
         return [_rebuilt(event, keep) for event in events]
 
+    def cut(self, upstream: bytes) -> list[bytes]:
+        """Nothing was relayed yet (the stream is held whole): nothing to close, nothing to keep."""
+        self._buffer = bytearray()
+        return []
+
     def begin_continuation(self) -> None:
         return None
 
