@@ -24,6 +24,22 @@ FAMILIES = frozenset({
 })
 
 
+# Routes with a label value of their own: the guarded protocols (each spelling a client may use),
+# health and metrics. Every other /v1/* path is one value, anything else another, so a client
+# cannot grow the label set of the request counter or the latency histograms.
+_EXACT = frozenset({
+    "/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", "/v1/messages", "/messages",
+    "/healthz", "/readyz", "/metrics",
+})
+
+
+def route_of(path: str) -> str:
+    """A bounded label: the known routes, every other /v1/* path as one, the rest as "other"."""
+    if path in _EXACT:
+        return path
+    return "/v1/*" if path.startswith("/v1/") else "other"
+
+
 def family_of(path: str) -> str:
     """``/v1/responses/abc`` -> ``responses``; ``/v1/chat/...`` (a spelling the guarded
     route does not match) -> ``chat``."""
@@ -44,11 +60,11 @@ class GatewayMetrics:
             "stronger action the policy held back (shadow mode or max_action)",
             ["detector", "action", "shadow"], registry=r)
         self.overhead = Histogram("loopguard_gateway_overhead_seconds",
-                                  "Time a chat request spent in the gateway's own code (upstream wait excluded)",
-                                  buckets=OVERHEAD_BUCKETS, registry=r)
+                                  "Time a guarded request spent in the gateway's own code (upstream wait "
+                                  "excluded), by route", ["route"], buckets=OVERHEAD_BUCKETS, registry=r)
         self.upstream = Histogram("loopguard_upstream_seconds",
-                                  "Time a chat request spent waiting for the upstream, re-asks included",
-                                  buckets=UPSTREAM_BUCKETS, registry=r)
+                                  "Time a guarded request spent waiting for the upstream, re-asks included, "
+                                  "by route", ["route"], buckets=UPSTREAM_BUCKETS, registry=r)
         self.unguarded_requests = Counter(
             "loopguard_unguarded_requests",
             "Requests relayed without judging, by route family (responses, messages, models, ...)",
@@ -89,9 +105,14 @@ class GatewayMetrics:
             child = self._children[key] = self.unguarded_requests.labels(key[1])
         child.inc()
 
-    def exchange_done(self, overhead_s: float, upstream_s: float) -> None:
-        self.overhead.observe(overhead_s)
-        self.upstream.observe(upstream_s)
+    def exchange_done(self, path: str, overhead_s: float, upstream_s: float) -> None:
+        """A guarded exchange is over: its time in the gateway and at the upstream, by route."""
+        key = ("lat", route_of(path))
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (self.overhead.labels(key[1]), self.upstream.labels(key[1]))
+        children[0].observe(overhead_s)
+        children[1].observe(upstream_s)
 
     def judged(self, session: str, judgement: Judgement) -> None:
         self.recovery.judged(session, judgement)

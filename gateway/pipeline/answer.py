@@ -106,7 +106,8 @@ class FinalAnswer:
 
     async def relay(self, tool_filter: StreamFilter, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
         """A streamed answer through ``tool_filter`` (judging with ``closed``): text goes out as
-        it arrives. When it fails the stream is left for the caller to end with the template.
+        it arrives. When it fails the stream is left for the caller to end with the template,
+        what the client had open closed first (``StreamFilter.cut``).
         The last piece waits in ``closing`` so the outcome is audited before the client can
         see its stream end."""
         raw, held = bytearray(), []
@@ -120,6 +121,9 @@ class FinalAnswer:
             held += tool_filter.end_upstream()
         except (UpstreamError, TimeoutError) as exc:
             self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
+            # Cut mid-answer: the client may hold an open text block or item; it is closed
+            # (with the text so far) before the template follows, or its stream would be broken.
+            held += tool_filter.cut(bytes(raw))
             return
         finally:
             self.closing = held

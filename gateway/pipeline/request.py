@@ -10,6 +10,7 @@ from typing import Any
 from gateway.guard.expectation import for_plan
 from gateway.guard.request import plan_request
 from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.published import SESSION
 from gateway.pipeline.verdict import fail_open
 from gateway.policy.actions import Action
 from gateway.protocols import codec
@@ -45,6 +46,7 @@ async def judge(ex: Exchange, headers) -> None:
                                   gateway.store, ex.log, sessions=gateway.config.sessions,
                                   history=gateway.history, size=len(ex.body))
         ex.plan = plan
+        SESSION.set(plan.session)  # for the request's span, whatever the session's source
         ex.expectation = for_plan(plan)  # a tool this turn requires, or None
         if plan.action != Action.TERMINATE and (plan.changed or _chain_rewrites(ex)):
             ex.outgoing.body = ex.sent_body()

@@ -68,6 +68,13 @@ class StreamFilter(Protocol):
         """The upstream stream ended: judge and release what is still held."""
         ...
 
+    def cut(self, upstream: bytes) -> list[bytes]:
+        """The upstream broke off (timeout, lost connection) after sending ``upstream`` this
+        round: a partial event is dropped (it never reached the client) and whatever the client
+        has open (a content block, an output item) is closed as the upstream would have closed
+        it, so ``terminate`` can end a well-formed stream."""
+        ...
+
     def begin_continuation(self) -> None:
         """The next bytes fed come from a re-ask: relay them as the rest of the same stream."""
         ...

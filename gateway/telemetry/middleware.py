@@ -2,9 +2,11 @@
 
 The guard's decision is read from the response headers every guarded answer carries
 (x-loopguard-action, x-loopguard-detector), so the span reports what the client was told. The
-session is hashed: from the configured session headers here, and from the audit events when the
-guard acted (those know sessions derived from the body too). Health and metrics scrapes are not
-traced: they are noise in a trace store.
+session is hashed (the span never carries a raw session id: it may be a user id). A guarded
+request's is the session the guard judged it in, whatever its source (headers, the body's user
+or metadata, a fingerprint), as the pipeline publishes it (``pipeline.published``) by the time
+the response starts: the same key its audit events name. A relayed request's comes from the
+session headers. Health and metrics scrapes are not traced: they are noise in a trace store.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from gateway.config import SessionsConfig
 from gateway.metrics.middleware import route_of
+from gateway.pipeline.published import SESSION
 from gateway.state.session import session_id
 from gateway.telemetry.sink import session_hash
 from gateway.trace.model import Conversation
@@ -48,6 +51,7 @@ class TracingMiddleware:
             f"{scope['method']} {route}", context=_W3C.extract(headers), kind=SpanKind.SERVER,
             attributes=self._request_attributes(scope, route, headers))
         token = context.attach(trace.set_span_in_context(span))
+        unjudged = SESSION.set(None)  # a context reused across requests never shows an earlier session
 
         async def traced_send(message: dict) -> None:
             if message["type"] == "http.response.start":
@@ -61,6 +65,7 @@ class TracingMiddleware:
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
             raise
         finally:
+            SESSION.reset(unjudged)
             context.detach(token)
             span.end()
 
@@ -75,6 +80,8 @@ class TracingMiddleware:
 
 
 def _response_attributes(span: trace.Span, message: dict) -> None:
+    if judged := SESSION.get():  # read in the responding context: the pipeline set it there
+        span.set_attribute("loopguard.session_hash", session_hash(judged))
     status = message["status"]
     span.set_attribute("http.response.status_code", status)
     if status >= 500:

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+from support.protocols import all_protocols, one_of_each
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "loopguard.json"
 _METRIC = re.compile(r"\bloopguard_[a-z0-9_]+")
+_GROUPED = re.compile(r"\bby \(([^)]*)\)")  # sum by (le, route) (...)
+_MATCHED = re.compile(r"([a-z_]+)=~?\"")  # {shadow="false"}
 # The series names each metric type exposes besides its family name.
 _SUFFIXES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count", "_created"),
              "summary": ("_sum", "_count", "_created"), "gauge": (), "info": ("_info",)}
@@ -27,6 +30,19 @@ def queried() -> dict[str, list[str]]:
         for target in panel.get("targets", []):
             for name in _METRIC.findall(target["expr"]):
                 found.setdefault(name, []).append(panel["title"])
+    return found
+
+
+def labels_queried() -> dict[str, set[str]]:
+    """metric name -> the labels the dashboard groups it by or matches on."""
+    found: dict[str, set[str]] = {}
+    for panel in json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"]
+            labels = {name.strip() for group in _GROUPED.findall(expr) for name in group.split(",")}
+            labels |= set(_MATCHED.findall(expr))
+            for name in _METRIC.findall(expr):
+                found.setdefault(name, set()).update(labels - {""})
     return found
 
 
@@ -62,3 +78,21 @@ def test_panels_have_unique_ids_and_a_datasource():
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids))
     assert all(p.get("datasource") for p in panels if p["type"] != "row")
+
+
+def test_every_label_the_dashboard_breaks_down_by_is_served(tmp_path):
+    """A label the gateway does not put on a metric makes its panel one unlabelled series (the
+    latency panels "by route" showed one line while the histograms had no route)."""
+    with all_protocols(tmp_path) as gateway:
+        one_of_each(gateway)
+        text = httpx.get(gateway.url + "/metrics").text
+    carried: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            carried.setdefault(sample.name, set()).update(sample.labels)
+    for needed in ("loopguard_requests_total", "loopguard_gateway_overhead_seconds_bucket",
+                   "loopguard_upstream_seconds_bucket"):
+        assert needed in carried, f"no traffic reached {needed}"
+    missing = {name: sorted(labels - carried[name]) for name, labels in labels_queried().items()
+               if name in carried and labels - carried[name]}  # metrics with samples after this traffic
+    assert not missing, f"labels the dashboard queries but /metrics does not carry: {missing}"

@@ -19,6 +19,8 @@ from gateway.metrics.collectors import GatewayCollector
 from gateway.metrics.recovery import RecoveryMonitor
 from gateway.metrics.registry import GatewayMetrics
 
+CHAT = "/v1/chat/completions"
+
 
 def scrape(url: str) -> dict[tuple[str, frozenset], float]:
     response = httpx.get(url + "/metrics")
@@ -40,9 +42,10 @@ def test_a_looping_conversation_in_numbers(tmp_path, stream):
         assert value(samples, "loopguard_interventions_total", detector="no_progress", action=action,
                      shadow="false") == 1
     assert value(samples, "loopguard_requests_total", route="/v1/chat/completions", status="200") == 4
-    assert value(samples, "loopguard_gateway_overhead_seconds_count") == 4
-    assert value(samples, "loopguard_upstream_seconds_count") == 4
-    assert value(samples, "loopguard_upstream_seconds_sum") > value(samples, "loopguard_gateway_overhead_seconds_sum") > 0
+    assert value(samples, "loopguard_gateway_overhead_seconds_count", route=CHAT) == 4
+    assert value(samples, "loopguard_upstream_seconds_count", route=CHAT) == 4
+    assert value(samples, "loopguard_upstream_seconds_sum", route=CHAT) > \
+        value(samples, "loopguard_gateway_overhead_seconds_sum", route=CHAT) > 0
     # The warned model proposed the same call again: the warning did not help.
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="persisted") == 1
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="recovered") == 0

@@ -7,6 +7,7 @@ them) and ``POST /v1/messages/count_tokens``, and records every request it recei
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections.abc import Callable
@@ -31,6 +32,7 @@ class Said:
     status: int = 200
     error_type: str = "overloaded_error"
     split: int = 6  # stream tool input in pieces of this many characters
+    chunk_delay: float = 0.0  # seconds between streamed events (a slow model, for timeouts)
 
     def blocks(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [{"type": "text", "text": self.text}] if self.text else []
@@ -108,6 +110,8 @@ class AnthropicUpstream:
             async def pieces():
                 for event in events:
                     yield event
+                    if said.chunk_delay:
+                        await asyncio.sleep(said.chunk_delay)
             return StreamingResponse(pieces(), media_type="text/event-stream")
         content = json.dumps(said.message(model, said.blocks())).encode()
         self.sent.append(content)

@@ -9,8 +9,10 @@ conversation (the chain resolved), so a looping model is one function.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,8 @@ class Answer:
 
     text: str | None = None
     calls: list[tuple[str, str]] = field(default_factory=list)
+    pieces: int = 3  # streamed text and arguments in this many deltas each
+    chunk_delay: float = 0.0  # seconds between streamed events (a slow model, for timeouts)
 
     def output(self) -> list[dict[str, Any]]:
         n = next(_ids)
@@ -76,14 +80,15 @@ class ResponsesUpstream:
             return _error(400, f"No tool output found for function call {missing}.", None)
         answer = self.responder(conversation, body)
         if body.get("tool_choice") == "none":  # the model may not call a tool: it answers
-            answer = Answer(answer.text or "I will stop calling tools now.")
+            answer = dataclasses.replace(answer, text=answer.text or "I will stop calling tools now.", calls=[])
         output = answer.output()
         response_id = f"resp_up{next(_ids)}"
         if body.get("store", True):
             self.stored[response_id] = [*conversation, *output]
         if body.get("stream"):
-            events = stream_events(output, response_id)
-            return StreamingResponse(iter([encode(e) for e in events]), media_type="text/event-stream")
+            events = stream_events(output, response_id, pieces=answer.pieces)
+            return StreamingResponse(_paced([encode(e) for e in events], answer.chunk_delay),
+                                     media_type="text/event-stream")
         return Response(orjson.dumps(response(output, response_id)), media_type="application/json")
 
     async def _other(self, request: Request) -> Response:
@@ -99,6 +104,13 @@ class ResponsesUpstream:
                                 media_type="application/json")
             return Response(orjson.dumps(response(self.stored[ident][-1:], ident)), media_type="application/json")
         return _error(404, "Not found", None)
+
+
+async def _paced(events: list[bytes], delay: float) -> AsyncIterator[bytes]:
+    for event in events:
+        yield event
+        if delay:
+            await asyncio.sleep(delay)
 
 
 def _unanswered(items: list[dict[str, Any]]) -> str | None:

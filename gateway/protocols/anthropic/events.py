@@ -10,12 +10,31 @@ import secrets
 from typing import Any
 
 from gateway.protocols import codec
+from gateway.protocols.sse import SSEDecoder
 
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
 
 
 def event(data: dict[str, Any]) -> bytes:
     return b"event: " + str(data["type"]).encode() + b"\ndata: " + codec.dumps(data) + b"\n\n"
+
+
+def closing(stream: bytes) -> bytes:
+    """What closes a Messages stream cut short after ``stream``: a ``content_block_stop`` for
+    the block it started and never stopped (blocks come one at a time), else nothing. Only
+    complete events count: a partial one was never relayed."""
+    open_index = None
+    for sse in SSEDecoder().feed(stream):
+        try:
+            data = codec.loads(sse.data) if sse.data is not None else None
+        except codec.DecodeError:
+            continue
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind == "content_block_start":
+            open_index = data.get("index")
+        elif kind == "content_block_stop" and data.get("index") == open_index:
+            open_index = None
+    return b"" if open_index is None else event({"type": "content_block_stop", "index": open_index})
 
 
 def new_message_id() -> str:

@@ -97,6 +97,10 @@ class ToolUseFilter:
         self.round.ended = True
         return out
 
+    def cut(self, upstream: bytes) -> list[bytes]:
+        self._decoder = SSEDecoder()  # a partial event: never relayed, never to be completed
+        return self.feed(events.closing(upstream))
+
     def begin_continuation(self) -> None:
         self._carried = events.add_usage(self._carried, self._usage)
         self._new_round()

@@ -100,7 +100,7 @@ class ChatAdapter:
     def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ToolCallFilter | ChoicesFilter:
         n = payload.get("n")
         if type(n) is int and n > 1:  # several answers, interleaved: each one judged
-            return ChoicesFilter(judge, model=self.model(payload))
+            return ChoicesFilter(judge, model=self.model(payload), choices=n)
         return ToolCallFilter(judge, model=self.model(payload))
 
     def stream_answer(self, stream: bytes) -> Answer | None:
@@ -112,12 +112,13 @@ class ChatAdapter:
     # --- replies the gateway writes ---------------------------------------------------------
 
     def termination_reply(self, text: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return replies.termination_completion(text, self.model(payload))
+        return replies.termination_completion(text, self.model(payload), choices=_choices(payload))
 
     def termination_stream(self, text: str, payload: dict[str, Any]) -> list[bytes]:
         options = payload.get("stream_options")
         include_usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
-        return replies.termination_stream(text, self.model(payload), include_usage=include_usage)
+        return replies.termination_stream(text, self.model(payload), include_usage=include_usage,
+                                          choices=_choices(payload))
 
     def error_body(self, message: str, type: str, code: str | None = None) -> dict[str, Any]:
         return error_body(message, type, code=code)
@@ -134,6 +135,12 @@ class ChatAdapter:
 
     def output_tokens(self, answer: bytes) -> int | None:
         return usage.reported(answer, ("usage", "completion_tokens"))
+
+
+def _choices(payload: dict[str, Any]) -> int:
+    """How many choices the client asked for (``n``); the gateway's own replies have as many."""
+    n = payload.get("n")
+    return n if type(n) is int and n > 1 else 1
 
 
 CHAT = ChatAdapter()

@@ -42,9 +42,10 @@ class _Event:
 
 
 class ChoicesFilter:
-    def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0) -> None:
+    def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0, choices: int = 2) -> None:
         self._judge = judge
         self._model = model
+        self._choices = choices  # the client's n: a termination answers in each
         self._keepalive_s = keepalive_s
         self._mark = time.monotonic()
         self._buffer = bytearray()
@@ -71,12 +72,18 @@ class ChoicesFilter:
             return [data] if data else []
         return [_rebuilt(event, keep) for event in events]
 
+    def cut(self, upstream: bytes) -> list[bytes]:
+        """Nothing was relayed yet (the stream is held whole): nothing to close, nothing to keep."""
+        self._buffer = bytearray()
+        return []
+
     def begin_continuation(self) -> None:
         return None
 
     def terminate(self, text: str) -> list[bytes]:
         env = Envelope.new(self._model)
-        return [data_event(content_chunk(env, text, role=True)), data_event(finish_chunk(env, "stop")), DONE]
+        return [*(data_event(chunk) for index in range(self._choices) for chunk in (
+            content_chunk(env, text, role=True, index=index), finish_chunk(env, "stop", index))), DONE]
 
     def final(self) -> list[bytes]:
         return self.end_upstream()

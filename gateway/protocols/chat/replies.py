@@ -26,8 +26,9 @@ __all__ = [
 _ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
-def termination_completion(text: str, model: str, envelope: Envelope | None = None) -> dict[str, Any]:
-    """A non-streaming ``chat.completion`` whose only content is ``text``."""
+def termination_completion(text: str, model: str, envelope: Envelope | None = None, choices: int = 1) -> dict[str, Any]:
+    """A non-streaming ``chat.completion`` whose only content is ``text``, in each of the
+    ``choices`` the client asked for (``n``): a client reading its second answer finds one."""
     env = envelope or Envelope.new(model)
     body: dict[str, Any] = {
         "id": env.id,
@@ -36,11 +37,12 @@ def termination_completion(text: str, model: str, envelope: Envelope | None = No
         "model": env.model,
         "choices": [
             {
-                "index": 0,
+                "index": index,
                 "message": {"role": "assistant", "content": text, "refusal": None},
                 "logprobs": None,
                 "finish_reason": "stop",
             }
+            for index in range(choices)
         ],
         "usage": dict(_ZERO_USAGE),
     }
@@ -50,14 +52,16 @@ def termination_completion(text: str, model: str, envelope: Envelope | None = No
 
 
 def termination_stream(
-    text: str, model: str, envelope: Envelope | None = None, include_usage: bool = False
+    text: str, model: str, envelope: Envelope | None = None, include_usage: bool = False, choices: int = 1
 ) -> list[bytes]:
-    """The same reply as a complete SSE stream: role, content, finish "stop", [usage], [DONE].
+    """The same reply as a complete SSE stream: role, content, finish "stop" (each choice in
+    turn), [usage], [DONE].
 
     ``include_usage`` mirrors the request's ``stream_options.include_usage``.
     """
     env = envelope or Envelope.new(model)
-    chunks = [role_chunk(env), content_chunk(env, text), finish_chunk(env, "stop")]
+    chunks = [chunk for index in range(choices) for chunk in (
+        role_chunk(env, index), content_chunk(env, text, index=index), finish_chunk(env, "stop", index))]
     if include_usage:
         chunks.append(usage_chunk(env, dict(_ZERO_USAGE)))
     return [data_event(chunk) for chunk in chunks] + [DONE]

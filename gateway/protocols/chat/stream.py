@@ -100,6 +100,11 @@ class ToolCallFilter:
         self.round.ended = True
         return out
 
+    def cut(self, upstream: bytes) -> list[bytes]:
+        """Chunks open nothing a client must see closed: ``terminate`` writes the finish."""
+        self._decoder = SSEDecoder()  # a partial event: never relayed, never to be completed
+        return []
+
     def begin_continuation(self) -> None:
         """Relay a new upstream stream (the re-ask) as the rest of the same client stream."""
         self._continuation = True

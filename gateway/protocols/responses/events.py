@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from gateway.protocols.responses.replies import message_item, response_object
+from gateway.protocols.sse import SSEDecoder
 
 
 def encode(event: dict[str, Any]) -> bytes:
@@ -36,6 +37,85 @@ def text_message_events(text: str, output_index: int, first_seq: int) -> tuple[l
     for offset, event in enumerate(events):
         event["sequence_number"] = first_seq + offset
     return events, done
+
+
+def closing(stream: bytes) -> bytes:
+    """What closes a Responses stream cut short after ``stream``, as the API closes an item it
+    stopped writing: each item added and never done gets its open parts closed (a message's text
+    so far) and its ``output_item.done`` with status ``incomplete``; numbered on from the
+    stream's last number. Only complete events count: a partial one was never relayed."""
+    cut: dict[Any, _CutItem] = {}  # output_index -> an item added and not done yet
+    seq = 0
+    for event in _complete_events(stream):
+        number, kind, index = event.get("sequence_number"), event.get("type"), event.get("output_index")
+        if type(number) is int:
+            seq = number + 1
+        if kind == "response.output_item.added" and isinstance(event.get("item"), dict):
+            cut[index] = _CutItem({**event["item"], "status": "incomplete"})
+        elif kind == "response.output_item.done":
+            cut.pop(index, None)
+        elif index in cut:
+            cut[index].add(kind, event)
+    out: list[bytes] = []
+    for index, item in cut.items():
+        for event in item.closing(index):
+            out.append(encode({**event, "sequence_number": seq}))
+            seq += 1
+    return b"".join(out)
+
+
+class _CutItem:
+    """An output item as streamed so far: its content parts and their text, or its arguments."""
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self.item = item
+        self.open_parts: list[int] = []
+
+    def add(self, kind: Any, event: dict[str, Any]) -> None:
+        item, at, part = self.item, event.get("content_index"), event.get("part")
+        if kind == "response.function_call_arguments.delta":
+            item["arguments"] = str(item.get("arguments") or "") + str(event.get("delta") or "")
+            return
+        content = item.get("content")
+        if kind == "response.content_part.added" and isinstance(part, dict):
+            item["content"] = [*(content if isinstance(content, list) else []), part]
+            self.open_parts.append(len(item["content"]) - 1)
+        elif not isinstance(content, list) or type(at) is not int or not 0 <= at < len(content):
+            return
+        elif kind == "response.output_text.delta":
+            content[at] = {**content[at], "text": str(content[at].get("text") or "") + str(event.get("delta") or "")}
+        elif kind == "response.content_part.done" and isinstance(part, dict):
+            content[at] = part
+            if at in self.open_parts:
+                self.open_parts.remove(at)
+
+    def closing(self, index: Any) -> list[dict[str, Any]]:
+        """Its open parts closed (text done, part done), then the item done."""
+        item = self.item
+        where = {"item_id": item.get("id"), "output_index": index}
+        events: list[dict[str, Any]] = []
+        for at in self.open_parts:
+            part = item["content"][at]
+            if part.get("type") == "output_text":
+                events.append({"type": "response.output_text.done", **where, "content_index": at,
+                               "text": part.get("text", ""), "logprobs": []})
+            events.append({"type": "response.content_part.done", **where, "content_index": at, "part": part})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+        return events
+
+
+def _complete_events(stream: bytes) -> list[dict[str, Any]]:
+    found = []
+    for sse in SSEDecoder().feed(stream):
+        if sse.data is None or sse.data == "[DONE]":
+            continue
+        try:
+            data = orjson.loads(sse.data)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    return found
 
 
 def termination_events(text: str, payload: dict[str, Any]) -> list[bytes]:

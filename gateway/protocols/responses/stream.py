@@ -125,6 +125,10 @@ class ResponsesStreamFilter:
         self.round.ended = True
         return out
 
+    def cut(self, upstream: bytes) -> list[bytes]:
+        self._decoder = SSEDecoder()  # a partial event: never relayed, never to be completed
+        return self.feed(wire.closing(upstream))
+
     def begin_continuation(self) -> None:
         self._continuation = True
         self._saw_done = False
