@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
+from operator import attrgetter
 
 from gateway.detectors.base import DetectorSettings
 from gateway.trace.model import Status, ToolEvent, Trace
@@ -64,17 +65,19 @@ class ProgressIndex:
 
     def __init__(self, events: Sequence[ToolEvent]) -> None:
         self._events = events
-        self._counts: Counter[tuple[str, str, str]] | None = None
+        self._counts: Counter[tuple[str, str, str | None, bool, bool]] | None = None
 
     def is_new(self, event: ToolEvent) -> bool:
         result = comparable(event)
         if result is None:
             return False
-        if self._counts is None:
-            self._counts = Counter(
-                (e.tool, e.args_hash, r) for e in self._events if (r := comparable(e)) is not None
-            )
-        return self._counts[(event.tool, event.args_hash, result)] == 1
+        if self._counts is None:  # counted at C speed; keys of events without a result go unused
+            self._counts = Counter(map(_OUTCOME, self._events))
+        return self._counts[(event.tool, event.args_hash, result, False, False)] == 1
+
+
+# (call, result) of an event that has a comparable result (not proposed, not vetoed; see comparable)
+_OUTCOME = attrgetter("tool", "args_hash", "result_hash", "proposed", "vetoed")
 
 
 class Chain(list):

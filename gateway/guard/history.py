@@ -5,7 +5,7 @@ from scratch makes the guard pay for the whole history on every request. This ca
 conversation, the last request's items (messages, input items: whatever the protocol adapter
 calls them) and what was derived from them: a request whose items start with exactly those
 (compared by value, at C speed) parses only its new items through the adapter,
-and the trace builder reuses the events of the unchanged prefix. Anything else (an edited or
+and the trace builder continues its previous build over the new turns only. Anything else (an edited or
 compacted history, another conversation with the same opening) is parsed from scratch, so the
 cache can only save work, never change a result. Bounded by entries and by body bytes.
 """
@@ -32,8 +32,8 @@ class _Entry:
     size: int
     hasher: Any  # blake2b state over all of ``messages`` (rewrite.extend_history_hash)
     settings: TraceSettings | None = None
-    # The trace builder's events, keyed by the identity of turns this entry keeps alive: valid
-    # only with these turns, these settings and these declared tools.
+    # The trace builder's memo (its last build), valid only with the turns this entry keeps
+    # alive, these settings and these declared tools.
     events: dict[Any, Any] = field(default_factory=dict)
 
 
@@ -70,8 +70,7 @@ class HistoryCache:
             new = adapter.conversation(payload, messages, start)
             conv = Conversation(old.conv.turns + new.turns, new.tools)
             hasher = _grow(old.hasher.copy(), conv, len(old.conv.turns), start, len(messages))
-            # Stale keys (a result that arrived, steps renumbered by a new run) pile up slowly.
-            keep = old.settings is settings and old.conv.tools == conv.tools and len(old.events) < 4096
+            keep = old.settings is settings and old.conv.tools == conv.tools
             entry = _Entry(messages, conv, size, hasher, settings, old.events if keep else {})
         else:
             self.misses += 1

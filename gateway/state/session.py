@@ -73,10 +73,12 @@ def is_fingerprint(session: str) -> bool:
 
 def fingerprint(conv: Conversation) -> str:
     digest = hashlib.blake2b(digest_size=12)
-    firsts = {}
-    for turn in conv.turns:
+    firsts: dict[str, str] = {}
+    for turn in conv.turns:  # the opening: stop once both are found, not at the end of the run
         if turn.role in ("system", "user") and turn.role not in firsts:
             firsts[turn.role] = turn.text
+            if len(firsts) == 2:
+                break
     for role in ("system", "user"):
         digest.update(role.encode() + b"\x00" + firsts.get(role, "").encode("utf-8", "replace") + b"\x00")
     for name in sorted(conv.tools or ()):

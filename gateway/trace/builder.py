@@ -30,89 +30,98 @@ class _Context:
 
     @classmethod
     def of(cls, settings: TraceSettings, tools: frozenset[str] | None) -> _Context:
-        known = settings.derived
-        ctx = known.get((cls, tools))
+        known = _CONTEXTS.get(id(settings))
+        if known is None or known[0] is not settings:
+            if len(_CONTEXTS) > 64:  # settings come with policies: a handful per process
+                _CONTEXTS.clear()
+            known = _CONTEXTS[id(settings)] = (settings, {})
+        ctx = known[1].get(tools)
         if ctx is None:
-            if len(known) > 256:  # declared tool sets differ per agent, not per request
-                known.clear()
-            ctx = known[(cls, tools)] = cls(settings, tools, settings.memo("args"), settings.memo("results"),
-                                            settings.polling_tools, settings.neutral_names)
-        return ctx  # type: ignore[return-value]
+            if len(known[1]) > 256:  # declared tool sets differ per agent, not per request
+                known[1].clear()
+            ctx = known[1][tools] = cls(settings, tools, settings.memo("args"), settings.memo("results"),
+                                        settings.polling_tools, settings.neutral_names)
+        return ctx
 
 
-# The memo's key for the last first pass (every other key is a tuple).
-_PAIRED = "pairing"
+# Contexts by settings (kept alive here, so an id is never reused while listed) and declared
+# tools: reading pydantic private attributes costs a call each, and every request needs them.
+_CONTEXTS: dict[int, tuple[TraceSettings, dict[frozenset[str] | None, _Context]]] = {}
+
+
+# The memo's key for the last build (see gateway/guard/history.py).
+_BUILT = "built"
 
 
 @dataclass(frozen=True, slots=True)
-class _FirstPass:
-    """The first pass over ``turns[:end]``: the calls before the run and those in it."""
+class _Built:
+    """One build over ``turns[:end]``, kept for the next request of the same conversation."""
 
     end: int
     last: Turn  # turns[end - 1]: a longer conversation holding this turn there continues this one
-    by_run: bool  # settings.scope == "run"
+    ctx: _Context  # the settings and declared tools the events were made with
     start: int  # run_start
-    earlier: Pairing
+    earlier: Pairing  # the calls before the run
     run: Pairing
+    skipped: int  # run calls before the horizon, not materialized
+    events: tuple[ToolEvent, ...]  # of run.calls[skipped:]; a run event's step is its position + 1
+    prior: tuple[ToolEvent, ...]
 
 
 def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None = None) -> Trace:
-    """``memo`` (see gateway/guard/history.py) carries the first pass and the events over from
-    the previous request of the same conversation; only a caller that keeps ``conv``'s turns
-    alive may pass one, since it is keyed by their identity."""
-    first = _first_pass(conv.turns, settings.scope == "run", memo)
-    run, earlier = first.run, first.earlier
-    skipped = max(0, len(run.calls) - settings.horizon)
+    """``memo`` (see gateway/guard/history.py) carries the previous build of the same
+    conversation: a conversation that only grew since then pairs its new turns and makes the
+    events of its new and newly answered calls, nothing else. Only a caller that keeps
+    ``conv``'s turns alive may pass one, since a build is recognised by their identity."""
     ctx = _Context.of(settings, conv.tools)
-    events = _events(run, skipped, skipped + 1, ctx, memo)
-    # Earlier turns' events get steps <= 0 (the latest is 0): they are not part of the run.
-    kept = min(settings.prior_horizon, len(earlier.calls))
-    prior = _events(earlier, len(earlier.calls) - kept, 1 - kept, ctx, memo)
-    return Trace(events, conv.turns, first.start, run.rounds, conv.tools, skipped, prior=prior)
+    built = _build(conv.turns, settings, ctx, memo)
+    return Trace(built.events, conv.turns, built.start, built.run.rounds, conv.tools, built.skipped,
+                 prior=built.prior)
 
 
-def _first_pass(turns: tuple[Turn, ...], by_run: bool, memo: dict | None) -> _FirstPass:
-    """Pair the calls of ``turns``; a conversation that only grew since the pass in ``memo``
-    pairs just its new turns, unless one of them is a user prompt (a new run starts there)."""
-    done = memo.get(_PAIRED) if memo is not None else None
-    if done is not None and _continues(done, turns, by_run):
+def _build(turns: tuple[Turn, ...], settings: TraceSettings, ctx: _Context, memo: dict | None) -> _Built:
+    by_run = settings.scope == "run"
+    done = memo.get(_BUILT) if memo is not None else None
+    if done is not None and done.ctx is ctx and 0 < done.end <= len(turns) and turns[done.end - 1] is done.last:
         new = turns[done.end:]
         if not new:
             return done
-        if not (by_run and any(map(is_genuine_user, new))):
-            first = _FirstPass(len(turns), turns[-1], by_run, done.start, done.earlier, done.run.extended(new))
-            memo[_PAIRED] = first
-            return first
+        if not (by_run and any(map(is_genuine_user, new))):  # else a new run starts: steps renumber
+            built = _grown(done, turns, new, settings)
+            memo[_BUILT] = built  # type: ignore[index]
+            return built
+    built = _fresh(turns, by_run, settings, ctx)
+    if memo is not None and turns:
+        memo[_BUILT] = built
+    return built
+
+
+def _fresh(turns: tuple[Turn, ...], by_run: bool, settings: TraceSettings, ctx: _Context) -> _Built:
     start = run_start(turns) if by_run else 0
     earlier = pair(turns[:start])
-    if not turns:
-        return _FirstPass(0, None, by_run, 0, earlier, earlier)  # type: ignore[arg-type]
-    first = _FirstPass(len(turns), turns[-1], by_run, start, earlier, pair(turns[start:], earlier.users))
-    if memo is not None:
-        memo[_PAIRED] = first
-    return first
+    run = pair(turns[start:], earlier.users)
+    skipped = max(0, len(run.calls) - settings.horizon)
+    # Earlier turns' events get steps <= 0 (the latest is 0): they are not part of the run.
+    kept = min(settings.prior_horizon, len(earlier.calls))
+    prior = _events(earlier, len(earlier.calls) - kept, 1 - kept, ctx)
+    last = turns[-1] if turns else None
+    return _Built(len(turns), last, ctx, start, earlier, run, skipped, _events(run, skipped, skipped + 1, ctx), prior)  # type: ignore[arg-type]
 
 
-def _continues(done: _FirstPass, turns: tuple[Turn, ...], by_run: bool) -> bool:
-    return done.by_run == by_run and 0 < done.end <= len(turns) and turns[done.end - 1] is done.last
+def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], settings: TraceSettings) -> _Built:
+    run = done.run.extended(new)
+    skipped = max(0, len(run.calls) - settings.horizon)
+    # Calls before the first one the new turns added or answered keep their events.
+    same_until = max(skipped, min(run.changed_from, done.skipped + len(done.events)))
+    same = done.events[skipped - done.skipped: same_until - done.skipped]
+    events = same + _events(run, same_until, same_until + 1, done.ctx)
+    return _Built(len(turns), turns[-1], done.ctx, done.start, done.earlier, run, skipped, events, done.prior)
 
 
-def _events(pairing: Pairing, start: int, first: int, ctx: _Context, memo: dict | None) -> tuple[ToolEvent, ...]:
+def _events(pairing: Pairing, start: int, first: int, ctx: _Context) -> tuple[ToolEvent, ...]:
     """Events for ``pairing.calls[start:]``, with steps counted from ``first``."""
     calls, results = pairing.calls, pairing.results
-    if memo is None:
-        return tuple(_event(calls[i], results.get(i), first + i - start, ctx) for i in range(start, len(calls)))
-    return tuple(_remembered(calls[i], results.get(i), first + i - start, ctx, memo)
-                 for i in range(start, len(calls)))
-
-
-def _remembered(issued: Issued, result: Turn | None, step: int, ctx: _Context, memo: dict) -> ToolEvent:
-    # Same call object, same result turn object, same position: the same event as last time.
-    key = (id(issued.call), id(result), step, issued.round, issued.user_turn)
-    event = memo.get(key)
-    if event is None:
-        event = memo[key] = _event(issued, result, step, ctx)
-    return event
+    return tuple(_event(calls[i], results.get(i), first + i - start, ctx) for i in range(start, len(calls)))
 
 
 def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSettings) -> tuple[ToolEvent, ...]:

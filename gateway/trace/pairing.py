@@ -34,13 +34,14 @@ class Pairing:
     """Calls in issue order (``calls``) and the result turn of each answered one (``results``,
     by position in ``calls``), with the number of rounds and of genuine user messages read."""
 
-    __slots__ = ("calls", "results", "rounds", "users", "_by_id", "_last_round")
+    __slots__ = ("calls", "results", "rounds", "users", "changed_from", "_by_id", "_last_round")
 
     def __init__(self, users: int = 0) -> None:
         self.calls: list[Issued] = []
         self.results: dict[int, Turn] = {}
         self.rounds = 0
         self.users = users
+        self.changed_from = 0  # the first call the last extension added or answered
         self._by_id: dict[str, tuple[int, ...]] = {}  # call id -> positions of its calls, oldest first
         self._last_round: tuple[int, ...] = ()
 
@@ -49,6 +50,7 @@ class Pairing:
         new = Pairing.__new__(Pairing)
         new.calls, new.results, new._by_id = list(self.calls), dict(self.results), dict(self._by_id)
         new.rounds, new.users, new._last_round = self.rounds, self.users, self._last_round
+        new.changed_from = len(self.calls)
         new._read(turns)
         return new
 
@@ -59,6 +61,8 @@ class Pairing:
                 position = self._match(turn)
                 if position is not None:
                     self.results[position] = turn
+                    if position < self.changed_from:
+                        self.changed_from = position
             elif role == "assistant" and turn.tool_calls:
                 self._issue(turn)
             elif role == "user":

@@ -109,7 +109,6 @@ class TraceSettings(BaseModel):
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
     _polling_re: re.Pattern[str] | None = PrivateAttr()
     _memo: dict[str, Memo] = PrivateAttr()
-    _derived: dict[object, object] = PrivateAttr()
     _neutral: frozenset[str] = PrivateAttr()
 
     def model_post_init(self, _context: object) -> None:
@@ -121,7 +120,6 @@ class TraceSettings(BaseModel):
         # Per-text results of normalization (see gateway.trace.memo): owned by this instance
         # because they depend on exactly these settings.
         self._memo = {"args": Memo(4096), "results": Memo(4096)}
-        self._derived = {}
         self._neutral = frozenset(_tool_key(n) for n in self.neutral_tools)
 
     @property
@@ -151,12 +149,6 @@ class TraceSettings(BaseModel):
 
     def memo(self, kind: Literal["args", "results"]) -> Memo:
         return self._memo[kind]
-
-    @property
-    def derived(self) -> dict[object, object]:
-        """Values other modules compute from these settings once (reading pydantic private
-        attributes costs a method call each; the trace builder needs several per request)."""
-        return self._derived
 
 
 @lru_cache(maxsize=4096)  # a handful of tool names, looked up on every event of every request
