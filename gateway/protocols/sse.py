@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.protocols import codec
 
-__all__ = ["DONE", "SSEDecoder", "SSEEvent", "comment", "data_event"]
+__all__ = ["DONE", "SSEDecoder", "SSEEvent", "comment", "data_event", "json_events"]
 
 DONE = b"data: [DONE]\n\n"
 
@@ -152,6 +153,23 @@ def _event(raw: bytes, size: int, terminated: bool) -> SSEEvent:
             ident = value
     joined = "\n".join(data) if data else None
     return SSEEvent(raw, joined, event, ident, tuple(comments), terminated)
+
+
+def json_events(stream: bytes) -> list[tuple[bytes, dict[str, Any] | None]]:
+    """A whole stream's events (an unterminated last one too), each as its raw bytes and its data
+    read as a JSON object: None for a comment, ``[DONE]``, or data that is no JSON object, so a
+    caller reading a complete answer skips what it cannot read and can still rewrite around it."""
+    decoder = SSEDecoder()
+    out = []
+    for event in [*decoder.feed(stream), *decoder.flush()]:
+        data = None
+        if event.data is not None and not event.is_done:
+            try:
+                data = codec.loads(event.data)
+            except codec.DecodeError:
+                data = None
+        out.append((event.raw, data if isinstance(data, dict) else None))
+    return out
 
 
 def data_event(payload: dict | list | str) -> bytes:

@@ -6,19 +6,14 @@ The proxy imports this checkout's ``gateway`` (PYTHONPATH), prices offline
 
 from __future__ import annotations
 
-import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import yaml
-from support.process import ROOT, child_env, free_port
+from support.process import ROOT, child_env, console_script, free_port, serving
 
 MASTER_KEY = "sk-loopguard-proxy-test-7f3a9c2e5b8d4f1a6e0c9b2d7a4f8e1c"
 MODEL = "test-model"
@@ -47,8 +42,7 @@ def proxy_config(upstream_url: str, guardrail: dict) -> dict:
 
 
 def litellm_command() -> list[str]:
-    script = Path(sys.executable).with_name("litellm")
-    found = str(script) if script.exists() else shutil.which("litellm")
+    found = console_script("litellm")
     if not found:
         raise RuntimeError("the litellm CLI is missing: pip install -e '.[test]' (litellm[proxy])")
     return [found]
@@ -63,37 +57,13 @@ def litellm_proxy(config: dict, workdir: Path, ready_timeout: float = 180.0) -> 
     log_path = workdir / "litellm.log"
     env = child_env(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_TELEMETRY="False", LITELLM_LOG="ERROR",
                     NO_PROXY="*", no_proxy="*")
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([*litellm_command(), "--config", str(path), "--host", "127.0.0.1",
-                                    "--port", str(port), "--num_workers", "1"],
-                                   env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    command = [*litellm_command(), "--config", str(path), "--host", "127.0.0.1", "--port", str(port),
+               "--num_workers", "1"]
     url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(process, url, log_path, ready_timeout)
+    # Its readiness probe is slow while it imports: probed less often, given longer to answer.
+    with serving(command, log_path, url + "/health/readiness", env=env, cwd=workdir, ready_timeout=ready_timeout,
+                 probe_timeout=2, poll_s=0.2, stop_timeout=15, stdout_too=True) as process:
         yield Proxy(url, process, log_path)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _wait_ready(process: subprocess.Popen, url: str, log_path: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"litellm exited with {process.returncode}:\n{log_path.read_text()[-4000:]}")
-        try:
-            if httpx.get(url + "/health/readiness", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"litellm was not ready after {timeout}s:\n{log_path.read_text()[-4000:]}")
-        time.sleep(0.2)
 
 
 __all__ = ["MASTER_KEY", "MODEL", "Proxy", "ROOT", "litellm_proxy", "proxy_config"]

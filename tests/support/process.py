@@ -7,6 +7,7 @@ run from a worktree tests that worktree.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -36,10 +37,15 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def console_script(name: str) -> str | None:
+    """The console script ``name`` installed next to this Python (the venv's), else on PATH."""
+    script = Path(sys.executable).with_name(name)
+    return str(script) if script.exists() else shutil.which(name)
+
+
 def loopguard_command() -> list[str]:
     """The installed console script; ``python -m gateway`` when it is not installed."""
-    script = Path(sys.executable).with_name("loopguard")
-    found = str(script) if script.exists() else shutil.which("loopguard")
+    found = console_script("loopguard")
     return [found] if found else [sys.executable, "-m", "gateway"]
 
 
@@ -58,30 +64,54 @@ class Running:
 def gateway_process(args: Sequence[str], port: int, stderr_path: Path, env: dict[str, str] | None = None,
                     command: Sequence[str] | None = None, ready_timeout: float = 20.0) -> Iterator[Running]:
     """Start the gateway, wait until /healthz answers, and SIGTERM it when the block exits."""
-    command = list(command or [sys.executable, "-m", "gateway"])
-    with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen([*command, *args], env=env or child_env(), cwd=ROOT,
-                                   stdout=subprocess.DEVNULL, stderr=stderr)
+    command = [*(command or [sys.executable, "-m", "gateway"]), *args]
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"gateway exited with {process.returncode}: {stderr_path.read_text()}")
-            try:
-                if httpx.get(url + "/healthz", timeout=0.5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"gateway did not answer /healthz: {stderr_path.read_text()}")
-            time.sleep(0.05)
+    with serving(command, stderr_path, url + "/healthz", env=env or child_env(), cwd=ROOT,
+                 ready_timeout=ready_timeout) as process:
         yield Running(process, url, stderr_path)
+
+
+@contextmanager
+def serving(command: Sequence[str], log_path: Path, ready_url: str, *, env: dict[str, str], cwd: Path,
+            ready_timeout: float, probe_timeout: float = 0.5, poll_s: float = 0.05, stop_timeout: float = 10,
+            stdout_too: bool = False) -> Iterator[subprocess.Popen]:
+    """Run a server the way its operators do: start ``command`` with its stderr (and its stdout,
+    when ``stdout_too``) in ``log_path``, wait until ``ready_url`` answers 200, and stop it with
+    SIGTERM (a graceful shutdown; killed after ``stop_timeout`` s) when the block exits."""
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(list(command), env=env, cwd=cwd,
+                                   stdout=log if stdout_too else subprocess.DEVNULL,
+                                   stderr=subprocess.STDOUT if stdout_too else log)
+    try:
+        _wait_ready(process, ready_url, log_path, ready_timeout, probe_timeout, poll_s)
+        yield process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
-                process.wait(timeout=10)
+                process.wait(timeout=stop_timeout)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _wait_ready(process: subprocess.Popen, url: str, log_path: Path, timeout: float, probe_timeout: float,
+                poll_s: float) -> None:
+    """Probe ``url`` until it answers 200; fail with the log's end when the process exits first
+    or ``timeout`` s pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{shlex.join(process.args)} exited with {process.returncode}:\n{_tail(log_path)}")
+        try:
+            if httpx.get(url, timeout=probe_timeout).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{shlex.join(process.args)}: {url} did not answer in {timeout}s:\n{_tail(log_path)}")
+        time.sleep(poll_s)
+
+
+def _tail(log_path: Path) -> str:
+    return log_path.read_text(encoding="utf-8", errors="replace")[-4000:]

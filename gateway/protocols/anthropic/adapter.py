@@ -15,16 +15,15 @@ from typing import Any
 from gateway.protocols.anthropic import answers, parse, replies, rewrite
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols import usage
+from gateway.protocols.adapters import PayloadFields, WholeConversations
 from gateway.protocols.base import Answer, Judge
-from gateway.state.base import StateStore
 from gateway.trace.model import Conversation, ToolCall
 
 __all__ = ["ANTHROPIC", "AnthropicAdapter"]
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(PayloadFields, WholeConversations):
     name = "anthropic"
-    chains = False  # every request carries its whole conversation
 
     # --- the request ----------------------------------------------------------------------
 
@@ -39,28 +38,12 @@ class AnthropicAdapter:
                    namespace: str = "") -> dict[str, Any]:
         return rewrite.with_messages(payload, items)
 
-    def stream(self, payload: dict[str, Any]) -> bool:
-        return payload.get("stream") is True
-
-    def model(self, payload: dict[str, Any]) -> str:
-        model = payload.get("model")
-        return model if isinstance(model, str) else ""
-
     def user(self, payload: dict[str, Any]) -> str | None:
         """``metadata.user_id``: the Messages API's only end-user field (Claude Code puts its
         session's id in it), the counterpart of OpenAI's ``user``."""
         metadata = payload.get("metadata")
         user = metadata.get("user_id") if isinstance(metadata, dict) else None
         return user if isinstance(user, str) and user else None
-
-    # --- no server-side conversations in the Messages API ------------------------------------
-
-    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
-        return []
-
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str) -> None:
-        return None
 
     # --- interventions on the request ------------------------------------------------------
 

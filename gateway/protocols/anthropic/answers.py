@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.anthropic import events
 from gateway.protocols.anthropic.parse import call_of, text_of
 from gateway.protocols.base import Answer
-from gateway.protocols.sse import SSEDecoder
+from gateway.protocols.sse import json_events
 
 # Blocks that open an assistant turn before its answer (the API wants them first).
 _LEADING = frozenset({"thinking", "redacted_thinking"})
@@ -59,7 +58,7 @@ def corrective(answer_text: str, text: str) -> list[dict[str, Any]]:
 def stream_answer(stream: bytes) -> Answer | None:
     """What a complete client-bound stream says; None when it holds an error or nothing readable."""
     calls, parts, readable = False, [], False
-    for _raw, data in _events(stream):
+    for _raw, data in json_events(stream):
         if data is None:
             continue
         kind = data.get("type")
@@ -78,7 +77,7 @@ def stream_answer(stream: bytes) -> Answer | None:
 def stream_prepend_text(stream: bytes, text: str) -> bytes:
     """A ``text_delta`` with ``text`` and a blank line right after the first text block opens;
     without a text block, a whole text block after the last one (no index needs to move)."""
-    found = _events(stream)
+    found = json_events(stream)
     raws = [raw for raw, _ in found]
     blocks = 0
     for position, (_raw, data) in enumerate(found):
@@ -95,20 +94,6 @@ def stream_prepend_text(stream: bytes, text: str) -> bytes:
         elif kind == "message_delta":
             return b"".join([*raws[:position], *events.text_block(blocks, text), *raws[position:]])
     return stream
-
-
-def _events(stream: bytes) -> list[tuple[bytes, dict[str, Any] | None]]:
-    decoder = SSEDecoder()
-    out = []
-    for event in [*decoder.feed(stream), *decoder.flush()]:
-        data = None
-        if event.data is not None:
-            try:
-                data = codec.loads(event.data)
-            except codec.DecodeError:
-                data = None
-        out.append((event.raw, data if isinstance(data, dict) else None))
-    return out
 
 
 def _kind(block: Any) -> Any:

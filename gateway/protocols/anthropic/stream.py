@@ -18,7 +18,6 @@ carries cumulative counts, so the one the client sees carries the totals of all 
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +25,7 @@ from gateway.protocols import codec
 from gateway.protocols.anthropic import events
 from gateway.protocols.anthropic.parse import arguments_text
 from gateway.protocols.chat.rounds import Judge, RoundState
+from gateway.protocols.held import Held, HoldingFilter
 from gateway.protocols.sse import SSEDecoder, SSEEvent
 from gateway.trace.model import ToolCall
 
@@ -51,15 +51,13 @@ class _ToolBlock:
         return ToolCall(self.id, self.name, text if text else arguments_text(self.start_input))
 
 
-class ToolUseFilter:
+class ToolUseFilter(HoldingFilter):
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
     def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0) -> None:
         self._judge = judge
         self.rounds: list[RoundState] = []
-        # While a large input streams in the client gets nothing; a ping now and then keeps
-        # idle-timeout proxies from cutting the connection (the SDK skips pings).
-        self._keepalive_s = keepalive_s
+        self._keepalive_s = keepalive_s  # while a call is held: see ``held.Held``
         self.message_id: str | None = None
         self.model = model  # the upstream's own, once its message_start arrived
         self._next = 0  # the client's next content block index
@@ -84,17 +82,7 @@ class ToolUseFilter:
         for event in self._decoder.feed(data):
             self._on_event(event, out)
         if self._held:
-            self._keepalive(out)
-        return out
-
-    def end_upstream(self) -> list[bytes]:
-        out: list[bytes] = []
-        if self.round.ended:
-            return out
-        for event in self._decoder.flush():
-            self._on_event(event, out)
-        self._close_blocks(out)
-        self.round.ended = True
+            self._held.keepalive(out)
         return out
 
     def cut(self, upstream: bytes) -> list[bytes]:
@@ -129,33 +117,15 @@ class ToolUseFilter:
         self._final = True
         return out
 
-    # --- state for the pipeline -----------------------------------------------------------
-
-    @property
-    def round(self) -> RoundState:
-        return self.rounds[-1]
-
-    @property
-    def reply(self) -> None:
-        """Messages streams carry no complete reply object (nothing to remember either)."""
-        return None
-
-    @property
-    def needs_decision(self) -> bool:
-        state = self.round
-        decided = self._terminated or self._final
-        return state.all_dropped and (state.finish_withheld or state.ended) and not decided
-
     # --- events ---------------------------------------------------------------------------
 
     def _new_round(self) -> None:
         self._decoder = SSEDecoder()
         self._blocks: dict[int, int | _ToolBlock | None] = {}  # upstream index -> client index
         self._identity = True  # every block kept its upstream index: relay events unparsed
-        self._held: deque[_ToolBlock] = deque()
+        self._held: Held = Held(self._keepalive_s, events.PING)  # a ping: the SDK skips it
         self._positions = 0
         self._usage: Any = None  # this round's usage: message_start's, overlaid by message_delta's
-        self._hold_mark = 0.0
         self.rounds.append(RoundState())
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
@@ -201,7 +171,7 @@ class ToolUseFilter:
             tool.held.append((raw, data))
             self._blocks[index] = tool
             if not self._held:
-                self._hold_mark = time.monotonic()
+                self._held.since = time.monotonic()
             self._held.append(tool)
             return
         client = self._next
@@ -228,7 +198,7 @@ class ToolUseFilter:
         self._emit(data, raw, target, out)
 
     def _on_message_delta(self, data: dict, raw: bytes, out: list[bytes]) -> None:
-        self._close_blocks(out)
+        self._close_held(out)
         self._usage = events.overlay_usage(self._usage, data.get("usage"))
         delta = data.get("delta")
         if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
@@ -278,7 +248,7 @@ class ToolUseFilter:
         if isinstance(client, int):
             self._emit(data, raw, client, out)
 
-    def _close_blocks(self, out: list[bytes]) -> None:
+    def _close_held(self, out: list[bytes]) -> None:
         """The message ends (or the stream does): blocks still open are complete as they are."""
         pending = [tool for tool in self._held if not tool.done]
         if pending:
@@ -309,13 +279,3 @@ class ToolUseFilter:
         self._started = True
         self.message_id = self.message_id or events.new_message_id()
         return events.message_start(self.message_id, self.model, events.zero_usage())
-
-    def _keepalive(self, out: list[bytes]) -> None:
-        if self._keepalive_s is None:
-            return
-        now = time.monotonic()
-        if out:
-            self._hold_mark = now
-        elif now - self._hold_mark >= self._keepalive_s:
-            out.append(events.PING)
-            self._hold_mark = now

@@ -12,21 +12,20 @@ from typing import Any
 
 from gateway.errors import error_body
 from gateway.protocols import usage
+from gateway.protocols.adapters import PayloadFields, WholeConversations
 from gateway.protocols.base import Answer, Judge
 from gateway.protocols.chat import answers, replies, rewrite
 from gateway.protocols.chat.choices import ChoicesFilter
 from gateway.protocols.chat.parse import declared_tools, turn_from_message
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.protocols.sse import data_event
-from gateway.state.base import StateStore
 from gateway.trace.model import Conversation, ToolCall
 
 __all__ = ["CHAT", "ChatAdapter"]
 
 
-class ChatAdapter:
+class ChatAdapter(PayloadFields, WholeConversations):
     name = "chat"
-    chains = False  # every request carries its whole conversation
 
     # --- the request ----------------------------------------------------------------------
 
@@ -41,26 +40,6 @@ class ChatAdapter:
     def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
                    namespace: str = "") -> dict[str, Any]:
         return {**payload, "messages": items}
-
-    def stream(self, payload: dict[str, Any]) -> bool:
-        return payload.get("stream") is True
-
-    def model(self, payload: dict[str, Any]) -> str:
-        model = payload.get("model")
-        return model if isinstance(model, str) else ""
-
-    def user(self, payload: dict[str, Any]) -> str | None:
-        user = payload.get("user")
-        return user if isinstance(user, str) and user else None
-
-    # --- no server-side conversations in chat ----------------------------------------------
-
-    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
-        return []
-
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str) -> None:
-        return None
 
     # --- interventions on the request ------------------------------------------------------
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.base import Answer
 from gateway.protocols.chat.chunks import Envelope, content_chunk
 from gateway.protocols.chat.parse import tool_calls_from_message
-from gateway.protocols.sse import SSEDecoder, data_event
+from gateway.protocols.sse import data_event, json_events
 from gateway.trace.model import ToolCall
 
 # --- non-streamed answers --------------------------------------------------------------------
@@ -81,7 +80,7 @@ def stream_answer(stream: bytes) -> Answer | None:
     """What a complete client-bound SSE stream says for choice 0; None when it holds an error
     event or no readable chunk."""
     calls, parts, readable = False, [], False
-    for _raw, chunk in _events(stream):
+    for _raw, chunk in json_events(stream):
         if chunk is None:
             continue
         if "error" in chunk:
@@ -97,7 +96,7 @@ def stream_answer(stream: bytes) -> Answer | None:
 def stream_prepend_text(stream: bytes, text: str) -> bytes:
     """The stream with one content delta holding ``text`` before choice 0's first content
     (or its finish), in the stream's own envelope, so clients accumulate text + answer."""
-    events = _events(stream)
+    events = json_events(stream)
     role_seen = False
     for position, (_raw, chunk) in enumerate(events):
         if chunk is None:
@@ -109,20 +108,6 @@ def stream_prepend_text(stream: bytes, text: str) -> bytes:
             return b"".join([*raws[:position], data_event(piece), *raws[position:]])
         role_seen = role_seen or "role" in delta
     return stream
-
-
-def _events(stream: bytes) -> list[tuple[bytes, dict[str, Any] | None]]:
-    decoder = SSEDecoder()
-    out = []
-    for event in [*decoder.feed(stream), *decoder.flush()]:
-        chunk = None
-        if event.data is not None and not event.is_done:
-            try:
-                chunk = codec.loads(event.data)
-            except codec.DecodeError:
-                chunk = None
-        out.append((event.raw, chunk if isinstance(chunk, dict) else None))
-    return out
 
 
 def _choice(chunk: dict[str, Any]) -> dict[str, Any] | None:

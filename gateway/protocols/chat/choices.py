@@ -15,11 +15,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.base import Judge
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk
-from gateway.protocols.sse import DONE, SSEDecoder, comment, data_event
+from gateway.protocols.sse import DONE, comment, data_event, json_events
 from gateway.trace.model import ToolCall
 
 _KEEPALIVE = comment("holding")
@@ -126,17 +125,7 @@ class ChoicesFilter:
 
 
 def _events(data: bytes) -> list[_Event]:
-    decoder = SSEDecoder()
-    out = []
-    for event in [*decoder.feed(data), *decoder.flush()]:
-        chunk = None
-        if event.data is not None and not event.is_done:
-            try:
-                chunk = codec.loads(event.data)
-            except codec.DecodeError:
-                chunk = None
-        out.append(_Event(event.raw, chunk if isinstance(chunk, dict) else None))
-    return out
+    return [_Event(raw, chunk) for raw, chunk in json_events(data)]
 
 
 def _choices(chunk: dict[str, Any] | None) -> list[tuple[int, dict[str, Any]]]:

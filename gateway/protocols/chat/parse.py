@@ -8,11 +8,9 @@ forward traffic it cannot read rather than break it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
+from gateway.protocols.parts import content_reader, raw_text
 from gateway.trace.model import Conversation, ToolCall, Turn
 
 _ROLES = {
@@ -52,7 +50,7 @@ def turn_from_message(message: Any, index: int) -> Turn | None:
     text = content if type(content) is str else content_text(content)
     if role == "tool":
         if isinstance(content, dict):  # off-spec but seen: a result object instead of text
-            text = _arguments(content)
+            text = raw_text(content)
         call_id, name, is_error = message.get("tool_call_id"), message.get("name"), message.get("is_error")
         return Turn(index, role, text, (), call_id if type(call_id) is str and call_id else None,
                     name if type(name) is str and name else None,
@@ -93,23 +91,8 @@ def declared_tools(body: dict) -> frozenset[str] | None:
     return frozenset(names) or None
 
 
-def content_text(content: Any) -> str:
-    """A message's text: a string, or its text parts joined by newlines (images etc. skipped)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_part_texts(content))
-    return ""
-
-
-def _part_texts(parts: Iterable[Any]) -> Iterable[str]:
-    for part in parts:
-        if isinstance(part, str):
-            yield part
-        elif isinstance(part, dict) and isinstance(part.get("text"), str):
-            kind = part.get("type")
-            if kind is None or (isinstance(kind, str) and kind in _TEXT_PARTS):
-                yield part["text"]
+# A message's text: a string, or its text parts joined by newlines (images etc. skipped).
+content_text = content_reader(_TEXT_PARTS)
 
 
 def _tool_call(entry: Any) -> ToolCall | None:
@@ -120,7 +103,7 @@ def _tool_call(entry: Any) -> ToolCall | None:
     if kind == "custom" and isinstance(entry.get("custom"), dict):  # free-form custom tools
         custom = entry["custom"]
         name = custom.get("name")
-        return ToolCall(call_id, name, _arguments(custom.get("input"))) if isinstance(name, str) and name else None
+        return ToolCall(call_id, name, raw_text(custom.get("input"))) if isinstance(name, str) and name else None
     return _function(entry.get("function"), call_id)
 
 
@@ -130,19 +113,7 @@ def _function(fn: Any, call_id: str) -> ToolCall | None:
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         return None
-    return ToolCall(call_id, name, _arguments(fn.get("arguments")))
-
-
-def _arguments(value: Any) -> str:
-    """Raw argument text; objects some clients send instead of a string are serialized."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return str(value)
+    return ToolCall(call_id, name, raw_text(fn.get("arguments")))
 
 
 def _declared_name(entry: Any, legacy: bool) -> str | None:

@@ -17,7 +17,6 @@ tool chunk byte-identical); any content for choice 0 makes it go out first. Choi
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,13 +24,13 @@ from gateway.protocols import codec
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, add_usage, content_chunk, finish_chunk, usage_chunk
 from gateway.protocols.chat.rounds import Judge, RoundState
-from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, comment, data_event
+from gateway.protocols.held import Held, HoldingFilter
+from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, data_event
 
 __all__ = ["Judge", "RoundState", "ToolCallAssembler", "ToolCallFilter", "content_chunk", "finish_chunk"]
 
 _TOOL_KEYS = (b'"tool_calls"', b'"function_call"')
 _TOOL_FIELDS = ("tool_calls", "function_call")
-_KEEPALIVE = comment("holding")
 
 
 @dataclass(slots=True)
@@ -47,7 +46,7 @@ class _Held:
     raw_ok: bool  # nothing was taken out of the event or changed in it
 
 
-class ToolCallFilter:
+class ToolCallFilter(HoldingFilter):
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
     def __init__(
@@ -58,9 +57,7 @@ class ToolCallFilter:
         self._model = model  # for a reply written before any upstream chunk gave an envelope
         self.envelope = envelope  # of the client stream: taken from the first upstream chunk
         self.rounds: list[RoundState] = []
-        # While arguments stream in (a large file write takes a while) the client gets nothing;
-        # a comment now and then keeps idle-timeout proxies from cutting the connection.
-        self._keepalive_s = keepalive_s
+        self._keepalive_s = keepalive_s  # while a call is held: see ``held.Held``
         self._next_index = 0  # client-side tool-call index, continues across continuations
         self._continuation = False
         self._held_usage: dict[str, Any] | None = None
@@ -85,19 +82,7 @@ class ToolCallFilter:
         for event in self._decoder.feed(data):
             self._on_event(event, out)
         if self._held:
-            self._keepalive(out)
-        return out
-
-    def end_upstream(self) -> list[bytes]:
-        """The upstream stream ended: judge and release the calls still held."""
-        out: list[bytes] = []
-        if self.round.ended:
-            return out
-        for event in self._decoder.flush():
-            self._on_event(event, out)
-        self._settle(self._asm.close())
-        self._release(out)
-        self.round.ended = True
+            self._held.keepalive(out)
         return out
 
     def cut(self, upstream: bytes) -> list[bytes]:
@@ -137,32 +122,13 @@ class ToolCallFilter:
             out.append(DONE)
         return out
 
-    # --- state for the pipeline -----------------------------------------------------------
-
-    @property
-    def reply(self) -> None:
-        """Chat streams carry no final reply object (nothing to remember either)."""
-        return None
-
-    @property
-    def round(self) -> RoundState:
-        return self.rounds[-1]
-
-    @property
-    def needs_decision(self) -> bool:
-        """Every call of this round was dropped: re-ask (``begin_continuation``) or ``terminate``."""
-        state = self.round
-        decided = self._terminated or self._final
-        return state.all_dropped and (state.finish_withheld or state.ended) and not decided
-
     # --- events ---------------------------------------------------------------------------
 
     def _new_round(self) -> None:
         self._decoder = SSEDecoder()
         self._asm = ToolCallAssembler()
-        self._held: deque[_Held] = deque()
+        self._held: Held = Held(self._keepalive_s)
         self._fast = False
-        self._hold_mark = 0.0
         self.rounds.append(RoundState())
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
@@ -242,7 +208,7 @@ class ToolCallFilter:
             self.round.finish_reason = choice["finish_reason"]
             completed += self._asm.close()
         if not self._held:
-            self._hold_mark = time.monotonic()
+            self._held.since = time.monotonic()
         self._held.append(held)
         self._settle(completed)
         self._release(out)
@@ -263,6 +229,10 @@ class ToolCallFilter:
         return completed
 
     # --- judging and releasing ----------------------------------------------------------------
+
+    def _close_held(self, out: list[bytes]) -> None:
+        self._settle(self._asm.close())
+        self._release(out)
 
     def _settle(self, completed: list[PartialCall]) -> None:
         self._next_index = self.round.settle(completed, self._judge, self._next_index)
@@ -328,16 +298,6 @@ class ToolCallFilter:
     def _emit_piece(self, piece: dict[str, Any], out: list[bytes]) -> None:
         self._emitted = True
         out.append(data_event(piece))
-
-    def _keepalive(self, out: list[bytes]) -> None:
-        if self._keepalive_s is None:
-            return
-        now = time.monotonic()
-        if out:
-            self._hold_mark = now
-        elif now - self._hold_mark >= self._keepalive_s:
-            out.append(_KEEPALIVE)
-            self._hold_mark = now
 
 
 def _meaningful(rest: dict[str, Any], choice: dict[str, Any]) -> bool:

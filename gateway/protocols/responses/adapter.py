@@ -16,6 +16,7 @@ import structlog
 
 from gateway.errors import error_body
 from gateway.protocols import usage
+from gateway.protocols.adapters import PayloadFields
 from gateway.protocols.base import Answer, Judge
 from gateway.protocols.responses import answers, chain, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
@@ -41,7 +42,7 @@ class Recent(OrderedDict):
             self.popitem(last=False)
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(PayloadFields):
     name = "responses"
     chains = True
 
@@ -92,17 +93,6 @@ class ResponsesAdapter:
             self.named.put(chain.key(namespace, upstream), previous)
             payload = {**payload, "previous_response_id": upstream}
         return rewrite.with_items(payload, sent)
-
-    def stream(self, payload: dict[str, Any]) -> bool:
-        return payload.get("stream") is True
-
-    def model(self, payload: dict[str, Any]) -> str:
-        model = payload.get("model")
-        return model if isinstance(model, str) else ""
-
-    def user(self, payload: dict[str, Any]) -> str | None:
-        user = payload.get("user")
-        return user if isinstance(user, str) and user else None
 
     # --- conversations the upstream keeps ------------------------------------------------------
 

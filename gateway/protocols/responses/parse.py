@@ -11,11 +11,9 @@ items sit between them. Nothing here raises: what cannot be read is skipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
+from gateway.protocols.parts import content_reader, raw_text
 from gateway.trace.model import Conversation, ToolCall, Turn
 
 _ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
@@ -107,13 +105,8 @@ def declared_tools(payload: Any) -> frozenset[str] | None:
     return frozenset(names) or None
 
 
-def content_text(content: Any) -> str:
-    """A message's text: a string, or its text parts joined by newlines."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_part_texts(content))
-    return ""
+# A message's text: a string, or its text parts joined by newlines.
+content_text = content_reader(_TEXT_PARTS)
 
 
 def _turn(item: Any, kind: str | None, index: int) -> Turn | None:
@@ -149,25 +142,3 @@ def _output_text(output: Any) -> str:
     if isinstance(output, list):
         return content_text(output)
     return raw_text(output)
-
-
-def _part_texts(parts: Iterable[Any]) -> Iterable[str]:
-    for part in parts:
-        if isinstance(part, str):
-            yield part
-        elif isinstance(part, dict) and isinstance(part.get("text"), str):
-            kind = part.get("type")
-            if kind is None or (isinstance(kind, str) and kind in _TEXT_PARTS):
-                yield part["text"]
-
-
-def raw_text(value: Any) -> str:
-    """Raw text; an object some clients send instead of a string is serialized."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return str(value)

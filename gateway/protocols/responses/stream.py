@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,8 @@ from typing import Any
 import orjson
 
 from gateway.protocols.chat.rounds import Judge, RoundState
-from gateway.protocols.sse import SSEDecoder, SSEEvent, comment
+from gateway.protocols.held import Held, HoldingFilter
+from gateway.protocols.sse import SSEDecoder, SSEEvent
 from gateway.protocols.responses import events as wire
 from gateway.protocols.responses.parse import CALL_TYPES, call_from_item
 from gateway.protocols.responses.replies import response_object
@@ -36,7 +36,6 @@ from gateway.trace.model import ToolCall
 
 _CLOSING = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _OPENING = ("response.created", "response.in_progress")
-_KEEPALIVE = comment("holding")
 # Events the filter must read: items opening and closing (calls, the client's shown items), the
 # response's opening and closing events, a compatible server's end marker.
 _WATCHED = re.compile(rb"output_item|function_call|custom_tool_call|response\.c|response\.in|response\.failed"
@@ -70,7 +69,7 @@ class _Event:
     raw: bytes
 
 
-class ResponsesStreamFilter:
+class ResponsesStreamFilter(HoldingFilter):
     """Feed upstream bytes in, write the returned bytes to the client, in order.
 
     ``on_custom`` learns the call ids of custom tool calls, ``on_withheld`` the calls a closing
@@ -111,18 +110,7 @@ class ResponsesStreamFilter:
             self._on_event(event, out)
         self._release(out)
         if self._queue:
-            self._keepalive(out)
-        return out
-
-    def end_upstream(self) -> list[bytes]:
-        out: list[bytes] = []
-        if self.round.ended:
-            return out
-        for event in self._decoder.flush():
-            self._on_event(event, out)
-        self._settle(list(self._open.values()))
-        self._release(out)
-        self.round.ended = True
+            self._queue.keepalive(out)
         return out
 
     def cut(self, upstream: bytes) -> list[bytes]:
@@ -178,16 +166,6 @@ class ResponsesStreamFilter:
     # --- state for the pipeline -----------------------------------------------------------------
 
     @property
-    def round(self) -> RoundState:
-        return self.rounds[-1]
-
-    @property
-    def needs_decision(self) -> bool:
-        state = self.round
-        decided = self._terminated or self._final
-        return state.all_dropped and (state.finish_withheld or state.ended) and not decided
-
-    @property
     def reply(self) -> dict[str, Any] | None:
         """The closing response the client got (``Adapter.remember`` stores it)."""
         return self.view.reply
@@ -198,8 +176,8 @@ class ResponsesStreamFilter:
         self._decoder = SSEDecoder()
         self._open: dict[int, _Call] = {}  # calls not judged yet, by upstream output_index
         self._calls: dict[int, _Call] = {}  # every call of the round, by upstream output_index
-        self._queue: deque[_Call | _Event] = deque()
-        self._hold_mark = 0.0
+        # A keepalive is owed however much else went out meanwhile.
+        self._queue: Held = Held(self._keepalive_s, quiet_only=False)
         self._withheld_event: dict[str, Any] = {}
         self.rounds.append(RoundState())
 
@@ -246,7 +224,7 @@ class ResponsesStreamFilter:
         key = index if type(index) is int else -1 - len(self._calls)
         self._calls[key] = self._open[key] = call
         if not self._queue:
-            self._hold_mark = time.monotonic()
+            self._queue.since = time.monotonic()
         self._queue.append(call)
 
     def _call_event(self, call: _Call, obj: dict[str, Any], raw: bytes, kind: Any) -> None:
@@ -275,6 +253,10 @@ class ResponsesStreamFilter:
         self._queue.append(_Event(obj, raw))
 
     # --- judging and releasing ------------------------------------------------------------------
+
+    def _close_held(self, out: list[bytes]) -> None:
+        self._settle(list(self._open.values()))
+        self._release(out)
 
     def _settle(self, calls: list[_Call]) -> None:
         state = self.round
@@ -323,14 +305,6 @@ class ResponsesStreamFilter:
         reply, dropped = self.view.reply, self.round.dropped
         if reply is not None and dropped and self._on_withheld is not None and isinstance(reply.get("id"), str):
             self._on_withheld(reply["id"], list(dropped))
-
-    def _keepalive(self, out: list[bytes]) -> None:
-        if self._keepalive_s is None:
-            return
-        now = time.monotonic()
-        if now - self._hold_mark >= self._keepalive_s:
-            out.append(_KEEPALIVE)
-            self._hold_mark = now
 
 
 def _is_call(item: Any) -> bool:

@@ -1,0 +1,43 @@
+"""What the protocol adapters (``base.Adapter``) share, written once.
+
+Only methods whose rule is the same in every protocol that uses them live here; an adapter
+overrides what its wire format says differently (Anthropic's end user, for one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.state.base import StateStore
+
+__all__ = ["PayloadFields", "WholeConversations"]
+
+
+class PayloadFields:
+    """Request fields all three APIs spell alike: ``stream``, ``model``, ``user``."""
+
+    def stream(self, payload: dict[str, Any]) -> bool:
+        return payload.get("stream") is True
+
+    def model(self, payload: dict[str, Any]) -> str:
+        model = payload.get("model")
+        return model if isinstance(model, str) else ""
+
+    def user(self, payload: dict[str, Any]) -> str | None:
+        """OpenAI's end-user id (chat and Responses)."""
+        user = payload.get("user")
+        return user if isinstance(user, str) and user else None
+
+
+class WholeConversations:
+    """A protocol whose every request carries its whole conversation (chat, Messages): there is
+    no server-side history to rebuild, and nothing to remember for a later request."""
+
+    chains = False
+
+    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
+        return []
+
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
+                       namespace: str) -> None:
+        return None
