@@ -136,6 +136,12 @@ class StateStore(Protocol):
         off the request's path. Rare: only when a compaction starts or stops applying."""
         ...
 
+    def end_run(self, session: str) -> None:
+        """Forget the session's vetoed exchanges without waiting (fire and forget): they belong
+        to a run that is over. Only fingerprint sessions call it, when a request starts a new
+        run of the same task (``gateway.guard.request``): that run must not inherit them."""
+        ...
+
     async def ping(self) -> bool:
         """Whether the backend answers now (for /readyz): cheap, bounded by the store's own
         operation timeout, never raises, and not counted as a degradation."""
