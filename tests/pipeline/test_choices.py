@@ -2,6 +2,7 @@
 
 import orjson
 import pytest
+from support.seen import observations
 from support.upstream import Reply
 
 from .bodies import looping_history, post
@@ -80,3 +81,40 @@ def test_streamed_choices_are_each_judged(start_guarded, loops):
         assert ": loopguard action=reject" in response.text
     else:  # nothing refused: the upstream's bytes, exactly
         assert response.content == b"".join(stream)
+
+
+def two_answers(stream: bool, *messages: dict) -> Reply:
+    if not stream:
+        return Reply(body=completion(*messages))
+    deltas = [{"tool_calls": [{"index": 0, **m["tool_calls"][0]}]} if m.get("tool_calls") else {"content": m["content"]}
+              for m in messages]
+    chunks = [chunk(i, {"role": "assistant", "content": ""}) for i in range(len(deltas))]
+    chunks += [chunk(i, d) for i, d in enumerate(deltas)]
+    chunks += [chunk(i, {}, "tool_calls" if "tool_calls" in d else "stop") for i, d in enumerate(deltas)]
+    return Reply(raw_stream=sse(chunks))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_round_refused_in_every_choice_is_asked_again_streamed_or_not(start_guarded, stream):
+    """Every choice lost its calls: nothing is left to send, so the model is asked again with
+    the vetoed call and the observation, as for one choice; a held stream's headers say so."""
+    def respond(request: dict) -> Reply:
+        if observations(request):
+            return two_answers(stream, {"role": "assistant", "content": "done"},
+                               {"role": "assistant", "content": "done too"})
+        return two_answers(stream, calls_message(LOOPING), calls_message(LOOPING))
+
+    upstream, client, _ = start_guarded(respond)
+    response = post(client, orjson.dumps({"model": "m", "n": 2, "stream": stream, "messages": looping_history()}))
+    assert response.headers["x-loopguard-action"] == "reject"
+    if stream:
+        texts: dict[int, str] = {}
+        for piece in read_stream(response):
+            for c in piece["choices"]:
+                assert not c["delta"].get("tool_calls")
+                texts[c["index"]] = texts.get(c["index"], "") + (c["delta"].get("content") or "")
+        assert ": loopguard action=reject" in response.text and response.text.count("data: [DONE]") == 1
+    else:
+        texts = {c["index"]: c["message"]["content"] for c in response.json()["choices"]}
+    assert texts == {0: "done", 1: "done too"}
+    assert len(upstream.requests) == 2 and observations(upstream.requests[1]["json"])
