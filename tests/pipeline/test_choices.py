@@ -1,9 +1,11 @@
 """n > 1: every choice's proposed calls are judged, not only the first choice's."""
 
+import httpx
 import orjson
 import pytest
 from support.seen import observations
 from support.upstream import Reply
+from support.waiting import wait_for
 
 from .bodies import looping_history, post
 
@@ -118,3 +120,16 @@ def test_a_round_refused_in_every_choice_is_asked_again_streamed_or_not(start_gu
         texts = {c["index"]: c["message"]["content"] for c in response.json()["choices"]}
     assert texts == {0: "done", 1: "done too"}
     assert len(upstream.requests) == 2 and observations(upstream.requests[1]["json"])
+
+
+def test_a_client_leaving_a_held_stream_before_its_headers_stops_the_upstream(start_guarded):
+    """Several streamed choices are held whole and their headers wait for the decision: a
+    client that gives up meanwhile still stops the upstream's generation."""
+    events = [chunk(i % 2, {"content": "y"}) for i in range(200)]
+    upstream, client, _ = start_guarded(lambda r: Reply(raw_stream=sse(events), chunk_delay=0.03))
+    payload = {"model": "m", "n": 2, "stream": True, "messages": looping_history()}
+    with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=0.5) as http:
+        with http.stream("POST", client.gateway_url + "/v1/chat/completions", content=orjson.dumps(payload),
+                         headers={"content-type": "application/json", "authorization": "Bearer sk-test"}):
+            pass
+    assert wait_for(lambda: upstream.cancelled_streams == 1, timeout=3.0) and upstream.finished_streams == 0
