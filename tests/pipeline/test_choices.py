@@ -133,3 +133,19 @@ def test_a_client_leaving_a_held_stream_before_its_headers_stops_the_upstream(st
                          headers={"content-type": "application/json", "authorization": "Bearer sk-test"}):
             pass
     assert wait_for(lambda: upstream.cancelled_streams == 1, timeout=3.0) and upstream.finished_streams == 0
+
+
+def test_a_failed_re_ask_of_several_streamed_choices_still_ends_the_stream_well_formed(start_guarded):
+    """The withheld round goes out without its refused calls, as before re-asks existed."""
+    def respond(request: dict) -> Reply:
+        if observations(request):
+            return Reply(status=500)
+        return two_answers(True, calls_message(LOOPING), calls_message(LOOPING))
+
+    upstream, client, _ = start_guarded(respond)
+    response = post(client, orjson.dumps({"model": "m", "n": 2, "stream": True, "messages": looping_history()}))
+    chunks = read_stream(response)
+    assert not [c for ch in chunks for c in ch["choices"] if c["delta"].get("tool_calls")]
+    assert {c["index"]: c["finish_reason"] for ch in chunks for c in ch["choices"] if c["finish_reason"]} == \
+        {0: "stop", 1: "stop"}
+    assert response.text.count("data: [DONE]") == 1 and len(upstream.requests) == 2

@@ -64,6 +64,9 @@ class ChoicesFilter:
         self.round = ChoicesRound()
         self.needs_decision = False  # the whole round was refused and is held: re-ask or terminate
         self.reply = None
+        # The last withheld round without its refused calls: what the client gets when nothing
+        # replaces it (a re-ask that failed), so its stream still ends well-formed.
+        self._withheld: list[bytes] | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
         self._buffer += data
@@ -80,11 +83,16 @@ class ChoicesFilter:
         events = _events(data)
         keep = self._judge_choices(events)
         if all(keep[c] is None for c in keep):
+            if data:
+                self._withheld = None  # replaced: a re-ask answered
             return [data] if data else []
+        rebuilt = [_rebuilt(event, keep) for event in events]
         if all(n == 0 for n in keep.values()) or getattr(self._judge, "closed", False):
             self.needs_decision = True  # nothing was sent: the pipeline replaces it whole
+            self._withheld = rebuilt
             return []
-        return [_rebuilt(event, keep) for event in events]
+        self._withheld = None
+        return rebuilt
 
     def cut(self, upstream: bytes) -> list[bytes]:
         """Nothing was relayed yet (the stream is held whole): nothing to close, nothing to keep."""
@@ -102,12 +110,17 @@ class ChoicesFilter:
     def terminate(self, text: str) -> list[bytes]:
         self.needs_decision = False
         self._ended = True  # what the upstream sent is never released after the template
+        self._withheld = None
         env = Envelope.new(self._model)
         return [*(data_event(chunk) for index in range(self._choices) for chunk in (
             content_chunk(env, text, role=True, index=index), finish_chunk(env, "stop", index))), DONE]
 
     def final(self) -> list[bytes]:
-        return self.end_upstream()
+        out = self.end_upstream()
+        if not out and self._withheld is not None:  # nothing replaced the withheld round
+            out, self._withheld = self._withheld, None
+        self.needs_decision = False
+        return out
 
     def _judge_choices(self, events: list[_Event]) -> dict[int, int | None]:
         """Each choice's number of kept calls, or None when it keeps them all."""
