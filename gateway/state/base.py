@@ -4,7 +4,8 @@ Requests carry the whole conversation, so most decisions need no state at all. W
 carry is what the agent never saw, or what it has since thrown away:
 
 - the tool calls the gateway vetoed: kept keyed by session and by a hash of the conversation
-  prefix they follow, and shown to the model again in later requests;
+  prefix they follow, and shown to the model again in later requests (of the same run, for a
+  fingerprint session: ``end_run``);
 - where the session's history stood at its previous request (:class:`HistoryMark`), so that a
   history that suddenly got shorter (the agent compacted its context) arms the post-compaction
   guard;
