@@ -39,6 +39,10 @@ class Tracked:
     marker: HistoryMark | None  # the compaction marker that applies from now on
     marker_changed: bool  # ... and differs from the stored one (a write is due)
     hashes: Mapping[int, str]  # prefix hashes at this request's length and the vetoes' anchors
+    # False when the request starts a new run of the task: shorter than the session's previous
+    # request, with no evidence of a compaction (a history rewritten without getting shorter is
+    # still the same run: vetoes anchored in what it kept still apply).
+    continues: bool = True
 
 
 def track(state: SessionState, turns: Sequence[Turn], length: int, digest: str,
@@ -53,7 +57,7 @@ def track(state: SessionState, turns: Sequence[Turn], length: int, digest: str,
         hashes = _hashes(turns, length, digest, wanted)
         if compacted(turns, explicit):
             return Tracked(length, True, HistoryMark(length, digest), True, hashes)
-        return Tracked(None, False, None, marker is not None, hashes)  # a new run: start afresh
+        return Tracked(None, False, None, marker is not None, hashes, False)  # a new run: start afresh
     if marker is not None:
         wanted |= {marker.length, previous.length if previous is not None else -1}
     hashes = _hashes(turns, length, digest, wanted)

@@ -66,12 +66,13 @@ async def plan_request(
     mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)
     tracked = _track(state, conv, mark, session, store, log)
-    messages = prefix.insert_vetoes(items, tracked.hashes, state.vetoes) if state.vetoes else items
+    vetoes = _run_vetoes(state, tracked, session, store, log)
+    messages = prefix.insert_vetoes(items, tracked.hashes, vetoes) if vetoes else items
     if messages is not items:
         conv, memo = adapter.conversation(payload, messages), None
     trace = build_trace(conv, policy.trace_settings, memo)
     if tracked.compacted_at is not None:
-        start = compaction.shown_index(tracked.compacted_at, tracked.hashes, state.vetoes)
+        start = compaction.shown_index(tracked.compacted_at, tracked.hashes, vetoes)
         trace = replace(trace, compacted_at=start)
     judgement = policy.judge(trace)
     plan = RequestPlan(policy, session, payload, items, messages, conv, trace, judgement,
@@ -103,6 +104,25 @@ def _track(state: SessionState, conv: Conversation, mark: HistoryMark, session: 
         except Exception as exc:  # noqa: BLE001 - losing it only weakens compaction detection
             log.warning("state_unavailable", op="mark_compacted", error=type(exc).__name__)
     return tracked
+
+
+def _run_vetoes(state: SessionState, tracked: compaction.Tracked, session: str, store: StateStore,
+                log) -> tuple[VetoRecord, ...]:
+    """The vetoed exchanges this request may be shown. A fingerprint session is shared by every
+    run of the same task (same system prompt, first user message and tools: a fleet running a
+    job twice, a retried job), so its vetoes hold only while requests continue the run that was
+    refused: a request that neither extends the session's previous one nor compacts it (a new
+    run starts with a shorter history, and may replay the first run's turns exactly) ends that
+    run, and its vetoes are forgotten. A session the client named keeps them: it says which run
+    a request belongs to."""
+    if not state.vetoes or tracked.continues or not is_fingerprint(session):
+        return state.vetoes
+    log.info("session_new_run", session=session, vetoes_dropped=len(state.vetoes))
+    try:
+        store.end_run(session)
+    except Exception as exc:  # noqa: BLE001 - a foreign store; this request still ignores them
+        log.warning("state_unavailable", op="end_run", error=type(exc).__name__)
+    return ()
 
 
 def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:

@@ -32,9 +32,17 @@ def mode(ex: Exchange) -> str:
     return ex.plan.policy.interventions.terminate.mode
 
 
-def closed(call: ToolCall, position: int, choice: int = 0) -> bool:
-    """The judge of an answer written with tools closed: every call is refused."""
-    return False
+class _Closed:
+    """The judge of an answer written with tools closed: every call is refused. ``closed``
+    tells a stream filter that holds several choices whole that any call fails the answer."""
+
+    closed = True
+
+    def __call__(self, call: ToolCall, position: int, choice: int = 0) -> bool:
+        return False
+
+
+closed = _Closed()
 
 
 class FinalAnswer:

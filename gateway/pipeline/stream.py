@@ -35,13 +35,69 @@ _HOLDING = comment("holding")
 
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
-    chunks = _held(ex, upstream) if ex.expectation is not None else _relayed(ex, upstream)
+    if ex.expectation is not None:
+        return RelayStream(200, ex.verdict.headers(upstream.headers), _held(ex, upstream), upstream.aclose)
+    judge = StreamJudge(ex)
+    tool_filter = ex.adapter.stream_filter(judge, ex.payload)
+    chunks = _relayed(ex, upstream, judge, tool_filter)
+    if getattr(tool_filter, "holds_whole", False):
+        return _Decided(ex, upstream, chunks)
     return RelayStream(200, ex.verdict.headers(upstream.headers), chunks, upstream.aclose)
 
 
-async def _relayed(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+class _Decided(Response):
+    """A stream its filter holds whole until every call in it is judged (several chat choices):
+    nothing reaches the client before the decision, so the headers wait for the first bytes
+    and name it (``x-loopguard-action: terminate`` ...), as a unary reply's do. The SSE notes
+    of the decisions wait with them; a keepalive comment sends the headers as they stand."""
+
+    def __init__(self, ex: Exchange, upstream: UpstreamResponse, chunks: AsyncIterator[bytes]) -> None:
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = []
+        self._ex, self._upstream, self._chunks = ex, upstream, chunks
+
+    async def __call__(self, scope, receive, send) -> None:
+        first: list[bytes] = []
+        failure: UpstreamError | None = None
+        try:
+            async for chunk in self._chunks:
+                first.append(chunk)
+                if not chunk.startswith(_NOTE):
+                    break
+        except UpstreamError as exc:
+            failure = exc
+        except BaseException:  # cancelled (the client left) before the headers: close everything
+            try:
+                await self._chunks.aclose()
+            finally:
+                await self._upstream.aclose()
+            raise
+        headers = self._ex.verdict.headers(self._upstream.headers)
+        relay = RelayStream(200, headers, _resumed(first, failure, self._chunks), self._upstream.aclose)
+        await relay(scope, receive, send)
+
+
+_NOTE = b": loopguard action="
+
+
+async def _resumed(first: list[bytes], failure: UpstreamError | None,
+                   rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     try:
-        async for chunk in _attempt(ex, upstream):
+        for chunk in first:
+            yield chunk
+        if failure is not None:
+            raise failure
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()
+
+
+async def _relayed(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge,
+                   tool_filter: StreamFilter) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in _attempt(ex, upstream, judge, tool_filter):
             yield chunk
     except UpstreamError as exc:  # headers are out: break the client's stream too (RelayStream)
         _broken(ex, exc)
@@ -81,10 +137,13 @@ async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes
     await _done(ex)
 
 
-async def _attempt(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
-    """One answer: the upstream stream and its re-asks, relayed through one stream filter."""
-    judge = StreamJudge(ex)
-    tool_filter = ex.adapter.stream_filter(judge, ex.payload)
+async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge | None = None,
+                   tool_filter: StreamFilter | None = None) -> AsyncIterator[bytes]:
+    """One answer: the upstream stream and its re-asks, relayed through one stream filter
+    (``respond`` may have made it, with its judge)."""
+    if judge is None or tool_filter is None:
+        judge = StreamJudge(ex)
+        tool_filter = ex.adapter.stream_filter(judge, ex.payload)
     current = upstream
     try:
         while True:

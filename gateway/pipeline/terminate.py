@@ -90,6 +90,9 @@ async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge, re
         upstream = await final.ask()
         if upstream is not None:
             judge.close()
+            # Headers still unsent (a stream held whole) name the terminate from here on.
+            ex.verdict.raise_to(Action.TERMINATE, judgement.detector)
+            ex.verdict.terminate = ANSWER
             yield note(Action.TERMINATE, refusal, ANSWER)
             tool_filter.begin_continuation()
             async for chunk in final.relay(tool_filter, upstream):

@@ -4,7 +4,8 @@ Requests carry the whole conversation, so most decisions need no state at all. W
 carry is what the agent never saw, or what it has since thrown away:
 
 - the tool calls the gateway vetoed: kept keyed by session and by a hash of the conversation
-  prefix they follow, and shown to the model again in later requests;
+  prefix they follow, and shown to the model again in later requests (of the same run, for a
+  fingerprint session: ``end_run``);
 - where the session's history stood at its previous request (:class:`HistoryMark`), so that a
   history that suddenly got shorter (the agent compacted its context) arms the post-compaction
   guard;
@@ -134,6 +135,12 @@ class StateStore(Protocol):
     def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
         """Set (or clear, with None) the compaction marker without waiting: fire and forget,
         off the request's path. Rare: only when a compaction starts or stops applying."""
+        ...
+
+    def end_run(self, session: str) -> None:
+        """Forget the session's vetoed exchanges without waiting (fire and forget): they belong
+        to a run that is over. Only fingerprint sessions call it, when a request starts a new
+        run of the same task (``gateway.guard.request``): that run must not inherit them."""
         ...
 
     async def ping(self) -> bool:

@@ -72,6 +72,11 @@ class MemoryStore:
         if entry is not None:
             entry.compacted = mark
 
+    def end_run(self, session: str) -> None:
+        entry = self._live(session)
+        if entry is not None:
+            entry.vetoes = ()
+
     async def ping(self) -> bool:
         return True  # in-process: nothing can be unreachable
 

@@ -19,7 +19,8 @@ refreshed by every request of the session, so an idle session disappears by itse
 
 A request costs one round trip: one pipeline reads the vetoes and the compaction marker, swaps
 the history mark (``SET ... GET``, Redis >= 6.2) and refreshes the TTLs. Only a compaction
-starting or ending writes more, fire-and-forget.
+starting or ending, or a fingerprint session starting a new run while it holds vetoed exchanges
+(they are deleted), writes more, fire-and-forget.
 """
 
 from __future__ import annotations
@@ -91,11 +92,17 @@ class RedisStore:
         await self._run("add_veto", lambda: self._append(session, record))
 
     def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
+        self._background("mark_compacted", lambda: self._write_compacted(session, mark))
+
+    def end_run(self, session: str) -> None:
+        self._background("end_run", lambda: self._client.delete(self.key("v", session)))
+
+    def _background(self, op: str, command: Callable[[], Awaitable[object]]) -> None:
+        """A fire-and-forget write, off the request's path (``flush`` waits for them)."""
         if len(self._pending) >= self.max_pending_writes:  # Redis cannot keep up: shed, don't queue
             self.degradations += 1
             return
-        task = asyncio.get_running_loop().create_task(
-            self._run("mark_compacted", lambda: self._write_compacted(session, mark)))
+        task = asyncio.get_running_loop().create_task(self._run(op, command))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 

@@ -67,8 +67,9 @@ def _local_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Convers
 
 def is_fingerprint(session: str) -> bool:
     """The session was derived from how the conversation starts, not named by the client: two
-    runs of the same task share it, so nothing may treat one as the continuation of the other."""
-    return session.startswith("f:") or ":f:" in session
+    runs of the same task share it, so nothing may treat one as the continuation of the other.
+    LiteLLM's guardrail names its fingerprint sessions ``k:<key hash>/f:...``."""
+    return session.startswith("f:") or ":f:" in session or "/f:" in session
 
 
 def fingerprint(conv: Conversation) -> str:

@@ -8,29 +8,22 @@ from __future__ import annotations
 import orjson
 import pytest
 from support.agent import TOOLS
+from support.seen import observations
 from support.upstream import Reply
 
 from .bodies import looping_history, post
 from .test_answer import TEMPLATE, policy
 from .test_choices import LOOPING, calls_message, chunk, completion, read_stream, sse
 
-# Known gaps of several streamed choices, which are held whole and judged per choice without a
-# re-ask (protocols/chat/choices.py): calls refused at terminate level after a veto only withhold
-# them (no terminate, so no final answer: the choices end empty), and a choice calling a tool in
-# the final answer is left empty instead of carrying the template. Strict: they flip when fixed.
-NOT_TERMINATED = pytest.mark.xfail(strict=True, reason="n>1 streams never escalate past reject")
-LEFT_EMPTY = pytest.mark.xfail(strict=True, reason="n>1 stream: a refused choice ends empty, no template")
-
-
-def paths(stream_mark: dict[str, pytest.MarkDecorator]) -> list:
-    """(path, stream) cases; streamed ones marked as the known gaps they hit."""
-    return [pytest.param(path, stream, marks=[stream_mark[path]] if stream and path in stream_mark else [],
-                         id=f"{path}-{'stream' if stream else 'unary'}")
-            for path in ("request", "response") for stream in (False, True)]
+def paths() -> list:
+    """(path, stream) cases: the history already crossed terminate, call 5 is proposed, or call 4
+    is proposed (vetoed, the re-ask's call 5 ends the run)."""
+    return [pytest.param(path, stream, id=f"{path}-{'stream' if stream else 'unary'}")
+            for path in PATHS for stream in (False, True)]
 
 
 ANSWERS = ("First take: a.txt never changed.", "Second take: the summary is missing.")
-PATHS = {"request": 5, "response": 4}  # executed calls: terminate at once, or when call 5 is proposed
+PATHS = {"request": 5, "response": 4, "reasked": 3}  # executed calls before the request
 
 
 def choices_stream(*deltas: dict) -> list[bytes]:
@@ -80,7 +73,7 @@ def final_choices(client, path: str, stream: bool) -> tuple[dict[int, str], dict
     return texts, finishes, response
 
 
-@pytest.mark.parametrize(("path", "stream"), paths({"response": NOT_TERMINATED}))
+@pytest.mark.parametrize(("path", "stream"), paths())
 def test_every_choice_is_the_models_own_answer(start_guarded, path, stream):
     answers = [{"role": "assistant", "content": text} for text in ANSWERS]
     upstream, client, _ = start_guarded(model(answers, stream), policy())
@@ -91,9 +84,12 @@ def test_every_choice_is_the_models_own_answer(start_guarded, path, stream):
         assert response.headers["x-loopguard-terminate"] == "answer"
     asked = upstream.last["json"]
     assert asked["tool_choice"] == "none" and asked["n"] == 2
+    if path == "reasked":  # call 4 vetoed in both choices: re-asked once, call 5 ends the run
+        assert len(upstream.requests) == 3
+        assert observations(upstream.requests[1]["json"]) and "tool_choice" not in upstream.requests[1]["json"]
 
 
-@pytest.mark.parametrize(("path", "stream"), paths({"request": LEFT_EMPTY, "response": NOT_TERMINATED}))
+@pytest.mark.parametrize(("path", "stream"), paths())
 def test_a_choice_calling_a_tool_again_gives_every_choice_the_template(start_guarded, path, stream):
     answers = [{"role": "assistant", "content": ANSWERS[0]}, calls_message(LOOPING)]
     upstream, client, _ = start_guarded(model(answers, stream), policy())

@@ -1,8 +1,11 @@
 """n > 1: every choice's proposed calls are judged, not only the first choice's."""
 
+import httpx
 import orjson
 import pytest
+from support.seen import observations
 from support.upstream import Reply
+from support.waiting import wait_for
 
 from .bodies import looping_history, post
 
@@ -80,3 +83,69 @@ def test_streamed_choices_are_each_judged(start_guarded, loops):
         assert ": loopguard action=reject" in response.text
     else:  # nothing refused: the upstream's bytes, exactly
         assert response.content == b"".join(stream)
+
+
+def two_answers(stream: bool, *messages: dict) -> Reply:
+    if not stream:
+        return Reply(body=completion(*messages))
+    deltas = [{"tool_calls": [{"index": 0, **m["tool_calls"][0]}]} if m.get("tool_calls") else {"content": m["content"]}
+              for m in messages]
+    chunks = [chunk(i, {"role": "assistant", "content": ""}) for i in range(len(deltas))]
+    chunks += [chunk(i, d) for i, d in enumerate(deltas)]
+    chunks += [chunk(i, {}, "tool_calls" if "tool_calls" in d else "stop") for i, d in enumerate(deltas)]
+    return Reply(raw_stream=sse(chunks))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_round_refused_in_every_choice_is_asked_again_streamed_or_not(start_guarded, stream):
+    """Every choice lost its calls: nothing is left to send, so the model is asked again with
+    the vetoed call and the observation, as for one choice; a held stream's headers say so."""
+    def respond(request: dict) -> Reply:
+        if observations(request):
+            return two_answers(stream, {"role": "assistant", "content": "done"},
+                               {"role": "assistant", "content": "done too"})
+        return two_answers(stream, calls_message(LOOPING), calls_message(LOOPING))
+
+    upstream, client, _ = start_guarded(respond)
+    response = post(client, orjson.dumps({"model": "m", "n": 2, "stream": stream, "messages": looping_history()}))
+    assert response.headers["x-loopguard-action"] == "reject"
+    if stream:
+        texts: dict[int, str] = {}
+        for piece in read_stream(response):
+            for c in piece["choices"]:
+                assert not c["delta"].get("tool_calls")
+                texts[c["index"]] = texts.get(c["index"], "") + (c["delta"].get("content") or "")
+        assert ": loopguard action=reject" in response.text and response.text.count("data: [DONE]") == 1
+    else:
+        texts = {c["index"]: c["message"]["content"] for c in response.json()["choices"]}
+    assert texts == {0: "done", 1: "done too"}
+    assert len(upstream.requests) == 2 and observations(upstream.requests[1]["json"])
+
+
+def test_a_client_leaving_a_held_stream_before_its_headers_stops_the_upstream(start_guarded):
+    """Several streamed choices are held whole and their headers wait for the decision: a
+    client that gives up meanwhile still stops the upstream's generation."""
+    events = [chunk(i % 2, {"content": "y"}) for i in range(200)]
+    upstream, client, _ = start_guarded(lambda r: Reply(raw_stream=sse(events), chunk_delay=0.03))
+    payload = {"model": "m", "n": 2, "stream": True, "messages": looping_history()}
+    with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=0.5) as http:
+        with http.stream("POST", client.gateway_url + "/v1/chat/completions", content=orjson.dumps(payload),
+                         headers={"content-type": "application/json", "authorization": "Bearer sk-test"}):
+            pass
+    assert wait_for(lambda: upstream.cancelled_streams == 1, timeout=3.0) and upstream.finished_streams == 0
+
+
+def test_a_failed_re_ask_of_several_streamed_choices_still_ends_the_stream_well_formed(start_guarded):
+    """The withheld round goes out without its refused calls, as before re-asks existed."""
+    def respond(request: dict) -> Reply:
+        if observations(request):
+            return Reply(status=500)
+        return two_answers(True, calls_message(LOOPING), calls_message(LOOPING))
+
+    upstream, client, _ = start_guarded(respond)
+    response = post(client, orjson.dumps({"model": "m", "n": 2, "stream": True, "messages": looping_history()}))
+    chunks = read_stream(response)
+    assert not [c for ch in chunks for c in ch["choices"] if c["delta"].get("tool_calls")]
+    assert {c["index"]: c["finish_reason"] for ch in chunks for c in ch["choices"] if c["finish_reason"]} == \
+        {0: "stop", 1: "stop"}
+    assert response.text.count("data: [DONE]") == 1 and len(upstream.requests) == 2

@@ -166,3 +166,14 @@ def test_a_truncated_history_is_a_compaction_only_with_an_explicit_session():
     turns = conversation_from_body({"messages": truncated}).turns
     mark = mark_of(truncated)
     assert track(after_a_long_run(), turns, mark.length, mark.digest, explicit=True).compacted_now
+
+
+def test_only_a_shorter_history_without_evidence_starts_a_new_run():
+    """``Tracked.continues``: False ends a fingerprint session's vetoes (``gateway.guard.request``)."""
+    assert follow(EMPTY, history("a")).continues  # nothing to compare with
+    assert fingerprinted(history("a", "b", "c", "d", "e"), after_a_long_run()).continues  # grew
+    assert not fingerprinted(history(), after_a_long_run()).continues  # the same task, from the start
+    assert not fingerprinted(history("a"), after_a_long_run()).continues  # the same prefix, shorter
+    summary = [*history("a"), {"role": "user", "content": "Summary of the work so far: read a. Continue."}]
+    assert fingerprinted(summary, after_a_long_run()).continues  # compacted: the same run
+    assert fingerprinted(history("x", "y", "z", "w"), after_a_long_run()).continues  # rewritten, not shorter

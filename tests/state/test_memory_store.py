@@ -74,3 +74,14 @@ def test_build_store_uses_the_configured_bounds():
 def test_records_survive_serialization():
     assert VetoRecord.loads(veto(3).dumps()) == veto(3)
     assert HistoryMark.loads(HistoryMark(9, "b").dumps()) == HistoryMark(9, "b")
+
+
+async def test_end_run_forgets_the_vetoes_and_keeps_the_mark():
+    store = MemoryStore()
+    await store.session_state("s", HistoryMark(8, "run-1"))
+    await store.add_veto("s", veto(8))
+    store.end_run("s")
+    store.end_run("unknown")  # nothing to forget: no session is created
+    state = await store.session_state("s")
+    assert state.vetoes == () and state.mark == HistoryMark(8, "run-1")
+    assert len(store) == 1

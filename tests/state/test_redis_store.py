@@ -42,6 +42,18 @@ async def test_roundtrip_in_one_session_state_call(redis_server):
     await store.aclose()
 
 
+async def test_end_run_deletes_the_vetoes_off_the_request_path(redis_server):
+    store = store_for(redis_server.url)
+    await store.session_state("s", HistoryMark(8, "run-1"))
+    await store.add_veto("s", veto(8))
+    store.end_run("s")  # fire and forget
+    await store.flush()
+    state = await store.session_state("s")
+    assert state.vetoes == () and state.mark == HistoryMark(8, "run-1")
+    assert store.degradations == 0
+    await store.aclose()
+
+
 async def test_a_request_costs_one_round_trip(redis_server):
     store = store_for(redis_server.url)
     await store.add_veto("s", veto(1))

@@ -3,10 +3,19 @@
 Each choice is another answer to the same history, so each is judged on its own. The calls of
 one choice arrive interleaved with the others', so the stream is held whole until it ends, then
 released: byte for byte when nothing was refused, else with each refused call (and the later
-calls of its choice) left out, and a choice left without calls finishing with "stop". Nothing
-is re-asked (a re-ask would answer every choice again): the refused calls are withheld and the
-pipeline remembers them. Agents do not ask for several choices; this is about never letting a
-call through unjudged.
+calls of its choice) left out, and a choice left without calls finishing with "stop".
+
+As for a unary reply with several choices, the pipeline decides only when the whole round is
+refused (every choice proposed calls and lost all of them): nothing of the stream was sent, so
+it is withheld whole (``needs_decision``) and replaced by the re-ask (``begin_continuation``:
+the next stream is held and judged the same way) or by the run's end (``terminate``: the
+template in every choice). A round where some choice keeps its answer is released without the
+refused calls and is not re-asked (a re-ask would answer every choice again).
+
+A final answer is written with tools closed (the judge refuses every call, and says so with a
+true ``closed`` attribute): a choice calling a tool there fails the whole answer, as a unary
+one does, so it is withheld whole too and every choice gets the template instead.
+Agents do not ask for several choices; this is about never letting a call through unjudged.
 """
 
 from __future__ import annotations
@@ -41,6 +50,8 @@ class _Event:
 
 
 class ChoicesFilter:
+    holds_whole = True  # nothing reaches the client before every call is judged (see above)
+
     def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0, choices: int = 2) -> None:
         self._judge = judge
         self._model = model
@@ -50,8 +61,11 @@ class ChoicesFilter:
         self._buffer = bytearray()
         self._ended = False
         self.round = ChoicesRound()
-        self.needs_decision = False  # refused calls are withheld, never re-asked
+        self.needs_decision = False  # the whole round was refused and is held: re-ask or terminate
         self.reply = None
+        # The last withheld round without its refused calls: what the client gets when nothing
+        # replaces it (a re-ask that failed), so its stream still ends well-formed.
+        self._withheld: list[bytes] | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
         self._buffer += data
@@ -68,8 +82,16 @@ class ChoicesFilter:
         events = _events(data)
         keep = self._judge_choices(events)
         if all(keep[c] is None for c in keep):
+            if data:
+                self._withheld = None  # replaced: a re-ask answered
             return [data] if data else []
-        return [_rebuilt(event, keep) for event in events]
+        rebuilt = [_rebuilt(event, keep) for event in events]
+        if all(n == 0 for n in keep.values()) or getattr(self._judge, "closed", False):
+            self.needs_decision = True  # nothing was sent: the pipeline replaces it whole
+            self._withheld = rebuilt
+            return []
+        self._withheld = None
+        return rebuilt
 
     def cut(self, upstream: bytes) -> list[bytes]:
         """Nothing was relayed yet (the stream is held whole): nothing to close, nothing to keep."""
@@ -77,15 +99,27 @@ class ChoicesFilter:
         return []
 
     def begin_continuation(self) -> None:
-        return None
+        """The next stream (a re-ask, or the final answer) replaces the withheld one: held and
+        judged afresh."""
+        self._buffer = bytearray()
+        self._ended = False
+        self.round = ChoicesRound()
+        self.needs_decision = False
 
     def terminate(self, text: str) -> list[bytes]:
+        self.needs_decision = False
+        self._ended = True  # what the upstream sent is never released after the template
+        self._withheld = None
         env = Envelope.new(self._model)
         return [*(data_event(chunk) for index in range(self._choices) for chunk in (
             content_chunk(env, text, role=True, index=index), finish_chunk(env, "stop", index))), DONE]
 
     def final(self) -> list[bytes]:
-        return self.end_upstream()
+        out = self.end_upstream()
+        if not out and self._withheld is not None:  # nothing replaced the withheld round
+            out, self._withheld = self._withheld, None
+        self.needs_decision = False
+        return out
 
     def _judge_choices(self, events: list[_Event]) -> dict[int, int | None]:
         """Each choice's number of kept calls, or None when it keeps them all."""

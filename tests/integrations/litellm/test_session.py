@@ -38,3 +38,16 @@ def test_the_client_body_leaves_litellms_bookkeeping_out():
                    litellm_logging_obj=object(), _litellm_strip_stream_usage=True, secret_fields={})
     assert client_body(data) == {"model": "m", "tools": [{"type": "function"}]}
     assert client_headers(data) == {"x-session-id": "7"}  # never the credential
+
+
+def test_the_guard_knows_a_fingerprinted_litellm_session_for_one():
+    """A new run of the same task must start afresh (no compaction, no inherited vetoes) in
+    the proxy as in the gateway: the guard must see that the session is only a fingerprint."""
+    from gateway.integrations.litellm.session import RESOLVED, SESSION_HEADER
+    from gateway.protocols.chat.parse import conversation_from_body
+    from gateway.state.session import is_fingerprint, session_id
+
+    conv = conversation_from_body({"messages": MESSAGES})
+    for data, fingerprinted in ((request(), True), (request(user="u"), False), (request(litellm_session_id="s"), False)):
+        headers = {SESSION_HEADER: session_of(data, "key", SOURCES)}
+        assert is_fingerprint(session_id(headers, {}, conv, RESOLVED)) is fingerprinted
