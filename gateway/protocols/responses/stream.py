@@ -177,7 +177,7 @@ class ResponsesStreamFilter(HoldingFilter):
         self._open: dict[int, _Call] = {}  # calls not judged yet, by upstream output_index
         self._calls: dict[int, _Call] = {}  # every call of the round, by upstream output_index
         # A keepalive is owed however much else went out meanwhile.
-        self._queue: Held = Held(self._keepalive_s, quiet_only=False)
+        self._queue: Held = Held(self._keepalive_s)  # a keepalive only on a read that sent nothing
         self._withheld_event: dict[str, Any] = {}
         self.rounds.append(RoundState())
 

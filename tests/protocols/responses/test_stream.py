@@ -261,9 +261,12 @@ def test_judge_failure_lets_the_call_through():
 def test_keepalive_comment_while_a_call_is_held():
     filt = ResponsesStreamFilter(keep_all, keepalive_s=0.0)
     events = stream_events([READ])
+    rest = sse(events[4:])
     out = b"".join(filt.feed(sse(events[:4])))
+    assert not out.endswith(b": loopguard holding\n\n")  # a read that sent bytes needs none
+    out += b"".join(filt.feed(rest[:5]))  # a read that sends nothing while the call is held
     assert out.endswith(b": loopguard holding\n\n")
-    out += b"".join(filt.feed(sse(events[4:]))) + b"".join(filt.end_upstream())
+    out += b"".join(filt.feed(rest[5:])) + b"".join(filt.end_upstream())
     check_numbering(client_events(out))
 
 
