@@ -89,7 +89,6 @@ def _serve(args: argparse.Namespace) -> int:
 def announce(app: Any, config: Any, address: tuple[Any, ...]) -> None:
     """One line an operator reads first: where it listens and what it guards with what."""
     import structlog
-    from starlette.routing import Route
 
     from gateway.state.redis import redacted_url
 
@@ -97,7 +96,7 @@ def announce(app: Any, config: Any, address: tuple[Any, ...]) -> None:
     state = config.state.backend
     if state == "redis":
         state += " " + redacted_url(config.state.url)
-    guarded = [r.path for r in app.routes if isinstance(r, Route) and r.methods == {"POST"}]
+    guarded = list(app.guarded)
     gateway = app.state.gateway
     structlog.get_logger("loopguard").info(
         "gateway_started", address=f"http://{'[' + host + ']' if ':' in host else host}:{port}",

@@ -2,7 +2,7 @@
 
 One :class:`~gateway.pipeline.exchange.Exchange` per request is passed from stage to stage:
 
-    route.guarded(adapter)          read the body, parse it, run the stages below
+    route.Guarded(adapter, gateway) read the body, parse it, run the stages below
       request.judge                 plan: judge the executed history, edit what the model sees
       terminate.at_request          ... or end the run when it already crossed terminate (answer:
                                     the model's final answer, tools closed; or the template)

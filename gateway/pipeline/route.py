@@ -1,11 +1,12 @@
-"""The one route handler every guarded protocol uses: ``Route(path, guarded(ADAPTER))``."""
+"""The one handler every guarded protocol uses: ``Guarded(ADAPTER, gateway)``, a plain ASGI app
+the front dispatches to by exact path (``server/front.py``)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from typing import Any
 
-from starlette.requests import Request
+from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from gateway.pipeline import request as request_stage
@@ -21,21 +22,23 @@ from gateway.server.responses import error_response
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
 
-Endpoint = Callable[[Request], Awaitable[Response]]
+class Guarded:
+    """The ASGI app of one guarded protocol."""
+
+    __slots__ = ("adapter", "gateway")
+
+    def __init__(self, adapter: Adapter, gateway: Gateway) -> None:
+        self.adapter, self.gateway = adapter, gateway
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        response = await run(self.adapter, self.gateway, scope, receive)
+        await response(scope, receive, send)
 
 
-def guarded(adapter: Adapter) -> Endpoint:
-    async def endpoint(request: Request) -> Response:
-        return await run(adapter, request)
 
-    endpoint.__name__ = f"guarded_{adapter.name}"
-    return endpoint
-
-
-async def run(adapter: Adapter, request: Request) -> Response:
-    gateway: Gateway = request.app.state.gateway
+async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive: Any) -> Response:
     started = time.perf_counter()
-    body = await read_or_refuse(gateway, request, started, shape=adapter.error_body)
+    body = await read_or_refuse(gateway, scope, receive, started, shape=adapter.error_body)
     if isinstance(body, Response):
         return body
     payload, message, code = request_stage.parse(adapter, body)
@@ -43,9 +46,10 @@ async def run(adapter: Adapter, request: Request) -> Response:
         payload, code = None, "too_many_messages"
     if payload is None:
         answer = error_response(400, message or "", code=code, shape=adapter.error_body)
-        return refused(gateway, "POST", request.url.path, answer, started)
-    ex = _exchange(gateway, adapter, request, payload, body, started)
-    await request_stage.judge(ex, request.headers)
+        return refused(gateway, "POST", scope["path"], answer, started)
+    headers = Headers(scope=scope)
+    ex = _exchange(gateway, adapter, scope, headers, payload, body, started)
+    await request_stage.judge(ex, headers)
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:
         return await terminate.at_request(ex)
     ex.clock.took(started)
@@ -61,13 +65,13 @@ async def run(adapter: Adapter, request: Request) -> Response:
     return await unary.respond(ex, upstream)
 
 
-def _exchange(gateway: Gateway, adapter: Adapter, request: Request, payload: dict, body: bytes,
-              started: float) -> Exchange:
-    path = request.url.path
-    request_id = new_request_id(request.headers)
+def _exchange(gateway: Gateway, adapter: Adapter, scope: dict[str, Any], headers: Headers, payload: dict,
+              body: bytes, started: float) -> Exchange:
+    path = scope["path"]
+    request_id = new_request_id(headers)
     outgoing = UpstreamRequest(
-        method="POST", path=upstream_path(path), query=request.scope.get("query_string", b""),
-        headers=gateway.forward_headers(request.headers.raw, identity=True, protocol=adapter.name), body=body,
+        method="POST", path=upstream_path(path), query=scope.get("query_string", b""),
+        headers=gateway.forward_headers(scope["headers"], identity=True, protocol=adapter.name), body=body,
     )
     return Exchange(gateway, adapter, request_id, path, payload, body, adapter.stream(payload),
                     gateway.upstream_for(adapter.name), outgoing,

@@ -1,10 +1,11 @@
-"""The ASGI application: routes and the shared gateway context."""
+"""The ASGI application: the front (gates, guarded routes), the other routes, the shared context."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import structlog
 from starlette.applications import Starlette
@@ -14,18 +15,17 @@ from gateway.audit.bus import build_bus
 from gateway.config import Config
 from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
-from gateway.metrics.middleware import RequestMetrics
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
-from gateway.pipeline.route import guarded
+from gateway.pipeline.route import Guarded
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
 from gateway.server.context import Gateway
+from gateway.server.front import Front
 from gateway.server.health import healthz, readyz
-from gateway.server.lifecycle import Lifecycle
 from gateway.server.passthrough import passthrough, passthrough_for
 from gateway.server.paths import PathGuard
 from gateway.state.base import StateStore
@@ -44,7 +44,7 @@ SERVER_OPTIONS = {"server_header": False, "date_header": False}
 def build_app(
     config: Config, upstream: Upstream | None = None, policies: PolicyHolder | None = None,
     store: StateStore | None = None,
-) -> Starlette:
+) -> GatewayApp:
     """``PolicyError`` from a bad policy file propagates: refusing to start is right then."""
     gateway = Gateway(
         config=config,
@@ -77,32 +77,57 @@ def build_app(
                 await other.aclose()
             await gateway.store.aclose()
 
+    # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline).
+    guarded = {path: Guarded(adapter, gateway) for adapter, paths in (
+        (CHAT, ("/v1/chat/completions", "/chat/completions")),
+        (RESPONSES, ("/v1/responses", "/responses")),
+        (ANTHROPIC, ("/v1/messages", "/messages")),
+    ) for path in paths}
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
-        # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline).
-        Route("/v1/chat/completions", guarded(CHAT), methods=["POST"]),
-        Route("/chat/completions", guarded(CHAT), methods=["POST"]),
-        Route("/v1/responses", guarded(RESPONSES), methods=["POST"]),
-        Route("/responses", guarded(RESPONSES), methods=["POST"]),
-        Route("/v1/messages", guarded(ANTHROPIC), methods=["POST"]),
-        Route("/messages", guarded(ANTHROPIC), methods=["POST"]),
         Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
-    # Outermost last: metrics count every answer, refusals included; paths and header values
-    # are made canonical before authentication, and both before any route runs.
-    app.add_middleware(Lifecycle, body_timeout_s=config.limits.body_timeout_s, metrics=gateway.metrics)
-    app.add_middleware(ClientAuth, config=config.auth)
-    app.add_middleware(PathGuard)
-    app.add_middleware(RequestMetrics, metrics=gateway.metrics)
-    app.state.gateway = gateway
+    others = Starlette(routes=routes, lifespan=lifespan)
+    others.state.gateway = gateway
+    # Paths and header values are made canonical before authentication, both before any route.
+    gates = (PathGuard(), ClientAuth(config.auth))
+    app = GatewayApp(Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s), others)
     if config.telemetry.enabled:  # the otel extra is imported only then
         from gateway.telemetry import instrument, provider_for
 
         instrument(app, provider_for(config.telemetry))
     return app
 
+
+class GatewayApp:
+    """What ``build_app`` returns: the front, with what operators and tests reach through it
+    (``state.gateway``, the guarded routes, the lifespan) and room for an outermost wrapper."""
+
+    def __init__(self, front: Front, others: Starlette) -> None:
+        self.front, self.others = front, others
+        self.state = others.state
+        self._entry: Any = front
+
+    @property
+    def guarded(self) -> dict[str, Any]:
+        """Exact path -> the ASGI app of its protocol (POST only)."""
+        return self.front.guarded
+
+    @property
+    def routes(self) -> list[Any]:
+        return self.others.routes
+
+    @property
+    def router(self) -> Any:
+        return self.others.router
+
+    def wrap(self, middleware: Any, **options: Any) -> None:
+        """Run ``middleware`` outside everything else (tracing spans the whole request)."""
+        self._entry = middleware(self._entry, **options)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        await self._entry(scope, receive, send)

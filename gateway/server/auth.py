@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import time
-from typing import Any
 
 from gateway.config import AuthConfig
-from gateway.server.refusal import is_anthropic, refuse
+from gateway.server.refusal import Refusal, is_anthropic
 
 CLIENT_HEADER = b"x-loopguard-client"
 AGENT_HEADER = b"x-loopguard-agent"
@@ -63,28 +61,23 @@ def allowed(digest: bytes | None, keys: tuple[bytes, ...]) -> bool:
 
 
 class ClientAuth:
-    def __init__(self, app: Any, config: AuthConfig) -> None:
-        self.app = app
+    """A request gate: the key check, and the headers the rest of the gateway sees."""
+
+    def __init__(self, config: AuthConfig) -> None:
         self.keys = digests(config.keys)
         self.operator_keys = self.keys if config.metrics_keys is None else digests(config.metrics_keys)
         self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
+    def __call__(self, scope: dict) -> dict | Refusal:
         token = credential(scope["headers"])
         if token == b"":
-            await self._unauthorized(scope, send, "The Authorization header has an empty bearer token.", started)
-            return
+            return _unauthorized(scope, "The Authorization header has an empty bearer token.")
         digest = hashlib.sha256(token).digest() if token is not None else None
         required = self.operator_keys if scope["path"] in _OPERATOR_PATHS else self.keys
         if scope["path"] != "/healthz" and required and not allowed(digest, required):
             what = "No API key was provided" if token is None else "The API key is not valid for this gateway"
-            await self._unauthorized(scope, send, f"{what} (Authorization: Bearer <key> or x-api-key).", started)
-            return
-        await self.app({**scope, "headers": self._headers(scope["headers"], digest)}, receive, send)
+            return _unauthorized(scope, f"{what} (Authorization: Bearer <key> or x-api-key).")
+        return {**scope, "headers": self._headers(scope["headers"], digest)}
 
     def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
         drop = {CLIENT_HEADER}
@@ -97,8 +90,7 @@ class ClientAuth:
             out.append((CLIENT_HEADER, digest.hex().encode()))
         return out
 
-    @staticmethod
-    async def _unauthorized(scope: dict, send: Any, message: str, started: float) -> None:
-        kind = "authentication_error" if is_anthropic(scope["path"]) else "invalid_request_error"
-        await refuse(scope, send, 401, message, type=kind, code="invalid_api_key", started=started,
-                     headers=[(b"www-authenticate", b'Bearer realm="loopguard"')])
+
+def _unauthorized(scope: dict, message: str) -> Refusal:
+    kind = "authentication_error" if is_anthropic(scope["path"]) else "invalid_request_error"
+    return Refusal(401, message, kind, "invalid_api_key", ((b"www-authenticate", b'Bearer realm="loopguard"'),))

@@ -2,29 +2,49 @@
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from typing import Any
+
+from starlette.requests import ClientDisconnect
 
 
 class BodyTooLarge(Exception):
     pass
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+class BodyTimeout(Exception):
+    """The client did not finish sending its body within ``limits.body_timeout_s``."""
+
+
+async def read_body(scope: dict[str, Any], receive: Any, limit: int) -> bytes:
+    """The whole body from the ASGI ``receive``; ``ClientDisconnect`` if the client left first."""
+    declared = _content_length(scope["headers"])
+    if declared is not None and declared > limit:
         raise BodyTooLarge  # refuse before reading a byte of it
+    first = True
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
+        if not message.get("more_body", False):
+            if first:  # the usual case, one message: no copy
+                return chunk
+            chunks.append(chunk)
+            return b"".join(chunks)
         chunks.append(chunk)
-    return b"".join(chunks)
+        first = False
 
 
-class BodyTimeout(Exception):
-    """The client did not finish sending its body within ``limits.body_timeout_s``."""
+def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            return int(value) if value.isdigit() else None
+    return None
 
 
 def too_many_items(items: object, limit: int) -> str | None:

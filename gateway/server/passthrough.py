@@ -20,7 +20,7 @@ from gateway.upstream.errors import UpstreamError
 async def passthrough(request: Request, protocol: str = "chat", shape: Shape = openai_shape) -> Response:
     gateway: Gateway = request.app.state.gateway
     started = time.perf_counter()
-    body = await read_or_refuse(gateway, request, started, shape)
+    body = await read_or_refuse(gateway, request.scope, request.receive, started, shape)
     if isinstance(body, Response):
         return body
     outgoing = UpstreamRequest(
@@ -59,13 +59,13 @@ def too_large(gateway: Gateway, shape: Shape = openai_shape) -> Response:
                           code="request_too_large", shape=shape)
 
 
-async def read_or_refuse(gateway: Gateway, request: Request, started: float,
+async def read_or_refuse(gateway: Gateway, scope: dict, receive, started: float,
                          shape: Shape = openai_shape) -> bytes | Response:
     """The request body, or the logged 413 answer when it is over the configured limit."""
     try:
-        return await read_body(request, gateway.config.limits.max_body_bytes)
+        return await read_body(scope, receive, gateway.config.limits.max_body_bytes)
     except BodyTooLarge:
-        return refused(gateway, request.method, request.url.path, too_large(gateway, shape), started)
+        return refused(gateway, scope["method"], scope["path"], too_large(gateway, shape), started)
 
 
 def refused(gateway: Gateway, method: str, path: str, response: Response, started: float) -> Response:

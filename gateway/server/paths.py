@@ -13,11 +13,9 @@ malformed escape is refused; one trailing slash is dropped. Refusals are 400s.
 from __future__ import annotations
 
 import re
-import time
-from typing import Any
 from urllib.parse import unquote
 
-from gateway.server.refusal import refuse
+from gateway.server.refusal import Refusal
 from gateway.upstream.headers import unsendable_header
 
 _ESCAPE = re.compile(rb"%(..)?", re.DOTALL)
@@ -61,30 +59,20 @@ def _unescape(match: re.Match[bytes]) -> bytes:
 
 
 class PathGuard:
-    """Pure ASGI: canonical paths only, and no request header HTTP cannot carry upstream."""
+    """A request gate: canonical paths only, and no request header HTTP cannot carry upstream."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
+    def __call__(self, scope: dict) -> dict | Refusal:
         raw = scope.get("raw_path") or scope["path"].encode("utf-8")
         try:
             path = canonical_path(raw)
         except PathError as exc:
-            await refuse(scope, send, 400, f"The request path is not allowed: it contains {exc}.",
-                         type="invalid_request_error", code="invalid_path", started=started)
-            return
+            return Refusal(400, f"The request path is not allowed: it contains {exc}.",
+                           "invalid_request_error", "invalid_path")
         bad = unsendable_header(scope["headers"])
         if bad is not None:  # named, never echoed: the value may be a key
-            await refuse(scope, send, 400, f"The request header {bad!r} has a value HTTP cannot carry "
-                         "(control characters or leading/trailing whitespace).",
-                         type="invalid_request_error", code="invalid_header", started=started)
-            return
+            return Refusal(400, f"The request header {bad!r} has a value HTTP cannot carry "
+                           "(control characters or leading/trailing whitespace).",
+                           "invalid_request_error", "invalid_header")
         if path != raw:
-            text = unquote(path.decode("latin-1"))
-            scope = {**scope, "path": text, "raw_path": path}
-        await self.app(scope, receive, send)
+            return {**scope, "path": unquote(path.decode("latin-1")), "raw_path": path}
+        return scope

@@ -1,4 +1,4 @@
-"""Answers the gateway's middlewares give before any route runs, in the protocol's error shape.
+"""Answers the gateway gives before any route runs, in the protocol's error shape.
 
 A client only parses errors shaped the way its own API shapes them: the Anthropic SDK reads
 ``{"type": "error", "error": {...}}``, the OpenAI SDKs ``{"error": {...}}``. Which one a
@@ -8,6 +8,7 @@ request expects is known from its path alone, so a refusal needs nothing else.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -29,9 +30,24 @@ def error_json(path: str, message: str, type: str, code: str | None = None) -> b
     return orjson.dumps(error_body(message, type, None, code))
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """What a request gate answers instead of letting the request on (``server/front.py``)."""
+
+    status: int
+    message: str
+    type: str
+    code: str
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+    async def send(self, scope: dict[str, Any], send: Any, started: float) -> None:
+        await refuse(scope, send, self.status, self.message, type=self.type, code=self.code,
+                     started=started, headers=self.headers)
+
+
 async def refuse(scope: dict[str, Any], send: Any, status: int, message: str, *, type: str,
                  code: str, started: float | None = None,
-                 headers: list[tuple[bytes, bytes]] = ()) -> None:
+                 headers: tuple[tuple[bytes, bytes], ...] | list[tuple[bytes, bytes]] = ()) -> None:
     """Send the error and log the request line (the path is cut short: it is the client's text)."""
     path = scope.get("path", "")
     body = error_json(path, message, type, code)

@@ -59,24 +59,37 @@ class RelayStream(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await self._stream(send)
+            ended = await self._stream(send)
         except OSError:
-            pass  # the client went away mid-write: nothing left to tell it
+            return  # the client went away mid-write: nothing left to tell it
         finally:
             await self._close()
+        if ended:
+            self.ended()
 
-    async def _stream(self, send: Send) -> None:
+    async def _stream(self, send: Send) -> bool:
+        """Whether the stream ended whole."""
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         try:
             async for chunk in self._chunks:
                 if chunk:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except UpstreamError:
+        except UpstreamError as exc:
             # The upstream's body broke off: leave ours unfinished so the server drops the
             # connection and the client sees a broken stream, as it would without the gateway.
             # Ending it cleanly would pass a truncated answer (half a tool call) off as complete.
-            return
+            self.broken(exc)
+            return False
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return True
+
+    def broken(self, exc: UpstreamError) -> None:
+        """Hook: the upstream's body broke off mid-stream (the client's is left unfinished)."""
+
+    def ended(self) -> None:
+        """Hook: the stream ended whole; its last byte went out and the upstream is closed.
+        (A method, not a callback attribute: a bound method stored on the response would make a
+        reference cycle that keeps every request's objects alive until the collector runs.)"""
 
     async def _close(self) -> None:
         # Runs once the request is cancelled too: asyncio delivers a cancel once, so these

@@ -44,7 +44,7 @@ def instrument(app: Any, provider: TracerProvider) -> None:
     gateway.upstream = TracingUpstream(gateway.upstream, tracer)
     gateway.upstreams = {name: TracingUpstream(other, tracer) for name, other in gateway.upstreams.items()}
     gateway.audit.add(SpanSink())
-    app.add_middleware(TracingMiddleware, tracer=tracer, sessions=gateway.config.sessions)  # outermost
+    app.wrap(TracingMiddleware, tracer=tracer, sessions=gateway.config.sessions)  # outermost
     inner = app.router.lifespan_context
 
     @contextlib.asynccontextmanager

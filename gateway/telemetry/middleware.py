@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from gateway.config import SessionsConfig
-from gateway.metrics.middleware import route_of
+from gateway.metrics.registry import route_of
 from gateway.pipeline.published import SESSION
 from gateway.state.session import session_id
 from gateway.telemetry.sink import session_hash

@@ -5,11 +5,10 @@ only refers to (``history``), which are judged but not re-sent, and stores each 
 from __future__ import annotations
 
 import orjson
-from starlette.routing import Route
 from support.seen import anchors
 from support.upstream import Reply
 
-from gateway.pipeline.route import guarded
+from gateway.pipeline.route import Guarded
 from gateway.protocols.chat.adapter import ChatAdapter
 
 from .bodies import looping_history, post
@@ -41,9 +40,7 @@ def test_a_loop_spread_over_a_chain_is_judged_whole_and_only_new_entries_go_upst
     upstream, client, _ = start_guarded(model)
     app = client.gateway_app
     adapter = ChainedChat()
-    routes = app.router.routes
-    index = next(i for i, r in enumerate(routes) if getattr(r, "path", "") == "/v1/chat/completions")
-    routes[index] = Route("/v1/chat/completions", guarded(adapter), methods=["POST"])
+    app.guarded["/v1/chat/completions"] = Guarded(adapter, app.state.gateway)
 
     first = post(client, orjson.dumps({"model": "m", "messages": looping_history(2)}))
     assert first.headers["x-loopguard-action"] == "pass"
