@@ -36,13 +36,30 @@ _HOLDING = comment("holding")
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
-        return RelayStream(200, ex.verdict.headers(upstream.headers), _held(ex, upstream), upstream.aclose)
+        return _Guarded(ex, ex.verdict.headers(upstream.headers), _held(ex, upstream), upstream)
     judge = StreamJudge(ex)
     tool_filter = ex.adapter.stream_filter(judge, ex.payload)
-    chunks = _relayed(ex, upstream, judge, tool_filter)
+    chunks = _attempt(ex, upstream, judge, tool_filter, last=True)
     if getattr(tool_filter, "holds_whole", False):
         return _Decided(ex, upstream, chunks)
-    return RelayStream(200, ex.verdict.headers(upstream.headers), chunks, upstream.aclose)
+    return _Guarded(ex, ex.verdict.headers(upstream.headers), chunks, upstream)
+
+
+class _Guarded(RelayStream):
+    """A guarded stream: relayed as its chunks come; the request line is logged once the last
+    byte went out (or when the upstream broke the stream off)."""
+
+    def __init__(self, ex: Exchange, headers: list[tuple[bytes, bytes]], chunks: AsyncIterator[bytes],
+                 upstream: UpstreamResponse) -> None:
+        super().__init__(200, headers, chunks, upstream.aclose)
+        self._ex = ex
+
+    def ended(self) -> None:
+        log_request(self._ex, 200)
+
+    def broken(self, exc: UpstreamError) -> None:
+        self._ex.log.warning("upstream_stream_broken", error=type(exc).__name__)
+        log_request(self._ex, 200)
 
 
 class _Decided(Response):
@@ -74,7 +91,7 @@ class _Decided(Response):
                 await self._upstream.aclose()
             raise
         headers = self._ex.verdict.headers(self._upstream.headers)
-        relay = RelayStream(200, headers, _resumed(first, failure, self._chunks), self._upstream.aclose)
+        relay = _Guarded(self._ex, headers, _resumed(first, failure, self._chunks), self._upstream)
         await relay(scope, receive, send)
 
 
@@ -94,61 +111,58 @@ async def _resumed(first: list[bytes], failure: UpstreamError | None,
         await rest.aclose()
 
 
-async def _relayed(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge,
-                   tool_filter: StreamFilter) -> AsyncIterator[bytes]:
-    try:
-        async for chunk in _attempt(ex, upstream, judge, tool_filter):
-            yield chunk
-    except UpstreamError as exc:  # headers are out: break the client's stream too (RelayStream)
-        _broken(ex, exc)
-        raise
-    await _done(ex)
-
-
 async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
     current, mark = upstream, time.monotonic()
-    try:
-        while True:
-            held = bytearray()
-            try:
-                async for chunk in _attempt(ex, current):
-                    held += chunk
-                    if time.monotonic() - mark >= KEEPALIVE_S:
-                        mark = time.monotonic()
-                        yield _HOLDING
-            finally:
-                if current is not upstream:
-                    await current.aclose()
-            said = expect.plain_answer(ex, stream=bytes(held)) if ex.verdict.action != Action.TERMINATE else None
-            if said is None:
-                yield bytes(held)
-                break
-            if (retry := await expect.retry(ex, said)) is not None:
-                assert ex.expectation is not None
-                yield expect.note(ex.expectation, Action.REJECT)
-                current = retry
-                continue
-            for chunk in expect.warn_stream(ex, bytes(held)):
-                yield chunk
+    while True:
+        held = bytearray()
+        try:
+            async for chunk in _attempt(ex, current):
+                held += chunk
+                if time.monotonic() - mark >= KEEPALIVE_S:
+                    mark = time.monotonic()
+                    yield _HOLDING
+        finally:
+            if current is not upstream:
+                await current.aclose()
+        said = expect.plain_answer(ex, stream=bytes(held)) if ex.verdict.action != Action.TERMINATE else None
+        if said is None:
+            yield bytes(held)
             break
-    except UpstreamError as exc:
-        _broken(ex, exc)
-        raise
-    await _done(ex)
+        if (retry := await expect.retry(ex, said)) is not None:
+            assert ex.expectation is not None
+            yield expect.note(ex.expectation, Action.REJECT)
+            current = retry
+            continue
+        for chunk in expect.warn_stream(ex, bytes(held)):
+            yield chunk
+        break
+    await remember(ex)  # before the stream ends: the client may continue the chain at once
 
 
 async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge | None = None,
-                   tool_filter: StreamFilter | None = None) -> AsyncIterator[bytes]:
+                   tool_filter: StreamFilter | None = None, last: bool = False) -> AsyncIterator[bytes]:
     """One answer: the upstream stream and its re-asks, relayed through one stream filter
-    (``respond`` may have made it, with its judge)."""
+    (``respond`` may have made it, with its judge). ``last``: nothing follows it in the client
+    stream, so the reply is remembered before the stream ends.
+
+    The upstream is read right here, not through a helper generator: every chunk of a stream
+    passes through each async generator between the upstream and the client."""
     if judge is None or tool_filter is None:
         judge = StreamJudge(ex)
         tool_filter = ex.adapter.stream_filter(judge, ex.payload)
-    current = upstream
+    feed, clock, current = tool_filter.feed, ex.clock, upstream
     try:
         while True:
-            async for chunk in _pump(ex, tool_filter, current):
+            async for raw in current.aiter_raw():
+                started = time.perf_counter()
+                out = feed(raw)
+                clock.took(started)
+                if out:  # one write for what one read brought: each write is a trip through the server
+                    yield out[0] if len(out) == 1 else b"".join(out)
+            for chunk in tool_filter.end_upstream():
                 yield chunk
+            if tool_filter.round.judge_errors:
+                fail_open(ex, "stream_judge")
             judge.record_shadowed()
             refusal = judge.refusal
             if refusal is None:
@@ -178,26 +192,5 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
     for chunk in tool_filter.final():
         yield chunk
     ex.reply = tool_filter.reply
-
-
-async def _pump(ex: Exchange, tool_filter: StreamFilter, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
-    async for raw in upstream.aiter_raw():
-        started = time.perf_counter()
-        out = tool_filter.feed(raw)
-        ex.clock.took(started)
-        if out:  # one write for what one read brought: each write costs a trip through the server
-            yield out[0] if len(out) == 1 else b"".join(out)
-    for chunk in tool_filter.end_upstream():
-        yield chunk
-    if tool_filter.round.judge_errors:
-        fail_open(ex, "stream_judge")
-
-
-def _broken(ex: Exchange, exc: UpstreamError) -> None:
-    ex.log.warning("upstream_stream_broken", error=type(exc).__name__)
-    log_request(ex, 200)
-
-
-async def _done(ex: Exchange) -> None:
-    await remember(ex)
-    log_request(ex, 200)
+    if last:
+        await remember(ex)

@@ -42,8 +42,11 @@ class AiohttpResponse:
         self.headers = strip_hop_by_hop(response.raw_headers)
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
+        # ``readany`` in a loop, not aiohttp's ``iter_any``: one async generator fewer for every
+        # chunk of a stream to pass through.
+        content = self._response.content
         try:
-            async for chunk in self._response.content.iter_any():
+            while chunk := await content.readany():
                 yield chunk
             self._done = True
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
