@@ -13,7 +13,7 @@ from typing import Any
 
 from gateway.protocols import codec
 
-__all__ = ["DONE", "SSEDecoder", "SSEEvent", "comment", "data_event", "json_events"]
+__all__ = ["DONE", "SSEDecoder", "SSEEvent", "comment", "data_event", "event_of", "json_events", "whole_events"]
 
 DONE = b"data: [DONE]\n\n"
 
@@ -124,6 +124,21 @@ class SSEDecoder:
         self._scan = self._seen = 0
         self._content = self._skip_lf = False
         return [event]
+
+
+def whole_events(chunk: bytes) -> list[bytes] | None:
+    """The raw events of a chunk that holds only whole events with LF line endings and no stray
+    blank lines (what upstreams send), split at C speed; None for anything else, which the
+    decoder reads. Read with an idle decoder only (``SSEDecoder.idle``): the chunk must start
+    an event."""
+    if not chunk.endswith(b"\n\n") or chunk[:1] == b"\n" or b"\n\n\n" in chunk or b"\r" in chunk:
+        return None
+    return [part + b"\n\n" for part in chunk[:-2].split(b"\n\n")]
+
+
+def event_of(raw: bytes) -> SSEEvent:
+    """The event of one raw event ``whole_events`` returned."""
+    return _event(raw, len(raw) - 1, True)
 
 
 def _event(raw: bytes, size: int, terminated: bool) -> SSEEvent:

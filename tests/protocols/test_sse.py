@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, comment, data_event
+from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, comment, data_event, event_of, whole_events
 
 from .chat.streams import client_events
 
@@ -125,6 +125,29 @@ def test_random_streams_and_splits(case: tuple[bytes, list[str]], cuts: list[int
     assert [e.data for e in events if e.data is not None] == expected
     assert b"".join(e.raw for e in events) == stream
     assert expected == client_events(stream)
+
+
+@settings(max_examples=300, deadline=None)
+@given(streams())
+def test_whole_events_splits_as_the_decoder_does_or_leaves_the_chunk_to_it(case: tuple[bytes, list[str]]) -> None:
+    stream, _ = case
+    raws = whole_events(stream)
+    if raws is None:
+        return  # CR line endings, or nothing: the decoder's
+    events = decode(stream)
+    assert raws == [e.raw for e in events]
+    assert [event_of(raw) for raw in raws] == events
+
+
+@pytest.mark.parametrize("chunk", [
+    b"data: a\n\ndata: b",  # an event still open
+    b"\ndata: a\n\n",  # a stray blank line first
+    b"data: a\n\n\ndata: b\n\n",  # and between events
+    b"data: a\r\n\r\n",
+    b"",
+])
+def test_whole_events_leaves_what_is_not_whole_lf_events_to_the_decoder(chunk: bytes) -> None:
+    assert whole_events(chunk) is None
 
 
 ENCODE_CASES = [

@@ -20,12 +20,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from gateway.protocols import codec
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, add_usage, content_chunk, finish_chunk, usage_chunk
 from gateway.protocols.chat.rounds import Judge, RoundState
 from gateway.protocols.held import Held, HoldingFilter
-from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, data_event
+from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, data_event, event_of, whole_events
 
 __all__ = ["Judge", "RoundState", "ToolCallAssembler", "ToolCallFilter", "content_chunk", "finish_chunk"]
 
@@ -44,6 +46,23 @@ class _Held:
     rest: dict[str, Any]  # delta fields that have not gone out yet (a role)
     usage: Any
     raw_ok: bool  # nothing was taken out of the event or changed in it
+
+
+@dataclass(slots=True)
+class _Arguments:
+    """The bytes around the argument text of an event that only adds arguments to one open call
+    (``{"index": k, "function": {"arguments": "..."}}``, nothing else in its choice). A model
+    streams a call's arguments as a run of such events that differ only in that text, so the
+    next ones are read by matching these bytes and decoding the text between them: one small
+    JSON string instead of a whole chunk and its dicts. Matching is exact: an event with any
+    other byte outside the text, or whose middle is not one JSON string, is read in full."""
+
+    prefix: bytes  # the event up to the text's opening quote
+    suffix: bytes  # from after its closing quote to the end of the event
+    call: PartialCall
+    key: Any  # the entry's ``index``
+    head: dict[str, Any]
+    choice: dict[str, Any]
 
 
 class ToolCallFilter(HoldingFilter):
@@ -67,20 +86,26 @@ class ToolCallFilter(HoldingFilter):
     # --- driving ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[bytes]:
-        if (
-            self._fast
-            and data.endswith(b"\n\n")
-            and self._decoder.idle
-            and b"_call" not in data  # covers both tool-call keys in one scan
-            and b"[DONE]" not in data
-        ):
-            # Whole events (a chunk ending in a blank line ends an event, whatever its line
-            # endings) with nothing to hold or withhold: most chunks. Relay the chunk as is.
-            self._emitted = True
-            return [data]
+        raws = None
+        if self._decoder.idle:
+            if (
+                self._fast
+                and data.endswith(b"\n\n")
+                and b"_call" not in data  # covers both tool-call keys in one scan
+                and b"[DONE]" not in data
+            ):
+                # Whole events (a chunk ending in a blank line ends an event, whatever its line
+                # endings) with nothing to hold or withhold: most chunks. Relay the chunk as is.
+                self._emitted = True
+                return [data]
+            raws = whole_events(data)
         out: list[bytes] = []
-        for event in self._decoder.feed(data):
-            self._on_event(event, out)
+        if raws is not None:
+            for raw in raws:
+                self._on_raw(raw, out)
+        else:
+            for event in self._decoder.feed(data):
+                self._on_event(event, out)
         if self._held:
             self._held.keepalive(out)
         return out
@@ -129,7 +154,18 @@ class ToolCallFilter(HoldingFilter):
         self._asm = ToolCallAssembler()
         self._held: Held = Held(self._keepalive_s)
         self._fast = False
+        self._arguments: _Arguments | None = None
         self.rounds.append(RoundState())
+
+    def _on_raw(self, raw: bytes, out: list[bytes]) -> None:
+        """One whole event of a chunk ``whole_events`` split: what ``_on_event`` does, without
+        decoding the events that need no reading."""
+        if raw == DONE:
+            self._saw_done = True  # withheld: a continuation may follow
+        elif self._fast and b"_call" not in raw and raw.startswith(b"data: {") and raw.find(b"\n") == len(raw) - 2:
+            self._relay(raw, out)
+        elif self._arguments is None or not self._add_arguments(raw, self._arguments):
+            self._on_event(event_of(raw), out)
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         data, raw = event.data, event.raw
@@ -141,6 +177,8 @@ class ToolCallFilter(HoldingFilter):
             return
         if self._fast and _TOOL_KEYS[0] not in raw and _TOOL_KEYS[1] not in raw:
             self._relay(raw, out)
+            return
+        if self._arguments is not None and self._add_arguments(raw, self._arguments):
             return
         try:
             chunk = codec.loads(data)
@@ -212,6 +250,25 @@ class ToolCallFilter(HoldingFilter):
         self._held.append(held)
         self._settle(completed)
         self._release(out)
+        self._arguments = None if self._continuation else _arguments_of(raw, held)
+
+    def _add_arguments(self, raw: bytes, known: _Arguments) -> bool:
+        """An event that only adds argument text to the open call ``known`` describes: held
+        with that call, as ``_hold`` would hold it. False: read it in full."""
+        prefix, suffix, call = known.prefix, known.suffix, known.call
+        if call.done or not (raw.startswith(prefix) and raw.endswith(suffix)):
+            return False
+        try:
+            text = orjson.loads(raw[len(prefix):len(raw) - len(suffix)])
+        except orjson.JSONDecodeError:
+            return False
+        if type(text) is not str:
+            return False
+        if text:
+            call.parts.append(text)
+        entry = {"index": known.key, "function": {"arguments": text}}
+        self._held.append(_Held(raw, known.head, known.choice, [(entry, call)], {}, None, True))
+        return True
 
     def _add_entries(self, held: _Held, delta: dict[str, Any]) -> list[PartialCall]:
         completed: list[PartialCall] = []
@@ -248,8 +305,12 @@ class ToolCallFilter(HoldingFilter):
         if finish and self.round.all_dropped:
             self.round.finish_withheld = True
             finish = None
-        usage, usage_changed = self._usage(held.usage)
         index = self.round.out_index
+        if held.raw_ok and held.usage is None and not self.round.dropped and all(
+                call.legacy or entry.get("index") == index.get(call.position, -1) for entry, call in held.entries):
+            self._relay(held.raw, out)  # every call kept under its own index: the event as it came
+            return
+        usage, usage_changed = self._usage(held.usage)
         kept = [(entry, call) for entry, call in held.entries if call.position in index]
         same = all(call.legacy or entry.get("index") == index[call.position] for entry, call in kept)
         untouched = held.raw_ok and not usage_changed and finish == held.choice.get("finish_reason")
@@ -308,3 +369,39 @@ def _meaningful(rest: dict[str, Any], choice: dict[str, Any]) -> bool:
 
 def _usage_field(chunk: dict[str, Any], usage: Any) -> dict[str, Any]:
     return {"usage": usage} if usage is not None or "usage" in chunk else {}
+
+
+def _arguments_of(raw: bytes, held: _Held) -> _Arguments | None:
+    """The bytes around the argument text of ``held``, when it is an event that only adds
+    arguments to one open call, and that text sits where a probe shows it: the event with a
+    marker in its place parses to the marker as the call's arguments."""
+    choice, entries = held.choice, held.entries
+    if len(entries) != 1 or held.rest or held.usage is not None or not held.raw_ok:
+        return None
+    entry, call = entries[0]
+    function = entry.get("function")
+    if (call.done or call.legacy or entry.keys() != _ARGUMENT_KEYS or not isinstance(function, dict)
+            or function.keys() != _ARGUMENTS or choice.get("finish_reason") is not None):
+        return None
+    text = function["arguments"]
+    if not isinstance(text, str) or not text or not raw.startswith(b"data: ") or raw.count(b"\n") != 2:
+        return None
+    encoded = orjson.dumps(text)
+    at = raw.find(encoded)
+    if at < 0 or raw.find(encoded, at + 1) >= 0 or not raw.endswith(b"\n\n"):
+        return None  # written with other escapes than ours, or not only once: read in full
+    prefix, suffix = raw[:at], raw[at + len(encoded):]
+    try:
+        probe = orjson.loads(prefix[6:] + _MARKER + suffix[:-2])
+        marked = probe["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+    except (orjson.JSONDecodeError, LookupError, TypeError):
+        return None
+    if marked != _MARKER_TEXT:
+        return None
+    return _Arguments(prefix, suffix, call, entry["index"], held.head, choice)
+
+
+_ARGUMENT_KEYS = frozenset({"index", "function"})
+_ARGUMENTS = frozenset({"arguments"})
+_MARKER_TEXT = "\u0000loopguard-arguments\u0000"
+_MARKER = orjson.dumps(_MARKER_TEXT)
