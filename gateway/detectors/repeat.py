@@ -16,7 +16,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import chain, comparable, no_outcome, same_call, skipped, steps_of, window
+from gateway.detectors.common import (
+    chain, comparable, no_outcome, repeats_call, same_call, skipped, steps_of, window,
+)
 from gateway.trace.model import Trace
 
 NAME = "exact_repeat"
@@ -38,7 +40,7 @@ class ExactRepeatSettings(DetectorSettings):
 
 def detect(trace: Trace, settings: ExactRepeatSettings) -> Finding | None:
     events = window(trace, settings.window)
-    if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling):
+    if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling) or not repeats_call(events):
         return None
     members = chain(
         events,

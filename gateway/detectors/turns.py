@@ -21,7 +21,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import comparable, failed, same_call, skipped, steps_of
+from gateway.detectors.common import comparable, failed, repeats_call, same_call, skipped, steps_of
 from gateway.trace.model import ToolEvent, Trace
 
 NAME = "cross_turn"
@@ -42,7 +42,10 @@ def detect(trace: Trace, settings: CrossTurnSettings) -> Finding | None:
         return None
     if comparable(latest) is not None and not failed(latest):
         return None
-    members = _failures(_recent(trace, settings.window), latest)
+    recent = _recent(trace, settings.window)
+    if not repeats_call(recent):
+        return None
+    members = _failures(recent, latest)
     turns = {e.user_turn for e in members}
     if len(members) < 2 or len(turns) < settings.min_turns or not any(map(failed, members)):
         return None

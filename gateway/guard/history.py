@@ -31,6 +31,7 @@ class _Entry:
     conv: Conversation
     size: int
     hasher: Any  # blake2b state over all of ``messages`` (rewrite.extend_history_hash)
+    head: tuple[Any, ...]  # the payload's ``Adapter.head_fields`` values
     settings: TraceSettings | None = None
     # The trace builder's memo (its last build), valid only with the turns this entry keeps
     # alive, these settings and these declared tools.
@@ -64,19 +65,20 @@ class HistoryCache:
         old = self._entries.pop(key, None)
         if old is not None:
             self._bytes -= old.size
-        if old is not None and _extends(old.messages, messages) and _same_head(adapter, payload, old.conv):
+        head = tuple(payload.get(name) for name in adapter.head_fields)
+        if old is not None and old.head == head and _extends(old.messages, messages):
             self.hits += 1
             start = len(old.messages)
             new = adapter.conversation(payload, messages, start)
             conv = Conversation(old.conv.turns + new.turns, new.tools)
             hasher = _grow(old.hasher.copy(), conv, len(old.conv.turns), start, len(messages))
             keep = old.settings is settings and old.conv.tools == conv.tools
-            entry = _Entry(messages, conv, size, hasher, settings, old.events if keep else {})
+            entry = _Entry(messages, conv, size, hasher, head, settings, old.events if keep else {})
         else:
             self.misses += 1
             conv = adapter.conversation(payload, messages)
             hasher = _grow(hashlib.blake2b(digest_size=16), conv, 0, 0, len(messages))
-            entry = _Entry(messages, conv, size, hasher, settings)
+            entry = _Entry(messages, conv, size, hasher, head, settings)
         self._store(key, entry)
         return Parsed(entry.conv, entry.events, entry.hasher.hexdigest() if messages else "")
 
@@ -92,13 +94,6 @@ class HistoryCache:
 
 def _extends(old: list[Any], messages: list[Any]) -> bool:
     return len(messages) >= len(old) and messages[: len(old)] == old
-
-
-def _same_head(adapter: Adapter, payload: dict[str, Any], old: Conversation) -> bool:
-    """Turns read from outside the items (index -1: a system prompt field) are unchanged."""
-    head = adapter.conversation(payload, []).turns
-    n = len(head)
-    return old.turns[:n] == head and (len(old.turns) == n or old.turns[n].index >= 0)
 
 
 def _grow(hasher: Any, conv: Conversation, first_turn: int, start: int, count: int) -> Any:

@@ -7,7 +7,7 @@ Everything here is frozen so a trace can be shared, cached and replayed determin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 # Every error observation the gateway writes in place of a vetoed call starts with this marker
@@ -131,5 +131,7 @@ class Trace:
 
     def with_events(self, extra: tuple[ToolEvent, ...]) -> Trace:
         """This trace with proposed events appended (the response path judges them this way)."""
-        new_rounds = self.rounds + (1 if extra else 0)
-        return replace(self, events=self.events + extra, rounds=new_rounds)
+        # Built field by field: dataclasses.replace inspects the fields on every call, and the
+        # response path calls this for every proposed call.
+        return Trace(self.events + extra, self.turns, self.run_start, self.rounds + (1 if extra else 0),
+                     self.declared_tools, self.skipped, self.compacted_at, self.prior)

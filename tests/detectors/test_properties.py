@@ -190,3 +190,33 @@ def test_a_different_call_breaks_consecutive_patterns(body, result, propose_last
     for name, s in CONSECUTIVE.items():
         finding = REGISTRY[name].detect(new, s)
         assert finding is None or finding.count == 1, (name, finding)
+
+
+SHORTCUT_MODULES = ("progress", "repeat", "errors", "similar", "cycle", "turns")
+
+
+@HYPOTHESIS
+@given(bodies)
+def test_the_repeat_shortcuts_never_change_a_finding(body: dict) -> None:
+    """Detectors answer at once when the latest call (or tool) occurs nowhere earlier in their
+    window (``common.repeats_call``): the same findings as walking the window in full."""
+    import importlib
+
+    modules = [importlib.import_module(f"gateway.detectors.{name}") for name in SHORTCUT_MODULES]
+    for trace_settings in TRACE_SETTINGS:
+        for trace in traces(body, trace_settings):
+            for variant in VARIANTS:
+                quick = findings(trace, variant)
+                saved = [(m, m.__dict__.get("repeats_call"), m.__dict__.get("repeats_tool")) for m in modules]
+                try:
+                    for module in modules:
+                        for name in ("repeats_call", "repeats_tool"):
+                            if name in module.__dict__:
+                                setattr(module, name, lambda events: True)
+                    full = findings(trace, variant)
+                finally:
+                    for module, call, tool in saved:
+                        for name, value in (("repeats_call", call), ("repeats_tool", tool)):
+                            if value is not None:
+                                setattr(module, name, value)
+                assert quick == full

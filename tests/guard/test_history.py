@@ -5,7 +5,9 @@ import random
 import pytest
 
 from gateway.guard.history import HistoryCache
+from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.responses.adapter import RESPONSES
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.guard.prefix import prefix_hashes_at
 from gateway.trace.builder import build_trace
@@ -97,3 +99,31 @@ def test_bounded(entries, max_bytes, size, kept):
     for i in range(20):
         parse(cache, {"messages": [{"role": "user", "content": f"conversation {i}"}]}, size)
     assert len(cache._entries) == kept
+
+
+@pytest.mark.parametrize(("adapter", "field", "before", "after"), [
+    (ANTHROPIC, "system", "You are careful.", [{"type": "text", "text": "You are reckless."}]),
+    (RESPONSES, "instructions", "Be brief.", "Be thorough."),
+    (ANTHROPIC, "system", None, "A system prompt added later."),
+])
+def test_a_changed_system_field_is_a_new_history(adapter, field, before, after):
+    """Turns read from outside the items (a system prompt field) belong to the cached history:
+    the same items under another system prompt are parsed afresh, never continued."""
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"}]
+    cache = HistoryCache()
+    items = [dict(m) for m in messages] if adapter is ANTHROPIC else [
+        {"role": m["role"], "content": m["content"]} for m in messages]
+
+    def body(value):
+        return {"messages" if adapter is ANTHROPIC else "input": [dict(i) for i in items],
+                **({field: value} if value is not None else {})}
+
+    first = body(before)
+    cache.parse(adapter, first, adapter.items(first), 10, SETTINGS)
+    second = body(after)
+    parsed = cache.parse(adapter, second, adapter.items(second), 10, SETTINGS)
+    assert (cache.hits, cache.misses) == (0, 2)
+    assert parsed.conv == adapter.conversation(second, adapter.items(second))
+    again = body(after)
+    assert cache.parse(adapter, again, adapter.items(again), 10, SETTINGS).conv == parsed.conv
+    assert cache.hits == 1

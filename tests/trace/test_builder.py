@@ -158,6 +158,18 @@ def test_proposed_events_continue_the_trace():
     assert judged.rounds == 2 and judged.latest.call_id == "p2"
 
 
+def test_with_events_keeps_every_other_field():
+    """``Trace.with_events`` builds its trace field by field: a field added to Trace must be
+    carried over there too, or the response path would judge without it."""
+    import dataclasses
+
+    trace = dataclasses.replace(build(("user", "go"), ("assistant", [("a", "read", "{}")]), ("tool", "a", "ok"),
+                                      tools={"read"}), skipped=3, compacted_at=1, prior=("sentinel",))
+    judged = trace.with_events(())
+    for field in dataclasses.fields(trace):
+        assert getattr(judged, field.name) == getattr(trace, field.name), field.name
+
+
 def test_horizon_bounds_the_materialized_events():
     turns = [("user", "go")]
     for i in range(100):

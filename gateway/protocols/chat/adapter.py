@@ -26,6 +26,7 @@ __all__ = ["CHAT", "ChatAdapter"]
 
 class ChatAdapter(PayloadFields, WholeConversations):
     name = "chat"
+    head_fields = ()  # see Adapter.head_fields
 
     # --- the request ----------------------------------------------------------------------
 
