@@ -31,10 +31,11 @@ class _Entry:
     conv: Conversation
     size: int
     hasher: Any  # blake2b state over all of ``messages`` (rewrite.extend_history_hash)
-    head: tuple[Any, ...]  # the payload's ``Adapter.head_fields`` values
+    fields: tuple[Any, ...]  # the payload's ``Adapter.payload_fields`` values
     settings: TraceSettings | None = None
-    # The trace builder's memo (its last build), valid only with the turns this entry keeps
-    # alive, these settings and these declared tools.
+    # What was derived from the conversation and holds while it only grows: the trace
+    # builder's last build (valid only with the turns this entry keeps alive and these
+    # settings) and the session fingerprint (``state.session.fingerprint``).
     events: dict[Any, Any] = field(default_factory=dict)
 
 
@@ -43,6 +44,9 @@ class Parsed:
     conv: Conversation
     events: dict[Any, Any] | None  # the memo to build this conversation's trace with
     digest: str  # prefix.prefix_hashes_at(conv.turns, n, (n,))[n] for all n items
+
+
+_NO_FIELDS: dict[str, Any] = {}
 
 
 class HistoryCache:
@@ -65,20 +69,21 @@ class HistoryCache:
         old = self._entries.pop(key, None)
         if old is not None:
             self._bytes -= old.size
-        head = tuple(payload.get(name) for name in adapter.head_fields)
-        if old is not None and old.head == head and _extends(old.messages, messages):
+        fields = tuple(payload.get(name) for name in adapter.payload_fields)
+        if old is not None and old.fields == fields and _extends(old.messages, messages):
             self.hits += 1
             start = len(old.messages)
-            new = adapter.conversation(payload, messages, start)
-            conv = Conversation(old.conv.turns + new.turns, new.tools)
+            # The same payload fields: the same head turns and declared tools, so only the new
+            # items are read (from a payload with none of those fields).
+            new = adapter.conversation(_NO_FIELDS, messages, start)
+            conv = Conversation(old.conv.turns + new.turns, old.conv.tools)
             hasher = _grow(old.hasher.copy(), conv, len(old.conv.turns), start, len(messages))
-            keep = old.settings is settings and old.conv.tools == conv.tools
-            entry = _Entry(messages, conv, size, hasher, head, settings, old.events if keep else {})
+            entry = _Entry(messages, conv, size, hasher, fields, settings, old.events if old.settings is settings else {})
         else:
             self.misses += 1
             conv = adapter.conversation(payload, messages)
             hasher = _grow(hashlib.blake2b(digest_size=16), conv, 0, 0, len(messages))
-            entry = _Entry(messages, conv, size, hasher, head, settings)
+            entry = _Entry(messages, conv, size, hasher, fields, settings)
         self._store(key, entry)
         return Parsed(entry.conv, entry.events, entry.hasher.hexdigest() if messages else "")
 

@@ -62,7 +62,7 @@ async def plan_request(
         conv, memo = adapter.conversation(payload, items), None
         digest = prefix.prefix_hashes_at(conv.turns, length, (length,))[length]
     client_conv = conv
-    session = _protocol_session(adapter, session_id(headers, payload, conv, sessions, adapter.user(payload)))
+    session = _protocol_session(adapter, session_id(headers, payload, conv, sessions, adapter.user(payload), memo))
     mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)
     tracked = _track(state, conv, mark, session, store, log)

@@ -109,9 +109,9 @@ class Adapter(Protocol):
     # True when the upstream keeps conversations the request only refers to (Responses'
     # ``previous_response_id``): the pipeline then calls ``history`` and ``remember``.
     chains: bool
-    # The payload fields ``conversation`` reads turns from besides the items (a system prompt
-    # field): while they are unchanged, so are those turns.
-    head_fields: tuple[str, ...]
+    # The payload fields ``conversation`` reads besides the items (declared tools, a system
+    # prompt field): while they are unchanged, so are its head turns and declared tools.
+    payload_fields: tuple[str, ...]
 
     # --- the request ----------------------------------------------------------------------
 

@@ -19,14 +19,17 @@ CLIENT_HEADER = "x-loopguard-client"
 
 
 def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
-               sources: SessionsConfig = DEFAULT_SOURCES, user: str | None = None) -> str:
+               sources: SessionsConfig = DEFAULT_SOURCES, user: str | None = None,
+               memo: dict | None = None) -> str:
     """The session's key in the state store: the client's own id, namespaced by its credential.
     ``user``: the end user the body names, read by the protocol's adapter (``Adapter.user``).
+    ``memo``: the history cache's memo of this conversation (``guard/history.py``), where its
+    fingerprint is kept once known.
 
     Two tenants choosing the same session id (or ``user``, or starting their conversations
     alike) must never share state, or one could push the other's run into termination.
     """
-    return client_namespace(headers) + _local_id(headers, payload, conv, sources, user)
+    return client_namespace(headers) + _local_id(headers, payload, conv, sources, user, memo)
 
 
 def client_namespace(headers: Mapping[str, str]) -> str:
@@ -48,7 +51,7 @@ def _credential_hash(headers: Mapping[str, str]) -> str | None:
 
 
 def _local_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
-              sources: SessionsConfig, user: str | None) -> str:
+              sources: SessionsConfig, user: str | None, memo: dict | None) -> str:
     """Explicit identifiers first, in the configured order (headers, the body's end user,
     ``metadata.<key>``); else a fingerprint of how the conversation starts, which is stable
     across its requests. The prefix keeps an id from one source from meeting another's."""
@@ -62,7 +65,7 @@ def _local_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Convers
         sid = metadata.get(sources.metadata_key)
         if isinstance(sid, str) and sid:
             return "m:" + sid[:200]
-    return "f:" + fingerprint(conv)
+    return "f:" + fingerprint(conv, memo)
 
 
 def is_fingerprint(session: str) -> bool:
@@ -72,7 +75,15 @@ def is_fingerprint(session: str) -> bool:
     return session.startswith("f:") or ":f:" in session or "/f:" in session
 
 
-def fingerprint(conv: Conversation) -> str:
+_FINGERPRINT = "fingerprint"  # its key in a history memo
+
+
+def fingerprint(conv: Conversation, memo: dict | None = None) -> str:
+    """How the conversation opens: its first system and user texts and its declared tools. A
+    history memo holds it once both texts were found: a conversation that only grew since
+    (what the memo vouches for) opens the same way."""
+    if memo is not None and (known := memo.get(_FINGERPRINT)) is not None:
+        return known
     digest = hashlib.blake2b(digest_size=12)
     firsts: dict[str, str] = {}
     for turn in conv.turns:  # the opening: stop once both are found, not at the end of the run
@@ -84,4 +95,7 @@ def fingerprint(conv: Conversation) -> str:
         digest.update(role.encode() + b"\x00" + firsts.get(role, "").encode("utf-8", "replace") + b"\x00")
     for name in sorted(conv.tools or ()):
         digest.update(name.encode("utf-8", "replace") + b"\x01")
-    return digest.hexdigest()
+    found = digest.hexdigest()
+    if memo is not None and len(firsts) == 2:
+        memo[_FINGERPRINT] = found
+    return found

@@ -24,7 +24,7 @@ __all__ = ["ANTHROPIC", "AnthropicAdapter"]
 
 class AnthropicAdapter(PayloadFields, WholeConversations):
     name = "anthropic"
-    head_fields = ("system",)  # see Adapter.head_fields
+    payload_fields = ("system", "tools")  # see Adapter.payload_fields
 
     # --- the request ----------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ __all__ = ["CHAT", "ChatAdapter"]
 
 class ChatAdapter(PayloadFields, WholeConversations):
     name = "chat"
-    head_fields = ()  # see Adapter.head_fields
+    payload_fields = ("tools", "functions")  # see Adapter.payload_fields
 
     # --- the request ----------------------------------------------------------------------
 

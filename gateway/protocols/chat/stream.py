@@ -162,10 +162,17 @@ class ToolCallFilter(HoldingFilter):
         decoding the events that need no reading."""
         if raw == DONE:
             self._saw_done = True  # withheld: a continuation may follow
-        elif self._fast and b"_call" not in raw and raw.startswith(b"data: {") and raw.find(b"\n") == len(raw) - 2:
+            return
+        simple = raw.startswith(b"data: {") and raw.find(b"\n") == len(raw) - 2  # one data line
+        if not simple:
+            self._on_event(event_of(raw), out)
+        elif self._fast and b"_call" not in raw:
             self._relay(raw, out)
         elif self._arguments is None or not self._add_arguments(raw, self._arguments):
-            self._on_event(event_of(raw), out)
+            try:  # the data as bytes: the event's decoded text only for what orjson refuses
+                self._on_data(orjson.loads(raw[6:-2]), raw, out)
+            except orjson.JSONDecodeError:
+                self._on_event(event_of(raw), out)
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         data, raw = event.data, event.raw
@@ -184,6 +191,10 @@ class ToolCallFilter(HoldingFilter):
             chunk = codec.loads(data)
         except codec.DecodeError:
             chunk = None
+        self._on_data(chunk, raw, out)
+
+    def _on_data(self, chunk: Any, raw: bytes, out: list[bytes]) -> None:
+        """An event's data, parsed: a chunk to read, or anything else to relay as it is."""
         if not isinstance(chunk, dict) or "error" in chunk or not isinstance(chunk.get("choices"), list):
             self._relay(raw, out)
             return
@@ -296,9 +307,27 @@ class ToolCallFilter(HoldingFilter):
 
     def _release(self, out: list[bytes]) -> None:
         """Send held events, in order, as soon as every call they touch is judged."""
-        held = self._held
-        while held and all(call.done for _, call in held[0].entries):
-            self._release_one(held.popleft(), out)
+        held, state = self._held, self.round
+        index = state.out_index
+        while held:
+            first = held[0]
+            entries = first.entries
+            if len(entries) == 1:  # the usual event: one call's delta
+                entry, call = entries[0]
+                if not call.done:
+                    return
+                as_it_came = first.raw_ok and first.usage is None and not state.dropped and (
+                    call.legacy or entry.get("index") == index.get(call.position, -1))
+            elif all(call.done for _, call in entries):
+                as_it_came = False
+            else:
+                return
+            held.popleft()
+            if as_it_came:  # its call kept under its own index: the event as it came
+                self._emitted = True
+                out.append(first.raw)
+            else:
+                self._release_one(first, out)
 
     def _release_one(self, held: _Held, out: list[bytes]) -> None:
         finish = held.choice.get("finish_reason")

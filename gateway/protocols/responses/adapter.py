@@ -44,7 +44,7 @@ class Recent(OrderedDict):
 
 class ResponsesAdapter(PayloadFields):
     name = "responses"
-    head_fields = ("instructions",)  # see Adapter.head_fields
+    payload_fields = ("instructions", "tools")  # see Adapter.payload_fields
     chains = True
 
     def __init__(self) -> None:
