@@ -81,6 +81,7 @@ class ToolCallFilter(HoldingFilter):
         self._continuation = False
         self._held_usage: dict[str, Any] | None = None
         self._saw_done = self._terminated = self._final = self._emitted = False
+        self._done_sent = False
         self._new_round()
 
     # --- driving ------------------------------------------------------------------------
@@ -143,7 +144,7 @@ class ToolCallFilter(HoldingFilter):
         if self._held_usage is not None:
             out.append(data_event(usage_chunk(env, self._held_usage)))
             self._held_usage = None
-        if self._saw_done or self._terminated:
+        if (self._saw_done or self._terminated) and not self._done_sent:
             out.append(DONE)
         return out
 
@@ -161,7 +162,7 @@ class ToolCallFilter(HoldingFilter):
         """One whole event of a chunk ``whole_events`` split: what ``_on_event`` does, without
         decoding the events that need no reading."""
         if raw == DONE:
-            self._saw_done = True  # withheld: a continuation may follow
+            self._on_done(out)
             return
         simple = raw.startswith(b"data: {") and raw.find(b"\n") == len(raw) - 2  # one data line
         if not simple:
@@ -174,13 +175,25 @@ class ToolCallFilter(HoldingFilter):
             except orjson.JSONDecodeError:
                 self._on_event(event_of(raw), out)
 
+    def _on_done(self, out: list[bytes]) -> None:
+        """``[DONE]`` is withheld while anything may still follow it: a re-ask's continuation or
+        a final text (a call of this round was dropped), a call still open or held, usage held
+        back. Otherwise every call was judged and kept: it goes out with the rest of the read
+        (one write to the client fewer)."""
+        self._saw_done = True
+        state = self.round
+        if self._held or self._asm.open or state.dropped or state.finish_withheld or self._held_usage is not None:
+            return
+        self._done_sent = True
+        out.append(DONE)
+
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         data, raw = event.data, event.raw
         if data is None or event.event == "error":
             out.append(raw)
             return
         if data == "[DONE]":
-            self._saw_done = True  # withheld: a continuation may follow
+            self._on_done(out)
             return
         if self._fast and _TOOL_KEYS[0] not in raw and _TOOL_KEYS[1] not in raw:
             self._relay(raw, out)

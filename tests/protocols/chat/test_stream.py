@@ -219,7 +219,8 @@ def test_content_goes_out_before_the_held_call_completes() -> None:
     later = filt.feed(sse(FINISH))
     assert tool_entries(b"".join(later)) == [tc(0, "call_a", "read", '{"pa'), tc(0, args='th": "a.txt"}')]
     assert b"".join(later).startswith(sse(tools(tc(0, "call_a", "read", '{"pa')), done=False))  # as it came
-    assert DONE not in b"".join(later)
+    # Every call judged and kept: nothing can follow, so [DONE] goes out with the read, once.
+    assert b"".join(later).endswith(DONE) and filt.final() == []
 
 
 def test_stream_without_tool_calls_is_relayed_byte_for_byte() -> None:
@@ -232,9 +233,21 @@ def test_stream_without_tool_calls_is_relayed_byte_for_byte() -> None:
     ).replace(b"data: : keep-alive", b": keep-alive")
     filt = ToolCallFilter(lambda call, pos: pytest.fail("no call to judge"))
     relayed = filt.feed(stream) + filt.end_upstream()
-    assert DONE not in b"".join(relayed)  # withheld until the pipeline says the stream is final
+    assert b"".join(relayed) == stream  # no call: [DONE] goes out as it came
     assert b"".join(relayed + filt.final()) == stream
     assert filt.final() == []  # [DONE] exactly once
+
+
+def test_done_waits_while_a_call_is_open_or_was_dropped() -> None:
+    open_call = ToolCallFilter(lambda call, pos: True)  # no finish: the call ends with the stream
+    out = open_call.feed(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A))))
+    assert DONE not in b"".join(out)
+    assert b"".join(open_call.end_upstream() + open_call.final()).endswith(DONE)
+    dropped = ToolCallFilter(lambda call, pos: pos == 0)
+    out = dropped.feed(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "search", ARGS_B)),
+                           FINISH))
+    assert DONE not in b"".join(out + dropped.end_upstream())  # the pipeline says what follows
+    assert dropped.final()[-1] == DONE
 
 
 def test_partial_keep_drops_the_rejected_call_and_all_after_it() -> None:
@@ -507,7 +520,7 @@ def test_content_events_are_relayed_as_the_same_bytes_as_they_arrive() -> None:
     assert filt.feed(events[1]) == [events[1]]
     assert filt.feed(split[0]) == [] and filt.feed(split[1]) == [events[2]]
     assert filt.feed(events[3] + b": ping\n\n") == [events[3] + b": ping\n\n"]
-    assert filt.feed(DONE) == [] and filt.final() == [DONE]
+    assert filt.feed(DONE) == [DONE] and filt.final() == []  # no call held: nothing can follow it
 
 
 def test_empty_tool_call_lists_with_content_are_relayed_untouched() -> None:
