@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from gateway.pipeline import request as request_stage
@@ -47,7 +46,7 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
     if payload is None:
         answer = error_response(400, message or "", code=code, shape=adapter.error_body)
         return refused(gateway, "POST", scope["path"], answer, started)
-    headers = Headers(scope=scope)
+    headers = header_map(scope["headers"])
     ex = _exchange(gateway, adapter, scope, headers, payload, body, started)
     await request_stage.judge(ex, headers)
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:
@@ -65,7 +64,18 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
     return await unary.respond(ex, upstream)
 
 
-def _exchange(gateway: Gateway, adapter: Adapter, scope: dict[str, Any], headers: Headers, payload: dict,
+def header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request's headers by name, the first of a repeated one (as Starlette's ``Headers.get``
+    reads them): the guard looks several up per request, each then one dict lookup."""
+    out: dict[str, str] = {}
+    for name, value in raw:
+        key = name.decode("latin-1")
+        if key not in out:
+            out[key] = value.decode("latin-1")
+    return out
+
+
+def _exchange(gateway: Gateway, adapter: Adapter, scope: dict[str, Any], headers: dict[str, str], payload: dict,
               body: bytes, started: float) -> Exchange:
     path = scope["path"]
     request_id = new_request_id(headers)
