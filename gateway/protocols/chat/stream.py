@@ -40,7 +40,7 @@ class _Held:
     """A choice-0 event waiting for the judgement of the calls it carries."""
 
     raw: bytes
-    head: dict[str, Any]  # the chunk without its choices, usage reset
+    chunk: dict[str, Any]  # as parsed: its ``_head`` when the event is rebuilt
     choice: dict[str, Any]
     entries: list[tuple[dict[str, Any], PartialCall]]  # tool_calls entry (or function_call), its call
     rest: dict[str, Any]  # delta fields that have not gone out yet (a role)
@@ -61,7 +61,7 @@ class _Arguments:
     suffix: bytes  # from after its closing quote to the end of the event
     call: PartialCall
     key: Any  # the entry's ``index``
-    head: dict[str, Any]
+    chunk: dict[str, Any]  # the first event's: the same head as every event matching it
     choice: dict[str, Any]
 
 
@@ -249,22 +249,20 @@ class ToolCallFilter(HoldingFilter):
             self._emit_piece({**chunk, "choices": choices, **_usage_field(chunk, usage)}, out)
 
     def _hold(self, chunk: dict, raw: bytes, choice: dict, delta: dict, out: list[bytes]) -> None:
-        head = {k: v for k, v in chunk.items() if k != "choices"}
-        if "usage" in head:
-            head["usage"] = None
-        rest = {k: v for k, v in delta.items() if k not in _TOOL_FIELDS}
+        # Most tool-call deltas carry nothing else: no copy of the delta for them.
+        rest = {} if len(delta) == 1 and "tool_calls" in delta else {
+            k: v for k, v in delta.items() if k not in _TOOL_FIELDS}
         if self._continuation:
             rest.pop("role", None)
-        others = [c for c in chunk["choices"] if c is not choice]
         usage = chunk.get("usage")
         raw_ok = not self._continuation and usage is None
-        if others or _meaningful(rest, choice):  # content goes out now; the tool part waits
+        if len(chunk["choices"]) > 1 or _meaningful(rest, choice):  # content goes out now; the tool part waits
             self._flush_role(out)
             now = {**choice, "delta": rest, "finish_reason": None} if rest or choice.get("logprobs") else None
             choices = [now if c is choice else c for c in chunk["choices"]]
-            self._emit_piece({**head, "choices": [c for c in choices if c is not None]}, out)
+            self._emit_piece({**_head(chunk), "choices": [c for c in choices if c is not None]}, out)
             rest, raw_ok = {}, False
-        held = _Held(raw, head, choice, [], rest, usage, raw_ok)
+        held = _Held(raw, chunk, choice, [], rest, usage, raw_ok)
         completed = self._add_entries(held, delta)
         if choice.get("finish_reason"):
             self.round.finish_reason = choice["finish_reason"]
@@ -291,7 +289,7 @@ class ToolCallFilter(HoldingFilter):
         if text:
             call.parts.append(text)
         entry = {"index": known.key, "function": {"arguments": text}}
-        self._held.append(_Held(raw, known.head, known.choice, [(entry, call)], {}, None, True))
+        self._held.append(_Held(raw, known.chunk, known.choice, [(entry, call)], {}, None, True))
         return True
 
     def _add_entries(self, held: _Held, delta: dict[str, Any]) -> list[PartialCall]:
@@ -368,16 +366,17 @@ class ToolCallFilter(HoldingFilter):
                 delta["function_call"] = entry
         choices = [{**held.choice, "delta": delta, "logprobs": None, "finish_reason": finish}]
         if delta or finish:
-            self._emit_piece({**held.head, "choices": choices, **_usage_field(held.head, usage)}, out)
+            head = _head(held.chunk)
+            self._emit_piece({**head, "choices": choices, **_usage_field(head, usage)}, out)
         elif usage is not None:
-            self._emit_piece({**held.head, "choices": [], "usage": usage}, out)
+            self._emit_piece({**_head(held.chunk), "choices": [], "usage": usage}, out)
 
     def _flush_role(self, out: list[bytes]) -> None:
         """A held role must reach the client before any other delta of choice 0."""
         for held in self._held:
             if held.rest:
                 choice = {"index": 0, "delta": held.rest, "logprobs": None, "finish_reason": None}
-                self._emit_piece({**held.head, "choices": [choice]}, out)
+                self._emit_piece({**_head(held.chunk), "choices": [choice]}, out)
                 held.rest, held.raw_ok = {}, False
 
     def _usage(self, usage: Any) -> tuple[Any, bool]:
@@ -401,6 +400,14 @@ class ToolCallFilter(HoldingFilter):
     def _emit_piece(self, piece: dict[str, Any], out: list[bytes]) -> None:
         self._emitted = True
         out.append(data_event(piece))
+
+
+def _head(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A chunk without its choices, usage reset: what a rebuilt piece of it starts from."""
+    head = {k: v for k, v in chunk.items() if k != "choices"}
+    if "usage" in head:
+        head["usage"] = None
+    return head
 
 
 def _meaningful(rest: dict[str, Any], choice: dict[str, Any]) -> bool:
@@ -440,7 +447,7 @@ def _arguments_of(raw: bytes, held: _Held) -> _Arguments | None:
         return None
     if marked != _MARKER_TEXT:
         return None
-    return _Arguments(prefix, suffix, call, entry["index"], held.head, choice)
+    return _Arguments(prefix, suffix, call, entry["index"], held.chunk, choice)
 
 
 _ARGUMENT_KEYS = frozenset({"index", "function"})
