@@ -115,9 +115,10 @@ class LimitsConfig(_Strict):
                                   "gets 408 and the connection is closed (slow senders)")
     max_messages: int = Field(10_000, ge=1, description="longer histories get 400: judging them "
                               "would stall every other request")
-    history_cache_bytes: int = Field(32 * 1024 * 1024, ge=0, description="bound of the cache of "
-                                     "parsed histories (a conversation's next request parses only "
-                                     "what is new); per-text memos are bounded at 16 MiB each")
+    history_cache_bytes: int = Field(32 * 1024 * 1024, ge=0, description="bound of each of the two "
+                                     "caches of a conversation's last request (its body's bytes, "
+                                     "its parsed history), so its next request reads and parses "
+                                     "only what is new; per-text memos are bounded at 16 MiB each")
 
 
 class AuthConfig(_Strict):

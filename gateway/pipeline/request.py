@@ -15,14 +15,17 @@ from gateway.pipeline.verdict import fail_open
 from gateway.policy.actions import Action
 from gateway.protocols import codec
 from gateway.protocols.base import Adapter
+from gateway.protocols.grown import GrownBodies
 from gateway.state.session import client_namespace
 
 
-def parse(adapter: Adapter, body: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
+def parse(adapter: Adapter, body: bytes, bodies: GrownBodies | None = None,
+          ) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """The payload, or (None, message, code) for a body that is not a JSON object. Valid JSON
-    that orjson refuses (lone surrogate escapes, 1e400, deep nesting) is parsed all the same."""
+    that orjson refuses (lone surrogate escapes, 1e400, deep nesting) is parsed all the same.
+    ``bodies``: what the conversation's earlier bodies were, so only what is new is parsed."""
     try:
-        payload = codec.loads(body)
+        payload = codec.loads(body) if bodies is None else bodies.loads(body, adapter.items_field)
     except codec.DecodeError as exc:
         return None, f"The request body is not valid JSON: {exc}", "invalid_json"
     if not isinstance(payload, dict):

@@ -40,7 +40,7 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
     body = await read_or_refuse(gateway, scope, receive, started, shape=adapter.error_body)
     if isinstance(body, Response):
         return body
-    payload, message, code = request_stage.parse(adapter, body)
+    payload, message, code = request_stage.parse(adapter, body, gateway.bodies)
     if payload is not None and (message := too_many_items(adapter.items(payload), gateway.config.limits.max_messages)):
         payload, code = None, "too_many_messages"
     if payload is None:

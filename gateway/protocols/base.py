@@ -109,6 +109,8 @@ class Adapter(Protocol):
     # True when the upstream keeps conversations the request only refers to (Responses'
     # ``previous_response_id``): the pipeline then calls ``history`` and ``remember``.
     chains: bool
+    # The payload field that holds the items ("messages", "input").
+    items_field: str
     # The payload fields ``conversation`` reads besides the items (declared tools, a system
     # prompt field): while they are unchanged, so are its head turns and declared tools.
     payload_fields: tuple[str, ...]

@@ -21,6 +21,7 @@ from gateway.pipeline.route import Guarded
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.grown import GrownBodies
 from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
 from gateway.server.context import Gateway
@@ -55,6 +56,7 @@ def build_app(
         audit=build_bus(config.audit),
         metrics=GatewayMetrics(),
         history=HistoryCache(max_bytes=config.limits.history_cache_bytes),
+        bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
     add_savings(gateway.audit, gateway.metrics)  # prices reject/terminate off the request path

@@ -11,6 +11,7 @@ from gateway.config import Config
 from gateway.guard.history import HistoryCache
 from gateway.metrics.registry import GatewayMetrics
 from gateway.policy.holder import PolicyHolder
+from gateway.protocols.grown import GrownBodies
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.headers import request_headers
@@ -26,6 +27,7 @@ class Gateway:
     audit: AuditBus = field(default_factory=AuditBus)  # loop_intervention events -> sinks
     metrics: GatewayMetrics = field(default_factory=GatewayMetrics)  # this app's own registry
     history: HistoryCache = field(default_factory=HistoryCache)  # parse only what is new
+    bodies: GrownBodies = field(default_factory=GrownBodies)  # read only what is new
     # Upstreams of protocols served by another provider (adapter name -> upstream); the rest
     # go to ``upstream``.
     upstreams: dict[str, Upstream] = field(default_factory=dict)

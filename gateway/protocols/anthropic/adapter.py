@@ -24,6 +24,7 @@ __all__ = ["ANTHROPIC", "AnthropicAdapter"]
 
 class AnthropicAdapter(PayloadFields, WholeConversations):
     name = "anthropic"
+    items_field = "messages"  # see Adapter.items_field
     payload_fields = ("system", "tools")  # see Adapter.payload_fields
 
     # --- the request ----------------------------------------------------------------------

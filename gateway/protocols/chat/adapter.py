@@ -26,6 +26,7 @@ __all__ = ["CHAT", "ChatAdapter"]
 
 class ChatAdapter(PayloadFields, WholeConversations):
     name = "chat"
+    items_field = "messages"  # see Adapter.items_field
     payload_fields = ("tools", "functions")  # see Adapter.payload_fields
 
     # --- the request ----------------------------------------------------------------------

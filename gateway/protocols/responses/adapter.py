@@ -44,6 +44,7 @@ class Recent(OrderedDict):
 
 class ResponsesAdapter(PayloadFields):
     name = "responses"
+    items_field = "input"  # see Adapter.items_field
     payload_fields = ("instructions", "tools")  # see Adapter.payload_fields
     chains = True
 

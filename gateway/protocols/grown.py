@@ -1,0 +1,194 @@
+"""Reading a request body that continues one read before: only what it adds is parsed.
+
+Every request of an agent's conversation repeats the whole history, and clients serialize it
+the same way each time, so the next body starts with the previous body's bytes up to the end
+of its last item (message, input item). For each conversation this keeps those bytes, the
+fields before the items and the parsed items; a body that starts with them is read as:
+
+    <the same bytes> ] <the rest of the object>            no new item
+    <the same bytes> , <new items> ] <the rest of the object>
+
+so only the new items and the fields after them are parsed, and the earlier items are the
+objects read before (payloads are never mutated: every edit builds new objects). Anything else
+(another conversation, an edited or compacted history, other whitespace or escapes, JSON only
+the stdlib parser reads) is parsed whole, as before, and then remembered. The split is proved
+once, when a conversation is first remembered: the fields before and after the items, parsed on
+their own, rebuild exactly the payload parsed whole. Bounded by entries and by bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from gateway.protocols import codec
+
+# Conversations are found by their first bytes (model, system prompt); those sharing them (a
+# fleet running one agent) are told apart by comparing their remembered bytes, newest first.
+_OPENING = 1024
+_PER_OPENING = 32
+
+
+@dataclass(frozen=True, slots=True)
+class _Body:
+    head: bytes  # the body up to the end of its last item (whitespace after it excluded)
+    before: dict[str, Any]  # the fields before the items
+    items: list[Any]
+
+
+class GrownBodies:
+    def __init__(self, max_entries: int = 4096, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self.hits = self.misses = 0
+        self._bytes = 0
+        self._entries = 0
+        self._openings: OrderedDict[tuple[str, bytes], list[_Body]] = OrderedDict()
+
+    def loads(self, body: bytes, field: str) -> Any:
+        """``body`` parsed (``codec.loads``: raises ``codec.DecodeError``); ``field``: the
+        payload field that holds the conversation's items."""
+        key = (field, hashlib.blake2b(body[:_OPENING], digest_size=16).digest())
+        known = self._openings.get(key)
+        if known:
+            for at, entry in enumerate(known):
+                if body.startswith(entry.head):
+                    grown = _grown(body, entry, field)
+                    if grown is not None:
+                        self.hits += 1
+                        payload, successor = grown
+                        self._replace(known, at, successor)
+                        self._openings.move_to_end(key)
+                        return payload
+        self.misses += 1
+        payload = codec.loads(body)
+        entry = _remembered(body, payload, field)
+        if entry is not None:
+            self._add(key, entry)
+        return payload
+
+    def _replace(self, known: list[_Body], at: int, entry: _Body) -> None:
+        self._bytes += len(entry.head) - len(known[at].head)
+        del known[at]
+        known.insert(0, entry)
+        self._bound()
+
+    def _add(self, key: tuple[str, bytes], entry: _Body) -> None:
+        if len(entry.head) > self.max_bytes // 4:
+            return  # one huge history would push out everyone else for one conversation
+        known = self._openings.setdefault(key, [])
+        self._openings.move_to_end(key)
+        known.insert(0, entry)
+        self._bytes += len(entry.head)
+        self._entries += 1
+        if len(known) > _PER_OPENING:
+            self._bytes -= len(known.pop().head)
+            self._entries -= 1
+        self._bound()
+
+    def _bound(self) -> None:
+        while self._openings and (self._entries > self.max_entries or self._bytes > self.max_bytes):
+            _, evicted = self._openings.popitem(last=False)
+            self._entries -= len(evicted)
+            self._bytes -= sum(len(e.head) for e in evicted)
+
+
+def _grown(body: bytes, entry: _Body, field: str) -> tuple[dict[str, Any], _Body] | None:
+    """The payload of a body that starts with ``entry.head``, and the entry for its own items;
+    None when the rest is not the end of the items and of the object."""
+    start = len(entry.head)
+    rest = body[start:]
+    stripped = rest.lstrip()
+    offset = start + len(rest) - len(stripped)  # where the ']' or ',' after the last item is
+    try:
+        if stripped[:1] == b"]":
+            new: list[Any] = []
+            end, tail = offset, stripped[1:]
+        elif stripped[:1] == b",":
+            array, tail = _leading_array(b"[" + stripped[1:])
+            if array is None:
+                return None
+            new = orjson.loads(array)
+            end = offset + len(array.rstrip()) - 1
+        else:
+            return None
+        after = _tail(tail)
+    except orjson.JSONDecodeError:
+        return None
+    if after is None or field in after:
+        return None
+    items = entry.items + new  # a new list, of the same earlier items
+    payload = {**entry.before, field: items, **after}
+    return payload, _Body(body[:end].rstrip(), entry.before, items)
+
+
+def _remembered(body: bytes, payload: Any, field: str) -> _Body | None:
+    """How to continue ``body`` (parsed whole to ``payload``): found where its items are, and
+    proved by rebuilding the payload from its parts."""
+    items = payload.get(field) if isinstance(payload, dict) else None
+    if not isinstance(items, list) or not items:
+        return None
+    name = orjson.dumps(field)
+    at = body.find(name)
+    for _ in range(4):  # the first top-level occurrence is the one; nested ones fail the proof
+        if at < 0:
+            return None
+        entry = _split(body, at, len(name), payload, field, items)
+        if entry is not None:
+            return entry
+        at = body.find(name, at + 1)
+    return None
+
+
+def _split(body: bytes, at: int, size: int, payload: dict[str, Any], field: str, items: list[Any]) -> _Body | None:
+    opening = body[at + size:].lstrip()
+    if opening[:1] != b":":
+        return None
+    opening = opening[1:].lstrip()
+    if opening[:1] != b"[":
+        return None
+    begin = len(body) - len(opening)
+    try:
+        array, tail = _leading_array(opening)
+        head = body[:at].rstrip()
+        if array is None or head[-1:] not in (b"{", b","):
+            return None
+        before = orjson.loads(head[:-1] + b"}") if head[-1:] == b"," else orjson.loads(head + b"}")
+        after = _tail(tail)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(before, dict) or after is None or field in after or field in before:
+        return None
+    if {**before, field: items, **after} != payload:
+        return None
+    return _Body(body[:begin + len(array.rstrip()) - 1].rstrip(), before, items)
+
+
+def _leading_array(text: bytes) -> tuple[bytes | None, bytes]:
+    """``text`` starts with a JSON array followed by more: (that array's bytes, the rest). The
+    parser reads the array whole and stops where the rest begins."""
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        if not exc.msg.startswith("unexpected content after"):
+            return None, b""
+        # The position counts characters of the decoded text, not bytes.
+        at = exc.pos if text.isascii() else len(exc.doc[:exc.pos].encode())
+        if not 0 < at < len(text):
+            return None, b""
+        return text[:at], text[at:]
+    return None, b""  # the array is all there is: no object around it
+
+
+def _tail(text: bytes) -> dict[str, Any] | None:
+    """The fields after the items (``, "model": ...}`` or ``}``), or None for anything else."""
+    text = text.lstrip()
+    if text[:1] == b"}":
+        return {} if not text[1:].strip() else None
+    if text[:1] != b",":
+        return None
+    after = orjson.loads(b"{" + text[1:])
+    return after if isinstance(after, dict) else None

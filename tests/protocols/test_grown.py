@@ -1,0 +1,163 @@
+"""Bodies read by what they add to an earlier body: always the payload a whole parse gives."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gateway.protocols import codec
+from gateway.protocols.grown import GrownBodies
+
+SYSTEM = {"role": "system", "content": "You are a careful agent. " * 60}  # > the 1 KB opening
+
+
+def message(rng: random.Random, i: int) -> dict:
+    kind = rng.choice(["assistant", "tool", "user"])
+    if kind == "assistant":
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": f'{{"p": "f{i}]"}}'}}]}
+    if kind == "tool":
+        return {"role": "tool", "tool_call_id": f"c{i}", "content": f"line ] , {{ }} \"q\" é {i}\n" * rng.randint(0, 3)}
+    return {"role": "user", "content": [{"type": "text", "text": f"go on {i}"}]}
+
+
+STYLES = {
+    "orjson": lambda body: orjson.dumps(body),
+    "json.dumps": lambda body: json.dumps(body).encode(),
+    "compact ascii": lambda body: json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode(),
+    "indented": lambda body: json.dumps(body, indent=2).encode(),
+}
+
+
+def bodies(seed: int, order: str) -> list[dict]:
+    rng = random.Random(seed)
+    messages = [SYSTEM, {"role": "user", "content": f"task {seed}"}]
+    out = []
+    for i in range(25):
+        for _ in range(rng.choice([0, 1, 2, 3])):
+            messages = [*messages, message(rng, i)]
+        fields = {"model": "gpt-4o", "tools": [{"type": "function", "function": {"name": "read"}}], "stream": i % 2 == 0}
+        out.append({"messages": list(messages), **fields} if order == "messages first"
+                   else {"model": "gpt-4o", "messages": list(messages), **{k: v for k, v in fields.items() if k != "model"}})
+    return out
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("order", ["messages first", "model first"])
+def test_a_growing_conversation_is_read_as_a_whole_parse_reads_it(style, order):
+    cache = GrownBodies()
+    for payload in bodies(7, order):
+        body = STYLES[style](payload)
+        assert cache.loads(body, "messages") == orjson.loads(body)
+    assert cache.hits >= 20  # every body after the first continued the one before
+
+
+def test_read_items_are_new_lists_of_the_earlier_objects():
+    cache = GrownBodies()
+    first, second = bodies(1, "messages first")[:2]
+    one = cache.loads(orjson.dumps(first), "messages")
+    two = cache.loads(orjson.dumps({**second, "messages": first["messages"] + [{"role": "user", "content": "x"}]}),
+                      "messages")
+    assert two["messages"] is not one["messages"]
+    assert all(a is b for a, b in zip(one["messages"], two["messages"]))
+
+
+CHANGES = {
+    "an earlier message edited": lambda m: [m[0], {**m[1], "content": "another task"}, *m[2:]],
+    "history compacted": lambda m: [m[0], {"role": "user", "content": "summary of the work so far"}],
+    "last message dropped": lambda m: m[:-1],
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_history_that_did_not_only_grow_is_parsed_whole(change):
+    cache = GrownBodies()
+    payload = bodies(3, "messages first")[-1]
+    cache.loads(orjson.dumps(payload), "messages")
+    changed = {**payload, "messages": CHANGES[change](payload["messages"])}
+    assert cache.loads(orjson.dumps(changed), "messages") == changed
+    assert cache.hits == 0
+
+
+TAILS = {
+    "garbage after the items": b', {"role": "user"}] trailing',
+    "an unterminated new item": b', {"role": "user"',
+    "a second messages field": b'], "messages": []}',
+    "a number beyond a double": b', {"role": "user", "content": 1e400}], "model": "m"}',
+    "a lone surrogate": b', {"role": "user", "content": "\\ud83d"}], "model": "m"}',
+    "no object end": b"]",
+}
+
+
+@pytest.mark.parametrize("tail", TAILS)
+def test_odd_continuations_get_what_a_whole_parse_gives(tail):
+    cache = GrownBodies()
+    first = orjson.dumps({"messages": [SYSTEM, {"role": "user", "content": "go"}], "model": "m"})
+    cache.loads(first, "messages")
+    body = first[:first.index(b"], \"model\"") if b"], \"model\"" in first else first.rindex(b"]")] + TAILS[tail]
+    try:
+        expected = codec.loads(body)
+    except codec.DecodeError:
+        with pytest.raises(codec.DecodeError):
+            cache.loads(body, "messages")
+        return
+    assert cache.loads(body, "messages") == expected
+
+
+def test_a_nested_field_of_the_same_name_before_the_items_is_not_taken_for_them():
+    cache = GrownBodies()
+    payload = {"metadata": {"messages": [{"role": "user", "content": "decoy"}]}, "messages": [SYSTEM],
+               "model": "m"}
+    for extra in range(3):
+        payload = {**payload, "messages": payload["messages"] + [{"role": "user", "content": f"m{extra}"}]}
+        body = json.dumps(payload).encode()
+        assert cache.loads(body, "messages") == payload
+    assert cache.hits == 2
+
+
+def test_conversations_that_open_alike_are_told_apart():
+    cache = GrownBodies()
+    runs = [[SYSTEM, {"role": "user", "content": f"task {n}"}] for n in range(5)]
+    for step in range(4):
+        for n, run in enumerate(runs):
+            run.append({"role": "assistant", "content": f"step {step} of {n}"})
+            body = orjson.dumps({"messages": run, "model": "m"})
+            assert cache.loads(body, "messages") == orjson.loads(body)
+    assert cache.hits == 15
+
+
+@pytest.mark.parametrize(("entries", "max_bytes", "kept"), [(3, 10**9, 3), (100, 14_000, 4)])
+def test_bounded(entries, max_bytes, kept):
+    cache = GrownBodies(max_entries=entries, max_bytes=max_bytes)
+    for n in range(6):
+        body = orjson.dumps({"messages": [{"role": "user", "content": f"{n} " + "x" * 3000}], "model": "m"})
+        cache.loads(body, "messages")
+    assert cache._entries == kept and cache._bytes <= max_bytes
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from('ab]["{},:\\é\n '), max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["role", "content", "messages", "x"]),
+                                                                  inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(json_values, max_size=3), min_size=1, max_size=6),
+       st.dictionaries(st.sampled_from(["model", "x", "tools"]), json_values, max_size=3),
+       st.sampled_from(list(STYLES)))
+def test_any_growth_of_any_items(steps, fields, style):
+    cache = GrownBodies()
+    items: list = [{"role": "system", "content": "s" * 1100}]
+    for added in steps:
+        items = items + added
+        payload = {"messages": items, **fields}
+        body = STYLES[style](payload)
+        assert cache.loads(body, "messages") == orjson.loads(body)
