@@ -31,12 +31,17 @@ from gateway.protocols import codec
 # fleet running one agent) are told apart by comparing their remembered bytes, newest first.
 _OPENING = 1024
 _PER_OPENING = 32
+# Shorter bodies are parsed whole: below about this size that costs less than finding and
+# proving what is new (benchmarks/parsing.py).
+SMALL = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class _Body:
     head: bytes  # the body up to the end of its last item (whitespace after it excluded)
+    tail: bytes  # from the items' closing bracket to the end of the body
     before: dict[str, Any]  # the fields before the items
+    after: dict[str, Any]  # the fields after them
     items: list[Any]
 
 
@@ -51,6 +56,8 @@ class GrownBodies:
     def loads(self, body: bytes, field: str) -> Any:
         """``body`` parsed (``codec.loads``: raises ``codec.DecodeError``); ``field``: the
         payload field that holds the conversation's items."""
+        if len(body) < SMALL:
+            return codec.loads(body)
         key = (field, hashlib.blake2b(body[:_OPENING], digest_size=16).digest())
         known = self._openings.get(key)
         if known:
@@ -102,27 +109,58 @@ def _grown(body: bytes, entry: _Body, field: str) -> tuple[dict[str, Any], _Body
     start = len(entry.head)
     rest = body[start:]
     stripped = rest.lstrip()
-    offset = start + len(rest) - len(stripped)  # where the ']' or ',' after the last item is
+    try:
+        if stripped == entry.tail:  # no new item, the same fields after them
+            new: list[Any] = []
+            head, tail, after = entry.head, entry.tail, entry.after
+        elif stripped[:1] == b"," and stripped.endswith(entry.tail):
+            # New items, then the same fields after them (what agents send): the items between
+            # are one array of their own; parsed, they prove the whole body reads as these parts.
+            new = orjson.loads(b"[" + stripped[1:len(stripped) - len(entry.tail)] + b"]")
+            head, tail, after = body[:_last_item_end(body, len(body) - len(entry.tail))], entry.tail, entry.after
+        else:
+            return _grown_other(body, entry, field, start + len(rest) - len(stripped), stripped)
+    except orjson.JSONDecodeError:
+        return None
+    if not new and head is not entry.head:
+        return None  # ", ]": no item after the comma
+    items = entry.items + new  # a new list, of the same earlier items
+    return {**entry.before, field: items, **after}, _Body(head, tail, entry.before, after, items)
+
+
+def _grown_other(body: bytes, entry: _Body, field: str, offset: int, stripped: bytes,
+                 ) -> tuple[dict[str, Any], _Body] | None:
+    """The same, when the fields after the items changed: the items' end found by the parser."""
     try:
         if stripped[:1] == b"]":
             new: list[Any] = []
-            end, tail = offset, stripped[1:]
+            head, tail = entry.head, stripped
         elif stripped[:1] == b",":
-            array, tail = _leading_array(b"[" + stripped[1:])
+            array, _ = _leading_array(b"[" + stripped[1:])
             if array is None:
                 return None
             new = orjson.loads(array)
-            end = offset + len(array.rstrip()) - 1
+            closing = offset + len(array.rstrip()) - 1
+            head, tail = body[:_last_item_end(body, closing)], body[closing:]
         else:
             return None
-        after = _tail(tail)
+        after = _tail(tail[1:])
     except orjson.JSONDecodeError:
         return None
     if after is None or field in after:
         return None
-    items = entry.items + new  # a new list, of the same earlier items
-    payload = {**entry.before, field: items, **after}
-    return payload, _Body(body[:end].rstrip(), entry.before, items)
+    items = entry.items + new
+    return {**entry.before, field: items, **after}, _Body(head, tail, entry.before, after, items)
+
+
+def _last_item_end(body: bytes, closing: int) -> int:
+    """Where the last item ends, given where the items' closing bracket is: before the blanks."""
+    while closing > 0 and body[closing - 1] in _BLANKS:
+        closing -= 1
+    return closing
+
+
+_BLANKS = b" \t\r\n"
 
 
 def _remembered(body: bytes, payload: Any, field: str) -> _Body | None:
@@ -150,7 +188,7 @@ def _split(body: bytes, at: int, size: int, payload: dict[str, Any], field: str,
     opening = opening[1:].lstrip()
     if opening[:1] != b"[":
         return None
-    begin = len(body) - len(opening)
+    begin = len(body) - len(opening)  # where the items' opening bracket is
     try:
         array, tail = _leading_array(opening)
         head = body[:at].rstrip()
@@ -164,7 +202,8 @@ def _split(body: bytes, at: int, size: int, payload: dict[str, Any], field: str,
         return None
     if {**before, field: items, **after} != payload:
         return None
-    return _Body(body[:begin + len(array.rstrip()) - 1].rstrip(), before, items)
+    closing = begin + len(array.rstrip()) - 1
+    return _Body(body[:_last_item_end(body, closing)], body[closing:], before, after, items)
 
 
 def _leading_array(text: bytes) -> tuple[bytes | None, bytes]:

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from gateway.protocols import codec
 from gateway.protocols.grown import GrownBodies
 
-SYSTEM = {"role": "system", "content": "You are a careful agent. " * 60}  # > the 1 KB opening
+# Longer than the opening conversations are found by, and than the bodies parsed whole anyway.
+SYSTEM = {"role": "system", "content": "You are a careful agent. " * 700}
 
 
 def message(rng: random.Random, i: int) -> dict:
@@ -131,11 +132,19 @@ def test_conversations_that_open_alike_are_told_apart():
     assert cache.hits == 15
 
 
-@pytest.mark.parametrize(("entries", "max_bytes", "kept"), [(3, 10**9, 3), (100, 14_000, 4)])
+def test_small_bodies_are_parsed_whole_and_not_kept():
+    cache = GrownBodies()
+    for n in range(3):
+        body = orjson.dumps({"messages": [{"role": "user", "content": "x" * n}], "model": "m"})
+        assert cache.loads(body, "messages") == orjson.loads(body)
+    assert (cache.hits, cache._entries) == (0, 0)
+
+
+@pytest.mark.parametrize(("entries", "max_bytes", "kept"), [(3, 10**9, 3), (100, 80_000, 4)])
 def test_bounded(entries, max_bytes, kept):
     cache = GrownBodies(max_entries=entries, max_bytes=max_bytes)
     for n in range(6):
-        body = orjson.dumps({"messages": [{"role": "user", "content": f"{n} " + "x" * 3000}], "model": "m"})
+        body = orjson.dumps({"messages": [{"role": "user", "content": f"{n} " + "x" * 17_000}], "model": "m"})
         cache.loads(body, "messages")
     assert cache._entries == kept and cache._bytes <= max_bytes
 
@@ -155,7 +164,7 @@ json_values = st.recursive(
        st.sampled_from(list(STYLES)))
 def test_any_growth_of_any_items(steps, fields, style):
     cache = GrownBodies()
-    items: list = [{"role": "system", "content": "s" * 1100}]
+    items: list = [{"role": "system", "content": "s" * 17_000}]
     for added in steps:
         items = items + added
         payload = {"messages": items, **fields}
