@@ -13,7 +13,8 @@ from typing import Any
 
 from gateway.protocols import codec
 
-__all__ = ["DONE", "SSEDecoder", "SSEEvent", "comment", "data_event", "event_of", "json_events", "whole_events"]
+__all__ = ["DONE", "SSEDecoder", "SSEEvent", "comment", "data_event", "event_of", "json_events", "whole_events",
+           "whole_parts"]
 
 DONE = b"data: [DONE]\n\n"
 
@@ -126,14 +127,20 @@ class SSEDecoder:
         return [event]
 
 
-def whole_events(chunk: bytes) -> list[bytes] | None:
-    """The raw events of a chunk that holds only whole events with LF line endings and no stray
-    blank lines (what upstreams send), split at C speed; None for anything else, which the
-    decoder reads. Read with an idle decoder only (``SSEDecoder.idle``): the chunk must start
-    an event."""
+def whole_parts(chunk: bytes) -> list[bytes] | None:
+    """The events of a chunk that holds only whole events with LF line endings and no stray
+    blank lines (what upstreams send), each without its blank line, split at C speed; None for
+    anything else, which the decoder reads. Read with an idle decoder only
+    (``SSEDecoder.idle``): the chunk must start an event."""
     if not chunk.endswith(b"\n\n") or chunk[:1] == b"\n" or b"\n\n\n" in chunk or b"\r" in chunk:
         return None
-    return [part + b"\n\n" for part in chunk[:-2].split(b"\n\n")]
+    return chunk[:-2].split(b"\n\n")
+
+
+def whole_events(chunk: bytes) -> list[bytes] | None:
+    """``whole_parts``, each event with its blank line: its exact bytes."""
+    parts = whole_parts(chunk)
+    return None if parts is None else [part + b"\n\n" for part in parts]
 
 
 def event_of(raw: bytes) -> SSEEvent:

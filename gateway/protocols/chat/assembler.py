@@ -77,6 +77,16 @@ class ToolCallAssembler:
 
     def add_entry(self, delta: dict[str, Any]) -> tuple[PartialCall, list[PartialCall]]:
         """One ``tool_calls`` entry: the call it belongs to, and the calls it completes."""
+        calls = self.calls
+        if calls and len(delta) == 2:
+            # Most entries add argument text to the open call: {"index": k, "function":
+            # {"arguments": "..."}}. Read here what the general path below would make of it.
+            call, fn, key = calls[-1], delta.get("function"), delta.get("index")
+            if (type(fn) is dict and len(fn) == 1 and type(key) is int and call.key == key
+                    and not call.done and not call.legacy and type(args := fn.get("arguments")) is str):
+                if args:
+                    call.parts.append(args)
+                return call, []
         completed: list[PartialCall] = []
         call = self._resolve(delta)
         if call is None:

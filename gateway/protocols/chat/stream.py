@@ -23,15 +23,18 @@ from typing import Any
 import orjson
 
 from gateway.protocols import codec
+from gateway.protocols.chat import whole
+from gateway.protocols.chat.arguments import around, is_argument_entry, text_between
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, add_usage, content_chunk, finish_chunk, usage_chunk
 from gateway.protocols.chat.rounds import Judge, RoundState
 from gateway.protocols.held import Held, HoldingFilter
-from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, data_event, event_of, whole_events
+from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, data_event, event_of, whole_parts
 
 __all__ = ["Judge", "RoundState", "ToolCallAssembler", "ToolCallFilter", "content_chunk", "finish_chunk"]
 
 _TOOL_KEYS = (b'"tool_calls"', b'"function_call"')
+_DONE_LINE = DONE[:-2]
 _TOOL_FIELDS = ("tool_calls", "function_call")
 
 
@@ -99,7 +102,11 @@ class ToolCallFilter(HoldingFilter):
                 # endings) with nothing to hold or withhold: most chunks. Relay the chunk as is.
                 self._emitted = True
                 return [data]
-            raws = whole_events(data)
+            parts = whole_parts(data)
+            if parts is not None:
+                if parts[-1] == _DONE_LINE and self._at_round_start():
+                    return self._whole_round(data, parts)
+                raws = [part + b"\n\n" for part in parts]
         out: list[bytes] = []
         if raws is not None:
             for raw in raws:
@@ -174,6 +181,42 @@ class ToolCallFilter(HoldingFilter):
                 self._on_data(orjson.loads(raw[6:-2]), raw, out)
             except orjson.JSONDecodeError:
                 self._on_event(event_of(raw), out)
+
+    # --- a whole round in one read (see chat/whole.py) -------------------------------------------
+
+    def _at_round_start(self) -> bool:
+        state = self.round
+        return not (self._held or self._asm.calls or self._continuation or self._saw_done or self._terminated
+                    or self._held_usage is not None or state.kept or state.dropped or state.finish_reason)
+
+    def _whole_round(self, data: bytes, parts: list[bytes]) -> list[bytes]:
+        """The rest of the stream in one read: judged in one pass, relayed as it came when every
+        call is kept under its own index; else read event by event with the same verdicts."""
+        found = whole.scan(parts, self.envelope)
+        judge = self._judge
+        out: list[bytes] = []
+        raws = [part + b"\n\n" for part in parts]
+        if found is None:
+            for raw in raws:
+                self._on_raw(raw, out)
+            return out
+        given, recording = whole.Verdicts.recording(judge)
+        state = RoundState(finish_reason=found.finish_reason)
+        next_index = state.settle(found.completed, recording, self._next_index)
+        index = state.out_index
+        if not state.dropped and all(entry.get("index") == index.get(call.position, -1) for entry, call in found.entries):
+            state.interleaved = any(call.late for call in found.assembler.calls)
+            self.rounds[-1], self._asm, self._next_index, self.envelope = state, found.assembler, next_index, found.envelope
+            self._emitted = self._saw_done = self._done_sent = self._fast = True
+            self._arguments = None
+            return [data]
+        self._judge = whole.Verdicts(given, judge)
+        try:
+            for raw in raws:
+                self._on_raw(raw, out)
+        finally:
+            self._judge = judge
+        return out
 
     def _on_done(self, out: list[bytes]) -> None:
         """``[DONE]`` is withheld while anything may still follow it: a re-ask's continuation or
@@ -277,14 +320,9 @@ class ToolCallFilter(HoldingFilter):
     def _add_arguments(self, raw: bytes, known: _Arguments) -> bool:
         """An event that only adds argument text to the open call ``known`` describes: held
         with that call, as ``_hold`` would hold it. False: read it in full."""
-        prefix, suffix, call = known.prefix, known.suffix, known.call
-        if call.done or not (raw.startswith(prefix) and raw.endswith(suffix)):
-            return False
-        try:
-            text = orjson.loads(raw[len(prefix):len(raw) - len(suffix)])
-        except orjson.JSONDecodeError:
-            return False
-        if type(text) is not str:
+        call = known.call
+        text = None if call.done else text_between(raw, known.prefix, known.suffix)
+        if text is None:
             return False
         if text:
             call.parts.append(text)
@@ -422,35 +460,14 @@ def _usage_field(chunk: dict[str, Any], usage: Any) -> dict[str, Any]:
 
 def _arguments_of(raw: bytes, held: _Held) -> _Arguments | None:
     """The bytes around the argument text of ``held``, when it is an event that only adds
-    arguments to one open call, and that text sits where a probe shows it: the event with a
-    marker in its place parses to the marker as the call's arguments."""
-    choice, entries = held.choice, held.entries
-    if len(entries) != 1 or held.rest or held.usage is not None or not held.raw_ok:
+    arguments to one open call (``chat/arguments.py``)."""
+    entries = held.entries
+    if len(entries) != 1 or held.rest or held.usage is not None or not held.raw_ok or not raw.endswith(b"\n\n"):
         return None
     entry, call = entries[0]
-    function = entry.get("function")
-    if (call.done or call.legacy or entry.keys() != _ARGUMENT_KEYS or not isinstance(function, dict)
-            or function.keys() != _ARGUMENTS or choice.get("finish_reason") is not None):
+    if call.done or call.legacy or held.choice.get("finish_reason") is not None or not is_argument_entry(entry):
         return None
-    text = function["arguments"]
-    if not isinstance(text, str) or not text or not raw.startswith(b"data: ") or raw.count(b"\n") != 2:
+    found = around(raw, len(raw) - 2, entry["function"]["arguments"])
+    if found is None:
         return None
-    encoded = orjson.dumps(text)
-    at = raw.find(encoded)
-    if at < 0 or raw.find(encoded, at + 1) >= 0 or not raw.endswith(b"\n\n"):
-        return None  # written with other escapes than ours, or not only once: read in full
-    prefix, suffix = raw[:at], raw[at + len(encoded):]
-    try:
-        probe = orjson.loads(prefix[6:] + _MARKER + suffix[:-2])
-        marked = probe["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
-    except (orjson.JSONDecodeError, LookupError, TypeError):
-        return None
-    if marked != _MARKER_TEXT:
-        return None
-    return _Arguments(prefix, suffix, call, entry["index"], held.chunk, choice)
-
-
-_ARGUMENT_KEYS = frozenset({"index", "function"})
-_ARGUMENTS = frozenset({"arguments"})
-_MARKER_TEXT = "\u0000loopguard-arguments\u0000"
-_MARKER = orjson.dumps(_MARKER_TEXT)
+    return _Arguments(found[0], found[1], call, entry["index"], held.chunk, held.choice)
