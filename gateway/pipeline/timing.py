@@ -20,6 +20,18 @@ class Clock:
         self.upstream_s += time.perf_counter() - since
 
 
+class LogWhenSent:
+    """A response's background (run once its last byte went out): the request line then."""
+
+    __slots__ = ("ex", "status")
+
+    def __init__(self, ex, status: int) -> None:
+        self.ex, self.status = ex, status
+
+    async def __call__(self) -> None:
+        log_request(self.ex, self.status)
+
+
 def log_request(ex, status: int) -> None:
     """The request line operators count requests by (``ex``: the exchange)."""
     clock = ex.clock

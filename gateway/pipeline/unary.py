@@ -13,7 +13,7 @@ from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import judge_reply
 from gateway.pipeline.remember import remember
-from gateway.pipeline.timing import log_request
+from gateway.pipeline.timing import LogWhenSent
 from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import may_reask, reask, veto
 from gateway.protocols import codec
@@ -41,8 +41,9 @@ async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if reply.parsed is not None:
         ex.reply = reply.parsed
         await remember(ex)
-    log_request(ex, reply.status)
-    return relay(reply.status, ex.verdict.headers(reply.headers), reply.content)
+    response = relay(reply.status, ex.verdict.headers(reply.headers), reply.content)
+    response.background = LogWhenSent(ex, reply.status)  # the client does not wait for its log line
+    return response
 
 
 async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
