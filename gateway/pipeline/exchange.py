@@ -16,6 +16,7 @@ from gateway.pipeline.timing import Clock
 from gateway.pipeline.verdict import Verdict
 from gateway.protocols import codec
 from gateway.protocols.base import Adapter
+from gateway.protocols.grown import appended
 from gateway.server.context import Gateway
 from gateway.upstream.base import Upstream, UpstreamRequest
 
@@ -40,6 +41,7 @@ class Exchange:
     expectation: TurnGuard | None = None  # the turn's required tool, while still pending
     reasks: int = 0
     reply: dict[str, Any] | None = None  # the reply that reached the client, when it was read
+    items_end: int | None = None  # where the client's last item ends in ``body``, when known
 
     def sent_payload(self) -> dict[str, Any]:
         """The body the upstream gets now: the client's, with what the model must see."""
@@ -55,7 +57,9 @@ class Exchange:
         return self.adapter.with_items(self.payload, items, kept, self.namespace)
 
     def sent_body(self) -> bytes:
-        return codec.dumps(self.sent_payload())
+        sent = self.sent_payload()
+        written = appended(self.body, self.items_end, self.payload, sent, self.adapter.items_field)
+        return written if written is not None else codec.dumps(sent)
 
 
 def new_request_id(headers) -> str:

@@ -20,17 +20,18 @@ from gateway.state.session import client_namespace
 
 
 def parse(adapter: Adapter, body: bytes, bodies: GrownBodies | None = None,
-          ) -> tuple[dict[str, Any] | None, str | None, str | None]:
-    """The payload, or (None, message, code) for a body that is not a JSON object. Valid JSON
-    that orjson refuses (lone surrogate escapes, 1e400, deep nesting) is parsed all the same.
-    ``bodies``: what the conversation's earlier bodies were, so only what is new is parsed."""
+          ) -> tuple[dict[str, Any] | None, str | None, str | None, int | None]:
+    """(payload, None, None, where its last item ends in ``body`` if known), or (None, message,
+    code, None) for a body that is not a JSON object. Valid JSON that orjson refuses (lone
+    surrogate escapes, 1e400, deep nesting) is parsed all the same. ``bodies``: what the
+    conversation's earlier bodies were, so only what is new is parsed."""
     try:
-        payload = codec.loads(body) if bodies is None else bodies.loads(body, adapter.items_field)
+        payload, end = (codec.loads(body), None) if bodies is None else bodies.read(body, adapter.items_field)
     except codec.DecodeError as exc:
-        return None, f"The request body is not valid JSON: {exc}", "invalid_json"
+        return None, f"The request body is not valid JSON: {exc}", "invalid_json", None
     if not isinstance(payload, dict):
-        return None, "The request body must be a JSON object.", "invalid_body"
-    return payload, None, None
+        return None, "The request body must be a JSON object.", "invalid_body", None
+    return payload, None, None, end
 
 
 async def judge(ex: Exchange, headers) -> None:

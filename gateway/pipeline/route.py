@@ -40,7 +40,7 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
     body = await read_or_refuse(gateway, scope, receive, started, shape=adapter.error_body)
     if isinstance(body, Response):
         return body
-    payload, message, code = request_stage.parse(adapter, body, gateway.bodies)
+    payload, message, code, items_end = request_stage.parse(adapter, body, gateway.bodies)
     if payload is not None and (message := too_many_items(adapter.items(payload), gateway.config.limits.max_messages)):
         payload, code = None, "too_many_messages"
     if payload is None:
@@ -48,6 +48,7 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
         return refused(gateway, "POST", scope["path"], answer, started)
     headers = header_map(scope["headers"])
     ex = _exchange(gateway, adapter, scope, headers, payload, body, started)
+    ex.items_end = items_end
     await request_stage.judge(ex, headers)
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:
         return await terminate.at_request(ex)

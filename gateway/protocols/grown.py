@@ -19,6 +19,7 @@ their own, rebuild exactly the payload parsed whole. Bounded by entries and by b
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -56,8 +57,13 @@ class GrownBodies:
     def loads(self, body: bytes, field: str) -> Any:
         """``body`` parsed (``codec.loads``: raises ``codec.DecodeError``); ``field``: the
         payload field that holds the conversation's items."""
+        return self.read(body, field)[0]
+
+    def read(self, body: bytes, field: str) -> tuple[Any, int | None]:
+        """``loads``, and where in ``body`` its last item ends when that is known (``appended``
+        can then write items after it)."""
         if len(body) < SMALL:
-            return codec.loads(body)
+            return codec.loads(body), None
         key = (field, hashlib.blake2b(body[:_OPENING], digest_size=16).digest())
         known = self._openings.get(key)
         if known:
@@ -69,13 +75,14 @@ class GrownBodies:
                         payload, successor = grown
                         self._replace(known, at, successor)
                         self._openings.move_to_end(key)
-                        return payload
+                        return payload, len(successor.head)
         self.misses += 1
         payload = codec.loads(body)
         entry = _remembered(body, payload, field)
-        if entry is not None:
-            self._add(key, entry)
-        return payload
+        if entry is None:
+            return payload, None
+        self._add(key, entry)
+        return payload, len(entry.head)
 
     def _replace(self, known: list[_Body], at: int, entry: _Body) -> None:
         self._bytes += len(entry.head) - len(known[at].head)
@@ -101,6 +108,20 @@ class GrownBodies:
             _, evicted = self._openings.popitem(last=False)
             self._entries -= len(evicted)
             self._bytes -= sum(len(e.head) for e in evicted)
+
+
+def appended(body: bytes, end: int | None, payload: dict[str, Any], sent: dict[str, Any], field: str) -> bytes | None:
+    """The body of ``sent`` written as ``body`` with items inserted after its last one (which
+    ends at ``end``), when ``sent`` is ``payload`` with items appended and nothing else changed
+    (a warning's anchor message): no re-serialization of the whole history. None otherwise."""
+    if end is None or sent.keys() != payload.keys():
+        return None
+    old, new = payload.get(field), sent.get(field)
+    if not (isinstance(old, list) and isinstance(new, list) and len(new) > len(old) > 0):
+        return None
+    if not all(map(operator.is_, old, new)) or any(sent[k] is not v for k, v in payload.items() if k != field):
+        return None
+    return b"".join((body[:end], b",", b",".join(map(codec.dumps, new[len(old):])), body[end:]))
 
 
 def _grown(body: bytes, entry: _Body, field: str) -> tuple[dict[str, Any], _Body] | None:

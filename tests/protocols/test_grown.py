@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.protocols import codec
-from gateway.protocols.grown import GrownBodies
+from gateway.protocols.grown import GrownBodies, appended
 
 # Longer than the opening conversations are found by, and than the bodies parsed whole anyway.
 SYSTEM = {"role": "system", "content": "You are a careful agent. " * 700}
@@ -170,3 +170,30 @@ def test_any_growth_of_any_items(steps, fields, style):
         payload = {"messages": items, **fields}
         body = STYLES[style](payload)
         assert cache.loads(body, "messages") == orjson.loads(body)
+
+
+def test_appended_items_are_written_after_the_last_one_in_the_clients_own_bytes():
+    cache = GrownBodies()
+    payload = bodies(5, "model first")[-1]
+    body = json.dumps(payload, indent=1).encode()  # the client's spacing stays as it was
+    read, end = cache.read(body, "messages")
+    anchor = {"role": "system", "content": "[LoopGuard] you are repeating \u00e9 \"x\""}
+    sent = {**read, "messages": [*read["messages"], anchor, {"role": "user", "content": "go"}]}
+    written = appended(body, end, read, sent, "messages")
+    assert orjson.loads(written) == sent
+    assert written.startswith(body[:end]) and written.endswith(body[end:])
+
+
+@pytest.mark.parametrize("edit", [
+    lambda p: {**p, "messages": [*p["messages"][:-1], {"role": "user", "content": "replaced"}]},
+    lambda p: {**p, "messages": [{"role": "system", "content": "first"}, *p["messages"]]},
+    lambda p: {**p, "model": "other", "messages": [*p["messages"], {"role": "system", "content": "w"}]},
+    lambda p: {**p, "extra": 1, "messages": [*p["messages"], {"role": "system", "content": "w"}]},
+    lambda p: p,
+])
+def test_anything_but_items_appended_is_not_written_that_way(edit):
+    cache = GrownBodies()
+    body = orjson.dumps(bodies(5, "messages first")[-1])
+    read, end = cache.read(body, "messages")
+    assert appended(body, end, read, edit(read), "messages") is None
+    assert appended(body, None, read, {**read, "messages": [*read["messages"], {}]}, "messages") is None
