@@ -1,6 +1,12 @@
 """How uvicorn runs the gateway: its options, the garbage collector's settings, and
-``server.workers`` processes sharing one listening socket (the parent binds it, the kernel hands
-each connection to one of the workers).
+``server.workers`` processes serving one port.
+
+On Linux each worker listens on a socket of its own bound to the same address (SO_REUSEPORT), and
+the kernel spreads new connections evenly over them. With one socket shared by all workers, the
+worker that woke first accepted a whole burst of connections: keep-alive clients (an agent
+fleet's pooled connections, a load balancer's few) then stayed on it, and in half the runs of 32
+connections on two workers every one of them went to the same worker, which served no more than
+one worker alone. Elsewhere the workers share the parent's socket.
 
 Each worker is a whole gateway: its own event loop, upstream pool, policy watcher and, with the
 memory state backend, its own sessions. A conversation's requests can land on any worker, so
@@ -11,6 +17,8 @@ from __future__ import annotations
 
 import gc
 import os
+import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +59,7 @@ def tune_gc() -> None:
 
 
 def serve_workers(app: Any, config: Config, config_path: str | None, workers: int,
-                  announce: Callable[[Any, Config, tuple[Any, ...]], None], options: dict[str, Any]) -> None:
+                  announce: Callable[[Any, Config, tuple[Any, ...]], None], options: dict[str, Any]) -> int:
     """Run ``workers`` processes, each building its gateway with :func:`worker_app`. ``app`` is
     the parent's, built only to refuse a bad policy before any worker starts and to announce."""
     import contextlib
@@ -69,10 +77,53 @@ def serve_workers(app: Any, config: Config, config_path: str | None, workers: in
     else:
         os.environ.pop(CONFIG_ENV, None)
     server = uvicorn.Config("gateway.serving:worker_app", factory=True, workers=workers, **options)
-    sock = server.bind_socket()  # listening: connections queue until a worker accepts them
+    if sys.platform.startswith("linux"):
+        try:
+            sock = reserve(options["host"], options["port"])
+        except OSError as exc:  # taken, or no such address: as uvicorn, say so and stop
+            print(f"loopguard: cannot serve {options['host']}:{options['port']}: {exc}", file=sys.stderr)
+            return 1
+        sockets: list[Any] = [OwnSocket(sock.family, sock.getsockname())]
+    else:
+        sock = server.bind_socket()  # listening: connections queue until a worker accepts them
+        sockets = [sock]
     announce(app, config, sock.getsockname())
-    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: Ctrl-C is a normal stop
-        Multiprocess(server, sockets=[sock]).run()
+    with sock, contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: Ctrl-C is a normal stop
+        Multiprocess(server, sockets=sockets).run()
+    return 0
+
+
+def reserve(host: str, port: int) -> socket.socket:
+    """The port the workers will share, bound in the parent and never listened on (so it gets no
+    connections): a port someone else holds is refused here, port 0 becomes a real one, and the
+    port stays ours while workers come and go."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:  # without SO_REUSEPORT: refused if anything holds it
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+        address = probe.getsockname()
+    return bound(family, address)
+
+
+def bound(family: int, address: tuple[Any, ...]) -> socket.socket:
+    sock = socket.socket(family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # type: ignore[attr-defined]
+    sock.bind(address)
+    return sock
+
+
+class OwnSocket:
+    """What the supervisor hands each worker in place of a socket: unpickled in the worker
+    process, it is a new socket of that worker's own bound to the shared address (uvicorn then
+    listens on it). A restarted worker gets a new one; a dead worker's socket closes with it, and
+    the kernel stops handing it connections."""
+
+    def __init__(self, family: int, address: tuple[Any, ...]) -> None:
+        self.family, self.address = family, address
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return bound, (self.family, self.address)
 
 
 def worker_app() -> Any:
