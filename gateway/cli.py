@@ -43,11 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
     from gateway.config import ConfigError, load_config
     from gateway.logging import configure_logging
     from gateway.policy.schema import PolicyError
-    import uvicorn
-
     from gateway.server.app import build_app
     from gateway.serving import serve_workers, tune_gc, uvicorn_options
 
