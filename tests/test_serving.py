@@ -72,12 +72,17 @@ def _two_processes_answer(url: str, attempts: int = 400) -> bool:
     return False
 
 
-def test_two_workers_serve_one_port(tmp_path, upstream):
+def _two_workers(tmp_path, upstream, port: int):
+    """The gateway with ``server.workers: 2`` in its config."""
     config = tmp_path / "gw.yaml"
     config.write_text(f"upstream:\n  base_url: {upstream.url}/v1\nserver:\n  workers: 2\n")
+    return gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
+                           tmp_path / "stderr.log", env=child_env())
+
+
+def test_two_workers_serve_one_port(tmp_path, upstream):
     port = free_port()
-    with gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
-                         tmp_path / "stderr.log", env=child_env()) as gw:
+    with _two_workers(tmp_path, upstream, port) as gw:
         workers = _workers(gw.process.pid)
         assert len(workers) == 2
         assert _two_processes_answer(gw.url)
@@ -105,11 +110,8 @@ def test_keep_alive_connections_spread_over_the_workers(tmp_path, upstream):
     """Each worker listens on a socket of its own, so a burst of connections opened at once (a
     client's pool) is spread over the workers instead of all landing on the one that woke
     first: with one shared socket, half the bursts of 32 went to a single worker."""
-    config = tmp_path / "gw.yaml"
-    config.write_text(f"upstream:\n  base_url: {upstream.url}/v1\nserver:\n  workers: 2\n")
     port = free_port()
-    with gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
-                         tmp_path / "stderr.log", env=child_env()) as gw:
+    with _two_workers(tmp_path, upstream, port) as gw:
         workers = _workers(gw.process.pid)
         assert _until(lambda: all(_owned(pid, _sockets(port, "0A")) for pid in workers))
         assert _owned(gw.process.pid, _sockets(port, "0A")) == 0  # the parent only holds the port
