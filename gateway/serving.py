@@ -9,22 +9,27 @@ connections on two workers every one of them went to the same worker, which serv
 one worker alone. Elsewhere the workers share the parent's socket.
 
 Each worker is a whole gateway: its own event loop, upstream pool, policy watcher and, with the
-memory state backend, its own sessions. A conversation's requests can land on any worker, so
+memory state backend, its own sessions; its counters are kept in files shared with the others, so
+that any worker's /metrics counts them all. A conversation's requests can land on any worker, so
 across workers sessions are only shared through the redis backend.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import shutil
 import socket
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import structlog
 
 from gateway.config import Config
+from gateway.metrics.registry import SHARED_DIR_ENV
 
 # Read by each worker process to rebuild the same gateway the parent validated.
 CONFIG_ENV = "LOOPGUARD_CONFIG"
@@ -62,11 +67,6 @@ def serve_workers(app: Any, config: Config, config_path: str | None, workers: in
                   announce: Callable[[Any, Config, tuple[Any, ...]], None], options: dict[str, Any]) -> int:
     """Run ``workers`` processes, each building its gateway with :func:`worker_app`. ``app`` is
     the parent's, built only to refuse a bad policy before any worker starts and to announce."""
-    import contextlib
-
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
-
     if config.state.backend == "memory":
         structlog.get_logger("loopguard").warning(
             "memory_state_with_workers", workers=workers,
@@ -76,6 +76,29 @@ def serve_workers(app: Any, config: Config, config_path: str | None, workers: in
         os.environ[CONFIG_ENV] = os.path.abspath(config_path)  # workers may not share our cwd
     else:
         os.environ.pop(CONFIG_ENV, None)
+    with shared_metrics():
+        return _supervise(app, config, workers, announce, options)
+
+
+@contextlib.contextmanager
+def shared_metrics() -> Iterator[None]:
+    """The workers' counters in one directory, so a scrape counts all of them (a directory the
+    operator gave is used as it is and kept; ours goes when the parent stops)."""
+    if os.environ.get(SHARED_DIR_ENV):
+        yield
+        return
+    os.environ[SHARED_DIR_ENV] = tempfile.mkdtemp(prefix="loopguard-metrics-")
+    try:
+        yield
+    finally:
+        shutil.rmtree(os.environ.pop(SHARED_DIR_ENV), ignore_errors=True)
+
+
+def _supervise(app: Any, config: Config, workers: int,
+               announce: Callable[[Any, Config, tuple[Any, ...]], None], options: dict[str, Any]) -> int:
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
     server = uvicorn.Config("gateway.serving:worker_app", factory=True, workers=workers, **options)
     if sys.platform.startswith("linux"):
         try:

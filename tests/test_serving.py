@@ -49,50 +49,61 @@ def _until(check, timeout: float = 20.0):
     return found
 
 
-def _scrapes_served(url: str) -> float:
-    """How many /metrics scrapes the process answering this one served (its own counter)."""
+def _served(url: str, route: str) -> float:
+    """The requests to ``route`` answered 200, as one scrape of /metrics counts them."""
     text = httpx.get(url + "/metrics", headers={"connection": "close"}).text
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name == "loopguard_requests_total" and sample.labels.get("route") == "/metrics":
+            if sample.name == "loopguard_requests_total" and sample.labels == {"route": route, "status": "200"}:
                 return sample.value
     return 0.0
 
 
-def _two_processes_answer(url: str, attempts: int = 400) -> bool:
-    """One process counts the scrapes it answered before this one 0, 1, 2, ...; a count that
-    breaks the sequence came from another process. Each scrape opens a new connection, so any
-    worker may accept it."""
-    previous = -1.0
-    for _ in range(attempts):
-        seen = _scrapes_served(url)
-        if seen != previous + 1:
-            return True
-        previous = seen
-    return False
+def _environ(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(pair.decode().split("=", 1) for pair in pairs if b"=" in pair)
 
 
-def _two_workers(tmp_path, upstream, port: int):
+def _two_workers(tmp_path, upstream, port: int, **env: str):
     """The gateway with ``server.workers: 2`` in its config."""
     config = tmp_path / "gw.yaml"
     config.write_text(f"upstream:\n  base_url: {upstream.url}/v1\nserver:\n  workers: 2\n")
     return gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
-                           tmp_path / "stderr.log", env=child_env())
+                           tmp_path / "stderr.log", env=child_env(**env))
 
 
-def test_two_workers_serve_one_port(tmp_path, upstream):
+def test_two_workers_serve_one_port_and_a_scrape_counts_both(tmp_path, upstream):
     port = free_port()
     with _two_workers(tmp_path, upstream, port) as gw:
         workers = _workers(gw.process.pid)
         assert len(workers) == 2
-        assert _two_processes_answer(gw.url)
-        client = openai.OpenAI(base_url=gw.url + "/v1", api_key="sk-test", max_retries=0)
-        for _ in range(6):
+        shared = Path(_environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"])
+        # A connection per request, so the kernel spreads them over both workers.
+        client = openai.OpenAI(base_url=gw.url + "/v1", api_key="sk-test", max_retries=0,
+                               default_headers={"connection": "close"})
+        for _ in range(40):
             reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
             assert reply.choices[0].message.content == "ok"
+        # Whichever worker answers the scrape, it counts the requests both served.
+        assert [_served(gw.url, "/v1/chat/completions") for _ in range(8)] == [40.0] * 8
+        assert {f"counter_{pid}.db" for pid in workers} <= {f.name for f in shared.iterdir()}
         # With the memory backend each worker has its own sessions: said once, at startup.
         assert gw.stderr.count('"memory_state_with_workers"') == 1
     assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]  # stopped with the parent
+    assert not shared.exists()  # the parent's own directory goes with it
+
+
+def test_a_metrics_directory_the_operator_gave_is_used_and_kept(tmp_path, upstream):
+    shared = tmp_path / "metrics"
+    shared.mkdir()
+    port = free_port()
+    with _two_workers(tmp_path, upstream, port, PROMETHEUS_MULTIPROC_DIR=str(shared)) as gw:
+        workers = _workers(gw.process.pid)
+        for _ in range(40):  # a connection each: both workers answer some, and count them there
+            assert httpx.get(gw.url + "/healthz", headers={"connection": "close"}).status_code == 200
+        assert {f"counter_{pid}.db" for pid in workers} <= {f.name for f in shared.iterdir()}
+        assert _served(gw.url, "/healthz") >= 40
+    assert shared.is_dir()
 
 
 def test_workers_flag_overrides_the_config_and_one_worker_warns_nothing(tmp_path, upstream):
@@ -101,7 +112,7 @@ def test_workers_flag_overrides_the_config_and_one_worker_warns_nothing(tmp_path
     with gateway_process(["serve", "--port", str(port), "--workers", "1"], port, tmp_path / "stderr.log",
                          env=env) as gw:
         assert _workers(gw.process.pid) == []  # served in the process itself
-        assert not _two_processes_answer(gw.url, attempts=5)
+        assert "PROMETHEUS_MULTIPROC_DIR" not in _environ(gw.process.pid)
         assert "memory_state_with_workers" not in gw.stderr
 
 

@@ -9,4 +9,4 @@ from starlette.responses import Response
 
 async def metrics_endpoint(request: Request) -> Response:
     gateway = request.app.state.gateway
-    return Response(generate_latest(gateway.metrics.registry), headers={"content-type": CONTENT_TYPE_LATEST})
+    return Response(generate_latest(gateway.metrics.exposed), headers={"content-type": CONTENT_TYPE_LATEST})

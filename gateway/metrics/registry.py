@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -14,6 +15,12 @@ from gateway.policy.engine import EngineStats, Judgement
 # minutes. Separate bucket ladders keep both readable.
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+
+# Set (by `gateway.serving` for server.workers > 1, or by the operator) before any metric exists,
+# it puts every counter and histogram in files shared by all worker processes (prometheus_client's
+# multiprocess mode), and a scrape, answered by whichever worker, reads all of them.
+SHARED_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 # Route families worth a label of their own (agent protocols first); any other is "other", so a
@@ -51,6 +58,7 @@ def family_of(path: str) -> str:
 class GatewayMetrics:
     def __init__(self, registry: CollectorRegistry | None = None, *, settle_s: float = 600.0) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        self.exposed = self.registry
         r = self.registry
         self.requests = Counter("loopguard_requests", "HTTP requests answered, by route and status",
                                 ["route", "status"], registry=r)
@@ -144,10 +152,19 @@ class GatewayMetrics:
         self.warn_outcomes.labels(detector, outcome).inc()
 
     def watch(self, gateway: Any) -> None:
-        """Expose the gateway's slower-moving state, read on each scrape."""
+        """Expose the gateway's slower-moving state, read on each scrape; with workers, next to
+        the counters of all of them (``exposed``: what /metrics answers)."""
         from gateway.metrics.collectors import GatewayCollector
 
-        self.registry.register(GatewayCollector(gateway, self))
+        collector = GatewayCollector(gateway, self)
+        self.registry.register(collector)
+        self.exposed = self.registry
+        if shared := os.environ.get(SHARED_DIR_ENV):
+            from prometheus_client.multiprocess import MultiProcessCollector
+
+            self.exposed = CollectorRegistry()
+            MultiProcessCollector(self.exposed, path=shared)
+            self.exposed.register(collector)  # this worker's own: read where it is kept
 
 
 class MetricsSink:
