@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import os
 import shutil
 import socket
@@ -111,8 +112,12 @@ def _supervise(app: Any, config: Config, workers: int,
         sock = server.bind_socket()  # listening: connections queue until a worker accepts them
         sockets = [sock]
     announce(app, config, sock.getsockname())
+    # Older uvicorn releases (pyproject allows them) take the workers' entry point; newer ones
+    # build each worker's Server themselves.
+    takes_target = "target" in inspect.signature(Multiprocess).parameters
+    target = {"target": uvicorn.Server(server).run} if takes_target else {}
     with sock, contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: Ctrl-C is a normal stop
-        Multiprocess(server, sockets=sockets).run()
+        Multiprocess(server, sockets=sockets, **target).run()
     return 0
 
 
