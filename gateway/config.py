@@ -6,7 +6,6 @@ first thing they need to know is where the mistake is.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from pathlib import Path
@@ -228,7 +227,7 @@ class AuditConfig(_Strict):
 
 
 class TelemetryConfig(_Strict):
-    """OpenTelemetry traces over OTLP/HTTP (the ``otel`` extra); off unless enabled."""
+    """OpenTelemetry traces over OTLP/HTTP; off unless enabled."""
 
     enabled: bool = Field(False, description="a span per request (protocol, session hash, action, "
                           "detector), the upstream call as its child, `traceparent` sent upstream")
@@ -238,19 +237,6 @@ class TelemetryConfig(_Strict):
     headers: dict[str, str] = Field({}, description="sent with each export, e.g. a collector's "
                                     "API key")
 
-    @field_validator("enabled")
-    @classmethod
-    def _installed(cls, enabled: bool) -> bool:
-        if enabled and not _importable("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"):
-            raise ValueError("needs OpenTelemetry: pip install 'loopguard[otel]'")
-        return enabled
-
-
-def _importable(*modules: str) -> bool:
-    try:
-        return all(importlib.util.find_spec(name) is not None for name in modules)
-    except ModuleNotFoundError:  # a parent package is missing
-        return False
 
 
 class Config(_Strict):

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Imported only where an optional extra is installed, each behind its own guard: they must be
 # declared in an extra instead.
-OPTIONAL = {"litellm", "opentelemetry"}
+OPTIONAL = {"litellm"}
 # Part of a declared distribution's own API (pydantic pins its pydantic-core exactly).
 PROVIDED = {"pydantic_core": "pydantic", "annotated_types": "pydantic"}
 

@@ -98,7 +98,7 @@ def build_app(
     # Paths and header values are made canonical before authentication, both before any route.
     gates = (PathGuard(), ClientAuth(config.auth))
     app = GatewayApp(Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s), others)
-    if config.telemetry.enabled:  # the otel extra is imported only then
+    if config.telemetry.enabled:  # OpenTelemetry is imported only then
         from gateway.telemetry import instrument, provider_for
 
         instrument(app, provider_for(config.telemetry))

@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing, optional (``pip install 'loopguard[otel]'``) and off by default.
+"""OpenTelemetry tracing, off by default; its packages are imported only once it is enabled.
 
 One SERVER span per guarded or relayed request (protocol, session hash, action, detector,
 upstream time), each upstream call as a CLIENT child span, and W3C ``traceparent`` sent to the
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 def provider_for(config: TelemetryConfig) -> TracerProvider:
     """A provider exporting to ``config.endpoint`` in batches, off the request path."""
-    # Installed: the config refuses telemetry.enabled without the otel extra.
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
