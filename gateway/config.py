@@ -238,6 +238,18 @@ class TelemetryConfig(_Strict):
                                     "API key")
 
 
+class UiConfig(_Strict):
+    """The operator console at ``/ui``: recent interventions, each run's timeline, totals, the
+    policy in effect. Behind ``auth.metrics_keys`` (an operator's key)."""
+
+    enabled: bool = Field(True, description="serve the operator console at `/ui` (operator keys: "
+                          "`auth.metrics_keys`)")
+    max_events: int = Field(1000, ge=10, le=100_000, description="recent events kept in the state "
+                            "store (redis: a stream shared by replicas, trimmed to this)")
+    max_run_bytes: int = Field(16384, ge=2048, le=1_048_576, description="bound of the timeline "
+                               "kept with each event (excerpts of calls and results, secrets "
+                               "masked); the newest calls are kept")
+
 
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
@@ -252,6 +264,7 @@ class Config(_Strict):
     sessions: SessionsConfig = SessionsConfig()
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    ui: UiConfig = UiConfig()
 
 
 Problems = list[tuple[str, str]]  # (dotted key path, reason)
