@@ -18,6 +18,9 @@ from gateway.console.assets import ASSETS, page
 from gateway.console.status import status
 from gateway.server.context import Gateway
 
+# Bearer, not Basic (which is accepted all the same): a Basic challenge makes a browser ask in a
+# dialog of its own, for the page and for each of its requests, instead of showing the form.
+_CHALLENGE = {"www-authenticate": 'Bearer realm="loopguard console"'}
 FEED_ROWS = 200  # interventions the feed page shows; totals count every kept event
 MAX_FORM = 4096
 
@@ -30,8 +33,9 @@ class Console:
 
     def routes(self) -> list[Route]:
         guarded = [("/ui", self.index), ("/ui/run", self.run), ("/ui/api/feed", self.feed),
-                   ("/ui/api/status", self.status), ("/ui/static/{name}", self.asset)]
+                   ("/ui/api/status", self.status)]
         return [Route(path, self._operator(handler), methods=["GET"]) for path, handler in guarded] + [
+            Route("/ui/static/{name}", self.asset, methods=["GET"]),  # the same for everyone: the sign-in page's style
             Route("/ui/login", self.login, methods=["GET", "POST"]),
             Route("/ui/logout", self.logout, methods=["POST"])]
 
@@ -42,7 +46,7 @@ class Console:
             if request.url.path.startswith("/ui/api/") or "text/html" not in request.headers.get("accept", ""):
                 return JSONResponse({"error": {"message": "An operator key is required (auth.metrics_keys).",
                                                "type": "invalid_request_error", "code": "invalid_api_key"}},
-                                    status_code=401, headers={"www-authenticate": 'Basic realm="loopguard console"'})
+                                    status_code=401, headers=_CHALLENGE)
             return _login_page(request.url.path + (f"?{request.url.query}" if request.url.query else ""), "")
         return checked
 
@@ -80,8 +84,8 @@ class Console:
             return HTMLResponse(page("LoopGuard run", "<p>No kept events for this run (the console keeps the "
                                                        f"newest {self.keep}).</p><p><a href=\"/ui\">back</a></p>"),
                                 status_code=404)
-        keys = {view.join_key(i.data) for i in mine}
-        savings = [i.data for i in items if i.data.get("k") == "s" and view.join_key(i.data) in keys]
+        saved = view.savings_of(items)
+        savings = [saved[i.id] for i in mine if i.id in saved]
         details = {}
         for item in mine:
             raw = await self.gateway.store.event_detail(item.detail) if item.detail else None
@@ -121,7 +125,5 @@ def _login_page(target: str, error: str, status: int = 401) -> HTMLResponse:
             f"<input type=\"password\" name=\"key\" id=\"key\" placeholder=\"operator key\" autofocus required>"
             f"<input type=\"hidden\" name=\"next\" value=\"{escape(_local(target))}\">"
             f"<button type=\"submit\">Sign in</button></form>")
-    # Bearer, not Basic: a Basic challenge would make the browser ask in its own dialog instead.
-    return HTMLResponse(page("LoopGuard console: sign in", body), status_code=status,
-                        headers={"www-authenticate": 'Bearer realm="loopguard console"'})
+    return HTMLResponse(page("LoopGuard console: sign in", body), status_code=status, headers=_CHALLENGE)
 

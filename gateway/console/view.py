@@ -42,14 +42,30 @@ def join_key(d: dict[str, Any]) -> tuple:
     return (d.get("request_id"), d.get("detector"), d.get("action"))
 
 
+def savings_of(items: list[Item]) -> dict[str, dict[str, Any]]:
+    """Intervention id -> its savings event: the same request, detector and action, paired in
+    order (one request may veto the same loop twice, each veto priced on its own)."""
+    waiting: dict[tuple, list[dict[str, Any]]] = {}
+    for item in reversed(items):  # oldest first
+        if item.data.get("k") == "s":
+            waiting.setdefault(join_key(item.data), []).append(item.data)
+    out = {}
+    for item in reversed(items):
+        if item.data.get("k") == "i" and item.data.get("action") in STOPS:
+            queue = waiting.get(join_key(item.data))
+            if queue:
+                out[item.id] = queue.pop(0)
+    return out
+
+
 def feed(items: list[Item], limit: int) -> list[dict[str, Any]]:
     """Interventions, newest first, with ``tokens`` / ``cost_usd`` saved when priced."""
-    saved = {join_key(i.data): i.data for i in items if i.data.get("k") == "s"}
+    saved = savings_of(items)
     out = []
     for item in items:
         if item.data.get("k") != "i":
             continue
-        s = saved.get(join_key(item.data))
+        s = saved.get(item.id)
         out.append({"id": item.id, **item.data, "tokens": s["tokens"] if s else None,
                     "cost_usd": s["cost_usd"] if s else None})
         if len(out) >= limit:
@@ -77,21 +93,16 @@ class Tally:
 def totals(items: list[Item]) -> dict[str, Any]:
     """Over the kept events: all runs, by detector, by agent."""
     everything, detectors, agents = Tally(), {}, {}
-    interventions = [i.data for i in reversed(items) if i.data.get("k") == "i"]  # oldest first
-    for d in interventions:
-        tallies = (everything, detectors.setdefault(d["detector"], Tally()),
-                   agents.setdefault(d.get("agent") or "(default)", Tally()))
-        for tally in tallies:
+    saved = savings_of(items)
+    interventions = [i for i in reversed(items) if i.data.get("k") == "i"]  # oldest first
+    for item in interventions:
+        d, s = item.data, saved.get(item.id)
+        for tally in (everything, detectors.setdefault(d["detector"], Tally()),
+                      agents.setdefault(d.get("agent") or "(default)", Tally())):
             _count(tally, d)
-    owner = {join_key(d): d for d in interventions}
-    for item in items:
-        s = item.data
-        if s.get("k") != "s" or join_key(s) not in owner:
-            continue
-        agent = owner[join_key(s)].get("agent") or "(default)"
-        for tally in (everything, detectors.setdefault(s["detector"], Tally()), agents.setdefault(agent, Tally())):
-            tally.tokens += int(s.get("tokens") or 0)
-            tally.cost_usd += float(s.get("cost_usd") or 0.0)
+            if s is not None:
+                tally.tokens += int(s.get("tokens") or 0)
+                tally.cost_usd += float(s.get("cost_usd") or 0.0)
     return {"runs": everything.as_dict(), "events": len(interventions),
             "by_detector": {k: v.as_dict() for k, v in sorted(detectors.items())},
             "by_agent": {k: v.as_dict() for k, v in sorted(agents.items())}}

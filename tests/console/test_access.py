@@ -13,13 +13,14 @@ AUTH = {"auth": {"keys": ["client-key"], "metrics_keys": ["operator-key"]}}
 def test_every_console_route_needs_an_operator_key(tmp_path):
     with guarded(stubborn(), tmp_path, **AUTH) as g:
         with httpx.Client(base_url=g.url) as http:
-            for path in ("/ui", "/ui/api/feed", "/ui/api/status", "/ui/run?session=s&run=1", "/ui/static/console.js"):
+            for path in ("/ui", "/ui/api/feed", "/ui/api/status", "/ui/run?session=s&run=1"):
                 assert http.get(path).status_code == 401, path
                 assert http.get(path, headers={"authorization": "Bearer client-key"}).status_code == 401, path
                 assert http.get(path, headers={"authorization": "Bearer operator-key"}).status_code in (200, 404), path
             assert http.get("/ui/api/feed", auth=("", "operator-key")).status_code == 200  # curl -u :KEY
             assert http.get("/ui/api/feed", auth=("operator-key", "")).status_code == 200
             assert http.get("/ui/api/feed", auth=("x", "wrong")).status_code == 401
+            assert http.get("/ui/static/console.css").status_code == 200  # the sign-in form's style
             # A browser is shown the sign-in form, still with 401.
             page = http.get("/ui", headers={"accept": "text/html"})
             assert page.status_code == 401 and 'name="key"' in page.text

@@ -6,22 +6,10 @@ from __future__ import annotations
 
 import re
 
-import openai
-from support.agent import Agent
+from support.browser import SHOWN_S, loop_run
 from support.guarded import guarded
 from support.looping import stubborn
 from support.policies import ladder_policy
-
-SHOWN_S = 10_000  # ms the page may take; the feed polls twice a second
-
-
-def loop_run(url: str, session: str, agent: str | None = None) -> Agent:
-    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
-    headers = {"x-loopguard-session": session, **({"x-loopguard-agent": agent} if agent else {})}
-    runner = Agent(client, tools={"read_file": lambda a: "contents of a.txt"}, headers=headers)
-    runner.run("summarize a.txt")
-    return runner
-
 
 def test_a_stopped_run_appears_live_and_its_page_explains_it(tmp_path, page):
     with guarded(stubborn(), tmp_path) as g:

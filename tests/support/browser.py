@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+SHOWN_S = 10_000  # ms a page may take to show a run; the feed polls twice a second
 CHROMIUM = os.environ.get("LOOPGUARD_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
@@ -34,3 +35,15 @@ def chromium() -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+def loop_run(url: str, session: str, agent: str | None = None):
+    """A stubborn agent run through the gateway at ``url`` (the test's model loops on read_file)."""
+    import openai
+    from support.agent import Agent
+
+    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    headers = {"x-loopguard-session": session, **({"x-loopguard-agent": agent} if agent else {})}
+    runner = Agent(client, tools={"read_file": lambda a: "contents of a.txt"}, headers=headers)
+    runner.run("summarize a.txt")
+    return runner
