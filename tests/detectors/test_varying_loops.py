@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from runs import first, judged, strongest
-from varying import (
+from support.varying import (
     HEALTHY, LOOPS, claude_code_edit_not_found, click_missing_element, codex_cat, npm_flags, openhands_edit_refused,
     reworded_web_agent, reworded_with_plans, swe_agent_syntax_errors, url_with_varying_headers,
 )
