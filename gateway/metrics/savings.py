@@ -25,7 +25,6 @@ from gateway.metrics.registry import GatewayMetrics
 from gateway.savings import Pricer, Savings, estimate, one_round
 
 _READY = object()  # the price table finished loading (or litellm is not installed)
-MAX_MODELS = 200  # the model label comes from clients: beyond this many, "other" (bounded series)
 _STOP = object()
 _Item = tuple[InterventionEvent, StoppedWork]
 
@@ -43,7 +42,6 @@ class SavingsSink:
         self.dropped = 0
         self.estimated = 0  # events counted before the price table was there
         self._pending: list[tuple[_Item, Savings]] = []  # counted by estimate, cost still to add
-        self._models: set[str] = set()  # model label values in use
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
         self._loading = False  # the price-table thread was started
@@ -123,12 +121,7 @@ class SavingsSink:
             self._send(event, work, Savings(counted.tokens, cost, True))
 
     def _model(self, work: StoppedWork) -> str:
-        model = (work.model or "unknown")[:100]
-        if model not in self._models:
-            if len(self._models) >= MAX_MODELS:
-                return "other"
-            self._models.add(model)
-        return model
+        return self.metrics.models(work.model)  # the client's name: bounded, "other" beyond
 
     def _count(self, event: InterventionEvent, work: StoppedWork, savings: Savings) -> None:
         model = self._model(work)
