@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from gateway.audit.events import InterventionEvent
 from gateway.metrics.recovery import RecoveryMonitor
@@ -85,8 +85,14 @@ class GatewayMetrics:
                                     "Tokens one more round of each stopped loop would have cost (reject, terminate)",
                                     ["detector", "model"], registry=r)
         self.cost_saved = Counter("loopguard_cost_saved_usd",
-                                  "USD one more round of each stopped loop would have cost, at litellm's list "
-                                  "prices (models it cannot price add tokens only)", ["detector", "model"], registry=r)
+                                  "USD one more round of each stopped loop would have cost, at the config's "
+                                  "`pricing:` or litellm's list prices (models with neither add tokens only)",
+                                  ["detector", "model"], registry=r)
+        self.savings_methods = Gauge("loopguard_savings_model_info",
+                                     "How each model's savings are counted (1 per model): tokens by a tiktoken "
+                                     "encoding or `estimated` (characters / 4); price from `table` (litellm's), "
+                                     "`config` (`pricing:`) or `none`", ["model", "tokens", "price"],
+                                     registry=r, multiprocess_mode="max")
         self.terminations = Counter("loopguard_terminations",
                                     "Runs ended, by how the final reply was written: answer (the model, "
                                     "tools closed), reply (the template), error", ["mode"], registry=r)
@@ -142,6 +148,9 @@ class GatewayMetrics:
     def answered(self, model: str, tokens: int) -> None:
         """A terminated run's final answer, written by the model: its tokens."""
         self.answer_tokens.labels(self.models(model)).inc(tokens)
+
+    def savings_method(self, model: str, tokens: str, price: str) -> None:
+        self.savings_methods.labels(model, tokens, price).set(1)
 
     def _count(self, detector: str, action: str, shadow: str) -> None:
         key = ("int", detector, action, shadow)

@@ -14,6 +14,7 @@ from gateway.audit.bus import AuditBus, build_bus
 from gateway.config import Config, load_config
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
+from gateway.pricing import configured
 from gateway.policy.holder import PolicyHolder
 from gateway.policy.loader import shipped_policy_path
 from gateway.state import build_store
@@ -62,7 +63,7 @@ class Runtime:
         path = policy_path(policy) or (Path(config.policy) if config.policy else None)
         metrics = shared_metrics()
         audit = build_bus(config.audit)
-        add_savings(audit, metrics)
+        add_savings(audit, metrics, configured(config.pricing))
         audit.add(MetricsSink(metrics))
         return cls(config, PolicyHolder(path), build_store(config.state), audit, metrics)
 
