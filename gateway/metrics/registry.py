@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from gateway.audit.events import InterventionEvent
 from gateway.metrics.recovery import RecoveryMonitor
 from gateway.policy.engine import EngineStats, Judgement
+from gateway.untrusted import BoundedLabel
 
 # The gateway's own work per request is sub-millisecond to a few ms; the upstream is seconds to
 # minutes. Separate bucket ladders keep both readable.
@@ -110,6 +111,7 @@ class GatewayMetrics:
                                      "(terminate mode answer), by model; estimated at 4 characters a token "
                                      "when the upstream reported none", ["model"], registry=r)
         self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
+        self.models = BoundedLabel()  # model names are the client's: a bounded set, then "other"
         self._children: dict[tuple[Any, ...], Any] = {}  # label values -> child, built once each
         self.engine = EngineStats()  # this app's fail-opens (see policy.engine.counting_into)
 
@@ -181,7 +183,7 @@ class GatewayMetrics:
 
     def answered(self, model: str, tokens: int) -> None:
         """A terminated run's final answer, written by the model: its tokens."""
-        self.answer_tokens.labels(model).inc(tokens)
+        self.answer_tokens.labels(self.models(model)).inc(tokens)
 
     def savings_method(self, model: str, tokens: str, price: str) -> None:
         self.savings_methods.labels(model, tokens, price).set(1)
