@@ -9,6 +9,9 @@ carry is what the agent never saw, or what it has since thrown away:
 - where the session's history stood at its previous request (:class:`HistoryMark`), so that a
   history that suddenly got shorter (the agent compacted its context) arms the post-compaction
   guard;
+- the calls the gateway warned the model about (:class:`WarnedCall`): a warning is only in what
+  was forwarded, never in the client's history, and a pattern that continues after it
+  escalates (the ``ignored_warning`` detector);
 - for protocols whose requests carry only the new items and name the previous response
   (``previous_response_id``), what the upstream holds for each response (:class:`ChainRecord`),
   so the conversation can be rebuilt and judged whole.
@@ -24,6 +27,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
+
+from gateway.trace.model import WarnedCall
+
+# A run whose warnings keep being ignored is ended long before this; the cap only bounds memory.
+MAX_WARNED_PER_SESSION = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +116,16 @@ class SessionState:
     vetoes: tuple[VetoRecord, ...] = ()
     mark: HistoryMark | None = None  # the session's previous request
     compacted: HistoryMark | None = None  # the request whose history was compacted, if any
+    warned: tuple[WarnedCall, ...] = ()  # calls warned about, oldest first
+
+
+def dump_warned(warned: WarnedCall) -> bytes:
+    return orjson.dumps([warned.call_id, warned.detector])
+
+
+def load_warned(raw: bytes | str) -> WarnedCall:
+    call_id, detector = orjson.loads(raw)
+    return WarnedCall(str(call_id), str(detector))
 
 
 EMPTY = SessionState()
@@ -137,9 +155,14 @@ class StateStore(Protocol):
         off the request's path. Rare: only when a compaction starts or stops applying."""
         ...
 
+    def add_warned(self, session: str, warned: WarnedCall) -> None:
+        """Remember a call the model was warned about without waiting (fire and forget, off the
+        request's path); the newest MAX_WARNED_PER_SESSION are kept."""
+        ...
+
     def end_run(self, session: str) -> None:
-        """Forget the session's vetoed exchanges without waiting (fire and forget): they belong
-        to a run that is over. Only fingerprint sessions call it, when a request starts a new
+        """Forget the session's vetoed exchanges and warned calls without waiting (fire and
+        forget): they belong to a run that is over. Only fingerprint sessions call it, when a request starts a new
         run of the same task (``gateway.guard.request``): that run must not inherit them."""
         ...
 
