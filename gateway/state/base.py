@@ -90,15 +90,23 @@ class ChainRecord:
     # continued the client's stream, which keeps its first response id): later requests name
     # the client's id, the upstream must get its own.
     upstream_id: str | None = None
+    # Request fields the upstream keeps with the conversation and later requests leave out
+    # (an Anthropic thread's ``system`` and ``tools``): what a request sending the whole
+    # conversation again must carry.
+    fields: dict[str, Any] | None = None
 
     def dumps(self) -> bytes:
-        return orjson.dumps({"i": self.items, "o": self.owed, "u": self.upstream_id})
+        data: dict[str, Any] = {"i": self.items, "o": self.owed, "u": self.upstream_id}
+        if self.fields is not None:
+            data["f"] = self.fields
+        return orjson.dumps(data)
 
     @classmethod
     def loads(cls, raw: bytes | str) -> ChainRecord:
         data = orjson.loads(raw)
-        upstream = data.get("u")
-        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None)
+        upstream, fields = data.get("u"), data.get("f")
+        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None,
+                   fields if isinstance(fields, dict) else None)
 
 
 @dataclass(frozen=True, slots=True)
