@@ -24,14 +24,6 @@ from gateway.trace.model import ToolCall
 from gateway.upstream.base import UpstreamRequest, UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
-ANSWER, REPLY, ERROR = "answer", "reply", "error"
-
-
-def mode(ex: Exchange) -> str:
-    assert ex.plan is not None
-    return ex.plan.policy.interventions.terminate.mode
-
-
 class _Closed:
     """The judge of an answer written with tools closed: every call is refused. ``closed``
     tells a stream filter that holds several choices whole that any call fails the answer."""
