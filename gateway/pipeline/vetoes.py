@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gateway.guard import decision
 from gateway.guard.request import retrace, veto_record
 from gateway.guard.response import Refusal
 from gateway.pipeline.exchange import Exchange
@@ -13,18 +14,12 @@ from gateway.policy.actions import Action
 from gateway.upstream.base import UpstreamRequest, UpstreamResponse
 
 
-def may_reask(ex: Exchange, refusal: Refusal) -> bool:
-    assert ex.plan is not None
-    limit = ex.plan.policy.interventions.reject.max_reasks
-    return not refusal.terminate and refusal.position == 0 and ex.reasks < limit
-
-
 async def veto(ex: Exchange, refusal: Refusal) -> str:
     """Record and remember the refused call; the model sees it with our observation from now
     on. Returns the observation."""
     plan = ex.plan
     assert plan is not None
-    observation = plan.policy.render("reject", refusal.judgement.finding)
+    observation = decision.observation(plan.policy, refusal.judgement)
     ex.verdict.record(ex, refusal.judgement, Action.REJECT, "response")
     exchange = ex.adapter.veto_exchange(refusal.call, observation)
     try:
@@ -47,6 +42,7 @@ async def reask(ex: Exchange, *, counted: bool = True) -> UpstreamResponse:
     ``counted=False``: a required-tool retry, which has its own budget (max_retries)."""
     if counted:
         ex.reasks += 1
+    ex.resent += 1
     out = ex.outgoing
     request = UpstreamRequest("POST", out.path, out.query, out.headers, ex.sent_body())
     started = time.perf_counter()
