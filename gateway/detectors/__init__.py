@@ -7,7 +7,7 @@ the earlier one decides): result-inclusive evidence first, argument-only guesses
 from __future__ import annotations
 
 from gateway.detectors import cycle, errors, progress, repeat, rounds, similar, unknown
-from gateway.detectors import compaction, required_tool, retrieval, stagnation, turns
+from gateway.detectors import compaction, required_tool, retrieval, stagnation, turns, vetoed, warned
 from gateway.detectors.base import Detector, DetectorSettings, Finding
 from gateway.detectors.compaction import PostCompactionSettings
 from gateway.detectors.cycle import CycleSettings
@@ -21,6 +21,8 @@ from gateway.detectors.similar import SimilarRepeatSettings
 from gateway.detectors.stagnation import StagnationSettings
 from gateway.detectors.turns import CrossTurnSettings
 from gateway.detectors.unknown import UnknownToolSettings
+from gateway.detectors.vetoed import VetoedCallSettings
+from gateway.detectors.warned import IgnoredWarningSettings
 
 REGISTRY: dict[str, Detector] = {
     # Armed only right after a compaction, and then the strongest evidence (the loop survived
@@ -34,6 +36,11 @@ REGISTRY: dict[str, Detector] = {
     errors.NAME: Detector(errors.NAME, errors.detect, ErrorRepeatSettings),
     # The same failure across user turns: after the in-run evidence, which names the run's loop.
     turns.NAME: Detector(turns.NAME, turns.detect, CrossTurnSettings),
+    # A call refused earlier in the run, back after a detour: after the detectors that refused
+    # it, so their count and reason are the ones reported while they still see the loop.
+    vetoed.NAME: Detector(vetoed.NAME, vetoed.detect, VetoedCallSettings),
+    # A warned pattern continued after its warning (Trace.warned, from the session's state).
+    warned.NAME: Detector(warned.NAME, warned.detect, IgnoredWarningSettings),
     repeat.NAME: Detector(repeat.NAME, repeat.detect, ExactRepeatSettings),
     similar.NAME: Detector(similar.NAME, similar.detect, SimilarRepeatSettings),
     cycle.NAME: Detector(cycle.NAME, cycle.detect, CycleSettings),
@@ -56,7 +63,7 @@ def largest_window(settings: dict[str, DetectorSettings]) -> int:
 
 __all__ = [
     "REGISTRY", "CrossTurnSettings", "CycleSettings", "Detector", "DetectorSettings", "ErrorRepeatSettings",
-    "ExactRepeatSettings", "Finding", "NoProgressSettings", "PostCompactionSettings", "RequiredToolSettings",
+    "ExactRepeatSettings", "Finding", "IgnoredWarningSettings", "NoProgressSettings", "PostCompactionSettings", "RequiredToolSettings",
     "RetrievalSettings", "SimilarRepeatSettings", "StagnationSettings", "ToolRoundsSettings",
-    "UnknownToolSettings", "default_settings", "largest_window",
+    "UnknownToolSettings", "VetoedCallSettings", "default_settings", "largest_window",
 ]
