@@ -61,22 +61,28 @@ def test_varying_loops_are_warned_then_ended(start_guarded, script, limit, strea
         assert "warn" in agent.actions and agent.actions[-1] == "terminate"
 
 
-WARNED = {
-    "reworded requests to a web agent, the same action line": reworded_web_agent,
-    "Claude Code Edit refused on one file, greps between": claude_code_edit_not_found,
-    "OpenHands str_replace refused, views between": lambda: openhands_edit_refused(True),
-}
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("script", [claude_code_edit_not_found, lambda: openhands_edit_refused(True)],
+                         ids=["Claude Code Edit refused on one file, greps between",
+                              "OpenHands str_replace refused, views between"])
+def test_failures_on_one_target_between_reads_are_warned_and_ended_once_the_warning_is_ignored(
+        start_guarded, script, stream):
+    # Gathered across reads, the evidence alone only warns; the model carrying on with the
+    # warned pattern (the same tool failing on the same file) is what ends the run.
+    agent, answer, requests = run(start_guarded, script(), stream)
+    assert answer and answer.startswith("[LoopGuard]") and "stopped" in answer
+    assert warned(requests)
+    assert sum(agent.executions.values()) < len(steps_of(script()))
 
 
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("script", WARNED.values(), ids=WARNED.keys())
-def test_weaker_evidence_is_warned_and_the_run_goes_on(start_guarded, script, stream):
-    agent, answer, requests = run(start_guarded, script(), stream)
-    assert answer == DONE  # warned, never stopped: the evidence is a guess or spans reads
+def test_reworded_requests_with_the_same_action_line_are_warned(start_guarded, stream):
+    agent, answer, requests = run(start_guarded, reworded_web_agent(), stream)
     assert warned(requests)
-    assert sum(agent.executions.values()) == len(steps_of(script()))
+    assert any("stagnation" in json.dumps(r["messages"][-1:]) or "nearly the same" in json.dumps(r["messages"][-1:])
+               for r in requests)
     if not stream:
-        assert "warn" in agent.actions and set(agent.actions) <= {"pass", "warn"}
+        assert "warn" in agent.actions
 
 
 STREAMED_TOO = ("a web agent visiting 17 similar pages for 17 items", "installing one missing module, then re-running",
