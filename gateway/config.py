@@ -251,6 +251,16 @@ class UiConfig(_Strict):
                                "masked); the newest calls are kept")
 
 
+class ModelPrice(_Strict):
+    """One model's price for savings, in USD per million tokens (as providers list them)."""
+
+    input_usd_per_mtok: float = Field(ge=0, description="USD per million input tokens")
+    output_usd_per_mtok: float = Field(ge=0, description="USD per million output tokens")
+    tokenizer: Literal["cl100k_base", "o200k_base", "p50k_base"] | None = Field(
+        None, description="tiktoken encoding to count this model's tokens with; unset: tiktoken's "
+        "for OpenAI models, else characters / 4 (flagged as estimated)")
+
+
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     upstream: UpstreamConfig = UpstreamConfig()
@@ -265,6 +275,10 @@ class Config(_Strict):
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     ui: UiConfig = UiConfig()
+    pricing: dict[str, ModelPrice] = Field({}, description="savings prices by model name (as "
+                                           "clients send it), e.g. `{my-llama: {input_usd_per_mtok: "
+                                           "0.2, output_usd_per_mtok: 0.6}}`; they come before "
+                                           "litellm's bundled list prices")
 
 
 Problems = list[tuple[str, str]]  # (dotted key path, reason)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from gateway.server.context import Gateway
+from gateway.context import Gateway
 
 
 def console(gateway: Gateway) -> list[Route]:

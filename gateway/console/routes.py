@@ -16,7 +16,7 @@ from gateway.console import run_page, view
 from gateway.console.access import COOKIE, SESSION_S, OperatorAccess
 from gateway.console.assets import ASSETS, page
 from gateway.console.status import status
-from gateway.server.context import Gateway
+from gateway.context import Gateway
 
 # Bearer, not Basic (which is accepted all the same): a Basic challenge makes a browser ask in a
 # dialog of its own, for the page and for each of its requests, instead of showing the form.

@@ -9,7 +9,7 @@ from typing import Any
 
 from gateway.check import raw_matches
 from gateway.policy.engine import EffectivePolicy
-from gateway.server.context import Gateway
+from gateway.context import Gateway
 
 
 async def status(gateway: Gateway) -> dict[str, Any]:

@@ -16,17 +16,18 @@ from collections.abc import AsyncIterator
 
 from starlette.responses import Response
 
+from gateway.guard.decision import Move, decide
 from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import StreamJudge
 from gateway.pipeline.remember import remember
 from gateway.pipeline.timing import log_request
 from gateway.pipeline.verdict import fail_open
-from gateway.pipeline.vetoes import may_reask, reask, veto
+from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.sse import comment
-from gateway.server.responses import RelayStream
+from gateway.web.responses import RelayStream
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
@@ -164,16 +165,19 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
             if tool_filter.round.judge_errors:
                 fail_open(ex, "stream_judge")
             judge.record_shadowed()
-            refusal = judge.refusal
-            if refusal is None:
+            plan = ex.plan
+            decision = decide(judge.judged(tool_filter.needs_decision), plan.policy if plan else None, ex.reasks)
+            if decision.move == Move.PASS:
                 break
             judge.record_others()
-            if refusal.position > 0 or not tool_filter.needs_decision:
+            refusal = decision.refusal
+            assert refusal is not None
+            if decision.move == Move.DROP:
                 await veto(ex, refusal)  # the calls before it went out; the rest are dropped
                 yield terminate.note(Action.REJECT, refusal)
                 break
-            if not may_reask(ex, refusal):
-                async for chunk in terminate.stream(ex, tool_filter, judge, refusal):
+            if decision.move == Move.TERMINATE:
+                async for chunk in terminate.stream(ex, tool_filter, judge, decision):
                     yield chunk
                 break
             await veto(ex, refusal)

@@ -48,8 +48,8 @@ def _totals(results: list[Result], unknown_models: list[str]) -> str:
              "stopped (the first terminate, else the first vetoed call): a lower bound, since every "
              "later request also re-sent the whole history."]
     if unknown_models:
-        notes.append("Not in litellm's price table, so tokens are estimated as characters / 4 and not "
-                     "priced: " + ", ".join(unknown_models) + ".")
+        notes.append("Tokens estimated as characters / 4, or not priced (no list price): "
+                     + ", ".join(unknown_models) + ".")
     return (f"<section class=\"totals\">{cards}</section><section class=\"notes\">"
             + "".join(f"<p class=\"note\">{escape(n)}</p>" for n in notes) + "</section>")
 

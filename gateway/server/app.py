@@ -14,10 +14,12 @@ from starlette.routing import Route
 from gateway.audit.bus import build_bus
 from gateway.config import Config
 from gateway.console import console
+from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
+from gateway.pricing import configured
 from gateway.pipeline.route import Guarded
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.anthropic.adapter import ANTHROPIC
@@ -25,7 +27,7 @@ from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.grown import GrownBodies
 from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
-from gateway.server.context import Gateway
+from gateway.context import Gateway
 from gateway.server.front import Front
 from gateway.server.health import healthz, readyz
 from gateway.server.passthrough import passthrough, passthrough_for
@@ -61,7 +63,8 @@ def build_app(
         upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
     ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
-    add_savings(gateway.audit, gateway.metrics)  # prices reject/terminate off the request path
+    # prices reject/terminate off the request path
+    add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
     gateway.metrics.watch(gateway)
 
@@ -87,6 +90,7 @@ def build_app(
         (RESPONSES, ("/v1/responses", "/responses")),
         (ANTHROPIC, ("/v1/messages", "/messages")),
     ) for path in paths}
+    gateway.metrics.start_at_zero(DETECTORS, {route.adapter.name for route in guarded.values()}, guarded)
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),

@@ -16,8 +16,11 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from gateway.state.base import EMPTY, ChainRecord, HistoryMark, SessionState, VetoRecord
+from gateway.state.base import (
+    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord,
+)
 from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent
+from gateway.trace.model import WarnedCall
 
 # A session that keeps getting vetoed is terminated long before this; the cap only bounds memory.
 MAX_VETOES_PER_SESSION = 64
@@ -29,6 +32,10 @@ class _Entry:
     vetoes: tuple[VetoRecord, ...] = ()  # a tuple: most sessions share the empty one
     mark: HistoryMark | None = None
     compacted: HistoryMark | None = None
+    warned: tuple[WarnedCall, ...] = ()
+
+    def state(self) -> SessionState:
+        return SessionState(self.vetoes, self.mark, self.compacted, self.warned)
 
 
 class MemoryStore:
@@ -50,11 +57,11 @@ class MemoryStore:
     async def session_state(self, session: str, mark: HistoryMark | None = None) -> SessionState:
         entry = self._live(session)
         if mark is None:
-            return SessionState(entry.vetoes, entry.mark, entry.compacted) if entry else EMPTY
+            return entry.state() if entry else EMPTY
         if entry is None:
             self._create(session).mark = mark
             return EMPTY
-        state = SessionState(entry.vetoes, entry.mark, entry.compacted)
+        state = entry.state()
         entry.mark = mark
         return state
 
@@ -74,10 +81,16 @@ class MemoryStore:
         if entry is not None:
             entry.compacted = mark
 
+    def add_warned(self, session: str, warned: WarnedCall) -> None:
+        entry = self._live(session) or self._create(session)
+        if warned not in entry.warned:
+            entry.warned = (*entry.warned, warned)[-MAX_WARNED_PER_SESSION:]
+
     def end_run(self, session: str) -> None:
         entry = self._live(session)
         if entry is not None:
             entry.vetoes = ()
+            entry.warned = ()
 
     async def ping(self) -> bool:
         return True  # in-process: nothing can be unreachable
