@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import anthropic
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support.agent import Agent
+from support.claude_agent import ClaudeAgent
 from support.litellm_proxy import MASTER_KEY
 from support.waiting import wait_for
 
 from support.responses_agent import ResponsesAgent
 
-from .conftest import FINAL, HEALTHY, sdk
+from .conftest import CLAUDE_FINAL, FINAL, HEALTHY, sdk
 
 pytestmark = pytest.mark.litellm_proxy
 
@@ -118,3 +120,15 @@ def test_reasks_and_final_answers_are_in_litellms_spend(client, proxy, upstream)
     assert calls == 6  # four steps, one re-ask, one final answer
     assert wait_for(lambda: litellm_metric(proxy.url, "litellm_requests_metric_total") - before == calls, timeout=30)
     assert litellm_metric(proxy.url, "litellm_spend_metric_total") > spent
+
+
+def test_a_looping_claude_agent_on_messages_is_ended_with_the_models_own_answer(proxy, anthropic_upstream):
+    """``/v1/messages`` through the proxy (LiteLLM's ``anthropic_messages`` call type)."""
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=MASTER_KEY, max_retries=0, timeout=60)
+    agent = ClaudeAgent(client, results={"read_file": "the same text"})
+    answer = agent.run("summarise a.txt (messages)")
+
+    assert agent.executions["read_file"] == 3
+    assert answer == CLAUDE_FINAL
+    final = anthropic_upstream.requests[-1]["json"]
+    assert final["tool_choice"] == {"type": "none"} and "[loopguard]" in str(final["messages"]).lower()
