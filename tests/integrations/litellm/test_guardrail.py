@@ -122,13 +122,24 @@ def test_reasks_and_final_answers_are_in_litellms_spend(client, proxy, upstream)
     assert litellm_metric(proxy.url, "litellm_spend_metric_total") > spent
 
 
-def test_a_looping_claude_agent_on_messages_is_ended_with_the_models_own_answer(proxy, anthropic_upstream):
-    """``/v1/messages`` through the proxy (LiteLLM's ``anthropic_messages`` call type)."""
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
+def test_a_looping_claude_agent_on_messages_is_ended_with_the_models_own_answer(proxy, anthropic_upstream, stream):
+    """``/v1/messages`` through the proxy (LiteLLM's ``anthropic_messages`` call type). A stream's
+    proposed calls are not judged (only its history is): it ends at the terminate threshold."""
     client = anthropic.Anthropic(base_url=proxy.url, api_key=MASTER_KEY, max_retries=0, timeout=60)
-    agent = ClaudeAgent(client, results={"read_file": "the same text"})
-    answer = agent.run("summarise a.txt (messages)")
+    agent = ClaudeAgent(client, results={"read_file": "the same text"}, stream=stream)
+    answer = agent.run(f"summarise a.txt (messages, {'stream' if stream else 'unary'})")
 
-    assert agent.executions["read_file"] == 3
+    assert agent.executions["read_file"] == (5 if stream else 3)
     assert answer == CLAUDE_FINAL
     final = anthropic_upstream.requests[-1]["json"]
     assert final["tool_choice"] == {"type": "none"} and "[loopguard]" in str(final["messages"]).lower()
+
+
+def test_a_looping_streamed_responses_agent_is_ended_with_the_models_own_answer(proxy, responses_upstream):
+    client = sdk(proxy)
+    agent = ResponsesAgent(client, tools={"read_file": lambda a: "the same text"}, mode="stream")
+    answer = agent.run("summarise a.txt (responses stream)")
+
+    assert agent.executions["read_file"] == 3
+    assert answer == "I will stop calling tools now."
