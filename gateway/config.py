@@ -248,6 +248,15 @@ class ModelPrice(_Strict):
         "for OpenAI models, else characters / 4 (flagged as estimated)")
 
 
+class StreamingConfig(_Strict):
+    """How streamed replies are read; the client gets the same bytes either way."""
+
+    fast_paths: bool = Field(True, description="read chat streams' bytes without decoding every "
+                             "event where that is safe (whole reads relayed as they came, argument "
+                             "deltas matched by their bytes, a whole round judged in one pass); "
+                             "`false`: every event is decoded and read one way, slower")
+
+
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     upstream: UpstreamConfig = UpstreamConfig()
@@ -261,6 +270,7 @@ class Config(_Strict):
     sessions: SessionsConfig = SessionsConfig()
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    streaming: StreamingConfig = StreamingConfig()
     pricing: dict[str, ModelPrice] = Field({}, description="savings prices by model name (as "
                                            "clients send it), e.g. `{my-llama: {input_usd_per_mtok: "
                                            "0.2, output_usd_per_mtok: 0.6}}`; they come before "

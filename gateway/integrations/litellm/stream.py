@@ -18,8 +18,13 @@ import orjson
 from gateway.guard.response import ProposalJudge, Refusal
 from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
+from gateway.protocols.base import StreamOptions
+from gateway.protocols.chat.fast import FastToolCallFilter
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.trace.model import ToolCall
+
+
+_OPTIONS = StreamOptions(keepalive_s=None)  # LiteLLM writes the chunks: no keepalive comments
 
 
 class _Judges:
@@ -38,7 +43,7 @@ class _Judges:
 
 async def relay(turn: Turn, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
     judges = _Judges(turn)
-    bridge = _Bridge(ToolCallFilter(judges, keepalive_s=None), turn.runtime.metrics)
+    bridge = _Bridge(FastToolCallFilter(judges, options=_OPTIONS), turn.runtime.metrics)
     current = upstream
     while True:
         async for chunk in current:

@@ -16,7 +16,7 @@ from gateway.protocols.anthropic import answers, parse, replies, rewrite
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, WholeConversations
-from gateway.protocols.base import Answer, Judge
+from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.trace.model import Conversation, ToolCall
 
 __all__ = ["ANTHROPIC", "AnthropicAdapter"]
@@ -78,8 +78,9 @@ class AnthropicAdapter(PayloadFields, WholeConversations):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ToolUseFilter:
-        return ToolUseFilter(judge, model=self.model(payload))
+    def stream_filter(self, judge: Judge, payload: dict[str, Any],
+                      options: StreamOptions | None = None) -> ToolUseFilter:
+        return ToolUseFilter(judge, model=self.model(payload), options=options)
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         return answers.stream_answer(stream)

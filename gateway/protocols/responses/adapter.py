@@ -17,7 +17,7 @@ import structlog
 from gateway.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields
-from gateway.protocols.base import Answer, Judge
+from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.protocols.responses import answers, chain, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.state.base import StateStore
@@ -172,8 +172,9 @@ class ResponsesAdapter(PayloadFields):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ResponsesStreamFilter:
-        return ResponsesStreamFilter(judge, on_custom=self._custom_seen, on_withheld=self.withheld.put,
+    def stream_filter(self, judge: Judge, payload: dict[str, Any],
+                      options: StreamOptions | None = None) -> ResponsesStreamFilter:
+        return ResponsesStreamFilter(judge, options, on_custom=self._custom_seen, on_withheld=self.withheld.put,
                                      on_alias=self.aliases.put, model=self.model(payload))
 
     def stream_answer(self, stream: bytes) -> Answer | None:
