@@ -24,8 +24,8 @@ from gateway.audit.events import InterventionEvent, SavingsEvent, StoppedWork, n
 from gateway.metrics.registry import GatewayMetrics
 from gateway.pricing.table import Price
 from gateway.savings import Pricer, Savings, one_round
+from gateway.untrusted import OTHER
 
-MAX_MODELS = 200  # the model label comes from clients: beyond this many, "other" (bounded series)
 _STOP = object()
 _Item = tuple[InterventionEvent, StoppedWork]
 
@@ -41,7 +41,7 @@ class SavingsSink:
         self.pricer = pricer or Pricer()
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self.dropped = 0
-        self._models: set[str] = set()  # model label values in use
+        self._models: set[str] = set()  # model label values whose pricing method is exposed
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
 
@@ -87,10 +87,8 @@ class SavingsSink:
         self._send(event, work, savings)
 
     def _model(self, work: StoppedWork) -> str:
-        model = (work.model or "unknown")[:100]
-        if model not in self._models:
-            if len(self._models) >= MAX_MODELS:
-                return "other"
+        model = self.metrics.models(work.model)  # the client's name: bounded, "other" beyond
+        if model not in self._models and model != OTHER:
             self._models.add(model)
             how = self.pricer.methods.get(work.model or "(no model)")
             if how is not None:

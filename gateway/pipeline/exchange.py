@@ -43,6 +43,7 @@ class Exchange:
     namespace: str = ""  # the client's (``client_namespace``): server-side chains are kept per client
     expectation: TurnGuard | None = None  # the turn's required tool, while still pending
     reasks: int = 0
+    resent: int = 0  # requests the gateway made itself after the client's (re-asks, retries, the final answer)
     reply: dict[str, Any] | None = None  # the reply that reached the client, when it was read
     items_end: int | None = None  # where the client's last item ends in ``body``, when known
 

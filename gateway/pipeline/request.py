@@ -42,11 +42,14 @@ async def judge(ex: Exchange, headers) -> None:
     # guard failed open.
     ex.namespace = client_namespace(headers)
     try:
-        items = adapter.items(ex.payload)
+        items, judged = adapter.items(ex.payload), ex.payload
         if adapter.chains:
             ex.history = await adapter.history(ex.payload, gateway.store, ex.namespace)
             items = [*ex.history, *items] if ex.history else items
-        plan = await plan_request(adapter, ex.payload, items, headers, ex.path, gateway.policies.current,
+            # Read as a request sending the whole conversation: fields the upstream keeps
+            # (an Anthropic thread's system and tools) back in place.
+            judged = adapter.restored(ex.payload, ex.namespace)
+        plan = await plan_request(adapter, judged, items, headers, ex.path, gateway.policies.current,
                                   gateway.store, ex.log, sessions=gateway.config.sessions,
                                   history=gateway.history, size=len(ex.body))
         ex.plan = plan
@@ -68,4 +71,5 @@ def _chain_rewrites(ex: Exchange) -> bool:
     nothing (Responses: the upstream's own id for a response the client knows by another, or
     outputs owed for calls the gateway withheld): the adapter then answers ``with_items`` with
     a new payload instead of the client's own."""
-    return bool(ex.history) and ex.sent_payload() is not ex.payload
+    refers = bool(ex.history) or bool(ex.adapter.references(ex.payload))
+    return refers and ex.sent_payload() is not ex.payload

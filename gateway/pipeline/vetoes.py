@@ -43,6 +43,7 @@ async def reask(ex: Exchange, *, counted: bool = True) -> UpstreamResponse:
     ``counted=False``: a required-tool retry, which has its own budget (max_retries)."""
     if counted:
         ex.reasks += 1
+    ex.resent += 1
     out = ex.outgoing
     request = UpstreamRequest("POST", out.path, out.query, out.headers, ex.sent_body())
     started = time.perf_counter()

@@ -188,11 +188,24 @@ class Adapter(Protocol):
         ...
 
     async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str) -> None:
+                       namespace: str, client: dict[str, Any] | None = None, untouched: bool = False) -> None:
         """After a reply reached the client: ``sent`` is the last request body the upstream got
-        (the re-ask, when there was one), ``reply`` the reply (a stream's ``StreamFilter.reply``).
-        Store what a later ``history`` of the same client (``namespace``) needs. Never raises on
-        odd input."""
+        (the re-ask, when there was one), ``reply`` the reply (a stream's ``StreamFilter.reply``),
+        ``client`` the client's own request body. ``untouched``: the upstream holds exactly what
+        the client saw of this exchange (nothing was changed or asked again). Store what a later
+        ``history`` of the same client (``namespace``) needs. Never raises on odd input."""
+        ...
+
+    def restored(self, payload: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        """The payload as a request carrying the whole conversation reads: request fields the
+        upstream keeps for a server-side conversation (an Anthropic thread's ``system`` and
+        ``tools``) put back from what ``history`` read. The guard judges this one."""
+        ...
+
+    def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
+        """The server-side objects the request names, as (kind, id): ``response``, ``thread``,
+        ``conversation``. With a server-side upstream key, an id the gateway did not see
+        created for the caller's tenant is refused."""
         ...
 
     # --- interventions on the request (warn, replaced result, re-shown veto) ---------------

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
 from gateway.config import Config
+from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
@@ -87,6 +88,7 @@ def build_app(
         (RESPONSES, ("/v1/responses", "/responses")),
         (ANTHROPIC, ("/v1/messages", "/messages")),
     ) for path in paths}
+    gateway.metrics.start_at_zero(DETECTORS, {route.adapter.name for route in guarded.values()}, guarded)
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),

@@ -25,6 +25,9 @@ from typing import Any, Protocol
 
 import orjson
 
+# Records hold client and upstream text: codec writes lone surrogates as escapes, not refuses them.
+from gateway.protocols import codec
+
 
 @dataclass(frozen=True, slots=True)
 class VetoRecord:
@@ -33,7 +36,7 @@ class VetoRecord:
     messages: tuple[dict[str, Any], ...]  # the wire messages to show: the call, then our observation
 
     def dumps(self) -> bytes:
-        return orjson.dumps({"n": self.anchor_len, "h": self.anchor_hash, "m": self.messages,
+        return codec.dumps({"n": self.anchor_len, "h": self.anchor_hash, "m": self.messages,
                              "k": self.identity})
 
     @property
@@ -41,12 +44,12 @@ class VetoRecord:
         """Equal for the same refusal at the same point of the same history, whatever ids the
         model gave the call: parallel requests of one session veto the same call, and the
         stores keep it once (every copy would be shown to the model again)."""
-        plain = orjson.dumps([self.anchor_len, self.anchor_hash, _without_ids(self.messages)])
+        plain = codec.dumps([self.anchor_len, self.anchor_hash, _without_ids(self.messages)])
         return hashlib.blake2b(plain, digest_size=16).hexdigest()
 
     @classmethod
     def loads(cls, raw: bytes | str) -> VetoRecord:
-        data = orjson.loads(raw)
+        data = codec.loads(raw)
         return cls(int(data["n"]), str(data["h"]), tuple(data["m"]))
 
 
@@ -90,15 +93,23 @@ class ChainRecord:
     # continued the client's stream, which keeps its first response id): later requests name
     # the client's id, the upstream must get its own.
     upstream_id: str | None = None
+    # Request fields the upstream keeps with the conversation and later requests leave out
+    # (an Anthropic thread's ``system`` and ``tools``): what a request sending the whole
+    # conversation again must carry.
+    fields: dict[str, Any] | None = None
 
     def dumps(self) -> bytes:
-        return orjson.dumps({"i": self.items, "o": self.owed, "u": self.upstream_id})
+        data: dict[str, Any] = {"i": self.items, "o": self.owed, "u": self.upstream_id}
+        if self.fields is not None:
+            data["f"] = self.fields
+        return codec.dumps(data)
 
     @classmethod
     def loads(cls, raw: bytes | str) -> ChainRecord:
-        data = orjson.loads(raw)
-        upstream = data.get("u")
-        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None)
+        data = codec.loads(raw)
+        upstream, fields = data.get("u"), data.get("f")
+        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None,
+                   fields if isinstance(fields, dict) else None)
 
 
 @dataclass(frozen=True, slots=True)

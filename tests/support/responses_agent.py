@@ -28,6 +28,7 @@ class ResponsesAgent:
     tools: dict[str, Callable[[dict], str]] = field(default_factory=dict)
     mode: str = "unary"
     chain: bool = False
+    conversation: str | None = None  # Conversations API: each request sends only new items
     executions: Counter = field(default_factory=Counter)
     history: list[Any] = field(default_factory=list)
     responses: list[Any] = field(default_factory=list)  # every Response the agent received
@@ -39,7 +40,7 @@ class ResponsesAgent:
             response = self._create(pending)
             self.responses.append(response)
             calls = [item for item in response.output if item.type == "function_call"]
-            if not self.chain:
+            if not self.chain and self.conversation is None:
                 self.history += [item.model_dump(exclude_none=True) for item in response.output]
             if not calls:
                 return response.output_text
@@ -52,7 +53,9 @@ class ResponsesAgent:
 
     def _create(self, pending: list[Any]) -> Any:
         kwargs: dict[str, Any] = {"model": "gpt-4.1", "tools": TOOLS, "instructions": "Use the tools."}
-        if self.chain:
+        if self.conversation is not None:
+            kwargs.update(input=pending, conversation=self.conversation)
+        elif self.chain:
             kwargs["input"] = pending
             if self.responses:
                 kwargs["previous_response_id"] = self.responses[-1].id

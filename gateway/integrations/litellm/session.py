@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from gateway import untrusted
 from gateway.config import SessionsConfig
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.state.session import fingerprint
@@ -55,7 +56,7 @@ def _digest(key: str | None) -> str:
 def _litellm_session(data: Mapping[str, Any]) -> str | None:
     for value in (data.get("litellm_session_id"), _meta(data, "metadata"), _meta(data, "litellm_metadata")):
         if isinstance(value, str) and value:
-            return "l:" + value[:200]
+            return untrusted.hashed(value, "l:")
     return None
 
 
@@ -66,7 +67,7 @@ def _configured(data: Mapping[str, Any], sources: SessionsConfig) -> str | None:
             return "h:" + value[:200]
     user = data.get("user")
     if sources.body_user and isinstance(user, str) and user:
-        return "u:" + user[:200]
+        return untrusted.hashed(user, "u:")
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from gateway.untrusted import hashed
 from gateway.config import SessionsConfig
 from gateway.integrations.litellm.session import client_body, client_headers, session_of
 
@@ -17,11 +18,11 @@ def request(**extra) -> dict:
 
 
 def test_litellm_session_id_first_then_configured_sources_then_fingerprint():
-    assert session_of(request(litellm_session_id="s1", user="u"), "key", SOURCES) == KEY + "/l:s1"
-    assert session_of(request(metadata={"session_id": "s2"}), "key", SOURCES) == KEY + "/l:s2"
+    assert session_of(request(litellm_session_id="s1", user="u"), "key", SOURCES) == KEY + "/" + hashed("s1", "l:")
+    assert session_of(request(metadata={"session_id": "s2"}), "key", SOURCES) == KEY + "/" + hashed("s2", "l:")
     headers = {"proxy_server_request": {"headers": {"X-LoopGuard-Session": "run-7"}}}
     assert session_of(request(user="u", **headers), "key", SOURCES) == KEY + "/h:run-7"
-    assert session_of(request(user="u"), "key", SOURCES) == KEY + "/u:u"
+    assert session_of(request(user="u"), "key", SOURCES) == KEY + "/" + hashed("u", "u:")
     fingerprinted = session_of(request(), "key", SOURCES)
     assert fingerprinted.startswith(KEY + "/f:")
     # the same conversation start is the same session, whatever the request id
