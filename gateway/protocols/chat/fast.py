@@ -112,8 +112,13 @@ class FastToolCallFilter(ToolCallFilter):
                 return
         super()._on_event(event, out)
 
-    def _on_chunk(self, chunk: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
-        super()._on_chunk(chunk, raw, out)
+    def _on_data(self, chunk: Any, raw: bytes, out: list[bytes]) -> None:
+        """``ToolCallFilter._on_data``, then whether the next events can go out unread (written
+        out, not a ``super()`` call: this runs for every parsed event)."""
+        if not isinstance(chunk, dict) or "error" in chunk or not isinstance(chunk.get("choices"), list):
+            self._relay(raw, out)
+            return
+        self._on_chunk(chunk, raw, out)
         watching = self._continuation or self._asm.open or self._held or self.round.finish_withheld
         self._fast = self.envelope is not None and not watching
 
