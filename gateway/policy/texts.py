@@ -142,10 +142,12 @@ PATTERN_NAMES = MappingProxyType({
            "required_tool": "required tool not called", "retrieval": "retrieval loop",
            "post_compaction": "loop persisted after compaction",
            "cross_turn": "the same error across user turns", "stagnation": "stagnation",
+           "target_failure": "repeated failure on one target",
            "vetoed_call": "a refused call repeated", "ignored_warning": "a warning ignored"},
     "zh": {"exact_repeat": "精确重复", "similar_repeat": "近似重复", "no_progress": "无进展",
            "error_repeat": "重复报错", "cycle": "振荡循环", "unknown_tool": "未知工具",
            "tool_rounds": "工具轮次过多", "required_tool": "未调用必需工具", "retrieval": "检索循环",
            "post_compaction": "压缩后循环持续", "cross_turn": "跨轮次重复报错", "stagnation": "停滞不前",
+           "target_failure": "同一目标反复失败",
            "vetoed_call": "重复已被拒绝的调用", "ignored_warning": "无视循环告警"},
 })
