@@ -14,7 +14,7 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.pipeline.exchange import Exchange
-from gateway.server.responses import error_response
+from gateway.web.responses import error_response
 from gateway.state import owned
 
 # kind -> (what the message calls it, the error code the protocol's SDKs know)

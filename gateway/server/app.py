@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
 from gateway.config import Config
+from gateway.console import console
 from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
@@ -26,7 +27,7 @@ from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.grown import GrownBodies
 from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
-from gateway.server.context import Gateway
+from gateway.context import Gateway
 from gateway.server.front import Front
 from gateway.server import owned
 from gateway.server.health import healthz, readyz
@@ -62,6 +63,7 @@ def build_app(
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
+    ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
@@ -94,6 +96,7 @@ def build_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *ui,
         Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         # Routes naming a tenant's server-side objects: checked against the caller's tenant.

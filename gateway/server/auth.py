@@ -80,6 +80,8 @@ class ClientAuth:
         self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
 
     def __call__(self, scope: dict) -> dict | Refusal:
+        if _console(scope["path"]):
+            return scope  # never forwarded anywhere; the console checks operator keys itself
         token = credential(scope["headers"])
         if token == b"":
             return _unauthorized(scope, "The Authorization header has an empty bearer token.")
@@ -103,6 +105,11 @@ class ClientAuth:
             if tenant is not None:
                 out.append((TENANT_HEADER, tenant.encode("utf-8", "replace")))
         return out
+
+
+def _console(path: str) -> bool:
+    """The operator console checks operator keys itself (a browser's login cookie, basic auth)."""
+    return path == "/ui" or path.startswith("/ui/")
 
 
 def _unauthorized(scope: dict, message: str) -> Refusal:

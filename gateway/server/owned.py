@@ -13,8 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.protocols import codec
-from gateway.server.passthrough import passthrough, refused
-from gateway.server.responses import error_response, relay
+from gateway.server.passthrough import passthrough
+from gateway.web.refused import refused
+from gateway.web.responses import error_response, relay
 from gateway.state import owned
 from gateway.state.session import client_namespace
 

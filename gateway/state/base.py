@@ -9,6 +9,9 @@ carry is what the agent never saw, or what it has since thrown away:
 - where the session's history stood at its previous request (:class:`HistoryMark`), so that a
   history that suddenly got shorter (the agent compacted its context) arms the post-compaction
   guard;
+- the calls the gateway warned the model about (:class:`WarnedCall`): a warning is only in what
+  was forwarded, never in the client's history, and a pattern that continues after it
+  escalates (the ``ignored_warning`` detector);
 - for protocols whose requests carry only the new items and name the previous response
   (``previous_response_id``), what the upstream holds for each response (:class:`ChainRecord`),
   so the conversation can be rebuilt and judged whole.
@@ -27,6 +30,11 @@ import orjson
 
 # Records hold client and upstream text: codec writes lone surrogates as escapes, not refuses them.
 from gateway.protocols import codec
+from gateway.state.events import LoggedEvent
+from gateway.trace.model import WarnedCall
+
+# A run whose warnings keep being ignored is ended long before this; the cap only bounds memory.
+MAX_WARNED_PER_SESSION = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +127,16 @@ class SessionState:
     vetoes: tuple[VetoRecord, ...] = ()
     mark: HistoryMark | None = None  # the session's previous request
     compacted: HistoryMark | None = None  # the request whose history was compacted, if any
+    warned: tuple[WarnedCall, ...] = ()  # calls warned about, oldest first
+
+
+def dump_warned(warned: WarnedCall) -> bytes:
+    return codec.dumps([warned.call_id, warned.detector])
+
+
+def load_warned(raw: bytes | str) -> WarnedCall:
+    call_id, detector = codec.loads(raw)
+    return WarnedCall(str(call_id), str(detector))
 
 
 EMPTY = SessionState()
@@ -148,9 +166,14 @@ class StateStore(Protocol):
         off the request's path. Rare: only when a compaction starts or stops applying."""
         ...
 
+    def add_warned(self, session: str, warned: WarnedCall) -> None:
+        """Remember a call the model was warned about without waiting (fire and forget, off the
+        request's path); the newest MAX_WARNED_PER_SESSION are kept."""
+        ...
+
     def end_run(self, session: str) -> None:
-        """Forget the session's vetoed exchanges without waiting (fire and forget): they belong
-        to a run that is over. Only fingerprint sessions call it, when a request starts a new
+        """Forget the session's vetoed exchanges and warned calls without waiting (fire and
+        forget): they belong to a run that is over. Only fingerprint sessions call it, when a request starts a new
         run of the same task (``gateway.guard.request``): that run must not inherit them."""
         ...
 
@@ -166,6 +189,21 @@ class StateStore(Protocol):
 
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         """Keep ``record`` under ``key`` (TTL-bounded like sessions; best effort)."""
+        ...
+
+    # The operator console's recent events (``gateway.state.events``): never on a request's
+    # path, bounded in count (``keep``) and bytes, shared by replicas where the backend is.
+
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        """Append ``entry`` (and its ``detail``), keeping the newest ``keep``; best effort."""
+        ...
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        """The newest ``count`` entries, newest first; [] when unavailable."""
+        ...
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        """The detail ``LoggedEvent.detail`` names; None when dropped or unavailable."""
         ...
 
     async def aclose(self) -> None: ...

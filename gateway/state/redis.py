@@ -12,7 +12,8 @@ marks live here instead of in each process. Redis is an aid, never a dependency 
 
 Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
 ``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
-``{prefix}c:{session}`` (the compaction marker, while one applies). Every key carries a TTL,
+``{prefix}c:{session}`` (the compaction marker, while one applies), ``{prefix}w:{session}``
+(the calls warned about, newest ``MAX_WARNED_PER_SESSION``). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
 ``{prefix}r:{client namespace}{response_id}`` holds a response chain record
 (``previous_response_id``), under the same TTL; its size is bounded by the adapter that builds it.
@@ -36,8 +37,14 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from gateway.state.base import EMPTY, ChainRecord, HistoryMark, SessionState, VetoRecord
+from gateway.state.base import (
+    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord, dump_warned,
+    load_warned,
+)
+from gateway.state.events import LoggedEvent
 from gateway.state.memory import MAX_VETOES_PER_SESSION
+from gateway.state.redis_events import RedisEventLog
+from gateway.trace.model import WarnedCall
 
 T = TypeVar("T")
 _FAILED = object()
@@ -78,6 +85,7 @@ class RedisStore:
         self._healthy = True
         self._pending: set[asyncio.Task[None]] = set()
         self._append_once = self._client.register_script(_APPEND_ONCE)
+        self._events = RedisEventLog(self._client, key_prefix, self.where)  # the console's, off the request path
 
     # --- the StateStore interface -------------------------------------------------------------
 
@@ -94,8 +102,11 @@ class RedisStore:
     def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
         self._background("mark_compacted", lambda: self._write_compacted(session, mark))
 
+    def add_warned(self, session: str, warned: WarnedCall) -> None:
+        self._background("add_warned", lambda: self._push_warned(session, warned))
+
     def end_run(self, session: str) -> None:
-        self._background("end_run", lambda: self._client.delete(self.key("v", session)))
+        self._background("end_run", lambda: self._client.delete(self.key("v", session), self.key("w", session)))
 
     def _background(self, op: str, command: Callable[[], Awaitable[object]]) -> None:
         """A fire-and-forget write, off the request's path (``flush`` waits for them)."""
@@ -113,6 +124,15 @@ class RedisStore:
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         name, raw = self.key("r", key), record.dumps()
         await self._run("save_response_chain", lambda: self._client.set(name, raw, px=self.ttl_ms))
+
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        await self._events.add(entry, detail, keep)
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        return await self._events.recent(count)
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        return await self._events.detail(ref)
 
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""
@@ -137,26 +157,38 @@ class RedisStore:
         return f"{self.key_prefix}{kind}:{session}"
 
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
-        keys = [self.key(kind, session) for kind in "vhc"]
+        keys = [self.key(kind, session) for kind in "vhcw"]
         pipe = self._client.pipeline(transaction=False)  # one round trip
         pipe.lrange(keys[0], 0, -1)
         if mark is None:
             pipe.get(keys[1])
         else:  # swap: this request's mark in, the previous one out
             pipe.set(keys[1], mark.dumps(), px=self.ttl_ms, get=True)
-            for key in (keys[0], keys[2]):  # the session is alive: keep what it has
+            for key in (keys[0], keys[2], keys[3]):  # the session is alive: keep what it has
                 pipe.pexpire(key, self.ttl_ms)
+        pipe.lrange(keys[3], 0, -1)
         pipe.get(keys[2])
-        raw_vetoes, raw_mark, *_, raw_compacted = await pipe.execute()
+        raw_vetoes, raw_mark, *_, raw_warned, raw_compacted = await pipe.execute()
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
         previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
         compacted = HistoryMark.loads(raw_compacted) if raw_compacted is not None else None
-        return SessionState(vetoes, previous, compacted) if vetoes or previous or compacted else EMPTY
+        warned = tuple(dict.fromkeys(load_warned(raw) for raw in raw_warned))
+        if not (vetoes or previous or compacted or warned):
+            return EMPTY
+        return SessionState(vetoes, previous, compacted, warned)
 
     async def _append(self, session: str, record: VetoRecord) -> None:
         # One script: replicas serving parallel requests of a session store a veto once.
         await self._append_once(keys=[self.key("v", session)],
                                 args=[record.dumps(), record.identity, MAX_VETOES_PER_SESSION, self.ttl_ms])
+
+    async def _push_warned(self, session: str, warned: WarnedCall) -> None:
+        key = self.key("w", session)
+        pipe = self._client.pipeline(transaction=False)
+        pipe.rpush(key, dump_warned(warned))
+        pipe.ltrim(key, -MAX_WARNED_PER_SESSION, -1)
+        pipe.pexpire(key, self.ttl_ms)
+        await pipe.execute()
 
     async def _load_chain(self, key: str) -> ChainRecord | None:
         raw = await self._client.get(key)
