@@ -17,7 +17,7 @@ from gateway.pipeline.verdict import Verdict
 from gateway.protocols import codec
 from gateway.protocols.base import Adapter
 from gateway.protocols.grown import appended
-from gateway.server.context import Gateway
+from gateway.context import Gateway
 from gateway.upstream.base import Upstream, UpstreamRequest
 
 

@@ -14,10 +14,10 @@ from gateway.pipeline.exchange import Exchange, new_request_id
 from gateway.pipeline.timing import Clock
 from gateway.policy.actions import Action
 from gateway.protocols.base import Adapter
-from gateway.server.body import too_many_items
-from gateway.server.context import Gateway, upstream_path
-from gateway.server.passthrough import read_or_refuse, refused, upstream_failed
-from gateway.server.responses import error_response
+from gateway.web.body import too_many_items
+from gateway.context import Gateway, upstream_path
+from gateway.web.refused import read_or_refuse, refused, upstream_failed
+from gateway.web.responses import error_response
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
 

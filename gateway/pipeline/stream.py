@@ -27,7 +27,7 @@ from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.sse import comment
-from gateway.server.responses import RelayStream
+from gateway.web.responses import RelayStream
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 

@@ -22,7 +22,7 @@ from gateway.policy.engine import Judgement
 from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.sse import comment
-from gateway.server.responses import RelayStream, relay
+from gateway.web.responses import RelayStream, relay
 from gateway.upstream.base import UpstreamResponse
 
 LOOP = "loop_detected"

@@ -26,7 +26,7 @@ from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.grown import GrownBodies
 from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
-from gateway.server.context import Gateway
+from gateway.context import Gateway
 from gateway.server.front import Front
 from gateway.server.health import healthz, readyz
 from gateway.server.passthrough import passthrough, passthrough_for
