@@ -42,7 +42,7 @@ def load_any(path: str) -> tuple[str | None, Policy]:
 
 
 def describe(policy: Policy) -> dict[str, Any]:
-    matches = _raw_matches(policy.source)
+    matches = raw_matches(policy.source)
     blocks = [_effective(policy.default, None)]
     blocks += [_effective(rule.policy, matches[i] if i < len(matches) else None)
                for i, rule in enumerate(policy.rules)]
@@ -89,7 +89,7 @@ def _looks_like_policy(path: Path) -> bool:
     return isinstance(data, dict) and "version" in data
 
 
-def _raw_matches(source: str) -> list[Any]:
+def raw_matches(source: str) -> list[Any]:
     """The agents entries' ``match`` blocks as written (globs, not their compiled regexes)."""
     try:
         raw = read_yaml(Path(source).read_text(encoding="utf-8"), source)

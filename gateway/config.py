@@ -238,6 +238,19 @@ class TelemetryConfig(_Strict):
                                     "API key")
 
 
+class UiConfig(_Strict):
+    """The operator console at ``/ui``: recent interventions, each run's timeline, totals, the
+    policy in effect. Behind ``auth.metrics_keys`` (an operator's key)."""
+
+    enabled: bool = Field(True, description="serve the operator console at `/ui` (operator keys: "
+                          "`auth.metrics_keys`)")
+    max_events: int = Field(1000, ge=10, le=100_000, description="recent events kept in the state "
+                            "store (redis: a stream shared by replicas, trimmed to this)")
+    max_run_bytes: int = Field(16384, ge=2048, le=1_048_576, description="bound of the timeline "
+                               "kept with each event (excerpts of calls and results, secrets "
+                               "masked); the newest calls are kept")
+
+
 class ModelPrice(_Strict):
     """One model's price for savings, in USD per million tokens (as providers list them)."""
 
@@ -246,6 +259,15 @@ class ModelPrice(_Strict):
     tokenizer: Literal["cl100k_base", "o200k_base", "p50k_base"] | None = Field(
         None, description="tiktoken encoding to count this model's tokens with; unset: tiktoken's "
         "for OpenAI models, else characters / 4 (flagged as estimated)")
+
+
+class StreamingConfig(_Strict):
+    """How streamed replies are read; the client gets the same bytes either way."""
+
+    fast_paths: bool = Field(True, description="read chat streams' bytes without decoding every "
+                             "event where that is safe (whole reads relayed as they came, argument "
+                             "deltas matched by their bytes, a whole round judged in one pass); "
+                             "`false`: every event is decoded and read one way, slower")
 
 
 class Config(_Strict):
@@ -261,6 +283,8 @@ class Config(_Strict):
     sessions: SessionsConfig = SessionsConfig()
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    streaming: StreamingConfig = StreamingConfig()
+    ui: UiConfig = UiConfig()
     pricing: dict[str, ModelPrice] = Field({}, description="savings prices by model name (as "
                                            "clients send it), e.g. `{my-llama: {input_usd_per_mtok: "
                                            "0.2, output_usd_per_mtok: 0.6}}`; they come before "

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
 from gateway.config import Config
+from gateway.console import console
 from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
@@ -63,6 +64,7 @@ def build_app(
         upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
     gateway.judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
+    ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
@@ -96,6 +98,7 @@ def build_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *ui,
         Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),

@@ -69,6 +69,8 @@ class ClientAuth:
         self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
 
     def __call__(self, scope: dict) -> dict | Refusal:
+        if _console(scope["path"]):
+            return scope  # never forwarded anywhere; the console checks operator keys itself
         token = credential(scope["headers"])
         if token == b"":
             return _unauthorized(scope, "The Authorization header has an empty bearer token.")
@@ -89,6 +91,11 @@ class ClientAuth:
         if digest is not None:
             out.append((CLIENT_HEADER, digest.hex().encode()))
         return out
+
+
+def _console(path: str) -> bool:
+    """The operator console checks operator keys itself (a browser's login cookie, basic auth)."""
+    return path == "/ui" or path.startswith("/ui/")
 
 
 def _unauthorized(scope: dict, message: str) -> Refusal:

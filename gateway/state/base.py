@@ -30,6 +30,7 @@ import orjson
 
 # Records hold client and upstream text: codec writes lone surrogates as escapes, not refuses them.
 from gateway.protocols import codec
+from gateway.state.events import LoggedEvent
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
 # A run whose warnings keep being ignored is ended long before this; the cap only bounds memory.
@@ -205,6 +206,21 @@ class StateStore(Protocol):
 
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         """Keep ``record`` under ``key`` (TTL-bounded like sessions; best effort)."""
+        ...
+
+    # The operator console's recent events (``gateway.state.events``): never on a request's
+    # path, bounded in count (``keep``) and bytes, shared by replicas where the backend is.
+
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        """Append ``entry`` (and its ``detail``), keeping the newest ``keep``; best effort."""
+        ...
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        """The newest ``count`` entries, newest first; [] when unavailable."""
+        ...
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        """The detail ``LoggedEvent.detail`` names; None when dropped or unavailable."""
         ...
 
     async def aclose(self) -> None: ...

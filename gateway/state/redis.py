@@ -42,7 +42,9 @@ from gateway.state.base import (
     EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord, dump_verdict,
     dump_warned, load_verdict, load_warned,
 )
+from gateway.state.events import LoggedEvent
 from gateway.state.memory import MAX_VETOES_PER_SESSION
+from gateway.state.redis_events import RedisEventLog
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
 T = TypeVar("T")
@@ -84,6 +86,7 @@ class RedisStore:
         self._healthy = True
         self._pending: set[asyncio.Task[None]] = set()
         self._append_once = self._client.register_script(_APPEND_ONCE)
+        self._events = RedisEventLog(self._client, key_prefix, self.where)  # the console's, off the request path
 
     # --- the StateStore interface -------------------------------------------------------------
 
@@ -126,6 +129,15 @@ class RedisStore:
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         name, raw = self.key("r", key), record.dumps()
         await self._run("save_response_chain", lambda: self._client.set(name, raw, px=self.ttl_ms))
+
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        await self._events.add(entry, detail, keep)
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        return await self._events.recent(count)
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        return await self._events.detail(ref)
 
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""

@@ -100,6 +100,12 @@ class ToolEvent:
     observation: bool = False
     user_turn: int = 0  # genuine user messages before the call: which user turn issued it
     request_text: str = ""  # the free text of the arguments (e.g. a sub-agent's task), or ""
+    # What the call acts on: a file, a URL, a query, an element, a command's head
+    # (gateway/trace/target.py); "" when its arguments name nothing.
+    target: str = ""
+    # A failed call's refusal without the attempt it echoes (gateway/trace/failure.py), hashed:
+    # two refusals of the same kind compare equal whatever each attempt was. None unless failed.
+    failure_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
