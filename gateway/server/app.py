@@ -37,6 +37,7 @@ from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
+from gateway.judge import JudgeService
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -63,6 +64,7 @@ def build_app(
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
+    gateway.judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
     ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
@@ -77,6 +79,7 @@ def build_app(
             yield
         finally:
             await gateway.audit.stop()
+            await gateway.judge.aclose()
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
