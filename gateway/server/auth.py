@@ -9,7 +9,8 @@ a key.
 
 Every request, authenticated or not, leaves here with ``x-loopguard-client`` set to the SHA-256
 of the credential it carried (any client-sent value is dropped first): state is namespaced and
-policy overrides are matched by it. ``x-loopguard-agent`` is kept only for clients allowed to
+policy overrides are matched by it. A key configured with a tenant also gets
+``x-loopguard-tenant``: the tenant's keys share one namespace. ``x-loopguard-agent`` is kept only for clients allowed to
 select a policy override with it (``auth.agent_header_keys``; unset: every client).
 """
 
@@ -17,13 +18,19 @@ from __future__ import annotations
 
 import hashlib
 
-from gateway.config import AuthConfig
+from gateway.config import AuthConfig, TenantKey
 from gateway.server.refusal import Refusal, is_anthropic
-from gateway.web.keys import CREDENTIALS, allowed, credential, digests
+from gateway.web.keys import CREDENTIALS, allowed, credential, digests, key_digest
 
 CLIENT_HEADER = b"x-loopguard-client"
+TENANT_HEADER = b"x-loopguard-tenant"  # the tenant the key belongs to (``auth.keys`` entries)
 AGENT_HEADER = b"x-loopguard-agent"
 _OPERATOR_PATHS = frozenset({"/metrics", "/readyz"})
+
+
+def tenants(keys: tuple[str | TenantKey, ...]) -> dict[bytes, str]:
+    """Key digest -> tenant, for the entries that name one."""
+    return {key_digest(k.key): k.tenant for k in keys if isinstance(k, TenantKey)}
 
 
 class ClientAuth:
@@ -31,6 +38,7 @@ class ClientAuth:
 
     def __init__(self, config: AuthConfig) -> None:
         self.keys = digests(config.keys)
+        self.tenants = tenants(config.keys)
         self.operator_keys = self.keys if config.metrics_keys is None else digests(config.metrics_keys)
         self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
 
@@ -48,7 +56,7 @@ class ClientAuth:
         return {**scope, "headers": self._headers(scope["headers"], digest)}
 
     def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
-        drop = {CLIENT_HEADER}
+        drop = {CLIENT_HEADER, TENANT_HEADER}
         if self.keys:
             drop |= CREDENTIALS  # authenticated: the upstream gets the server's key, never this one
         if self.agent_keys is not None and not allowed(digest, self.agent_keys):
@@ -56,6 +64,9 @@ class ClientAuth:
         out = [(k, v) for k, v in headers if k.lower() not in drop]
         if digest is not None:
             out.append((CLIENT_HEADER, digest.hex().encode()))
+            tenant = self.tenants.get(digest)
+            if tenant is not None:
+                out.append((TENANT_HEADER, tenant.encode("utf-8", "replace")))
         return out
 
 

@@ -13,7 +13,8 @@ marks live here instead of in each process. Redis is an aid, never a dependency 
 Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
 ``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
 ``{prefix}c:{session}`` (the compaction marker, while one applies), ``{prefix}w:{session}``
-(the calls warned about, newest ``MAX_WARNED_PER_SESSION``). Every key carries a TTL,
+(the calls warned about, newest ``MAX_WARNED_PER_SESSION``), ``{prefix}j:{session}`` (the
+model judge's latest verdict, only where the opt-in judge runs). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
 ``{prefix}r:{client namespace}{response_id}`` holds a response chain record
 (``previous_response_id``), under the same TTL; its size is bounded by the adapter that builds it.
@@ -38,13 +39,13 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from gateway.state.base import (
-    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord, dump_warned,
-    load_warned,
+    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord, dump_verdict,
+    dump_warned, load_verdict, load_warned,
 )
 from gateway.state.events import LoggedEvent
 from gateway.state.memory import MAX_VETOES_PER_SESSION
 from gateway.state.redis_events import RedisEventLog
-from gateway.trace.model import WarnedCall
+from gateway.trace.model import JudgeVerdict, WarnedCall
 
 T = TypeVar("T")
 _FAILED = object()
@@ -105,8 +106,12 @@ class RedisStore:
     def add_warned(self, session: str, warned: WarnedCall) -> None:
         self._background("add_warned", lambda: self._push_warned(session, warned))
 
+    def save_verdict(self, session: str, verdict: JudgeVerdict) -> None:
+        name, raw = self.key("j", session), dump_verdict(verdict)
+        self._background("save_verdict", lambda: self._client.set(name, raw, px=self.ttl_ms))
+
     def end_run(self, session: str) -> None:
-        self._background("end_run", lambda: self._client.delete(self.key("v", session), self.key("w", session)))
+        self._background("end_run", lambda: self._client.delete(*(self.key(kind, session) for kind in "vwj")))
 
     def _background(self, op: str, command: Callable[[], Awaitable[object]]) -> None:
         """A fire-and-forget write, off the request's path (``flush`` waits for them)."""
@@ -157,25 +162,27 @@ class RedisStore:
         return f"{self.key_prefix}{kind}:{session}"
 
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
-        keys = [self.key(kind, session) for kind in "vhcw"]
+        keys = [self.key(kind, session) for kind in "vhcwj"]
         pipe = self._client.pipeline(transaction=False)  # one round trip
         pipe.lrange(keys[0], 0, -1)
         if mark is None:
             pipe.get(keys[1])
         else:  # swap: this request's mark in, the previous one out
             pipe.set(keys[1], mark.dumps(), px=self.ttl_ms, get=True)
-            for key in (keys[0], keys[2], keys[3]):  # the session is alive: keep what it has
+            for key in (keys[0], keys[2], keys[3], keys[4]):  # the session is alive: keep what it has
                 pipe.pexpire(key, self.ttl_ms)
         pipe.lrange(keys[3], 0, -1)
+        pipe.get(keys[4])
         pipe.get(keys[2])
-        raw_vetoes, raw_mark, *_, raw_warned, raw_compacted = await pipe.execute()
+        raw_vetoes, raw_mark, *_, raw_warned, raw_verdict, raw_compacted = await pipe.execute()
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
         previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
         compacted = HistoryMark.loads(raw_compacted) if raw_compacted is not None else None
         warned = tuple(dict.fromkeys(load_warned(raw) for raw in raw_warned))
-        if not (vetoes or previous or compacted or warned):
+        verdict = load_verdict(raw_verdict) if raw_verdict is not None else None
+        if not (vetoes or previous or compacted or warned or verdict):
             return EMPTY
-        return SessionState(vetoes, previous, compacted, warned)
+        return SessionState(vetoes, previous, compacted, warned, verdict)
 
     async def _append(self, session: str, record: VetoRecord) -> None:
         # One script: replicas serving parallel requests of a session store a veto once.

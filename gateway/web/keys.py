@@ -7,13 +7,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from gateway.config import TenantKey
+
 CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key"})
 
 
-def digests(keys: tuple[str, ...]) -> tuple[bytes, ...]:
+def digests(keys: tuple[str | TenantKey, ...]) -> tuple[bytes, ...]:
     """SHA-256 digests of configured keys (``sha256:<hex>`` entries are digests already)."""
-    return tuple(bytes.fromhex(k[7:]) if k.startswith("sha256:") else hashlib.sha256(k.encode()).digest()
-                 for k in keys)
+    return tuple(key_digest(k.key if isinstance(k, TenantKey) else k) for k in keys)
+
+
+def key_digest(key: str) -> bytes:
+    return bytes.fromhex(key[7:]) if key.startswith("sha256:") else hashlib.sha256(key.encode()).digest()
 
 
 def credential(headers: list[tuple[bytes, bytes]]) -> bytes | None:

@@ -23,7 +23,7 @@ from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.protocols.base import StreamFilter
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.trace.model import ToolCall
 
 
@@ -52,10 +52,11 @@ class _Judge:
 
 
 def judges(turn: Turn) -> bool:
-    """Chat Completions streams are judged chunk by chunk. Other protocols' streams go to the
-    client as LiteLLM relays them: their executed history was judged on the request path, and a
-    final answer asked for there was asked with tools closed (recorded as written by the model)."""
-    if turn.adapter is CHAT:
+    """Chat Completions and Responses streams are judged event by event. Anthropic Messages
+    streams go to the client as LiteLLM relays them (LiteLLM hands this hook their raw bytes):
+    their executed history was judged on the request path, and a final answer asked for there
+    was asked with tools closed (recorded as written by the model)."""
+    if turn.adapter is not ANTHROPIC:
         return True
     if turn.answering is not None:
         turn.record(turn.answering, Action.TERMINATE, "request", ANSWER)
@@ -152,7 +153,7 @@ class _Bridge:
         self._sent: dict[bytes, Any] = {}  # event bytes -> the chunk object they stand for
 
     def feed(self, chunk: Any) -> list[Any]:
-        raw = b"data: " + orjson.dumps(_as_dict(chunk)) + b"\n\n"
+        raw = self.turn.wire.event(_as_dict(chunk))
         self._sent[raw] = chunk
         out = self.objects(self.filter.feed(raw))
         errors = self.filter.round.judge_errors
@@ -173,8 +174,8 @@ class _Bridge:
             original = self._sent.pop(raw, None)
             if original is not None:
                 out.append(original)
-            elif raw.startswith(b"data: {"):
-                out.append(_chunk(orjson.loads(raw[6:])))
+            elif (data := _data(raw)) is not None:
+                out.append(self.turn.wire.chunk(data))
         return out
 
 
@@ -184,7 +185,9 @@ def _as_dict(chunk: Any) -> dict[str, Any]:
     return chunk.model_dump(exclude_none=True)
 
 
-def _chunk(data: dict[str, Any]) -> Any:
-    from litellm.types.utils import ModelResponseStream  # noqa: PLC0415 - the proxy's own chunk type
-
-    return ModelResponseStream(**data)
+def _data(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object of an event the filter wrote; None for its comments and ``[DONE]``."""
+    for line in raw.split(b"\n"):
+        if line.startswith(b"data: {"):
+            return orjson.loads(line[6:])
+    return None

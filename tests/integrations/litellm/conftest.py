@@ -9,6 +9,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from support.anthropic_upstream import AnthropicUpstream, Said
 from support.litellm_proxy import MASTER_KEY, Proxy, litellm_proxy, proxy_config
 from support.looping import RespondingUpstream
 from support.responses_upstream import ResponsesUpstream
@@ -51,9 +52,27 @@ def responses_upstream():
         yield upstream
 
 
+CLAUDE_FINAL = "Final answer from Claude, tools closed."
+
+
+def claude(body: dict) -> Said:
+    """Anthropic Messages' model: loops on read_file unless its tools are closed."""
+    if (body.get("tool_choice") or {}).get("type") == "none":
+        return Said(text=CLAUDE_FINAL)
+    return Said(calls=[("read_file", {"path": "a.txt"})])
+
+
+@pytest.fixture(scope="package")
+def anthropic_upstream():
+    upstream = AnthropicUpstream(claude)
+    with serve(upstream.app) as url:
+        upstream.url = url
+        yield upstream
+
+
 @contextmanager
 def guarded_proxy(upstream, workdir: Path, modes: list[str], policy_extra: str = "",
-                  responses_url: str | None = None) -> Iterator[Proxy]:
+                  responses_url: str | None = None, anthropic_url: str | None = None) -> Iterator[Proxy]:
     """The proxy with the guardrail as an operator enables it; no_progress warns at 3 repeats,
     rejects at 4, terminates at 5."""
     policy = workdir / "policy.yaml"
@@ -61,7 +80,7 @@ def guarded_proxy(upstream, workdir: Path, modes: list[str], policy_extra: str =
     guardrail = {"guardrail_name": "loopguard", "litellm_params": {
         "guardrail": "gateway.integrations.litellm.LoopGuardrail", "mode": modes,
         "default_on": True, "loopguard_policy": str(policy)}}
-    with litellm_proxy(proxy_config(upstream.url, guardrail, responses_url), workdir) as running:
+    with litellm_proxy(proxy_config(upstream.url, guardrail, responses_url, anthropic_url), workdir) as running:
         yield running
 
 
@@ -70,9 +89,9 @@ def sdk(proxy: Proxy) -> openai.OpenAI:
 
 
 @pytest.fixture(scope="package")
-def proxy(upstream, responses_upstream, tmp_path_factory):
+def proxy(upstream, responses_upstream, anthropic_upstream, tmp_path_factory):
     with guarded_proxy(upstream, tmp_path_factory.mktemp("litellm"), ["pre_call", "post_call"],
-                       responses_url=responses_upstream.url) as running:
+                       responses_url=responses_upstream.url, anthropic_url=anthropic_upstream.url) as running:
         yield running
 
 
