@@ -43,6 +43,11 @@ def keys(model: type[BaseModel] = Config, prefix: str = "") -> Iterator[Key]:
     for name, field in model.model_fields.items():
         path = prefix + name
         section = _section(field.annotation)
+        if section is not None and typing.get_origin(field.annotation) is dict:
+            # a mapping of sections by a name the operator picks: the mapping, then one entry's keys
+            yield Key(path, _kind(field), _default(field), field.description)
+            yield from keys(section, path + ".<name>.")
+            continue
         if section is not None and not _optional(field.annotation):
             yield from keys(section, path + ".")
             continue

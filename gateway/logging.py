@@ -1,4 +1,9 @@
-"""structlog setup: JSON lines by default, secrets scrubbed before anything is rendered."""
+"""structlog setup: JSON lines by default, secrets scrubbed before anything is rendered.
+
+A log call never raises for what a line carries: client and upstream text may hold lone
+surrogates (which UTF-8, hence orjson and a terminal, refuse) or be megabytes long. Such a line
+is written with the unsafe parts escaped and long values capped (``gateway.untrusted``); a
+raising log call would otherwise abort the request path it sits on, and the guard fail open."""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ import logging
 import sys
 from typing import Any
 
-import orjson
 import structlog
+
+from gateway import untrusted
 
 # Keys whose values must never reach a log line, whatever the caller passed.
 _SECRET_KEYS = frozenset({"authorization", "api_key", "api-key", "x-api-key", "proxy-authorization"})
@@ -27,6 +33,35 @@ def _format_exc_info(logger: Any, method: str, event: dict[str, Any]) -> dict[st
     return structlog.processors.format_exc_info(logger, method, event) if "exc_info" in event else event
 
 
+def render_json(_logger: Any, _method: str, event: dict[str, Any]) -> bytes:
+    return untrusted.dumps(event)
+
+
+def clean_event(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+    """For the console renderer, which writes text: every value made encodable and capped."""
+    return untrusted.clean(event)
+
+
+class SafeBytesLogger(structlog.BytesLogger):
+    """A line that cannot be written (stderr closed, a broken pipe) is dropped, not raised into
+    the request that logged it."""
+
+    __slots__ = ()
+
+    def msg(self, message: bytes) -> None:
+        try:
+            super().msg(message)
+        except (OSError, ValueError):
+            pass
+
+    log = debug = info = warn = warning = msg
+    fatal = failure = err = error = critical = exception = msg
+
+
+def _stderr_bytes(*_args: Any) -> SafeBytesLogger:
+    return SafeBytesLogger(sys.stderr.buffer)
+
+
 def configure_logging(fmt: str = "json", level: str = "info") -> None:
     numeric = logging.getLevelName(level.upper())
     shared: list[Any] = [
@@ -36,13 +71,13 @@ def configure_logging(fmt: str = "json", level: str = "info") -> None:
         redact_secrets,
     ]
     if fmt == "console":
-        renderer: Any = structlog.dev.ConsoleRenderer(colors=False)
+        renderers: list[Any] = [clean_event, structlog.dev.ConsoleRenderer(colors=False)]
         factory: Any = structlog.PrintLoggerFactory(sys.stderr)
     else:
-        renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
-        factory = structlog.BytesLoggerFactory(sys.stderr.buffer)
+        renderers = [render_json]
+        factory = _stderr_bytes
     structlog.configure(
-        processors=[*shared, _format_exc_info, renderer],
+        processors=[*shared, _format_exc_info, *renderers],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=factory,
         cache_logger_on_first_use=True,

@@ -56,3 +56,17 @@ def test_exception_rendered_only_where_there_is_one(capfd):
     failed, fine = _lines(capfd)
     assert "ValueError: boom" in failed["exception"] and failed["level"] == "error"
     assert "exception" not in fine and "exc_info" not in fine
+
+
+def test_a_line_carrying_client_text_is_written_escaped_never_raised(capfd):
+    configure_logging("json", "info")
+    log = structlog.get_logger("t")
+    log.info("chain_unknown", previous_response_id="resp_\ud800", big="z" * 100_000)
+    (line,) = _lines(capfd)
+    assert line["previous_response_id"] == "resp_\\ud800" and len(line["big"]) < 2000
+
+
+def test_console_lines_escape_client_text_too(capfd):
+    configure_logging("console", "info")
+    structlog.get_logger("t").info("x", user="a\ud800")
+    assert "a\\ud800" in capfd.readouterr().err

@@ -1,13 +1,29 @@
-"""The estimator shared by ``loopguard replay`` and the live savings sink."""
+"""The pricer shared by ``loopguard replay`` and the live savings sink."""
 
 from __future__ import annotations
 
-from gateway.savings import Pricer, estimate, one_round
+import subprocess
+import sys
+
+import pytest
+
+from gateway.config import ModelPrice
+from gateway.pricing import configured
+from gateway.savings import Method, Pricer, estimate, one_round
 
 CALL = {"role": "assistant", "content": None, "tool_calls": [
     {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]}
 HISTORY = [{"role": "user", "content": "summarise a.txt " * 20}, CALL,
            {"role": "tool", "tool_call_id": "c1", "content": "the same text " * 50}]
+
+
+@pytest.fixture(scope="module")
+def pricer() -> Pricer:
+    return Pricer(configured=configured({
+        "my-llama": ModelPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=2.0),
+        "gpt-4o-mini": ModelPrice(input_usd_per_mtok=100.0, output_usd_per_mtok=100.0),
+        "my-gpt": ModelPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=1.0, tokenizer="cl100k_base"),
+    }))
 
 
 def test_one_round_is_the_history_again_and_the_repeated_call():
@@ -22,15 +38,42 @@ def test_estimate_counts_characters_and_prices_nothing():
                             + len("the same text " * 50)) // 4
 
 
-def test_a_known_model_is_counted_and_priced_an_unknown_one_estimated():
-    pricer = Pricer()
-    priced = pricer.savings(one_round(HISTORY), "gpt-4o-mini")
-    assert not priced.estimated and priced.tokens > 0 and priced.cost > 0
-    unknown = pricer.savings(one_round(HISTORY), "no-such-model-xyz")
-    assert unknown.estimated and unknown.cost is None and pricer.unknown == {"no-such-model-xyz"}
+def test_an_openai_model_is_counted_by_tiktoken_and_priced_from_litellms_table(pricer):
+    saved = pricer.savings(one_round(HISTORY), "gpt-4o")
+    assert not saved.estimated and saved.tokens > 0
+    # gpt-4o's list price in litellm's table: $2.50 / $10 per million tokens in / out
+    assert 2.5e-6 * saved.tokens < saved.cost < 10e-6 * saved.tokens
+    assert pricer.methods["gpt-4o"] == Method("o200k_base", "table")
+    # a provider prefix is priced as the model itself
+    assert pricer.savings(one_round(HISTORY), "openai/gpt-4o").cost == saved.cost
 
 
-def test_a_pricer_that_may_not_import_estimates_until_loaded():
-    pricer = Pricer(lazy=False)
-    assert pricer.savings(HISTORY, "gpt-4o-mini").cost is None and not pricer.loaded
-    assert pricer.load() and pricer.savings(HISTORY, "gpt-4o-mini").cost > 0
+def test_an_unknown_model_is_estimated_and_unpriced_and_reported(pricer):
+    saved = pricer.savings(one_round(HISTORY), "no-such-model-xyz")
+    assert saved.estimated and saved.cost is None and saved.tokens == estimate(one_round(HISTORY)).tokens
+    assert "no-such-model-xyz" in pricer.estimated and "no-such-model-xyz" in pricer.unpriced
+
+
+def test_the_configs_prices_come_first(pricer):
+    listed = Pricer().savings(one_round(HISTORY), "gpt-4o-mini")
+    overridden = pricer.savings(one_round(HISTORY), "gpt-4o-mini")
+    assert overridden.tokens == listed.tokens and overridden.cost == pytest.approx(listed.tokens * 100e-6)
+    assert pricer.methods["gpt-4o-mini"] == Method("o200k_base", "config")
+
+
+def test_a_self_hosted_model_is_priced_from_the_config_with_estimated_tokens(pricer):
+    saved = pricer.savings(one_round(HISTORY), "my-llama")
+    sent = estimate([HISTORY[0], HISTORY[2]]).tokens  # input; the call twice is output
+    assert saved.estimated and saved.cost == pytest.approx(sent * 1e-6 + 2 * estimate([CALL]).tokens * 2e-6)
+    assert pricer.methods["my-llama"] == Method("estimated", "config")
+    named = pricer.savings(one_round(HISTORY), "my-gpt")  # the config names its tokenizer
+    assert not named.estimated and pricer.methods["my-gpt"] == Method("cl100k_base", "config")
+
+
+def test_pricing_never_imports_litellm():
+    code = ("import sys; from gateway.savings import Pricer; "
+            "s = Pricer().savings([{'role': 'user', 'content': 'hi'}], 'gpt-4o'); "
+            "assert s.cost and not s.estimated, s; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

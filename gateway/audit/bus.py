@@ -1,14 +1,18 @@
 """The audit bus: a plain loop over sinks. A failing sink is logged and skipped, never fatal,
-and never keeps the other sinks from seeing the event (audit is a side channel only)."""
+and never keeps the other sinks from seeing the event (audit is a side channel only). A sink
+that fails on an event is handed it once more with its text made safe (``gateway.untrusted``):
+what a client wrote into a tool name or a session id must not lose the record of a loop."""
 
 from __future__ import annotations
 
 import inspect
 from collections import Counter
+from dataclasses import fields, replace
 from typing import Any, Protocol
 
 import structlog
 
+from gateway import untrusted
 from gateway.audit.events import InterventionEvent
 from gateway.audit.log_sink import LogSink
 
@@ -37,6 +41,13 @@ class AuditBus:
                 sink.emit(event)
             except Exception as exc:  # noqa: BLE001 - an audit sink must never fail a request
                 self._failed(sink, "emit", exc)
+                self._emit_escaped(sink, event)
+
+    def _emit_escaped(self, sink: Sink, event: Any) -> None:
+        try:
+            sink.emit(escaped(event))
+        except Exception:  # noqa: BLE001, S110 - the sink is broken, not the event: counted once, above
+            pass
 
     async def start(self) -> None:
         await self._each("start")
@@ -61,6 +72,13 @@ class AuditBus:
         # The error type and text, no traceback: a broken sink would otherwise flood the log.
         structlog.get_logger("loopguard").warning("audit.sink_failed", sink=sink.name, op=op,
                                                   error=type(exc).__name__, detail=str(exc)[:200])
+
+
+def escaped(event: Any) -> Any:
+    """The event with every text field made safe (surrogates escaped, length capped)."""
+    changes = {f.name: untrusted.text(value) for f in fields(event)
+               if isinstance(value := getattr(event, f.name), str)}
+    return replace(event, **changes)
 
 
 def build_bus(audit_config: Any, log: Any = None) -> AuditBus:

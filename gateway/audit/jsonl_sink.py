@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO
 
-import orjson
 
+from gateway import untrusted
 from gateway.audit.events import InterventionEvent
 
 
@@ -25,7 +25,7 @@ class JsonlSink:
         # Written inline: one small append to the page cache is microseconds, cheaper than
         # handing it to a thread. Flushed per event so a crash loses nothing and `tail -f` works.
         file = self._file or self._open()
-        file.write(orjson.dumps(event.to_dict()) + b"\n")
+        file.write(untrusted.dumps(event.to_dict()) + b"\n")
         file.flush()
         self.written += 1
 

@@ -14,9 +14,9 @@ from collections import Counter
 from typing import Any
 
 import httpx
-import orjson
 import structlog
 
+from gateway import untrusted
 from gateway.audit.events import InterventionEvent
 
 _RETRIED = frozenset({408, 425, 429})
@@ -44,7 +44,7 @@ class WebhookSink:
 
     def emit(self, event: InterventionEvent) -> None:
         try:
-            self.queue.put_nowait(orjson.dumps(event.to_dict()))
+            self.queue.put_nowait(untrusted.dumps(event.to_dict()))
         except asyncio.QueueFull:
             self.dropped["queue_full"] += 1
 

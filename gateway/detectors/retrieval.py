@@ -15,6 +15,7 @@ the latest call is a retrieval call. Off by default: there are no retrieval tool
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -96,7 +97,12 @@ def query_of(event: ToolEvent, settings: RetrievalSettings) -> str:
     value = _path(_json(event.raw_args), settings.query_arg)
     if value is None:
         return event.args
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # a lone surrogate in the arguments: escaped, not raised
+        return json.dumps(value, ensure_ascii=True)
 
 
 def confidence_of(event: ToolEvent, settings: RetrievalSettings) -> float | None:

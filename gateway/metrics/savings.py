@@ -1,13 +1,12 @@
 """Live savings: each reject / terminate priced off the request path.
 
 ``emit`` (on the request path) only puts the stopped work on a bounded queue. A worker thread
-estimates it with the replay's estimator (``gateway.savings``), adds it to
-``loopguard_tokens_saved_total`` / ``loopguard_cost_saved_usd_total`` by detector and model, and
-sends one ``loop_savings`` audit event to the record sinks (log, JSONL, webhook) on the event
-loop. litellm's price table loads in a second thread when the first stopped run arrives (not at
-startup: importing litellm costs seconds of CPU and ~190 MB, which a process that never stops a
-loop should not pay); until it is there, tokens are counted as characters / 4 and the cost is
-added once the table is loaded.
+prices it with the replay's pricer (``gateway.savings``: litellm's price table read as data, the
+config's ``pricing:`` first, tiktoken or characters / 4), adds it to
+``loopguard_tokens_saved_total`` / ``loopguard_cost_saved_usd_total`` by detector and model,
+notes how each model is counted in ``loopguard_savings_model_info``, and sends one
+``loop_savings`` audit event to the record sinks (log, JSONL, webhook) on the event loop. The
+price table and the tokenizers load in that thread when the first run is stopped.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -22,10 +22,10 @@ import structlog
 from gateway.audit.bus import AuditBus, Sink
 from gateway.audit.events import InterventionEvent, SavingsEvent, StoppedWork, now_iso
 from gateway.metrics.registry import GatewayMetrics
-from gateway.savings import Pricer, Savings, estimate, one_round
+from gateway.pricing.table import Price
+from gateway.savings import Pricer, Savings, one_round
+from gateway.untrusted import OTHER
 
-_READY = object()  # the price table finished loading (or litellm is not installed)
-MAX_MODELS = 200  # the model label comes from clients: beyond this many, "other" (bounded series)
 _STOP = object()
 _Item = tuple[InterventionEvent, StoppedWork]
 
@@ -38,15 +38,12 @@ class SavingsSink:
         self.metrics = metrics
         self.bus = bus
         self.forward = forward  # the record sinks that get the loop_savings events
-        self.pricer = pricer or Pricer(lazy=False)
+        self.pricer = pricer or Pricer()
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self.dropped = 0
-        self.estimated = 0  # events counted before the price table was there
-        self._pending: list[tuple[_Item, Savings]] = []  # counted by estimate, cost still to add
-        self._models: set[str] = set()  # model label values in use
+        self._models: set[str] = set()  # model label values whose pricing method is exposed
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
-        self._loading = False  # the price-table thread was started
 
     # --- request path: never blocks, never raises ----------------------------------------------
 
@@ -67,67 +64,35 @@ class SavingsSink:
         self._worker.start()
 
     async def stop(self) -> None:
-        """Estimate what is queued (the table may still be loading: then by estimate) and hand the
-        last events to the record sinks before they close."""
+        """Price what is queued and hand the last events to the record sinks before they close."""
         if self._worker is None:
             return
         self.queue.put(_STOP)
         await asyncio.to_thread(self._worker.join, 10.0)
         await asyncio.sleep(0)  # run the forwards the worker scheduled
 
-    # --- worker threads ----------------------------------------------------------------------------
-
-    def _load(self) -> None:
-        try:
-            self.pricer.load()
-        except Exception as exc:  # noqa: BLE001 - a broken litellm leaves savings unpriced, never the gateway down
-            structlog.get_logger("loopguard").warning("savings.price_table_failed", error=type(exc).__name__)
-        self.queue.put(_READY)
+    # --- the worker thread -------------------------------------------------------------------------
 
     def _work(self) -> None:
-        while True:
-            item = self.queue.get()
-            if item is _STOP:
-                self._settle(priced=self.pricer.loaded)
-                return
+        while (item := self.queue.get()) is not _STOP:
             try:
-                if item is _READY:
-                    self._settle(priced=True)
-                else:
-                    self._one(item)
+                self._one(item)
             except Exception as exc:  # noqa: BLE001 - one odd history must not stop the worker
                 structlog.get_logger("loopguard").warning("savings.estimate_failed", error=type(exc).__name__)
 
     def _one(self, item: _Item) -> None:
         event, work = item
-        if not self._loading and not self.pricer.loaded:
-            self._loading = True
-            threading.Thread(target=self._load, name="loopguard-price-table", daemon=True).start()
-        if not self.pricer.loaded:
-            savings = estimate(one_round(work.messages))
-            self._count(event, work, savings)
-            self._pending.append((item, savings))
-            self.estimated += 1
-            return
         savings = self.pricer.savings(one_round(work.messages), work.model)
         self._count(event, work, savings)
         self._send(event, work, savings)
 
-    def _settle(self, priced: bool) -> None:
-        """Events counted by estimate: their cost is added now, and their audit events go out."""
-        pending, self._pending = self._pending, []
-        for (event, work), counted in pending:
-            cost = self.pricer.savings(one_round(work.messages), work.model).cost if priced else None
-            if cost:
-                self.metrics.cost_saved.labels(event.detector, self._model(work)).inc(cost)
-            self._send(event, work, Savings(counted.tokens, cost, True))
-
     def _model(self, work: StoppedWork) -> str:
-        model = (work.model or "unknown")[:100]
-        if model not in self._models:
-            if len(self._models) >= MAX_MODELS:
-                return "other"
+        model = self.metrics.models(work.model)  # the client's name: bounded, "other" beyond
+        if model not in self._models and model != OTHER:
             self._models.add(model)
+            how = self.pricer.methods.get(work.model or "(no model)")
+            if how is not None:
+                self.metrics.savings_method(model, how.tokens, how.price)
         return model
 
     def _count(self, event: InterventionEvent, work: StoppedWork, savings: Savings) -> None:
@@ -153,9 +118,9 @@ class SavingsSink:
         self.bus.emit(event, self.forward)
 
 
-def add_savings(bus: AuditBus, metrics: GatewayMetrics) -> SavingsSink:
+def add_savings(bus: AuditBus, metrics: GatewayMetrics, prices: Mapping[str, Price] | None = None) -> SavingsSink:
     """Put the savings sink first on ``bus``: it then stops (and drains) before the record sinks
-    it forwards to, which are the ones on the bus now."""
-    sink = SavingsSink(metrics, bus, forward=list(bus.sinks))
+    it forwards to, which are the ones on the bus now. ``prices``: the config's, before the table's."""
+    sink = SavingsSink(metrics, bus, forward=list(bus.sinks), pricer=Pricer(configured=prices))
     bus.sinks.insert(0, sink)
     return sink

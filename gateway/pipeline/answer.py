@@ -24,14 +24,6 @@ from gateway.trace.model import ToolCall
 from gateway.upstream.base import UpstreamRequest, UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
-ANSWER, REPLY, ERROR = "answer", "reply", "error"
-
-
-def mode(ex: Exchange) -> str:
-    assert ex.plan is not None
-    return ex.plan.policy.interventions.terminate.mode
-
-
 class _Closed:
     """The judge of an answer written with tools closed: every call is refused. ``closed``
     tells a stream filter that holds several choices whole that any call fails the answer."""
@@ -74,6 +66,7 @@ class FinalAnswer:
         if self.payload is None:
             return None
         out = self.ex.outgoing
+        self.ex.resent += 1
         request = UpstreamRequest("POST", out.path, out.query, out.headers, codec.dumps(self.payload))
         started = time.perf_counter()
         try:

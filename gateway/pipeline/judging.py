@@ -7,58 +7,30 @@ is judged call by call as the adapter's stream filter completes them (``StreamJu
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
+from gateway.guard.decision import Judged, judge_round
 from gateway.guard.response import ProposalJudge, Refusal
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.verdict import fail_open
 from gateway.trace.model import ToolCall
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """The refusals of one reply. ``first``: the one the pipeline acts on (the first answer's,
-    else the first found); ``keep``: how many calls each answer keeps."""
-
-    first: Refusal
-    others: tuple[Refusal, ...]
-    keep: tuple[int, ...]
-    whole_round: bool  # every answer proposed calls and lost all of them: re-ask or terminate
-
-
-def judge_reply(ex: Exchange, reply: dict[str, Any]) -> Refused | None:
+def judge_reply(ex: Exchange, reply: dict[str, Any]) -> Judged | None:
     """None lets the reply through as it is (nothing refused, or the judge failed open)."""
     if ex.plan is None:
         return None
     started = time.perf_counter()
     try:
-        proposed = ex.adapter.proposed_calls(reply)
-        judges = [_judged(ex, calls) for calls in proposed]
+        judged = judge_round(ex.plan.policy, ex.plan.trace, ex.adapter.proposed_calls(reply))
     except Exception:  # noqa: BLE001 - fail-open: an odd reply goes to the agent untouched
         fail_open(ex, "response")
         return None
     finally:
         ex.clock.took(started)
-    for judge in judges:
-        for held in judge.shadowed:
-            ex.verdict.record(ex, held, held.action, "response")
-    refusals = [j.refusal for j in judges if j.refusal is not None]
-    if not refusals:
-        return None
-    keep = tuple(j.refusal.position if j.refusal is not None else len(calls)
-                 for j, calls in zip(judges, proposed, strict=True))
-    whole = all(j.refusal is not None and j.refusal.position == 0 for j in judges)
-    return Refused(refusals[0], tuple(refusals[1:]), keep, whole)
-
-
-def _judged(ex: Exchange, calls: tuple[ToolCall, ...]) -> ProposalJudge:
-    assert ex.plan is not None
-    judge = ProposalJudge(ex.plan.policy, ex.plan.trace)
-    for position, call in enumerate(calls):
-        if not judge.judge(call, position):
-            break
-    return judge
+    for held in judged.shadowed:
+        ex.verdict.record(ex, held, held.action, "response")
+    return judged if judged.refused else None
 
 
 class StreamJudge:
@@ -90,6 +62,14 @@ class StreamJudge:
 
     def close(self) -> None:
         self.closed = True
+
+    def judged(self, whole_round: bool) -> Judged:
+        """The round as judged so far; ``whole_round``: the filter withheld all of it
+        (``StreamFilter.needs_decision``). Shadowed refusals are audited by ``record_shadowed``."""
+        judges = [j for _, j in sorted(self.judges.items())]
+        refusals = tuple(j.refusal for j in judges)
+        keep = tuple(r.position if r is not None else len(j.calls) for r, j in zip(refusals, judges, strict=True))
+        return Judged(refusals, keep, whole_round)
 
     @property
     def refusal(self) -> Refusal | None:

@@ -16,31 +16,31 @@ from collections.abc import AsyncIterator
 
 from starlette.responses import Response
 
+from gateway.guard.decision import Move, decide
 from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import StreamJudge
 from gateway.pipeline.remember import remember
 from gateway.pipeline.timing import log_request
 from gateway.pipeline.verdict import fail_open
-from gateway.pipeline.vetoes import may_reask, reask, veto
+from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
-from gateway.protocols.sse import comment
-from gateway.server.responses import RelayStream
+from gateway.protocols.streaming import HOLDING
+from gateway.web.responses import RelayStream
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
 KEEPALIVE_S = 15.0  # while an answer is held, a comment keeps idle-timeout proxies patient
-_HOLDING = comment("holding")
 
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
         return _Guarded(ex, ex.verdict.headers(upstream.headers), _held(ex, upstream), upstream)
     judge = StreamJudge(ex)
-    tool_filter = ex.adapter.stream_filter(judge, ex.payload)
+    tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
     chunks = _attempt(ex, upstream, judge, tool_filter, last=True)
-    if getattr(tool_filter, "holds_whole", False):
+    if tool_filter.holds_whole:
         return _Decided(ex, upstream, chunks)
     return _Guarded(ex, ex.verdict.headers(upstream.headers), chunks, upstream)
 
@@ -120,7 +120,7 @@ async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes
                 held += chunk
                 if time.monotonic() - mark >= KEEPALIVE_S:
                     mark = time.monotonic()
-                    yield _HOLDING
+                    yield HOLDING
         finally:
             if current is not upstream:
                 await current.aclose()
@@ -149,7 +149,7 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
     passes through each async generator between the upstream and the client."""
     if judge is None or tool_filter is None:
         judge = StreamJudge(ex)
-        tool_filter = ex.adapter.stream_filter(judge, ex.payload)
+        tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
     feed, clock, current = tool_filter.feed, ex.clock, upstream
     try:
         while True:
@@ -164,16 +164,19 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
             if tool_filter.round.judge_errors:
                 fail_open(ex, "stream_judge")
             judge.record_shadowed()
-            refusal = judge.refusal
-            if refusal is None:
+            plan = ex.plan
+            decision = decide(judge.judged(tool_filter.needs_decision), plan.policy if plan else None, ex.reasks)
+            if decision.move == Move.PASS:
                 break
             judge.record_others()
-            if refusal.position > 0 or not tool_filter.needs_decision:
+            refusal = decision.refusal
+            assert refusal is not None
+            if decision.move == Move.DROP:
                 await veto(ex, refusal)  # the calls before it went out; the rest are dropped
                 yield terminate.note(Action.REJECT, refusal)
                 break
-            if not may_reask(ex, refusal):
-                async for chunk in terminate.stream(ex, tool_filter, judge, refusal):
+            if decision.move == Move.TERMINATE:
+                async for chunk in terminate.stream(ex, tool_filter, judge, decision):
                     yield chunk
                 break
             await veto(ex, refusal)

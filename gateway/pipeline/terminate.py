@@ -9,8 +9,10 @@ from collections.abc import AsyncIterator
 
 from starlette.responses import Response
 
+from gateway.guard import decision as core
+from gateway.guard.decision import ANSWER, ERROR, REPLY, Decision
 from gateway.guard.response import Refusal
-from gateway.pipeline.answer import ANSWER, ERROR, REPLY, FinalAnswer, closed, mode
+from gateway.pipeline.answer import FinalAnswer, closed
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import StreamJudge
 from gateway.pipeline.remember import remember
@@ -20,7 +22,7 @@ from gateway.policy.engine import Judgement
 from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.sse import comment
-from gateway.server.responses import RelayStream, relay
+from gateway.web.responses import RelayStream, relay
 from gateway.upstream.base import UpstreamResponse
 
 LOOP = "loop_detected"
@@ -30,12 +32,7 @@ SSE = (b"content-type", b"text/event-stream")
 
 def text(ex: Exchange, judgement: Judgement) -> str:
     assert ex.plan is not None
-    progress = ex.plan.policy.progress(ex.plan.trace)
-    return ex.plan.policy.render("terminate", judgement.finding, progress=progress)
-
-
-def as_error(ex: Exchange) -> bool:
-    return ex.plan is not None and mode(ex) == ERROR
+    return core.final_text(ex.plan.policy, ex.plan.trace, judgement)
 
 
 async def at_request(ex: Exchange) -> Response:
@@ -43,8 +40,9 @@ async def at_request(ex: Exchange) -> Response:
     forwarding the request."""
     assert ex.plan is not None
     judgement = ex.plan.judgement
+    decision = core.at_request(ex.plan.policy, judgement)
     ex.clock.took(ex.clock.started)
-    if mode(ex) == ANSWER:
+    if decision.ending == ANSWER:
         final = FinalAnswer(ex, judgement)
         upstream = await final.ask()
         if upstream is not None and ex.stream:
@@ -58,17 +56,21 @@ async def at_request(ex: Exchange) -> Response:
             await remember(ex)
             log_request(ex, 200)
             return relay(200, ex.verdict.headers([JSON]), body)
-    ex.verdict.record(ex, judgement, Action.TERMINATE, "request", ERROR if as_error(ex) else REPLY)
+    used = _written(decision)
+    ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)
     log_request(ex, 200)
-    if ex.stream and not as_error(ex):
+    if ex.stream and used != ERROR:
         chunks = ex.adapter.termination_stream(text(ex, judgement), ex.payload)
         return RelayStream(200, ex.verdict.headers([SSE]), _iterate(chunks))
-    return _reply(ex, text(ex, judgement))
+    return _reply(ex, text(ex, judgement), used)
 
 
-async def unary(ex: Exchange, refusal: Refusal) -> Response:
-    """The model insists on a refused call and no re-ask is left: end the run."""
-    if mode(ex) == ANSWER:
+async def unary(ex: Exchange, decision: Decision) -> Response:
+    """A terminate-level refusal, or the model insists on a refused call and no re-ask is
+    left: end the run."""
+    refusal = decision.refusal
+    assert refusal is not None
+    if decision.ending == ANSWER:
         final = FinalAnswer(ex, refusal.judgement)
         upstream = await final.ask()
         body = await final.read(upstream) if upstream is not None else None
@@ -77,15 +79,19 @@ async def unary(ex: Exchange, refusal: Refusal) -> Response:
             await remember(ex)
             log_request(ex, 200)
             return relay(200, ex.verdict.headers([JSON]), body)
-    ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response", ERROR if as_error(ex) else REPLY)
+    used = _written(decision)
+    ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response", used)
     log_request(ex, 200)
-    return _reply(ex, text(ex, refusal.judgement))
+    return _reply(ex, text(ex, refusal.judgement), used)
 
 
-async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge, refusal: Refusal) -> AsyncIterator[bytes]:
+async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge,
+                 decision: Decision) -> AsyncIterator[bytes]:
     """The same mid-stream (the headers are out): the client stream ends with the final reply."""
+    refusal = decision.refusal
+    assert refusal is not None
     judgement = refusal.judgement
-    if mode(ex) == ANSWER:
+    if decision.ending == ANSWER:
         final = FinalAnswer(ex, judgement)
         upstream = await final.ask()
         if upstream is not None:
@@ -104,7 +110,7 @@ async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge, re
                 return
             for chunk in final.closing:
                 yield chunk
-    used = ERROR if as_error(ex) else REPLY
+    used = _written(decision)
     ex.verdict.record(ex, judgement, Action.TERMINATE, "response", used)
     yield note(Action.TERMINATE, refusal, used)
     if used == ERROR:  # the SDK raises on an error payload mid-stream
@@ -124,7 +130,7 @@ def note(action: Action, refusal: Refusal, terminate: str | None = None) -> byte
 async def _answer_stream(ex: Exchange, final: FinalAnswer, upstream: UpstreamResponse,
                          judgement: Judgement) -> AsyncIterator[bytes]:
     """A request-path terminate in a stream: the model's answer is the whole client stream."""
-    tool_filter = ex.adapter.stream_filter(closed, ex.payload)
+    tool_filter = ex.adapter.stream_filter(closed, ex.payload, ex.stream_options())
     async for chunk in final.relay(tool_filter, upstream):
         yield chunk
     used = ANSWER if final.failed is None else REPLY
@@ -143,8 +149,13 @@ async def _answer_stream(ex: Exchange, final: FinalAnswer, upstream: UpstreamRes
         yield chunk
 
 
-def _reply(ex: Exchange, final: str) -> Response:
-    if as_error(ex):
+def _written(decision: Decision) -> str:
+    """How the final reply is written when the model's own answer is not (or failed)."""
+    return ERROR if decision.ending == ERROR else REPLY
+
+
+def _reply(ex: Exchange, final: str, used: str) -> Response:
+    if used == ERROR:
         assert ex.plan is not None
         body = codec.dumps(ex.adapter.error_body(final, LOOP, LOOP))
         return relay(ex.plan.policy.interventions.terminate.status, ex.verdict.headers([JSON]), body)

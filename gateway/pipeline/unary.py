@@ -9,16 +9,17 @@ from typing import Any
 
 from starlette.responses import Response
 
+from gateway.guard.decision import Move, decide
 from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import judge_reply
 from gateway.pipeline.remember import remember
 from gateway.pipeline.timing import LogWhenSent
 from gateway.pipeline.verdict import fail_open
-from gateway.pipeline.vetoes import may_reask, reask, veto
+from gateway.pipeline.vetoes import reask, veto
 from gateway.protocols import codec
-from gateway.server.passthrough import upstream_failed
-from gateway.server.responses import relay
+from gateway.web.refused import upstream_failed
+from gateway.web.responses import relay
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
@@ -53,8 +54,8 @@ async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
         reply = await _read(ex, current)
         if reply.parsed is None:
             return reply
-        refused = judge_reply(ex, reply.parsed)
-        if refused is None:
+        decision = decide(judge_reply(ex, reply.parsed), ex.plan.policy if ex.plan else None, ex.reasks)
+        if decision.move == Move.PASS:
             said = expect.plain_answer(ex, reply.parsed)
             if said is None:
                 return reply
@@ -62,13 +63,14 @@ async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
                 current = retry
                 continue
             return _edited(ex, reply, expect.warn_reply(ex, reply.parsed))
-        if refused.whole_round and not may_reask(ex, refused.first):
-            return await terminate.unary(ex, refused.first)
-        await veto(ex, refused.first)
-        for other in refused.others:
+        if decision.move == Move.TERMINATE:
+            return await terminate.unary(ex, decision)
+        assert decision.refusal is not None
+        await veto(ex, decision.refusal)
+        for other in decision.others:
             ex.verdict.record(ex, other.judgement, other.judgement.action, "response")
-        if not refused.whole_round:  # the calls before it go to the agent; the rest are dropped
-            return _edited(ex, reply, ex.adapter.keep_calls(reply.parsed, refused.keep))
+        if decision.move == Move.DROP:  # the calls before it go to the agent; the rest are dropped
+            return _edited(ex, reply, ex.adapter.keep_calls(reply.parsed, decision.keep))
         current = await reask(ex)
 
 

@@ -6,18 +6,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gateway.guard.request import veto_record
+from gateway.guard import decision
+from gateway.guard.request import retrace, veto_record
 from gateway.guard.response import Refusal
 from gateway.pipeline.exchange import Exchange
 from gateway.policy.actions import Action
-from gateway.trace.builder import build_trace
 from gateway.upstream.base import UpstreamRequest, UpstreamResponse
-
-
-def may_reask(ex: Exchange, refusal: Refusal) -> bool:
-    assert ex.plan is not None
-    limit = ex.plan.policy.interventions.reject.max_reasks
-    return not refusal.terminate and refusal.position == 0 and ex.reasks < limit
 
 
 async def veto(ex: Exchange, refusal: Refusal) -> str:
@@ -25,7 +19,7 @@ async def veto(ex: Exchange, refusal: Refusal) -> str:
     on. Returns the observation."""
     plan = ex.plan
     assert plan is not None
-    observation = plan.policy.render("reject", refusal.judgement.finding)
+    observation = decision.observation(plan.policy, refusal.judgement)
     ex.verdict.record(ex, refusal.judgement, Action.REJECT, "response")
     exchange = ex.adapter.veto_exchange(refusal.call, observation)
     try:
@@ -33,7 +27,7 @@ async def veto(ex: Exchange, refusal: Refusal) -> str:
     except Exception as exc:  # the veto still holds for this request; later ones may not see it
         ex.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
     show(ex, exchange)
-    plan.trace = build_trace(ex.adapter.conversation(ex.payload, plan.messages), plan.policy.trace_settings)
+    plan.trace = retrace(plan, ex.adapter.conversation(ex.payload, plan.messages))
     return observation
 
 
@@ -48,6 +42,7 @@ async def reask(ex: Exchange, *, counted: bool = True) -> UpstreamResponse:
     ``counted=False``: a required-tool retry, which has its own budget (max_retries)."""
     if counted:
         ex.reasks += 1
+    ex.resent += 1
     out = ex.outgoing
     request = UpstreamRequest("POST", out.path, out.query, out.headers, ex.sent_body())
     started = time.perf_counter()

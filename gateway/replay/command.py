@@ -14,6 +14,7 @@ from gateway.replay.model import Result
 from gateway.replay.reader import Reading, read_files
 from gateway.replay.runner import replay
 from gateway.replay.table import render_table
+from gateway.savings import Pricer
 from gateway.state.memory import MemoryStore
 
 
@@ -63,15 +64,23 @@ def _replay_all(reading: Reading, policy: Policy, agent: str | None, *, show_pro
 
 def _price(results: list[Result], reading: Reading, model: str | None, quiet: bool, err: IO[str]) -> set[str]:
     """Savings for each conversation the policy would have stopped; the models it could not price."""
-    from gateway.savings import Pricer
-
     stopped = [(r, rec) for r, rec in zip(results, reading.conversations) if r.cut is not None]
-    if stopped and not quiet:
-        print("pricing with litellm's bundled price table (offline)...", file=err)
     pricer = Pricer(model)
     for result, recorded in stopped:
         result.savings = pricer.savings(recorded.messages[result.cut:], result.model)
-    return pricer.unknown
+    if stopped and not quiet:
+        print(pricing_note(pricer), file=err)
+    return pricer.estimated | pricer.unpriced
+
+
+def pricing_note(pricer: Pricer) -> str:
+    """How each model was priced, in one line per model, for the operator reading stderr."""
+    lines = ["savings priced with litellm's price table, read as data (offline):"]
+    for name, how in sorted(pricer.methods.items()):
+        tokens = "tokens estimated (characters / 4)" if how.tokens == "estimated" else f"tokens by {how.tokens}"
+        price = {"table": "list price", "config": "price from the config", "none": "no price"}[how.price]
+        lines.append(f"  {name}: {tokens}, {price}")
+    return "\n".join(lines)
 
 
 def _tty(stream: IO[str]) -> bool:

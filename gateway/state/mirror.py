@@ -11,8 +11,8 @@ answers instead, as long as it can prove its copy is current:
   this process made itself (``expect``), so a process keeps what it wrote until someone else
   writes over it;
 - what a read learned is kept only when no foreign change of the session arrived while the read
-  was in flight, and only for sessions with no vetoed exchange and no compaction marker (the
-  rare sessions always read Redis);
+  was in flight, and only for sessions holding nothing but their mark (no vetoed exchange,
+  compaction marker, warned call or judge verdict: those rare sessions always read Redis);
 - while the listening connection is down, or before it is subscribed, nothing is trusted and
   every request reads Redis, as it would without a mirror.
 
@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 from gateway.state.base import HistoryMark
 
-MARK, VETOES, COMPACTED = "h", "v", "c"
-TRACKED = (MARK, VETOES, COMPACTED)
+# Key kinds of a session: its history mark, and the rare ones a known session holds none of.
+MARK, VETOES, COMPACTED, WARNED, VERDICT = "h", "v", "c", "w", "j"
+TRACKED = (MARK, VETOES, COMPACTED, WARNED, VERDICT)
 
 
 @dataclass(slots=True)
@@ -38,7 +39,7 @@ class Known:
 
 
 class Mirror:
-    """Sessions known to hold only ``Known.mark`` in Redis: no vetoes, no compaction marker."""
+    """Sessions known to hold only ``Known.mark`` in Redis, nothing of the other kinds."""
 
     def __init__(self, key_prefix: str, max_sessions: int = 10_000) -> None:
         self.key_prefix = key_prefix

@@ -12,7 +12,9 @@ marks live here instead of in each process. Redis is an aid, never a dependency 
 
 Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
 ``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
-``{prefix}c:{session}`` (the compaction marker, while one applies). Every key carries a TTL,
+``{prefix}c:{session}`` (the compaction marker, while one applies), ``{prefix}w:{session}``
+(the calls warned about, newest ``MAX_WARNED_PER_SESSION``), ``{prefix}j:{session}`` (the
+model judge's latest verdict, only where the opt-in judge runs). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
 ``{prefix}r:{client namespace}{response_id}`` holds a response chain record
 (``previous_response_id``), under the same TTL; its size is bounded by the adapter that builds it.
@@ -40,10 +42,16 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from gateway.state.base import EMPTY, ChainRecord, HistoryMark, SessionState, VetoRecord
+from gateway.state.base import (
+    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord, dump_verdict,
+    dump_warned, load_verdict, load_warned,
+)
+from gateway.state.events import LoggedEvent
 from gateway.state.invalidations import listen
 from gateway.state.memory import MAX_VETOES_PER_SESSION
-from gateway.state.mirror import COMPACTED, MARK, VETOES, Known, Mirror
+from gateway.state.mirror import COMPACTED, MARK, VERDICT, VETOES, WARNED, Known, Mirror
+from gateway.state.redis_events import RedisEventLog
+from gateway.trace.model import JudgeVerdict, WarnedCall
 
 T = TypeVar("T")
 _FAILED = object()
@@ -59,7 +67,8 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 """
 # What a request reads, in one command: the vetoes, the previous mark (swapped for this
-# request's when one is given, ARGV[1] empty otherwise) and the compaction marker; a request
+# request's when one is given, ARGV[1] empty otherwise), the compaction marker, the warned calls
+# and the model judge's verdict; a request
 # keeps the session alive, so what it has is given the TTL again.
 _READ = """
 local vetoes = redis.call('LRANGE', KEYS[1], 0, -1)
@@ -70,11 +79,15 @@ else
   previous = redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'GET')
 end
 local compacted = redis.call('GET', KEYS[3])
+local warned = redis.call('LRANGE', KEYS[4], 0, -1)
+local verdict = redis.call('GET', KEYS[5])
 if ARGV[1] ~= '' then
   if #vetoes > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
   if compacted then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
+  if #warned > 0 then redis.call('PEXPIRE', KEYS[4], ARGV[2]) end
+  if verdict then redis.call('PEXPIRE', KEYS[5], ARGV[2]) end
 end
-return {vetoes, previous, compacted}
+return {vetoes, previous, compacted, warned, verdict}
 """
 # Marks written behind the replies: KEYS[i] gets ARGV[i + 1], each with the TTL ARGV[1].
 _SET_MARKS = """
@@ -114,6 +127,7 @@ class RedisStore:
         self.mirror = Mirror(key_prefix, mirror_sessions) if mirror_sessions else None
         self._listener: asyncio.Task[None] | None = None
         self._marks_due: dict[str, tuple[HistoryMark, bytes]] = {}  # session -> mark to write behind
+        self._events = RedisEventLog(self._client, key_prefix, self.where)  # the console's, off the request path
 
     # --- the StateStore interface -------------------------------------------------------------
 
@@ -131,7 +145,7 @@ class RedisStore:
                 mirror.expect(session)  # the read script writes the mark
         state = await self._run("session_state", lambda: self._read(session, mark))
         if mirror is not None:
-            only_mark = state is not _FAILED and mark is not None and not state.vetoes and state.compacted is None
+            only_mark = state is not _FAILED and mark is not None and state in (EMPTY, SessionState(mark=state.mark))
             mirror.end_read(session, epoch, Known(mark, time.monotonic()) if only_mark else None)
         return EMPTY if state is _FAILED else state
 
@@ -146,9 +160,19 @@ class RedisStore:
         self._forget(session)
         self._background("mark_compacted", lambda: self._write_compacted(session, mark))
 
+    def add_warned(self, session: str, warned: WarnedCall) -> None:
+        self._forget(session)
+        self._background("add_warned", lambda: self._push_warned(session, warned))
+
+    def save_verdict(self, session: str, verdict: JudgeVerdict) -> None:
+        self._forget(session)
+        name, raw = self.key(VERDICT, session), dump_verdict(verdict)
+        self._background("save_verdict", lambda: self._client.set(name, raw, px=self.ttl_ms))
+
     def end_run(self, session: str) -> None:
         self._forget(session)
-        self._background("end_run", lambda: self._client.delete(self.key(VETOES, session)))
+        self._background("end_run", lambda: self._client.delete(
+            *(self.key(kind, session) for kind in (VETOES, WARNED, VERDICT))))
 
     def _forget(self, session: str) -> None:
         """Writes other than the mark make the session one that reads Redis (at once: the
@@ -173,6 +197,15 @@ class RedisStore:
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         name, raw = self.key("r", key), record.dumps()
         await self._run("save_response_chain", lambda: self._client.set(name, raw, px=self.ttl_ms))
+
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        await self._events.add(entry, detail, keep)
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        return await self._events.recent(count)
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        return await self._events.detail(ref)
 
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""
@@ -248,18 +281,30 @@ class RedisStore:
         return f"{self.key_prefix}{kind}:{session}"
 
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
-        keys = [self.key(kind, session) for kind in (VETOES, MARK, COMPACTED)]
-        raw_vetoes, raw_mark, raw_compacted = await self._read_script(
+        keys = [self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)]
+        raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict = await self._read_script(
             keys=keys, args=[mark.dumps() if mark is not None else b"", self.ttl_ms])
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
         previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
         compacted = HistoryMark.loads(raw_compacted) if raw_compacted is not None else None
-        return SessionState(vetoes, previous, compacted) if vetoes or previous or compacted else EMPTY
+        warned = tuple(dict.fromkeys(load_warned(raw) for raw in raw_warned))
+        verdict = load_verdict(raw_verdict) if raw_verdict is not None else None
+        if not (vetoes or previous or compacted or warned or verdict):
+            return EMPTY
+        return SessionState(vetoes, previous, compacted, warned, verdict)
 
     async def _append(self, session: str, record: VetoRecord) -> None:
         # One script: replicas serving parallel requests of a session store a veto once.
         await self._append_once(keys=[self.key(VETOES, session)],
                                 args=[record.dumps(), record.identity, MAX_VETOES_PER_SESSION, self.ttl_ms])
+
+    async def _push_warned(self, session: str, warned: WarnedCall) -> None:
+        key = self.key(WARNED, session)
+        pipe = self._client.pipeline(transaction=False)
+        pipe.rpush(key, dump_warned(warned))
+        pipe.ltrim(key, -MAX_WARNED_PER_SESSION, -1)
+        pipe.pexpire(key, self.ttl_ms)
+        await pipe.execute()
 
     async def _load_chain(self, key: str) -> ChainRecord | None:
         raw = await self._client.get(key)

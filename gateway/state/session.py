@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from gateway import untrusted
 from gateway.config import SessionsConfig
 from gateway.trace.model import Conversation
 
@@ -32,9 +33,17 @@ def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conver
     return client_namespace(headers) + _local_id(headers, payload, conv, sources, user, memo)
 
 
+# Set by the client authentication for a key configured with a tenant (never client-sent).
+TENANT_HEADER = "x-loopguard-tenant"
+
+
 def client_namespace(headers: Mapping[str, str]) -> str:
     """``c:<credential hash>:``, the prefix of everything the gateway keeps for one client (its
-    sessions, its response chains); "" for a request without a credential."""
+    sessions, its response chains, threads and conversations); "" for a request without a
+    credential. Keys of one tenant share ``t:<tenant hash>:``: an agent may rotate between them."""
+    tenant = headers.get(TENANT_HEADER)
+    if tenant:
+        return "t:" + hashlib.sha256(tenant.encode("utf-8", "replace")).hexdigest()[:24] + ":"
     client = headers.get(CLIENT_HEADER) or _credential_hash(headers)
     return f"c:{client[:24]}:" if client else ""
 
@@ -54,17 +63,21 @@ def _local_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Convers
               sources: SessionsConfig, user: str | None, memo: dict | None) -> str:
     """Explicit identifiers first, in the configured order (headers, the body's end user,
     ``metadata.<key>``); else a fingerprint of how the conversation starts, which is stable
-    across its requests. The prefix keeps an id from one source from meeting another's."""
+    across its requests. The prefix keeps an id from one source from meeting another's.
+
+    Ids read from the body are hashed: they are whatever the client put there (Claude Code's
+    ``metadata.user_id`` is JSON naming its device and account), and the session id is logged,
+    audited and used as a state key."""
     for name in sources.headers:
         if value := headers.get(name):
             return "h:" + value[:200]
     if sources.body_user and user:
-        return "u:" + user[:200]
+        return untrusted.hashed(user, "u:")
     metadata = payload.get("metadata")
     if sources.metadata_key and isinstance(metadata, dict):
         sid = metadata.get(sources.metadata_key)
         if isinstance(sid, str) and sid:
-            return "m:" + sid[:200]
+            return untrusted.hashed(sid, "m:")
     return "f:" + fingerprint(conv, memo)
 
 

@@ -24,12 +24,12 @@ def metric(url: str, name: str, **labels: str) -> float:
     return 0.0
 
 
-def run_loop(client, prompt: str) -> tuple[str, int]:
+def run_loop(client, prompt: str, model: str = MODEL) -> tuple[str, int]:
     """An agent on the openai SDK: executes every call until the model answers in text."""
     messages = [{"role": "user", "content": prompt}]
     executed = 0
     for _ in range(12):
-        message = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS).choices[0].message
+        message = client.chat.completions.create(model=model, messages=messages, tools=TOOLS).choices[0].message
         messages.append(message.model_dump(exclude_none=True))
         if not message.tool_calls:
             return message.content, executed
@@ -44,7 +44,7 @@ def test_metrics_show_tokens_and_dollars_saved_after_a_terminate(tmp_path):
         answer, executed = run_loop(gw.client, "summarise a.txt")
         assert executed == 3 and answer.startswith("[LoopGuard] This run was stopped")
         labels = {"detector": "no_progress", "model": MODEL}
-        # the reject and the terminate each saved a round; dollars once the price table is loaded
+        # the reject and the terminate each saved a round, priced from litellm's table
         assert wait_for(lambda: metric(gw.url, "loopguard_cost_saved_usd_total", **labels) > 0, timeout=120)
         assert metric(gw.url, "loopguard_tokens_saved_total", **labels) > 0
 
@@ -53,16 +53,9 @@ class GatedPricer(Pricer):
     """Prices only when the test opens the gate, and notes which thread asked."""
 
     def __init__(self) -> None:
-        super().__init__(lazy=False)
+        super().__init__()
         self.gate = threading.Event()
         self.threads: list[str] = []
-
-    @property
-    def loaded(self) -> bool:
-        return True
-
-    def load(self) -> bool:
-        return True
 
     def savings(self, messages, model) -> Savings:
         self.threads.append(threading.current_thread().name)

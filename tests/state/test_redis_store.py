@@ -62,8 +62,8 @@ async def test_a_request_costs_one_round_trip(redis_server):
     before = client.info("commandstats")
     state = await store.session_state("s", HistoryMark(3, "x"))
     calls = {k: v["calls"] - before.get(k, {"calls": 0})["calls"] for k, v in client.info("commandstats").items()}
-    # One command from the gateway (the script runs LRANGE, SET..GET, PEXPIRE, GET inside it;
-    # the INFO calls are the test's own).
+    # One command from the gateway (the script reads the vetoes, swaps the mark, reads the
+    # compaction marker, warned calls and judge verdict inside it; the INFO calls are the test's own).
     assert calls["cmdstat_evalsha"] == 1 and "cmdstat_eval" not in calls
     assert state.vetoes == (veto(1),)
     await store.aclose()

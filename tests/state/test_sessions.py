@@ -7,6 +7,7 @@ from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.protocols.responses.adapter import RESPONSES
+from gateway.untrusted import hashed
 from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
 
 BODY = {"model": "m", "user": "alice", "metadata": {"session_id": "meta-1", "run": "run-9"},
@@ -21,8 +22,8 @@ def sid(headers, body=BODY, sources=None):
 def test_default_order_header_then_user_then_metadata_then_fingerprint():
     assert sid({"x-loopguard-session": "abc", "x-session-id": "other"}) == "h:abc"
     assert sid({"x-session-id": "other"}) == "h:other"
-    assert sid({}) == "u:alice"
-    assert sid({}, {**BODY, "user": ""}) == "m:meta-1"
+    assert sid({}) == hashed("alice", "u:")
+    assert sid({}, {**BODY, "user": ""}) == hashed("meta-1", "m:")
     fingerprint = sid({}, {**BODY, "user": None, "metadata": None})
     assert fingerprint.startswith("f:")
     # The fingerprint is stable across the conversation's requests (the history grows).
@@ -35,7 +36,7 @@ def test_configured_sources_replace_the_defaults():
     sources = SessionsConfig(headers=["X-Agent-Run"], body_user=False, metadata_key="run")
     assert sources.headers == ("x-agent-run",)  # header names are case-insensitive
     assert sid({"x-agent-run": "r1", "x-loopguard-session": "ignored"}, sources=sources) == "h:r1"
-    assert sid({"x-loopguard-session": "ignored"}, sources=sources) == "m:run-9"
+    assert sid({"x-loopguard-session": "ignored"}, sources=sources) == hashed("run-9", "m:")
     no_meta = SessionsConfig(headers=[], body_user=False, metadata_key=None)
     assert sid({"x-loopguard-session": "x"}, sources=no_meta).startswith("f:")
 
@@ -103,7 +104,7 @@ ANTHROPIC_BODY = {"model": "claude-sonnet-4-6", "max_tokens": 10, "metadata": {"
 
 
 @pytest.mark.parametrize(("headers", "sources", "expected"), [
-    ({}, DEFAULT_SOURCES, "u:" + CLAUDE_CODE_USER),
+    ({}, DEFAULT_SOURCES, hashed(CLAUDE_CODE_USER, "u:")),
     ({"x-loopguard-session": "run-1"}, DEFAULT_SOURCES, "h:run-1"),  # a header still comes first
     ({}, SessionsConfig(body_user=False), "f:"),  # the same switch as OpenAI's `user`
 ])

@@ -16,6 +16,7 @@ from opentelemetry.trace import SpanKind
 from support.protocols import all_protocols
 from support.waiting import wait_for
 
+from gateway.untrusted import hashed
 from gateway.audit.memory_sink import MemorySink
 from gateway.telemetry import instrument
 from gateway.telemetry.sink import session_hash
@@ -71,7 +72,7 @@ def test_a_passing_chat_request_named_by_the_bodys_user(traced):
     assert reply.choices[0].message.content == "done"
     (span,) = server_spans(exporter, 1)
     assert span.attributes["loopguard.action"] == "pass" and not events.events
-    assert span.attributes["loopguard.session_hash"] == session_hash(NAMESPACE + "u:alice")
+    assert span.attributes["loopguard.session_hash"] == session_hash(NAMESPACE + hashed("alice", "u:"))
     assert "alice" not in str(dict(span.attributes))
 
 
@@ -81,7 +82,7 @@ def test_a_passing_responses_request_named_by_its_metadata(traced):
     (span,) = server_spans(exporter, 1)
     assert span.attributes["loopguard.action"] == "pass"
     # Each protocol's conversations are sessions of their own (the guard's key says so).
-    assert span.attributes["loopguard.session_hash"] == session_hash("responses:" + NAMESPACE + "m:task-9")
+    assert span.attributes["loopguard.session_hash"] == session_hash("responses:" + NAMESPACE + hashed("task-9", "m:"))
 
 
 def test_fingerprinted_chat_requests_agree_with_the_audit_trail(traced):

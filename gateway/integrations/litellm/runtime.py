@@ -12,8 +12,10 @@ import structlog
 
 from gateway.audit.bus import AuditBus, build_bus
 from gateway.config import Config, load_config
+from gateway.detectors import REGISTRY as DETECTORS
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
+from gateway.pricing import configured
 from gateway.policy.holder import PolicyHolder
 from gateway.policy.loader import shipped_policy_path
 from gateway.state import build_store
@@ -40,8 +42,21 @@ def shared_metrics() -> GatewayMetrics:
     if not _METRICS:
         from prometheus_client import REGISTRY  # noqa: PLC0415
 
-        _METRICS.append(GatewayMetrics(REGISTRY))
+        metrics = GatewayMetrics(REGISTRY)
+        metrics.start_at_zero(DETECTORS)  # LiteLLM serves no latency of ours: no routes
+        _METRICS.append(metrics)
     return _METRICS[0]
+
+
+_WATCHED: list[Runtime] = []
+
+
+def watch_once(runtime: Runtime) -> None:
+    """The scrape-time values (fail-opens, detector and audit sink errors, state, policy) of the
+    first guardrail built in this process: the registry takes each metric name once."""
+    if not _WATCHED:
+        _WATCHED.append(runtime)
+        runtime.metrics.watch(runtime)
 
 
 @dataclass
@@ -62,9 +77,11 @@ class Runtime:
         path = policy_path(policy) or (Path(config.policy) if config.policy else None)
         metrics = shared_metrics()
         audit = build_bus(config.audit)
-        add_savings(audit, metrics)
+        add_savings(audit, metrics, configured(config.pricing))
         audit.add(MetricsSink(metrics))
-        return cls(config, PolicyHolder(path), build_store(config.state), audit, metrics)
+        runtime = cls(config, PolicyHolder(path), build_store(config.state), audit, metrics)
+        watch_once(runtime)
+        return runtime
 
     async def ensure_started(self) -> None:
         """Starts the policy watcher and the audit sinks on the proxy's event loop, on the first

@@ -37,7 +37,10 @@ def around(event: bytes, end: int, text: str) -> tuple[bytes, bytes] | None:
     more than once, or the probe does not find it there."""
     if not text or not event.startswith(b"data: ") or event.find(b"\n", 0, end) >= 0:
         return None
-    encoded = orjson.dumps(text)
+    try:
+        encoded = orjson.dumps(text)
+    except TypeError:  # a lone surrogate: the slow path re-encodes the event instead
+        return None
     at = event.find(encoded, 0, end)
     if at < 0 or event.find(encoded, at + 1, end) >= 0:
         return None

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from gateway.protocols import codec
 from gateway.trace.model import ToolCall
 
 __all__ = ["PartialCall", "ToolCallAssembler"]
@@ -56,7 +55,7 @@ class PartialCall:
             if args:
                 self.parts.append(args)
         elif args is not None:  # an object instead of JSON text: seen from some local servers
-            self.parts.append(orjson.dumps(args).decode())
+            self.parts.append(codec.dumps(args).decode())  # lone surrogates escaped, not refused
 
 
 class ToolCallAssembler:

@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from gateway import untrusted
 from gateway.protocols.responses.parse import CALL_TYPES, OUTPUT_TYPES, content_text, input_items, item_type
 from gateway.protocols.responses.rewrite import veto_exchange
 from gateway.state.base import ChainRecord
@@ -50,8 +51,9 @@ ANONYMOUS = "c:-:"
 
 def key(namespace: str, response_id: str) -> str:
     """Where a response's record is kept: under the namespace of the client that created it
-    (``gateway.state.session.client_namespace``; "" for none)."""
-    return (namespace or ANONYMOUS) + response_id
+    (``gateway.state.session.client_namespace``; "" for none). The id is the client's text:
+    made a safe key first."""
+    return (namespace or ANONYMOUS) + untrusted.key(response_id)
 
 
 def previous_id(payload: Any) -> str | None:

@@ -10,12 +10,13 @@ from typing import Any
 
 import orjson
 
+from gateway.protocols import codec
 from gateway.protocols.responses.replies import message_item, response_object
 from gateway.protocols.sse import SSEDecoder
 
 
 def encode(event: dict[str, Any]) -> bytes:
-    return b"event: " + str(event.get("type", "")).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+    return b"event: " + str(event.get("type", "")).encode("utf-8", "backslashreplace") + b"\ndata: " + codec.dumps(event) + b"\n\n"
 
 
 def text_message_events(text: str, output_index: int, first_seq: int) -> tuple[list[dict[str, Any]], dict]:

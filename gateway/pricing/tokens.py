@@ -1,0 +1,113 @@
+"""Token counts: tiktoken for the models litellm counts with it, offline.
+
+litellm counts OpenAI models with tiktoken (``o200k_base`` for the gpt-4o family, otherwise the
+encoding tiktoken names for the model, else ``cl100k_base``). The encodings' rank files ship
+inside the litellm package under tiktoken's cache names, so tiktoken is pointed at that
+directory (``TIKTOKEN_CACHE_DIR``, unless the operator set one) and never downloads: an encoding
+whose file is not in the cache is not used, and that model's tokens are estimated.
+
+Other models' tokenizers (Anthropic, Gemini, Llama, ...) are not tiktoken's; their tokens are
+estimated as characters / 4 and flagged as estimated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gateway.pricing.table import Price, package_dir
+
+CACHE_ENV = "TIKTOKEN_CACHE_DIR"
+BUNDLED = "litellm_core_utils/tokenizers"  # inside the litellm package
+OPENAI_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai", "azure_text"})
+ENCODINGS = ("cl100k_base", "o200k_base", "p50k_base", "r50k_base")
+_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"  # tiktoken's cache key source
+
+Count = Callable[[str], int]
+
+
+def encoding_name(model: str, price: Price | None) -> str | None:
+    """The encoding litellm would count ``model`` with; None when it is not an OpenAI model."""
+    if price is not None and price.tokenizer:
+        return price.tokenizer
+    name = model.split("/", 1)[1] if "/" in model else model
+    if price is not None and price.provider and price.provider not in OPENAI_PROVIDERS:
+        return None
+    import tiktoken.model  # noqa: PLC0415 - light; only once savings are counted
+
+    if "gpt-4o" in name:
+        return "o200k_base"
+    try:
+        return tiktoken.model.encoding_name_for_model(name)
+    except KeyError:
+        # litellm's default for an OpenAI model tiktoken does not know by name
+        return "cl100k_base" if price is not None and price.provider in OPENAI_PROVIDERS else None
+
+
+class Tokenizers:
+    """Loaded encodings by name (each loads once, in the thread that first needs it)."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self.cache_dir = cache_dir
+        self._loaded: dict[str, Count | None] = {}
+        self._lock = threading.Lock()
+
+    def counter(self, encoding: str | None) -> Count | None:
+        if encoding is None:
+            return None
+        with self._lock:
+            if encoding not in self._loaded:
+                self._loaded[encoding] = self._load(encoding)
+            return self._loaded[encoding]
+
+    def _load(self, encoding: str) -> Count | None:
+        cache = self._cache()
+        if cache is None or not (cache / hashlib.sha1(_URL.format(encoding).encode()).hexdigest()).is_file():
+            return None  # never a download
+        import tiktoken  # noqa: PLC0415
+
+        try:
+            loaded = tiktoken.get_encoding(encoding)
+        except Exception:  # noqa: BLE001 - a corrupt cache file: estimate instead
+            return None
+        return lambda text: len(loaded.encode(text, disallowed_special=()))
+
+    def _cache(self) -> Path | None:
+        if configured := os.environ.get(CACHE_ENV):
+            return Path(configured)
+        bundled = self.cache_dir or _bundled()
+        if bundled is not None:
+            os.environ[CACHE_ENV] = str(bundled)  # tiktoken reads its cache directory from here only
+        return bundled
+
+
+def _bundled() -> Path | None:
+    found = package_dir()
+    return found / BUNDLED if found is not None and (found / BUNDLED).is_dir() else None
+
+
+def message_tokens(count: Count, message: Any) -> int:
+    """A chat message as litellm counts it: 3 tokens of framing, its text, its calls' names and
+    arguments, its name."""
+    if not isinstance(message, dict):
+        return 3 + count(str(message))
+    total = 3 + count(_text(message.get("content")))
+    if isinstance(message.get("name"), str):
+        total += 1 + count(message["name"])
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            total += count(str(function.get("name") or "")) + count(str(function.get("arguments") or ""))
+    return total
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: their text
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
