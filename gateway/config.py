@@ -120,14 +120,25 @@ class LimitsConfig(_Strict):
                                      "only what is new; per-text memos are bounded at 16 MiB each")
 
 
+class TenantKey(_Strict):
+    """A client key that belongs to a tenant: every key of one tenant shares its namespace
+    (sessions, response chains, threads, conversations), so an agent may rotate between them."""
+
+    key: str = Field(description="the key, or `sha256:<hex>` of it")
+    tenant: str = Field(min_length=1, description="the tenant's name")
+
+
 class AuthConfig(_Strict):
     """Client keys the gateway accepts (``Authorization: Bearer`` or ``x-api-key``). Empty: no
     client authentication, every caller may use the upstream key. Entries are keys or
-    ``sha256:<hex>`` of keys, so the config need not hold them in clear."""
+    ``sha256:<hex>`` of keys, so the config need not hold them in clear; an entry
+    ``{key: ..., tenant: ...}`` puts the key in a tenant shared with the tenant's other keys."""
 
-    keys: tuple[str, ...] = Field((), description="client keys (`${VAR}` and `sha256:<hex>` entries "
-                                  "allowed), sent as `Authorization: Bearer` or `x-api-key`; never "
-                                  "forwarded. Empty: no client authentication")
+    keys: tuple[str | TenantKey, ...] = Field((), description="client keys (`${VAR}` and "
+                                              "`sha256:<hex>` entries allowed), sent as "
+                                              "`Authorization: Bearer` or `x-api-key`; never "
+                                              "forwarded; `{key: ..., tenant: name}` entries share "
+                                              "the tenant's namespace. Empty: no client authentication")
     metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics` and `/readyz`; "
                                                  "unset: the same as `auth.keys`; `[]`: open")
     agent_header_keys: tuple[str, ...] | None = Field(None, description="keys whose "
@@ -136,8 +147,9 @@ class AuthConfig(_Strict):
 
     @field_validator("keys", "metrics_keys", "agent_header_keys")
     @classmethod
-    def _usable(cls, keys: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        for key in keys or ():
+    def _usable(cls, keys: tuple[str | TenantKey, ...] | None) -> tuple[str | TenantKey, ...] | None:
+        for entry in keys or ():
+            key = entry.key if isinstance(entry, TenantKey) else entry
             if not key.strip():
                 raise ValueError("an empty key (an unset ${VAR}?) would not protect anything")
             if key.startswith("sha256:") and not re.fullmatch(r"[0-9a-fA-F]{64}", key[7:]):
@@ -162,7 +174,12 @@ class StateConfig(_Strict):
     key_prefix: str = Field("loopguard:", description="redis: prefix of every key")
     ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
     max_sessions: int = Field(10_000, ge=1, description="memory: least recently used sessions "
-                              "are evicted beyond this")
+                              "are evicted beyond this; redis: sessions the mirror keeps")
+    # Most requests find nothing stored but their own previous mark: a per-process copy that
+    # Redis keeps true (client-side caching invalidations) answers them without a round trip.
+    mirror: bool = Field(True, description="redis: answer sessions this process knows from its "
+                         "mirror, kept true by Redis's invalidation messages (Redis >= 6); off: "
+                         "every request reads Redis")
     # A slow Redis must not slow traffic, so each operation gets this long, and after a failure
     # it is left alone for retry_after_s (requests run on what they carry).
     op_timeout_s: float = Field(0.1, gt=0, le=5, description="redis: each operation's budget")

@@ -29,6 +29,7 @@ from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
 from gateway.context import Gateway
 from gateway.server.front import Front
+from gateway.server import owned
 from gateway.server.health import healthz, readyz
 from gateway.server.passthrough import passthrough, passthrough_for
 from gateway.server.paths import PathGuard
@@ -36,6 +37,7 @@ from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
+from gateway.judge import JudgeService
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -62,6 +64,7 @@ def build_app(
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
+    gateway.judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
     ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
@@ -76,6 +79,7 @@ def build_app(
             yield
         finally:
             await gateway.audit.stop()
+            await gateway.judge.aclose()
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
@@ -98,6 +102,12 @@ def build_app(
         *ui,
         Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
+        # Routes naming a tenant's server-side objects: checked against the caller's tenant.
+        Route("/v1/responses/{ident}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/responses/{ident}/{rest:path}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/conversations", owned.create_conversation, methods=["POST"]),
+        Route("/v1/conversations/{ident}", owned.of("conversation"), methods=_ALL_METHODS),
+        Route("/v1/conversations/{ident}/{rest:path}", owned.of("conversation"), methods=_ALL_METHODS),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)

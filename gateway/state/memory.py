@@ -20,7 +20,7 @@ from gateway.state.base import (
     EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord,
 )
 from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent
-from gateway.trace.model import WarnedCall
+from gateway.trace.model import JudgeVerdict, WarnedCall
 
 # A session that keeps getting vetoed is terminated long before this; the cap only bounds memory.
 MAX_VETOES_PER_SESSION = 64
@@ -33,9 +33,10 @@ class _Entry:
     mark: HistoryMark | None = None
     compacted: HistoryMark | None = None
     warned: tuple[WarnedCall, ...] = ()
+    verdict: JudgeVerdict | None = None
 
     def state(self) -> SessionState:
-        return SessionState(self.vetoes, self.mark, self.compacted, self.warned)
+        return SessionState(self.vetoes, self.mark, self.compacted, self.warned, self.verdict)
 
 
 class MemoryStore:
@@ -86,11 +87,15 @@ class MemoryStore:
         if warned not in entry.warned:
             entry.warned = (*entry.warned, warned)[-MAX_WARNED_PER_SESSION:]
 
+    def save_verdict(self, session: str, verdict: JudgeVerdict) -> None:
+        (self._live(session) or self._create(session)).verdict = verdict
+
     def end_run(self, session: str) -> None:
         entry = self._live(session)
         if entry is not None:
             entry.vetoes = ()
             entry.warned = ()
+            entry.verdict = None
 
     async def ping(self) -> bool:
         return True  # in-process: nothing can be unreachable

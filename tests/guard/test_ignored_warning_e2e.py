@@ -186,3 +186,28 @@ def test_a_later_failure_on_another_file_is_not_the_warned_pattern(start_guarded
     assert answer == "fixed: tests pass"
     assert not [e for e in events.events if e.detector == "ignored_warning"]
     assert {e.action for e in events.events} == {"warn"}
+
+
+def test_a_new_user_prompt_is_a_new_run_with_no_warning_to_escalate(start_guarded):
+    """The warning belongs to its run: after a new user message, two failing edits of the same
+    file are two failures, not a warning ignored."""
+    attempt = itertools.count(1)
+
+    def respond(request):
+        if (done := closing(request)) is not None:
+            return done
+        users = [m for m in request["messages"] if m.get("role") == "user"]
+        if len(users) == 1 and not any(anchors({"messages": [m]}) for m in request["messages"]):
+            return Reply(tool_calls=[edit(next(attempt))])
+        if len(users) == 1:
+            return Reply(content="giving up on this edit")
+        edits = sum(1 for m in request["messages"][request["messages"].index(users[-1]):]
+                    if m.get("role") == "assistant")
+        return Reply(tool_calls=[edit(100 + edits)]) if edits < 2 else Reply(content="still failing; will ask")
+
+    _, agent, events, answer = run(start_guarded, respond)
+    assert answer == "giving up on this edit"
+    warned = len(events.events)
+    assert agent.run("try the edit once more, differently") == "still failing; will ask"
+    assert len(events.events) == warned  # nothing new: no ignored_warning in the new run
+    assert agent.actions[-3:] == ["pass", "pass", "pass"]

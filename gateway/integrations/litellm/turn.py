@@ -10,14 +10,13 @@ from typing import Any, NoReturn
 from gateway.audit.events import StoppedWork
 from gateway.guard import decision as core
 from gateway.guard.audit import audit
-from gateway.guard.request import RequestPlan, veto_record
+from gateway.guard.request import RequestPlan, retrace, veto_record
 from gateway.guard.response import Refusal
 from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import client_body
 from gateway.integrations.litellm.wire import Wire
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
-from gateway.trace.builder import build_trace
 
 
 @dataclass(slots=True)
@@ -62,7 +61,7 @@ class Turn:
         except Exception as exc:  # the veto still holds for this request; later ones may not see it
             self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
         plan.messages = [*plan.messages, *exchange]
-        plan.trace = build_trace(self.adapter.conversation(self.payload, plan.messages), plan.policy.trace_settings)
+        plan.trace = retrace(plan, self.adapter.conversation(self.payload, plan.messages))
 
     async def reask(self, *, stream: bool) -> Any:
         self.reasks += 1
