@@ -139,8 +139,9 @@ class AuthConfig(_Strict):
                                               "`Authorization: Bearer` or `x-api-key`; never "
                                               "forwarded; `{key: ..., tenant: name}` entries share "
                                               "the tenant's namespace. Empty: no client authentication")
-    metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics` and `/readyz`; "
-                                                 "unset: the same as `auth.keys`; `[]`: open")
+    metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics`, `/readyz` "
+                                                 "and the console `/ui`; unset: the same as "
+                                                 "`auth.keys`; `[]`: open")
     agent_header_keys: tuple[str, ...] | None = Field(None, description="keys whose "
                                                       "`x-loopguard-agent` may select a policy "
                                                       "override; unset: every client's")
