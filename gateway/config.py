@@ -54,7 +54,12 @@ class UpstreamConfig(_Strict):
     api_key: str | None = Field(None, description="server-side key replacing the client's "
                                 "Authorization; unset: each client's own key is forwarded")
     # LLM calls can legitimately take minutes.
-    timeout_s: float = Field(600.0, gt=0, description="whole-request timeout (504 when exceeded)")
+    timeout_s: float = Field(600.0, gt=0, description="a JSON answer: the whole response (headers and "
+                             "body) within this, else 504; a stream: its first byte (the response "
+                             "headers) within this, else 504")
+    stream_idle_timeout_s: float | None = Field(None, gt=0, description="a stream: the longest silence "
+                                                "between two chunks, else it is ended with the "
+                                                "protocol's error event; unset: `timeout_s`")
     connect_timeout_s: float = Field(10.0, gt=0, description="connect timeout (502 when exceeded)")
     headers: dict[str, str] = Field({}, description="extra headers sent upstream, e.g. "
                                     "`{OpenAI-Organization: org-...}`")
@@ -118,6 +123,15 @@ class LimitsConfig(_Strict):
                                      "caches of a conversation's last request (its body's bytes, "
                                      "its parsed history), so its next request reads and parses "
                                      "only what is new; per-text memos are bounded at 16 MiB each")
+    header_timeout_s: float = Field(5.0, gt=0, description="a connection whose request headers are not "
+                                    "complete by then (from its first byte, or from connecting) gets "
+                                    "408 and is closed (slow-header senders, idle sockets)")
+    max_connections: int = Field(1000, ge=1, description="open client connections per process; one "
+                                 "more is answered 503 and closed at once (keep under the file "
+                                 "descriptor limit)")
+    max_inflight_bytes: int = Field(256 * 1024 * 1024, ge=1, description="request body bytes held "
+                                    "at once per process; a request that would go beyond gets 503 "
+                                    "with `retry-after` (keep it at least `max_body_bytes`)")
 
 
 class AuthConfig(_Strict):

@@ -99,7 +99,8 @@ def build_app(
     others.state.gateway = gateway
     # Paths and header values are made canonical before authentication, both before any route.
     gates = (PathGuard(), ClientAuth(config.auth))
-    app = GatewayApp(Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s), others)
+    app = GatewayApp(Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
+                                 config.limits.max_inflight_bytes), others)
     if config.telemetry.enabled:  # OpenTelemetry is imported only then
         from gateway.telemetry import instrument, provider_for
 
