@@ -177,6 +177,9 @@ class StateConfig(_Strict):
     ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
     max_sessions: int = Field(10_000, ge=1, description="memory: least recently used sessions "
                               "are evicted beyond this")
+    max_veto_bytes: int = Field(64 * 1024 * 1024, ge=1, description="memory: all sessions' vetoed "
+                                "exchanges together (each stored with its long strings shortened to "
+                                "2 KB and a digest); least recently used sessions are evicted beyond this")
     # A slow Redis must not slow traffic, so each operation gets this long, and after a failure
     # it is left alone for retry_after_s (requests run on what they carry).
     op_timeout_s: float = Field(0.1, gt=0, le=5, description="redis: each operation's budget")

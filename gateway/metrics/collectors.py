@@ -44,6 +44,10 @@ class GatewayCollector(Collector):
                                   value=getattr(store, "degradations", 0))
         yield CounterMetricFamily("loopguard_state_evictions", "Sessions dropped to stay within bounds",
                                   value=getattr(store, "evictions", 0))
+        if (veto_bytes := getattr(store, "veto_bytes", None)) is not None:  # memory: its byte budget
+            yield GaugeMetricFamily("loopguard_state_veto_bytes", "Vetoed exchanges kept, serialized "
+                                    "(state.max_veto_bytes)", value=veto_bytes)
+            yield GaugeMetricFamily("loopguard_state_sessions", "Sessions kept", value=len(store))
 
     def _policy(self) -> Iterator[Metric]:
         holder = self.gateway.policies

@@ -43,6 +43,7 @@ class Front:
         self.metrics = metrics
         self.body_timeout_s = body_timeout_s
         self.inflight = metrics.inflight = InflightBytes(max_inflight_bytes)  # /metrics reads it
+        self.started = 0  # guarded requests begun (scrapes and probes are not traffic): server/idle.py
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -65,6 +66,8 @@ class Front:
                     return
                 scope = checked
             app = self.guarded.get(scope["path"]) if scope["method"] == "POST" else None
+            if app is not None:
+                self.started += 1
             with counting_into(self.metrics.engine):  # this app's fail-opens are this app's
                 await (app or self.fallback)(scope, flow.receive, flow.send)
             await flow.settle()  # the client left as the handler returned: the cancel is pending

@@ -27,6 +27,7 @@ import orjson
 
 # Records hold client and upstream text: codec writes lone surrogates as escapes, not refuses them.
 from gateway.protocols import codec
+from gateway.state.bounds import CHAIN_TEXT_CHARS, bounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +96,8 @@ class ChainRecord:
     upstream_id: str | None = None
 
     def dumps(self) -> bytes:
-        return codec.dumps({"i": self.items, "o": self.owed, "u": self.upstream_id})
+        # Items bounded in bytes (``state.bounds``); owed outputs are sent upstream, so kept whole.
+        return codec.dumps({"i": bounded(self.items, CHAIN_TEXT_CHARS), "o": self.owed, "u": self.upstream_id})
 
     @classmethod
     def loads(cls, raw: bytes | str) -> ChainRecord:
