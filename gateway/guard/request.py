@@ -19,7 +19,7 @@ from gateway.state.bounds import VETO_TEXT_CHARS, bounded
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
-from gateway.trace.model import Conversation, Trace, Turn
+from gateway.trace.model import Conversation, Trace, Turn, WarnedCall
 
 
 @dataclass(slots=True)
@@ -67,7 +67,8 @@ async def plan_request(
     mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)
     tracked = _track(state, conv, mark, session, store, log)
-    vetoes = _run_vetoes(state, tracked, session, store, log)
+    state = _run_state(state, tracked, session, store, log)
+    vetoes = state.vetoes
     messages = prefix.insert_vetoes(items, tracked.hashes, vetoes) if vetoes else items
     if messages is not items:
         conv, memo = adapter.conversation(payload, messages), None
@@ -75,11 +76,14 @@ async def plan_request(
     if tracked.compacted_at is not None:
         start = compaction.shown_index(tracked.compacted_at, tracked.hashes, vetoes)
         trace = replace(trace, compacted_at=start)
+    if state.warned or state.verdict is not None:
+        trace = replace(trace, warned=state.warned, verdict=state.verdict)
     judgement = policy.judge(trace)
     plan = RequestPlan(policy, session, payload, items, messages, conv, trace, judgement,
                        client_conv.turns, changed=messages is not items,
                        client_hash=mark.digest)
     _apply_history_action(adapter, plan)
+    _remember_warning(plan, store, log)
     return plan
 
 
@@ -107,23 +111,24 @@ def _track(state: SessionState, conv: Conversation, mark: HistoryMark, session: 
     return tracked
 
 
-def _run_vetoes(state: SessionState, tracked: compaction.Tracked, session: str, store: StateStore,
-                log) -> tuple[VetoRecord, ...]:
-    """The vetoed exchanges this request may be shown. A fingerprint session is shared by every
-    run of the same task (same system prompt, first user message and tools: a fleet running a
-    job twice, a retried job), so its vetoes hold only while requests continue the run that was
-    refused: a request that neither extends the session's previous one nor compacts it (a new
-    run starts with a shorter history, and may replay the first run's turns exactly) ends that
-    run, and its vetoes are forgotten. A session the client named keeps them: it says which run
-    a request belongs to."""
-    if not state.vetoes or tracked.continues or not is_fingerprint(session):
-        return state.vetoes
+def _run_state(state: SessionState, tracked: compaction.Tracked, session: str, store: StateStore,
+               log) -> SessionState:
+    """The vetoed exchanges and warned calls this request may use. A fingerprint session is
+    shared by every run of the same task (same system prompt, first user message and tools: a
+    fleet running a job twice, a retried job), so its vetoes hold only while requests continue
+    the run that was refused: a request that neither extends the session's previous one nor
+    compacts it (a new run starts with a shorter history, and may replay the first run's turns
+    exactly) ends that run, and its vetoes and warnings are forgotten. A session the client
+    named keeps them: it says which run a request belongs to (and a warned call is only ever
+    matched by its id among the calls of the run being judged)."""
+    if not (state.vetoes or state.warned or state.verdict) or tracked.continues or not is_fingerprint(session):
+        return state
     log.info("session_new_run", session=session, vetoes_dropped=len(state.vetoes))
     try:
         store.end_run(session)
     except Exception as exc:  # noqa: BLE001 - a foreign store; this request still ignores them
         log.warning("state_unavailable", op="end_run", error=type(exc).__name__)
-    return ()
+    return replace(state, vetoes=(), warned=(), verdict=None)
 
 
 def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:
@@ -142,6 +147,33 @@ def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:
     text = policy.render("warn", finding)
     plan.messages = adapter.add_anchor(plan.messages, text, policy.interventions.warn.placement)
     plan.changed = True
+
+
+def _remember_warning(plan: RequestPlan, store: StateStore, log) -> None:
+    """A warning went into the forwarded request: remember which call's pattern it named, so a
+    pattern that goes on after it escalates (in this request's proposals and in later requests,
+    on any replica). Written fire-and-forget; the anchor itself is never in the client's history."""
+    judgement = plan.judgement
+    finding = judgement.finding
+    if finding is None or judgement.action not in (Action.WARN, Action.REJECT):
+        return
+    event = next((e for e in reversed(plan.trace.events) if e.step in finding.steps), plan.trace.latest)
+    if event is None or any(w.call_id == event.call_id for w in plan.trace.warned):
+        return
+    warned = WarnedCall(event.call_id, finding.detector)
+    plan.trace = replace(plan.trace, warned=(*plan.trace.warned, warned))
+    try:
+        store.add_warned(plan.session, warned)
+    except Exception as exc:  # noqa: BLE001 - a foreign store; only the escalation is weaker
+        log.warning("state_unavailable", op="add_warned", error=type(exc).__name__)
+
+
+def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
+    """The trace of ``conv`` (the plan's conversation after an edit, e.g. a vetoed exchange
+    shown), keeping what the request path learnt from the session's state."""
+    trace = build_trace(conv, plan.policy.trace_settings)
+    return replace(trace, compacted_at=plan.trace.compacted_at, warned=plan.trace.warned,
+                   verdict=plan.trace.verdict)
 
 
 def veto_record(plan: RequestPlan, exchange: list[Any]) -> VetoRecord:

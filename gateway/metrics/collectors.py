@@ -1,4 +1,7 @@
-"""Values owned elsewhere, read when Prometheus scrapes (never on the request path)."""
+"""Values owned elsewhere, read when Prometheus scrapes (never on the request path).
+
+They are kept by each process: with ``server.workers`` > 1 a scrape reads the answering worker's
+own (their help texts say so), next to the counters all workers share."""
 
 from __future__ import annotations
 
@@ -7,6 +10,10 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from gateway.detectors import REGISTRY as DETECTORS
+
+PER_WORKER = " (this process's own: with several workers, the answering worker's)"
 
 
 class GatewayCollector(Collector):
@@ -21,7 +28,7 @@ class GatewayCollector(Collector):
         yield from self._audit()
         yield from self._inflight()
         self.metrics.recovery.expire()  # settle quiet sessions so the outcome counters are current
-        yield GaugeMetricFamily("loopguard_warns_pending", "Warns waiting for the session's next request",
+        yield GaugeMetricFamily("loopguard_warns_pending", "Warns waiting for the session's next request" + PER_WORKER,
                                 value=len(self.metrics.recovery))
 
     def _guard(self) -> Iterator[Metric]:
@@ -29,20 +36,21 @@ class GatewayCollector(Collector):
         # (gateway.pipeline.verdict.fail_open); each one forwarded a request untouched.
         stats = self.metrics.engine
         yield CounterMetricFamily("loopguard_fail_open_errors",
-                                  "Guard errors that forwarded traffic untouched (fail-open)",
+                                  "Guard errors that forwarded traffic untouched (fail-open)" + PER_WORKER,
                                   value=stats.fail_open_errors)
-        by_detector = CounterMetricFamily("loopguard_detector_errors", "Detector exceptions, by detector",
+        by_detector = CounterMetricFamily("loopguard_detector_errors", "Detector exceptions, by detector" + PER_WORKER,
                                           labels=["detector"])
-        for name, count in sorted(stats.errors_by_detector.items()):
-            by_detector.add_metric([name], count)
+        for name in sorted(set(DETECTORS) | set(stats.errors_by_detector)):  # every detector from startup, at 0
+            by_detector.add_metric([name], stats.errors_by_detector.get(name, 0))
         yield by_detector
 
     def _state(self) -> Iterator[Metric]:
         store = self.gateway.store
         yield CounterMetricFamily("loopguard_state_degradations",
-                                  "State-store operations the backend could not serve (requests went on without)",
+                                  "State-store operations the backend could not serve (requests went on without)"
+                                  + PER_WORKER,
                                   value=getattr(store, "degradations", 0))
-        yield CounterMetricFamily("loopguard_state_evictions", "Sessions dropped to stay within bounds",
+        yield CounterMetricFamily("loopguard_state_evictions", "Sessions dropped to stay within bounds" + PER_WORKER,
                                   value=getattr(store, "evictions", 0))
         if (veto_bytes := getattr(store, "veto_bytes", None)) is not None:  # memory: its byte budget
             yield GaugeMetricFamily("loopguard_state_veto_bytes", "Vetoed exchanges kept, serialized "
@@ -51,10 +59,10 @@ class GatewayCollector(Collector):
 
     def _policy(self) -> Iterator[Metric]:
         holder = self.gateway.policies
-        yield CounterMetricFamily("loopguard_policy_reloads", "Policy files reloaded after an edit",
+        yield CounterMetricFamily("loopguard_policy_reloads", "Policy files reloaded after an edit" + PER_WORKER,
                                   value=getattr(holder, "reloads", 0))
         yield CounterMetricFamily("loopguard_policy_reload_errors",
-                                  "Policy edits rejected (the previous policy kept running)",
+                                  "Policy edits rejected (the previous policy kept running)" + PER_WORKER,
                                   value=getattr(holder, "reload_errors", 0))
         info = GaugeMetricFamily("loopguard_policy_info", "The running policy", labels=["policy"])
         info.add_metric([str(getattr(holder.current, "name", ""))], 1)
@@ -71,21 +79,22 @@ class GatewayCollector(Collector):
 
     def _audit(self) -> Iterator[Metric]:
         bus = self.gateway.audit
-        errors = CounterMetricFamily("loopguard_audit_sink_errors", "Audit sink failures, by sink", labels=["sink"])
-        for name, count in sorted(bus.errors.items()):
-            errors.add_metric([name], count)
+        errors = CounterMetricFamily("loopguard_audit_sink_errors", "Audit sink failures, by sink" + PER_WORKER,
+                                     labels=["sink"])
+        for name in sorted({sink.name for sink in bus.sinks} | set(bus.errors)):  # every sink, at 0 until it fails
+            errors.add_metric([name], bus.errors.get(name, 0))
         yield errors
         webhook = bus.find("webhook")
         if webhook is None:
             return
-        yield CounterMetricFamily("loopguard_audit_webhook_sent", "Audit events delivered to the webhook",
+        yield CounterMetricFamily("loopguard_audit_webhook_sent", "Audit events delivered to the webhook" + PER_WORKER,
                                   value=webhook.sent)
-        yield CounterMetricFamily("loopguard_audit_webhook_retries", "Webhook delivery retries",
+        yield CounterMetricFamily("loopguard_audit_webhook_retries", "Webhook delivery retries" + PER_WORKER,
                                   value=webhook.retries)
         dropped = CounterMetricFamily("loopguard_audit_webhook_dropped",
-                                      "Audit events the webhook never got, by reason", labels=["reason"])
+                                      "Audit events the webhook never got, by reason" + PER_WORKER, labels=["reason"])
         for reason in ("queue_full", "undeliverable", "shutdown"):
             dropped.add_metric([reason], webhook.dropped.get(reason, 0))
         yield dropped
-        yield GaugeMetricFamily("loopguard_audit_webhook_queued", "Audit events waiting for the webhook",
+        yield GaugeMetricFamily("loopguard_audit_webhook_queued", "Audit events waiting for the webhook" + PER_WORKER,
                                 value=webhook.queue.qsize())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -48,6 +49,15 @@ def route_of(path: str) -> str:
     return "/v1/*" if path.startswith("/v1/") else "other"
 
 
+# The label values known before any traffic: every series of them exists from startup, at 0.
+ACTIONS = ("warn", "reject", "terminate")
+SHADOW = ("false", "true")
+OUTCOMES = ("recovered", "persisted")
+TERMINATE_MODES = ("answer", "reply", "error")
+JUDGE_OUTCOMES = ("looping", "clear", "failed")
+NO_MODEL = ""  # the savings series of a detector before its first stopped run names a model
+
+
 def family_of(path: str) -> str:
     """``/v1/responses/abc`` -> ``responses``; ``/v1/chat/...`` (a spelling the guarded
     route does not match) -> ``chat``."""
@@ -70,10 +80,11 @@ class GatewayMetrics:
             ["detector", "action", "shadow"], registry=r)
         self.overhead = Histogram("loopguard_gateway_overhead_seconds",
                                   "Time a guarded request spent in the gateway's own code (upstream wait "
-                                  "excluded), by route", ["route"], buckets=OVERHEAD_BUCKETS, registry=r)
+                                  "excluded), by route (the protocol: chat, responses, anthropic, ...)",
+                                  ["route"], buckets=OVERHEAD_BUCKETS, registry=r)
         self.upstream = Histogram("loopguard_upstream_seconds",
                                   "Time a guarded request spent waiting for the upstream, re-asks included, "
-                                  "by route", ["route"], buckets=UPSTREAM_BUCKETS, registry=r)
+                                  "by route (the protocol)", ["route"], buckets=UPSTREAM_BUCKETS, registry=r)
         self.unguarded_requests = Counter(
             "loopguard_unguarded_requests",
             "Requests relayed without judging, by route family (responses, messages, models, ...)",
@@ -100,6 +111,12 @@ class GatewayMetrics:
                                      "Output tokens of final answers the model wrote with tools closed "
                                      "(terminate mode answer), by model; estimated at 4 characters a token "
                                      "when the upstream reported none", ["model"], registry=r)
+        self.judge_checks = Counter("loopguard_judge_checks",
+                                    "Checks by the optional model judge (detectors.llm_judge), by outcome: "
+                                    "looping, clear, failed", ["outcome"], registry=r)
+        self.judge_tokens = Counter("loopguard_judge_tokens",
+                                    "Tokens the model judge's checks used, as its upstream reported them, "
+                                    "by kind: prompt, completion", ["kind"], registry=r)
         self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
         self.inflight: Any = None  # the front's body-bytes budget (gateway.server.inflight), when serving
         self.models = BoundedLabel()  # model names are the client's: a bounded set, then "other"
@@ -122,14 +139,44 @@ class GatewayMetrics:
             child = self._children[key] = self.unguarded_requests.labels(key[1])
         child.inc()
 
-    def exchange_done(self, path: str, overhead_s: float, upstream_s: float) -> None:
-        """A guarded exchange is over: its time in the gateway and at the upstream, by route."""
-        key = ("lat", route_of(path))
+    def exchange_done(self, route: str, overhead_s: float, upstream_s: float) -> None:
+        """A guarded exchange is over: its time in the gateway and at the upstream, by route
+        (the protocol: a handful of values, whatever path spelling the client used)."""
+        key = ("lat", route)
         children = self._children.get(key)
         if children is None:
             children = self._children[key] = (self.overhead.labels(key[1]), self.upstream.labels(key[1]))
         children[0].observe(overhead_s)
         children[1].observe(upstream_s)
+
+    def start_at_zero(self, detectors: Iterable[str], routes: Iterable[str] = (),
+                      requests: Iterable[str] = ()) -> None:
+        """Create every series whose label values are known before traffic, at 0: a dashboard
+        panel then shows 0 rather than "No data", and ``rate()`` / ``increase()`` count a
+        series' first event (a series born at its first event has no sample to increase from).
+        Savings are per model, which only traffic names: each detector's series starts with an
+        empty ``model`` (the same series as no ``model`` label at all in PromQL)."""
+        for detector in detectors:
+            for action in ACTIONS:
+                for shadow in SHADOW:
+                    self.interventions.labels(detector, action, shadow)
+            for outcome in OUTCOMES:
+                self.warn_outcomes.labels(detector, outcome)
+            self.tokens_saved.labels(detector, NO_MODEL)
+            self.cost_saved.labels(detector, NO_MODEL)
+        for mode in TERMINATE_MODES:
+            self.terminations.labels(mode)
+        for outcome in JUDGE_OUTCOMES:
+            self.judge_checks.labels(outcome)
+        for kind in ("prompt", "completion"):
+            self.judge_tokens.labels(kind)
+        for family in FAMILIES:
+            self.unguarded_requests.labels(family)
+        for route in routes:
+            self.overhead.labels(route)
+            self.upstream.labels(route)
+        for path in requests:
+            self.requests.labels(route_of(path), "200")
 
     def judged(self, session: str, judgement: Judgement) -> None:
         self.recovery.judged(session, judgement)
@@ -149,6 +196,12 @@ class GatewayMetrics:
     def answered(self, model: str, tokens: int) -> None:
         """A terminated run's final answer, written by the model: its tokens."""
         self.answer_tokens.labels(self.models(model)).inc(tokens)
+
+    def judge_checked(self, outcome: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """One check by the model judge: its outcome and the tokens it cost."""
+        self.judge_checks.labels(outcome).inc()
+        self.judge_tokens.labels("prompt").inc(prompt_tokens)
+        self.judge_tokens.labels("completion").inc(completion_tokens)
 
     def savings_method(self, model: str, tokens: str, price: str) -> None:
         self.savings_methods.labels(model, tokens, price).set(1)

@@ -66,6 +66,7 @@ class FinalAnswer:
         if self.payload is None:
             return None
         out = self.ex.outgoing
+        self.ex.resent += 1
         request = UpstreamRequest("POST", out.path, out.query, out.headers, codec.dumps(self.payload))
         started = time.perf_counter()
         try:

@@ -42,11 +42,14 @@ async def judge(ex: Exchange, headers) -> None:
     # guard failed open.
     ex.namespace = client_namespace(headers)
     try:
-        items = adapter.items(ex.payload)
+        items, judged = adapter.items(ex.payload), ex.payload
         if adapter.chains:
             ex.history = await adapter.history(ex.payload, gateway.store, ex.namespace)
             items = [*ex.history, *items] if ex.history else items
-        plan = await plan_request(adapter, ex.payload, items, headers, ex.path, gateway.policies.current,
+            # Read as a request sending the whole conversation: fields the upstream keeps
+            # (an Anthropic thread's system and tools) back in place.
+            judged = adapter.restored(ex.payload, ex.namespace)
+        plan = await plan_request(adapter, judged, items, headers, ex.path, gateway.policies.current,
                                   gateway.store, ex.log, sessions=gateway.config.sessions,
                                   history=gateway.history, size=len(ex.body))
         ex.plan = plan
@@ -55,6 +58,7 @@ async def judge(ex: Exchange, headers) -> None:
         if plan.action != Action.TERMINATE and (plan.changed or _chain_rewrites(ex)):
             ex.outgoing.body = ex.sent_body()
         gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
+        _ask_judge(ex)
         if plan.judgement.finding is not None and plan.action != Action.TERMINATE:
             ex.verdict.record(ex, plan.judgement, plan.action, "request")  # a terminate: once its reply is written
     except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
@@ -63,9 +67,21 @@ async def judge(ex: Exchange, headers) -> None:
         ex.verdict.reset()
 
 
+def _ask_judge(ex: Exchange) -> None:
+    """The optional model judge, in the background: asked only when due (detectors.llm_judge).
+    Through the gateway's own upstream it needs this request's credentials for that upstream,
+    which a protocol served by another provider does not carry."""
+    judge, plan = ex.gateway.judge, ex.plan
+    if judge is None or plan is None or plan.action == Action.TERMINATE:
+        return
+    headers = ex.outgoing.headers if ex.upstream is ex.gateway.upstream else []
+    judge.consider(plan.policy, plan.session, plan.trace, plan.judgement, ex.payload.get("model"), headers)
+
+
 def _chain_rewrites(ex: Exchange) -> bool:
     """A request continuing a server-side chain may need rewriting though the guard changed
     nothing (Responses: the upstream's own id for a response the client knows by another, or
     outputs owed for calls the gateway withheld): the adapter then answers ``with_items`` with
     a new payload instead of the client's own."""
-    return bool(ex.history) and ex.sent_payload() is not ex.payload
+    refers = bool(ex.history) or bool(ex.adapter.references(ex.payload))
+    return refers and ex.sent_payload() is not ex.payload

@@ -37,4 +37,4 @@ def log_request(ex, status: int) -> None:
     clock = ex.clock
     ex.log.info("request", method="POST", status=status, stream=ex.stream, action=ex.verdict.action.label,
                 upstream_ms=round(clock.upstream_s * 1000, 3), overhead_ms=round(clock.overhead_s * 1000, 3))
-    ex.gateway.metrics.exchange_done(ex.path, clock.overhead_s, clock.upstream_s)
+    ex.gateway.metrics.exchange_done(ex.adapter.name, clock.overhead_s, clock.upstream_s)

@@ -18,8 +18,8 @@ from gateway.pipeline.timing import LogWhenSent
 from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import reask, veto
 from gateway.protocols import codec
-from gateway.server.passthrough import upstream_failed
-from gateway.server.responses import relay
+from gateway.web.refused import upstream_failed
+from gateway.web.responses import relay
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 

@@ -7,11 +7,10 @@ import time
 from typing import Any
 
 from gateway.guard import decision
-from gateway.guard.request import veto_record
+from gateway.guard.request import retrace, veto_record
 from gateway.guard.response import Refusal
 from gateway.pipeline.exchange import Exchange
 from gateway.policy.actions import Action
-from gateway.trace.builder import build_trace
 from gateway.upstream.base import UpstreamRequest, UpstreamResponse
 
 
@@ -28,7 +27,7 @@ async def veto(ex: Exchange, refusal: Refusal) -> str:
     except Exception as exc:  # the veto still holds for this request; later ones may not see it
         ex.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
     show(ex, exchange)
-    plan.trace = build_trace(ex.adapter.conversation(ex.payload, plan.messages), plan.policy.trace_settings)
+    plan.trace = retrace(plan, ex.adapter.conversation(ex.payload, plan.messages))
     return observation
 
 
@@ -43,6 +42,7 @@ async def reask(ex: Exchange, *, counted: bool = True) -> UpstreamResponse:
     ``counted=False``: a required-tool retry, which has its own budget (max_retries)."""
     if counted:
         ex.reasks += 1
+    ex.resent += 1
     out = ex.outgoing
     request = UpstreamRequest("POST", out.path, out.query, out.headers, ex.sent_body())
     started = time.perf_counter()

@@ -6,11 +6,27 @@ overrides what its wire format says differently (Anthropic's end user, for one).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from gateway.state.base import StateStore
 
-__all__ = ["PayloadFields", "WholeConversations"]
+__all__ = ["PayloadFields", "Recent", "WholeConversations"]
+
+
+class Recent(OrderedDict):
+    """A bounded map of recent keys (oldest dropped first): facts about calls and responses
+    an adapter saw that a later method needs but its arguments do not carry."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any = None) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
 
 
 class PayloadFields:
@@ -39,5 +55,14 @@ class WholeConversations:
         return []
 
     async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str) -> None:
+                       namespace: str, client: dict[str, Any] | None = None, untouched: bool = False) -> None:
         return None
+
+    def restored(self, payload: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        return payload
+
+    def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
+        return []
+
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        return []

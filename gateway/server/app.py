@@ -13,6 +13,8 @@ from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
 from gateway.config import Config
+from gateway.console import console
+from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
@@ -25,8 +27,9 @@ from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.grown import GrownBodies
 from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
-from gateway.server.context import Gateway
+from gateway.context import Gateway
 from gateway.server.front import Front
+from gateway.server import owned
 from gateway.server.health import healthz, readyz
 from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough, passthrough_for
@@ -35,6 +38,7 @@ from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
+from gateway.judge import JudgeService
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -61,6 +65,8 @@ def build_app(
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
+    gateway.judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
+    ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
@@ -75,6 +81,7 @@ def build_app(
             yield
         finally:
             await gateway.audit.stop()
+            await gateway.judge.aclose()
             for task in (watcher, idle):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -90,12 +97,20 @@ def build_app(
         (RESPONSES, ("/v1/responses", "/responses")),
         (ANTHROPIC, ("/v1/messages", "/messages")),
     ) for path in paths}
+    gateway.metrics.start_at_zero(DETECTORS, {route.adapter.name for route in guarded.values()}, guarded)
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *ui,
         Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
+        # Routes naming a tenant's server-side objects: checked against the caller's tenant.
+        Route("/v1/responses/{ident}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/responses/{ident}/{rest:path}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/conversations", owned.create_conversation, methods=["POST"]),
+        Route("/v1/conversations/{ident}", owned.of("conversation"), methods=_ALL_METHODS),
+        Route("/v1/conversations/{ident}/{rest:path}", owned.of("conversation"), methods=_ALL_METHODS),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)

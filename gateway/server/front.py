@@ -24,8 +24,8 @@ from starlette.requests import ClientDisconnect
 
 from gateway.metrics.registry import GatewayMetrics, route_of
 from gateway.policy.engine import counting_into
-from gateway.server.body import BodyTimeout
 from gateway.server.inflight import InflightBytes, Overloaded, declared_length
+from gateway.web.body import BodyTimeout
 from gateway.server.lifecycle import Flow
 from gateway.server.refusal import Refusal, refuse
 

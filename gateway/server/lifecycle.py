@@ -28,8 +28,8 @@ from typing import Any
 import structlog
 
 from gateway.metrics.registry import GatewayMetrics
-from gateway.server.body import BodyTimeout
 from gateway.server.inflight import InflightBytes, Overloaded
+from gateway.web.body import BodyTimeout
 
 _DISCONNECT = {"type": "http.disconnect"}
 # A client that leaves is noticed at most this late; the upstream call it started is cancelled then.

@@ -9,12 +9,12 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.context import Gateway, upstream_path
 from gateway.protocols.base import Adapter
-from gateway.server.body import BodyTooLarge, read_body
-from gateway.server.context import Gateway, upstream_path
-from gateway.server.responses import RelayStream, Shape, error_response, openai_shape
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
+from gateway.web.refused import read_or_refuse, upstream_failed
+from gateway.web.responses import RelayStream, Shape, openai_shape
 
 
 async def passthrough(request: Request, protocol: str = "chat", shape: Shape = openai_shape) -> Response:
@@ -51,38 +51,6 @@ def passthrough_for(adapter: Adapter) -> Callable[[Request], Awaitable[Response]
 
     endpoint.__name__ = f"passthrough_{adapter.name}"
     return endpoint
-
-
-def too_large(gateway: Gateway, shape: Shape = openai_shape) -> Response:
-    limit = gateway.config.limits.max_body_bytes
-    return error_response(413, f"Request body exceeds the gateway limit of {limit} bytes.",
-                          code="request_too_large", shape=shape)
-
-
-async def read_or_refuse(gateway: Gateway, scope: dict, receive, started: float,
-                         shape: Shape = openai_shape) -> bytes | Response:
-    """The request body, or the logged 413 answer when it is over the configured limit."""
-    try:
-        return await read_body(scope, receive, gateway.config.limits.max_body_bytes)
-    except BodyTooLarge:
-        return refused(gateway, scope["method"], scope["path"], too_large(gateway, shape), started)
-
-
-def refused(gateway: Gateway, method: str, path: str, response: Response, started: float) -> Response:
-    """Log the request line of an answer the gateway gave without asking the upstream."""
-    gateway.log.info("request", method=method, path=path, status=response.status_code, stream=False,
-                     action="pass", upstream_ms=0.0, overhead_ms=_ms(time.perf_counter() - started))
-    return response
-
-
-def upstream_failed(gateway: Gateway, exc: UpstreamError, path: str, method: str = "POST",
-                    shape: Shape = openai_shape) -> Response:
-    # The request line of a failed request: operators count requests by status from these.
-    gateway.log.warning("request", method=method, path=path, status=exc.status, action="pass",
-                        error=type(exc).__name__, detail=str(exc)[:300])
-    kind = "timed out" if exc.status == 504 else "could not be reached"
-    return error_response(exc.status, f"The upstream model provider {kind}.", type="upstream_error",
-                          code=exc.code, shape=shape)
 
 
 def _ms(seconds: float) -> float:

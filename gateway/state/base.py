@@ -9,6 +9,9 @@ carry is what the agent never saw, or what it has since thrown away:
 - where the session's history stood at its previous request (:class:`HistoryMark`), so that a
   history that suddenly got shorter (the agent compacted its context) arms the post-compaction
   guard;
+- the calls the gateway warned the model about (:class:`WarnedCall`): a warning is only in what
+  was forwarded, never in the client's history, and a pattern that continues after it
+  escalates (the ``ignored_warning`` detector);
 - for protocols whose requests carry only the new items and name the previous response
   (``previous_response_id``), what the upstream holds for each response (:class:`ChainRecord`),
   so the conversation can be rebuilt and judged whole.
@@ -28,6 +31,11 @@ import orjson
 # Records hold client and upstream text: codec writes lone surrogates as escapes, not refuses them.
 from gateway.protocols import codec
 from gateway.state.bounds import CHAIN_TEXT_CHARS, bounded
+from gateway.state.events import LoggedEvent
+from gateway.trace.model import JudgeVerdict, WarnedCall
+
+# A run whose warnings keep being ignored is ended long before this; the cap only bounds memory.
+MAX_WARNED_PER_SESSION = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +102,24 @@ class ChainRecord:
     # continued the client's stream, which keeps its first response id): later requests name
     # the client's id, the upstream must get its own.
     upstream_id: str | None = None
+    # Request fields the upstream keeps with the conversation and later requests leave out
+    # (an Anthropic thread's ``system`` and ``tools``): what a request sending the whole
+    # conversation again must carry.
+    fields: dict[str, Any] | None = None
 
     def dumps(self) -> bytes:
         # Items bounded in bytes (``state.bounds``); owed outputs are sent upstream, so kept whole.
-        return codec.dumps({"i": bounded(self.items, CHAIN_TEXT_CHARS), "o": self.owed, "u": self.upstream_id})
+        data: dict[str, Any] = {"i": bounded(self.items, CHAIN_TEXT_CHARS), "o": self.owed, "u": self.upstream_id}
+        if self.fields is not None:
+            data["f"] = self.fields
+        return codec.dumps(data)
 
     @classmethod
     def loads(cls, raw: bytes | str) -> ChainRecord:
         data = codec.loads(raw)
-        upstream = data.get("u")
-        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None)
+        upstream, fields = data.get("u"), data.get("f")
+        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None,
+                   fields if isinstance(fields, dict) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +129,27 @@ class SessionState:
     vetoes: tuple[VetoRecord, ...] = ()
     mark: HistoryMark | None = None  # the session's previous request
     compacted: HistoryMark | None = None  # the request whose history was compacted, if any
+    warned: tuple[WarnedCall, ...] = ()  # calls warned about, oldest first
+    verdict: JudgeVerdict | None = None  # the model judge's latest verdict (opt-in llm_judge)
+
+
+def dump_warned(warned: WarnedCall) -> bytes:
+    return codec.dumps([warned.call_id, warned.detector])
+
+
+def load_warned(raw: bytes | str) -> WarnedCall:
+    call_id, detector = codec.loads(raw)
+    return WarnedCall(str(call_id), str(detector))
+
+
+def dump_verdict(verdict: JudgeVerdict) -> bytes:
+    return codec.dumps([verdict.call_id, verdict.looping, verdict.confidence, verdict.reason,
+                        verdict.streak, verdict.next_round])
+
+
+def load_verdict(raw: bytes | str) -> JudgeVerdict:
+    call_id, looping, confidence, reason, streak, next_round = codec.loads(raw)
+    return JudgeVerdict(str(call_id), bool(looping), float(confidence), str(reason), int(streak), int(next_round))
 
 
 EMPTY = SessionState()
@@ -142,9 +179,20 @@ class StateStore(Protocol):
         off the request's path. Rare: only when a compaction starts or stops applying."""
         ...
 
+    def add_warned(self, session: str, warned: WarnedCall) -> None:
+        """Remember a call the model was warned about without waiting (fire and forget, off the
+        request's path); the newest MAX_WARNED_PER_SESSION are kept."""
+        ...
+
+    def save_verdict(self, session: str, verdict: JudgeVerdict) -> None:
+        """Keep the model judge's latest verdict on the session (replacing the previous one),
+        without waiting: the judge runs off the request's path, its verdict is read by the
+        session's next request."""
+        ...
+
     def end_run(self, session: str) -> None:
-        """Forget the session's vetoed exchanges without waiting (fire and forget): they belong
-        to a run that is over. Only fingerprint sessions call it, when a request starts a new
+        """Forget the session's vetoed exchanges and warned calls without waiting (fire and
+        forget): they belong to a run that is over. Only fingerprint sessions call it, when a request starts a new
         run of the same task (``gateway.guard.request``): that run must not inherit them."""
         ...
 
@@ -160,6 +208,21 @@ class StateStore(Protocol):
 
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         """Keep ``record`` under ``key`` (TTL-bounded like sessions; best effort)."""
+        ...
+
+    # The operator console's recent events (``gateway.state.events``): never on a request's
+    # path, bounded in count (``keep``) and bytes, shared by replicas where the backend is.
+
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        """Append ``entry`` (and its ``detail``), keeping the newest ``keep``; best effort."""
+        ...
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        """The newest ``count`` entries, newest first; [] when unavailable."""
+        ...
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        """The detail ``LoggedEvent.detail`` names; None when dropped or unavailable."""
         ...
 
     async def aclose(self) -> None: ...

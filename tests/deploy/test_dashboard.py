@@ -73,6 +73,34 @@ def test_every_metric_the_dashboard_queries_is_served(gateway):
         f"  {name}  (panels: {', '.join(sorted(set(panels)))})" for name, panels in sorted(missing.items()))
 
 
+def test_every_metric_the_dashboard_queries_has_series_right_after_startup(gateway):
+    """Before any traffic: a metric with no series leaves its panel on "No data", and its first
+    event is lost to rate() / increase() (no earlier sample to increase from)."""
+    text = httpx.get(gateway + "/metrics").text
+    sampled: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            sampled.setdefault(sample.name, set()).update(sample.labels)
+    missing = sorted(name for name in queried() if name not in sampled)
+    assert not missing, f"no series at startup for: {missing}"
+    unlabelled = {name: sorted(labels - sampled[name]) for name, labels in labels_queried().items()
+                  if labels - sampled[name]}
+    assert not unlabelled, f"series at startup without the labels the dashboard reads: {unlabelled}"
+
+
+def test_each_protocol_has_a_panel_from_startup(gateway):
+    """The per-protocol panel repeats over a variable whose values are the latency histograms'
+    routes: every guarded protocol has its series from startup, so each gets its panel."""
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    variable = next(v for v in dashboard["templating"]["list"] if v["name"] == "protocol")
+    metric, label = re.fullmatch(r"label_values\((\w+), (\w+)\)", variable["query"]["query"]).groups()
+    repeated = [p for p in dashboard["panels"] if p.get("repeat") == "protocol"]
+    assert repeated and all('route="$protocol"' in t["expr"] for p in repeated for t in p["targets"])
+    values = {sample.labels[label] for family in text_string_to_metric_families(httpx.get(gateway + "/metrics").text)
+              for sample in family.samples if sample.name == metric}
+    assert values == {"chat", "responses", "anthropic"}
+
+
 def test_panels_have_unique_ids_and_a_datasource():
     panels = json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"]
     ids = [p["id"] for p in panels]

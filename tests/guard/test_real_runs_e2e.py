@@ -65,15 +65,20 @@ def update_then_look(request: dict) -> Reply:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_a_loop_with_new_reads_between_is_warned_and_never_blocked(start_guarded, stream):
+def test_a_loop_with_new_reads_between_is_warned_then_escalates_when_the_warning_is_ignored(start_guarded, stream):
+    """New reads between the repeats keep the repeat count itself at a warning (they might be
+    the agent finding something out); the identical failing update after that warning is the
+    warning ignored, which escalates: refused, then the run ends."""
     upstream, client, _ = start_guarded(update_then_look, DEFAULT)
     tools = {"update_order": lambda a: LOCKED, "get_order": lambda a: json.dumps({"order": a["order_id"]})}
     agent = Agent(client, tools=tools, stream=stream, specs=declare("update_order", "get_order"))
-    assert agent.run("change the item in my order", max_steps=16) is None  # the agent's own cap
-    assert agent.executions["update_order"] == 8  # never vetoed
-    assert any("[LoopGuard]" in json.dumps(r["json"]["messages"][-1:]) for r in upstream.requests)
+    answer = agent.run("change the item in my order", max_steps=30)
+    assert answer and "stopped" in answer and "update_order" in answer
+    assert agent.executions["update_order"] == 4  # warned after the 3rd and the 4th; then refused
+    warned = [r for r in upstream.requests if "[LoopGuard]" in json.dumps(r["json"]["messages"][-1:])]
+    assert warned, "the model was warned before the veto"
     if not stream:
-        assert "warn" in agent.actions and set(agent.actions) <= {"pass", "warn"}
+        assert "warn" in agent.actions and agent.actions[-1] == "terminate"
 
 
 def fix_think_test(request: dict) -> Reply:

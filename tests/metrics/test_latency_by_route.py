@@ -1,6 +1,6 @@
-"""The latency histograms break down by route: chat completions, the Responses API and Anthropic
-Messages each get their own series (bounded values, as the request counter's), scraped from a
-real gateway after requests on each protocol, streamed and not."""
+"""The latency histograms break down by route, the protocol: chat completions, the Responses API
+and Anthropic Messages each get their own series, whatever path spelling the client used, scraped
+from a real gateway after requests on each protocol, streamed and not."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from support.protocols import all_protocols, one_of_each
 from gateway.metrics.registry import GatewayMetrics, route_of
 
 ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
+PROTOCOLS = ("chat", "responses", "anthropic")
 HISTOGRAMS = ("loopguard_gateway_overhead_seconds", "loopguard_upstream_seconds")
 
 
@@ -31,17 +32,18 @@ def test_each_guarded_protocol_has_its_own_latency_series(tmp_path, stream):
         one_of_each(gateway, stream=stream)
         one_of_each(gateway, stream=stream)
         observed = counts(gateway.url)
-    assert observed == {(name, route): 2 for name in HISTOGRAMS for route in ROUTES}
+    assert observed == {(name, route): 2 for name in HISTOGRAMS for route in PROTOCOLS}
 
 
-def test_the_routes_without_v1_are_their_own_values(tmp_path):
+def test_the_routes_without_v1_count_as_their_protocol(tmp_path):
     with all_protocols(tmp_path) as gateway:
         body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
         assert httpx.post(gateway.url + "/messages", json=body, headers={"x-api-key": "k"}).status_code == 200
         assert httpx.post(gateway.url + "/responses", json={"model": "m", "input": "hi"},
                           headers={"authorization": "Bearer k"}).status_code == 200
         observed = counts(gateway.url)
-    assert observed == {(name, route): 1 for name in HISTOGRAMS for route in ("/messages", "/responses")}
+    # every protocol's series exists from startup (at 0); the ones asked count their request
+    assert observed == {(name, route): int(route != "chat") for name in HISTOGRAMS for route in PROTOCOLS}
 
 
 def test_requests_count_each_protocol_under_its_route(tmp_path):
@@ -57,7 +59,7 @@ def test_route_values_stay_bounded():
     assert route_of("/v1/responses/resp_1") == "/v1/*"  # relayed sub-routes share one value
     assert route_of("/v1/messages/count_tokens") == "/v1/*" and route_of("/anything") == "other"
     metrics = GatewayMetrics()
-    for n in range(50):
-        metrics.exchange_done(f"/v1/made-up-{n}", 0.001, 0.1)
-    assert metrics.registry.get_sample_value("loopguard_upstream_seconds_count", {"route": "/v1/*"}) == 50
-    assert len(metrics._children) == 1  # one cached pair of children per route value, not per path
+    for _ in range(50):
+        metrics.exchange_done("chat", 0.001, 0.1)
+    assert metrics.registry.get_sample_value("loopguard_upstream_seconds_count", {"route": "chat"}) == 50
+    assert len(metrics._children) == 1  # one cached pair of children per route value

@@ -25,7 +25,8 @@ def fail_opens(url: str) -> tuple[float, dict[str, float]]:
             if sample.name == "loopguard_fail_open_errors_total":
                 total = sample.value
             elif sample.name == "loopguard_detector_errors_total":
-                by_detector[sample.labels["detector"]] = sample.value
+                if sample.value:  # every detector has a series from startup, at 0
+                    by_detector[sample.labels["detector"]] = sample.value
     return total, by_detector
 
 

@@ -24,7 +24,7 @@ class ChainedChat(ChatAdapter):
     async def history(self, payload, store, namespace):
         return list(self.saved.get(payload.get("previous_id"), []))
 
-    async def remember(self, sent, reply, store, namespace):
+    async def remember(self, sent, reply, store, namespace, client=None, untouched=False):
         earlier = self.saved.get(sent.get("previous_id"), [])
         self.saved[reply["id"]] = [*earlier, *sent["messages"], reply["choices"][0]["message"]]
 

@@ -42,10 +42,10 @@ def test_a_looping_conversation_in_numbers(tmp_path, stream):
         assert value(samples, "loopguard_interventions_total", detector="no_progress", action=action,
                      shadow="false") == 1
     assert value(samples, "loopguard_requests_total", route="/v1/chat/completions", status="200") == 4
-    assert value(samples, "loopguard_gateway_overhead_seconds_count", route=CHAT) == 4
-    assert value(samples, "loopguard_upstream_seconds_count", route=CHAT) == 4
-    assert value(samples, "loopguard_upstream_seconds_sum", route=CHAT) > \
-        value(samples, "loopguard_gateway_overhead_seconds_sum", route=CHAT) > 0
+    assert value(samples, "loopguard_gateway_overhead_seconds_count", route="chat") == 4
+    assert value(samples, "loopguard_upstream_seconds_count", route="chat") == 4
+    assert value(samples, "loopguard_upstream_seconds_sum", route="chat") > \
+        value(samples, "loopguard_gateway_overhead_seconds_sum", route="chat") > 0
     # The warned model proposed the same call again: the warning did not help.
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="persisted") == 1
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="recovered") == 0
@@ -118,7 +118,7 @@ def test_policy_reloads_and_rejected_edits(tmp_path):
 def test_state_degradations_read_from_any_store():
     metrics = GatewayMetrics()
     holder = types.SimpleNamespace(reloads=0, reload_errors=0, current=types.SimpleNamespace(name="p"))
-    audit = types.SimpleNamespace(errors={}, find=lambda name: None)
+    audit = types.SimpleNamespace(errors={}, sinks=[], find=lambda name: None)
     for store, expected in ((types.SimpleNamespace(degradations=7, evictions=2), 7), (object(), 0)):
         gateway = types.SimpleNamespace(store=store, policies=holder, audit=audit)
         found = {m.name: m for m in GatewayCollector(gateway, metrics).collect()}

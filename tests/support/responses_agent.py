@@ -28,10 +28,12 @@ class ResponsesAgent:
     tools: dict[str, Callable[[dict], str]] = field(default_factory=dict)
     mode: str = "unary"
     chain: bool = False
+    conversation: str | None = None  # Conversations API: each request sends only new items
     executions: Counter = field(default_factory=Counter)
     history: list[Any] = field(default_factory=list)
     responses: list[Any] = field(default_factory=list)  # every Response the agent received
     events: list[list[Any]] = field(default_factory=list)  # streamed: each response's events
+    specs: list[dict] | None = None  # the tools declared to the model; None: TOOLS
 
     def run(self, prompt: str, max_steps: int = 12) -> str | None:
         pending: list[Any] = [{"role": "user", "content": prompt}]
@@ -39,7 +41,7 @@ class ResponsesAgent:
             response = self._create(pending)
             self.responses.append(response)
             calls = [item for item in response.output if item.type == "function_call"]
-            if not self.chain:
+            if not self.chain and self.conversation is None:
                 self.history += [item.model_dump(exclude_none=True) for item in response.output]
             if not calls:
                 return response.output_text
@@ -51,8 +53,10 @@ class ResponsesAgent:
         return None
 
     def _create(self, pending: list[Any]) -> Any:
-        kwargs: dict[str, Any] = {"model": "gpt-4.1", "tools": TOOLS, "instructions": "Use the tools."}
-        if self.chain:
+        kwargs: dict[str, Any] = {"model": "gpt-4.1", "tools": self.specs or TOOLS, "instructions": "Use the tools."}
+        if self.conversation is not None:
+            kwargs.update(input=pending, conversation=self.conversation)
+        elif self.chain:
             kwargs["input"] = pending
             if self.responses:
                 kwargs["previous_response_id"] = self.responses[-1].id

@@ -60,10 +60,20 @@ class ResponsesUpstream:
         self.responder = responder
         self.requests: list[dict[str, Any]] = []  # raw body, parsed body, headers, path, method
         self.stored: dict[str, list[dict[str, Any]]] = {}  # response id -> conversation incl. output
+        # Conversations API: conversation id -> its items (input and output of each response)
+        self.conversations: dict[str, list[dict[str, Any]]] = {}
         self.app = Starlette(routes=[
             Route("/v1/responses", self._create, methods=["POST"]),
+            Route("/v1/conversations", self._new_conversation, methods=["POST"]),
             Route("/v1/{rest:path}", self._other, methods=["GET", "POST", "DELETE"]),
         ])
+
+    async def _new_conversation(self, request: Request) -> Response:
+        body = orjson.loads(await request.body() or b"{}")
+        ident = f"conv_up{next(_ids)}"
+        self.conversations[ident] = list(body.get("items") or [])
+        return Response(orjson.dumps({"id": ident, "object": "conversation", "created_at": 1741476542,
+                                      "metadata": {}}), media_type="application/json")
 
     async def _create(self, request: Request) -> Response:
         raw = await request.body()
@@ -74,7 +84,11 @@ class ResponsesUpstream:
         if previous is not None and previous not in self.stored:
             return _error(404, f"Previous response with id '{previous}' not found.", "previous_response_not_found")
         items = body["input"] if isinstance(body["input"], list) else [{"role": "user", "content": body["input"]}]
-        conversation = [*self.stored.get(previous, []), *items]
+        talk = body.get("conversation")
+        talk = talk.get("id") if isinstance(talk, dict) else talk
+        if talk is not None and (previous is not None or talk not in self.conversations):
+            return _error(404 if talk not in self.conversations else 400, f"Conversation '{talk}' not usable.", None)
+        conversation = [*self.stored.get(previous, []), *self.conversations.get(talk, []), *items]
         missing = _unanswered(conversation)
         if missing:
             return _error(400, f"No tool output found for function call {missing}.", None)
@@ -85,11 +99,19 @@ class ResponsesUpstream:
         response_id = f"resp_up{next(_ids)}"
         if body.get("store", True):
             self.stored[response_id] = [*conversation, *output]
+        fields = {}
+        if talk is not None:  # the input and the output join the conversation
+            self.conversations[talk] = [*conversation, *output]
+            fields["conversation"] = {"id": talk}
         if body.get("stream"):
             events = stream_events(output, response_id, pieces=answer.pieces)
+            if fields:
+                for event in events:
+                    if isinstance(event.get("response"), dict):
+                        event["response"].update(fields)
             return StreamingResponse(_paced([encode(e) for e in events], answer.chunk_delay),
                                      media_type="text/event-stream")
-        return Response(orjson.dumps(response(output, response_id)), media_type="application/json")
+        return Response(orjson.dumps(response(output, response_id, **fields)), media_type="application/json")
 
     async def _other(self, request: Request) -> Response:
         raw = await request.body()

@@ -12,6 +12,7 @@ import structlog
 
 from gateway.audit.bus import AuditBus, build_bus
 from gateway.config import Config, load_config
+from gateway.detectors import REGISTRY as DETECTORS
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
 from gateway.pricing import configured
@@ -41,8 +42,21 @@ def shared_metrics() -> GatewayMetrics:
     if not _METRICS:
         from prometheus_client import REGISTRY  # noqa: PLC0415
 
-        _METRICS.append(GatewayMetrics(REGISTRY))
+        metrics = GatewayMetrics(REGISTRY)
+        metrics.start_at_zero(DETECTORS)  # LiteLLM serves no latency of ours: no routes
+        _METRICS.append(metrics)
     return _METRICS[0]
+
+
+_WATCHED: list[Runtime] = []
+
+
+def watch_once(runtime: Runtime) -> None:
+    """The scrape-time values (fail-opens, detector and audit sink errors, state, policy) of the
+    first guardrail built in this process: the registry takes each metric name once."""
+    if not _WATCHED:
+        _WATCHED.append(runtime)
+        runtime.metrics.watch(runtime)
 
 
 @dataclass
@@ -65,7 +79,9 @@ class Runtime:
         audit = build_bus(config.audit)
         add_savings(audit, metrics, configured(config.pricing))
         audit.add(MetricsSink(metrics))
-        return cls(config, PolicyHolder(path), build_store(config.state), audit, metrics)
+        runtime = cls(config, PolicyHolder(path), build_store(config.state), audit, metrics)
+        watch_once(runtime)
+        return runtime
 
     async def ensure_started(self) -> None:
         """Starts the policy watcher and the audit sinks on the proxy's event loop, on the first

@@ -12,20 +12,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.protocols.anthropic import answers, parse, replies, rewrite
+import structlog
+
+from gateway.protocols.anthropic import answers, assemble, parse, replies, rewrite, thread
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols import usage
-from gateway.protocols.adapters import PayloadFields, WholeConversations
-from gateway.protocols.base import Answer, Judge
+from gateway.protocols.adapters import PayloadFields, Recent
+from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.state.base import ChainRecord, StateStore
 from gateway.trace.model import Conversation, ToolCall
 
 __all__ = ["ANTHROPIC", "AnthropicAdapter"]
 
 
-class AnthropicAdapter(PayloadFields, WholeConversations):
+class AnthropicAdapter(PayloadFields):
     name = "anthropic"
     items_field = "messages"  # see Adapter.items_field
     payload_fields = ("system", "tools")  # see Adapter.payload_fields
+    # Message threads (``thread``) keep the conversation server-side: see ``thread``.
+    chains = True
+
+    def __init__(self) -> None:
+        # Keyed like the records (the client's namespace and the message id).
+        self.records = Recent()  # previous_message_id -> its record, as ``history`` read it
+        self.continuing = Recent()  # previous_message_id -> the upstream message a request continued
+        self.unknown = Recent(1024)  # ids already logged as unknown (logged once)
 
     # --- the request ----------------------------------------------------------------------
 
@@ -38,7 +49,66 @@ class AnthropicAdapter(PayloadFields, WholeConversations):
 
     def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
                    namespace: str = "") -> dict[str, Any]:
-        return rewrite.with_messages(payload, items)
+        previous = thread.previous_id(payload)
+        record = self.records.get(thread.key(namespace, previous)) if previous is not None else None
+        if record is None:
+            return rewrite.with_messages(payload, items)
+        sent, continued = thread.outgoing(payload, items, history, record)
+        if continued is not None:
+            self.continuing.put(thread.key(namespace, previous), continued)
+        return sent
+
+    # --- message threads (``thread``) ---------------------------------------------------------
+
+    def restored(self, payload: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        previous = thread.previous_id(payload)
+        if previous is None:
+            return payload
+        return thread.restored(payload, self.records.get(thread.key(namespace, previous)))
+
+    def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
+        previous = thread.previous_id(payload)
+        return [("thread", previous)] if previous is not None else []
+
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        reply_id = reply.get("id") if isinstance(reply, dict) else None
+        threaded = thread.thread_of(payload) is not None
+        return [("thread", reply_id)] if threaded and isinstance(reply_id, str) and reply_id else []
+
+    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
+        previous = thread.previous_id(payload)
+        if previous is None:
+            return []
+        key = thread.key(namespace, previous)
+        record = await store.response_chain(key)
+        if record is None:  # unknown, expired, or another client's
+            if key not in self.unknown:
+                self.unknown.put(key)
+                structlog.get_logger("loopguard").info(
+                    "thread_unknown", previous_message_id=previous,
+                    detail="judging only the messages the request carries")
+            return []
+        self.records.put(key, record)
+        return list(record.items)
+
+    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
+                       namespace: str, client: dict[str, Any] | None = None, untouched: bool = False) -> None:
+        client = client if client is not None else sent
+        reply_id = reply.get("id") if isinstance(reply, dict) else None
+        if thread.thread_of(client) is None or not isinstance(reply_id, str) or not reply_id:
+            return
+        previous = thread.previous_id(client)
+        prior: ChainRecord | None = None
+        continued = None
+        if previous is not None:
+            key = thread.key(namespace, previous)
+            prior = self.records.get(key) or await store.response_chain(key)
+            if prior is None:
+                return  # an unknown thread: nothing to build on
+            continued = self.continuing.pop(key, None)
+        record = thread.next_record(prior, client, reply, untouched, continued)
+        if record is not None:
+            await store.save_response_chain(thread.key(namespace, reply_id), record)
 
     def user(self, payload: dict[str, Any]) -> str | None:
         """``metadata.user_id``: the Messages API's only end-user field (Claude Code puts its
@@ -78,8 +148,11 @@ class AnthropicAdapter(PayloadFields, WholeConversations):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ToolUseFilter:
-        return ToolUseFilter(judge, model=self.model(payload))
+    def stream_filter(self, judge: Judge, payload: dict[str, Any],
+                      options: StreamOptions | None = None) -> ToolUseFilter:
+        if thread.thread_of(payload) is not None:  # its reply is remembered: the filter keeps it
+            return assemble.Recording(judge, model=self.model(payload), options=options)
+        return ToolUseFilter(judge, model=self.model(payload), options=options)
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         return answers.stream_answer(stream)

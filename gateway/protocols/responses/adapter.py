@@ -7,7 +7,6 @@ is read as the system prompt. Requests naming a ``previous_response_id`` carry o
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -16,30 +15,15 @@ import structlog
 
 from gateway.errors import error_body
 from gateway.protocols import usage
-from gateway.protocols.adapters import PayloadFields
-from gateway.protocols.base import Answer, Judge
-from gateway.protocols.responses import answers, chain, events, parse, replies, rewrite
+from gateway.protocols.adapters import PayloadFields, Recent
+from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.state.base import StateStore
 from gateway.trace.model import VETO_MARKER, Conversation, ToolCall, Turn
 
 # The output the upstream gets for a call it proposed that the client never saw (see ``chain``).
 WITHHELD = f"{VETO_MARKER} This call was not run: the gateway withheld it because the agent was looping."
-
-
-class Recent(OrderedDict):
-    """A bounded map of recent keys (oldest dropped first): facts about calls and responses
-    the adapter saw that a later method needs but its arguments do not carry."""
-
-    def __init__(self, limit: int = 4096) -> None:
-        super().__init__()
-        self.limit = limit
-
-    def put(self, key: Any, value: Any = None) -> None:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > self.limit:
-            self.popitem(last=False)
 
 
 class ResponsesAdapter(PayloadFields):
@@ -59,6 +43,10 @@ class ResponsesAdapter(PayloadFields):
         self.unknown = Recent(1024)  # previous ids already logged as unknown (logged once)
         # The upstream's own reply ids are unique: keyed by them alone.
         self.aliases = Recent()  # the client's response id -> the upstream's (a continued stream)
+        # ``conversation``: records as ``history`` read them (keyed like records), and each
+        # conversation's position in the exchange in flight (keyed by the upstream's id).
+        self.conversations = Recent()
+        self.pending = Recent()
 
     # --- the request --------------------------------------------------------------------------
 
@@ -78,6 +66,11 @@ class ResponsesAdapter(PayloadFields):
         again, except outputs owed for calls it proposed there. When the gateway changed the
         chain's earlier items, the whole conversation goes, without ``previous_response_id``.
         The client's own payload object comes back when it can go upstream as it is."""
+        talk = conversation.conversation_id(payload)
+        if talk is not None:
+            record = self.conversations.get(conversation.key(namespace, talk)) or conversation.EMPTY
+            pending = self.pending.get(talk) or self._pending(talk)
+            return conversation.outgoing(payload, items, history, record, pending, set(self.custom_calls), WITHHELD)
         previous = chain.previous_id(payload)
         known = self.history_sizes.get(chain.key(namespace, previous)) if previous is not None else None
         if known is None:  # no chain, or one the gateway does not know: the items are the request's
@@ -98,7 +91,29 @@ class ResponsesAdapter(PayloadFields):
 
     # --- conversations the upstream keeps ------------------------------------------------------
 
+    def restored(self, payload: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        return payload
+
+    def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
+        previous = payload.get("previous_response_id") if isinstance(payload, dict) else None
+        talk = conversation.conversation_id(payload)
+        return [*((("response", previous),) if isinstance(previous, str) and previous else ()),
+                *((("conversation", talk),) if talk is not None else ())]
+
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        reply_id = reply.get("id") if isinstance(reply, dict) else None
+        stored = not (isinstance(payload, dict) and payload.get("store") is False)
+        return [("response", reply_id)] if stored and isinstance(reply_id, str) and reply_id else []
+
     async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
+        talk = conversation.conversation_id(payload)
+        if talk is not None:
+            self._pending(talk)
+            record = await store.response_chain(conversation.key(namespace, talk))
+            if record is None:
+                return []
+            self.conversations.put(conversation.key(namespace, talk), record)
+            return [*record.items, *record.owed]
         previous = chain.previous_id(payload)
         if previous is None:
             return []
@@ -116,8 +131,12 @@ class ResponsesAdapter(PayloadFields):
         return items
 
     async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str) -> None:
+                       namespace: str, client: dict[str, Any] | None = None, untouched: bool = False) -> None:
         response_id = reply.get("id") if isinstance(reply, dict) else None
+        talk = conversation.conversation_id(client if client is not None else sent)
+        if talk is not None and isinstance(response_id, str):
+            await self._remember_conversation(talk, client if client is not None else sent, reply, store, namespace)
+            return
         if not chain.recorded(sent) or not isinstance(response_id, str) or not response_id:
             return
         previous = chain.previous_id(sent)
@@ -129,6 +148,33 @@ class ResponsesAdapter(PayloadFields):
         record = chain.next_record(prior, parse.input_items(sent), replies.output_items(reply), owed)
         upstream = self.aliases.pop(response_id, None)
         await store.save_response_chain(chain.key(namespace, response_id), replace(record, upstream_id=upstream))
+
+    async def _remember_conversation(self, talk: str, client: dict[str, Any], reply: dict[str, Any],
+                                     store: StateStore, namespace: str) -> None:
+        key = conversation.key(namespace, talk)
+        self.pending.pop(talk, None)
+        prior = self.conversations.pop(key, None) or await store.response_chain(key)
+        dropped = self.withheld.pop(reply["id"], None) or []
+        owed = chain.owed_outputs(dropped, WITHHELD, {c.id for c in dropped if c.id in self.custom_calls})
+        record = conversation.next_record(prior, client, replies.output_items(reply), owed)
+        await store.save_response_chain(key, record)
+
+    def _pending(self, talk: str) -> conversation.Pending:
+        pending = self.pending.get(talk)
+        if pending is None:
+            pending = conversation.Pending()
+            self.pending.put(talk, pending)
+        return pending
+
+    def _proposed(self, talk: str | None, calls: Sequence[ToolCall], first: bool) -> None:
+        """The upstream proposed ``calls`` in conversation ``talk``: a re-ask must answer them."""
+        pending = self.pending.get(talk) if talk is not None else None
+        if pending is None:
+            return
+        if first or pending.answered:
+            pending.round, pending.answered = list(calls), False
+        else:
+            pending.round.extend(calls)
 
     # --- interventions on the request ----------------------------------------------------------
 
@@ -157,7 +203,10 @@ class ResponsesAdapter(PayloadFields):
     def proposed_calls(self, reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
         for call_id in replies.custom_call_ids(reply):
             self.custom_calls.put(call_id)
-        return [replies.proposed_calls(reply)]  # one answer: Responses has no alternatives
+        calls = replies.proposed_calls(reply)
+        held = reply.get("conversation") if isinstance(reply, dict) else None
+        self._proposed(conversation.conversation_id({"conversation": held}), calls, True)
+        return [calls]  # one answer: Responses has no alternatives
 
     def keep_calls(self, reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
         count = keep[0] if keep else len(replies.proposed_calls(reply))
@@ -172,8 +221,16 @@ class ResponsesAdapter(PayloadFields):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ResponsesStreamFilter:
-        return ResponsesStreamFilter(judge, on_custom=self._custom_seen, on_withheld=self.withheld.put,
+    def stream_filter(self, judge: Judge, payload: dict[str, Any],
+                      options: StreamOptions | None = None) -> ResponsesStreamFilter:
+        talk = conversation.conversation_id(payload)
+        if talk is not None:  # the calls of each round are noted: a re-ask answers them
+            inner = judge
+
+            def judge(call: ToolCall, position: int, *rest: Any) -> bool:
+                self._proposed(talk, (call,), False)
+                return inner(call, position, *rest)
+        return ResponsesStreamFilter(judge, options, on_custom=self._custom_seen, on_withheld=self.withheld.put,
                                      on_alias=self.aliases.put, model=self.model(payload))
 
     def stream_answer(self, stream: bytes) -> Answer | None:

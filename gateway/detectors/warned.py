@@ -1,0 +1,126 @@
+"""ignored_warning: a pattern the model was warned about, continued after the warning.
+
+Real loops vary: a failing edit retried with another replacement text each time looks new to
+every repeat count, so a warning at the third attempt is followed by silence. Once a warning
+reached the model (``Trace.warned``: the call whose pattern it named, remembered by the request
+path in the session's state), every later call that continues that pattern counts, whatever
+came between and however its arguments vary:
+
+- the same pattern: the same tool acting on the same target (file, URL, query, element, with
+  the action word beside it: ``str_replace`` and ``view`` of one file differ), or, for calls
+  that name no target, arguments at least ``min_similarity`` alike (to the warned call or to the
+  previous continuation, so drifting flags stay one pattern);
+- continued: it failed, returned what the pattern already returned (``min_result_chars`` or
+  more), was vetoed, or is the proposal being judged.
+
+A call of the pattern that succeeds with something new is the recovery the warning asked for:
+the warning is spent, nothing escalates from it (a later loop has to earn its own warning).
+The count is the continuations after the warning, the latest call among them; the ladder goes
+on per continued step (warn again, refuse, end the run), as WeClaw's progressive response does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import orjson
+from pydantic import Field
+from rapidfuzz.distance import Indel
+
+from gateway.detectors.base import DetectorSettings, Finding
+from gateway.detectors.common import failed, skipped, steps_of, window
+from gateway.trace.model import ToolEvent, Trace
+
+NAME = "ignored_warning"
+
+# Keys naming what a call acts on, and the one-word action that may sit beside them.
+_TARGET_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path",
+                "url", "uri", "query", "q", "selector", "element", "ref", "target")
+_ACTION_KEYS = ("command", "action", "operation", "op", "mode", "method")
+
+
+class IgnoredWarningSettings(DetectorSettings):
+    # Counted from a warning at the 3rd call, 1/2/5 are the 4th/5th/8th: the steps of
+    # no_progress's 3/5/8, so an exact repeat ends where it did, and a varied one ends too.
+    warn_at: int | None = 1  # the first continued step: the warning again
+    reject_at: int | None = 2  # the second: refused (a failure after the warning, then again)
+    terminate_at: int | None = 5  # refused three times and still at it: the run ends
+    window: int = Field(default=64, ge=2)  # the trace's horizon: a warning holds for the run
+    min_similarity: float = Field(default=0.8, ge=0.0, le=1.0)  # calls that name no target
+    min_result_chars: int = Field(default=16, ge=0)  # "OK" again is not "the same answer"
+    # Warnings of these detectors do not escalate: a round cap, a turn rule, the retrieval guard
+    # and the model judge's verdict name no repeated call, only a point in the run.
+    not_after: frozenset[str] = frozenset({"tool_rounds", "required_tool", "retrieval", "llm_judge"})
+    skip_polling: bool = True  # a poll's own ladder judges it
+
+
+def detect(trace: Trace, settings: IgnoredWarningSettings) -> Finding | None:
+    if not trace.warned:
+        return None
+    events = window(trace, settings.window)
+    latest = events[-1] if events else None
+    if latest is None or latest.neutral or skipped(latest, settings.exempt_tools, settings.skip_polling):
+        return None
+    ids = {w.call_id for w in trace.warned if w.detector not in settings.not_after}
+    best: list[ToolEvent] = []
+    for at, anchor in enumerate(events[:-1]):
+        if anchor.call_id in ids and anchor.tool == latest.tool:
+            members = _continued(anchor, events[at + 1:], settings)
+            if members and members[-1] is latest and len(members) > len(best):
+                best = members
+    if not best:
+        return None
+    count = len(best)
+    return Finding(NAME, count, steps_of(best), (latest.tool,),
+                   f"`{latest.tool}` went on with the pattern it was warned about: {count} more "
+                   f"time{'s' if count > 1 else ''} since the warning")
+
+
+def _continued(anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredWarningSettings) -> list[ToolEvent]:
+    """The calls after ``anchor`` that continue its pattern; empty once one of them recovered."""
+    members: list[ToolEvent] = []
+    results = {anchor.result_hash}
+    target = _target(anchor)
+    last = anchor
+    for event in after:
+        if event.neutral or event.tool != anchor.tool or not _same_pattern(event, last, anchor, target, settings):
+            continue
+        if event.vetoed or event.proposed or failed(event):
+            members.append(event)
+        elif event.result_hash in results and len(event.result or "") >= settings.min_result_chars:
+            members.append(event)
+        elif event.result_hash is not None:
+            return []  # it worked, with something new: the warning was heeded
+        else:
+            continue  # no result (missing): says nothing either way
+        results.add(event.result_hash)
+        last = event
+    return members
+
+
+def _same_pattern(event: ToolEvent, last: ToolEvent, anchor: ToolEvent, target: str | None,
+                  settings: IgnoredWarningSettings) -> bool:
+    if event.args_hash in (anchor.args_hash, last.args_hash):
+        return True
+    if target is not None:
+        return _target(event) == target
+    if _target(event) is not None:
+        return False
+    return any(Indel.normalized_similarity(event.args, ref.args) >= settings.min_similarity
+               for ref in (anchor, last))
+
+
+def _target(event: ToolEvent) -> str | None:
+    """The action and the thing a call acts on, from its canonical arguments; None if none."""
+    try:
+        value = orjson.loads(event.args)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    found = next((v for k in _TARGET_KEYS if isinstance(v := value.get(k), str) and v.strip()), None)
+    if found is None:
+        return None
+    action = next((v for k in _ACTION_KEYS
+                   if isinstance(v := value.get(k), str) and 0 < len(v) <= 24 and " " not in v), "")
+    return f"{action} {found.strip()}"

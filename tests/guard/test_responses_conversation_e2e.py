@@ -1,0 +1,62 @@
+"""The Responses API's ``conversation`` end to end: an agent loop with the openai SDK that keeps
+its history in a conversation (each request sends only its new items), the real gateway, and a
+scripted upstream with the Conversations API's rules (a call left without output breaks the
+conversation). A looping agent on a conversation is ended like one sending its whole history."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import httpx  # noqa: F401 - loaded before the servers start: the SDK reads it from sys.modules
+import openai
+import pytest
+from support.responses_agent import ResponsesAgent
+from support.responses_upstream import finishing, guarded, stubborn
+
+MODES = ["unary", "stream", "helper"]
+
+
+@pytest.fixture
+def start(tmp_path):
+    with ExitStack() as stack:
+        yield lambda responder: stack.enter_context(guarded(responder, tmp_path))
+
+
+def client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)
+
+
+def run(url: str, mode: str, in_conversation: bool) -> ResponsesAgent:
+    api = client(url)
+    talk = api.conversations.create().id if in_conversation else None
+    agent = ResponsesAgent(api, tools={"read_file": lambda a: "contents of a.txt"}, mode=mode, conversation=talk)
+    agent.run("Summarize a.txt", max_steps=19)
+    return agent
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_looping_agent_on_a_conversation_is_ended_like_one_sending_its_whole_history(start, mode):
+    _, whole_url = start(stubborn())
+    whole = run(whole_url, mode, in_conversation=False)
+    upstream, url = start(stubborn())
+    talking = run(url, mode, in_conversation=True)
+
+    assert talking.executions == whole.executions and talking.executions["read_file"] == 3
+    assert len(talking.responses) == len(whole.responses) < 19
+    assert talking.responses[-1].output_text == whole.responses[-1].output_text
+    assert not [r for r in talking.responses[-1].output if r.type == "function_call"]
+    posted = [r for r in upstream.requests if r["path"] == "/v1/responses"]
+    assert all(r["json"].get("conversation") for r in posted)  # nothing left the conversation
+    # Every request after the first sent only new items: never the whole history again.
+    assert all(len(r["json"]["input"]) <= 3 for r in posted)
+
+
+def test_a_healthy_conversation_goes_upstream_as_the_client_sent_it(start):
+    upstream, url = start(finishing(3))
+    agent = run(url, "unary", in_conversation=True)
+
+    assert agent.executions["read_file"] == 3 and agent.responses[-1].output_text
+    posted = [r for r in upstream.requests if r["path"] == "/v1/responses"]
+    assert len(posted) == 4
+    sent_by_client = [r["raw"] for r in posted]
+    assert all(b'"conversation"' in raw for raw in sent_by_client)
