@@ -30,13 +30,11 @@ from rapidfuzz.distance import Indel
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import failed, skipped, steps_of, window
 from gateway.trace.model import ToolEvent, Trace
+from gateway.trace.settings import DEFAULT_TARGET_KEYS
+from gateway.trace.target import call_target
 
 NAME = "ignored_warning"
 
-# Keys naming what a call acts on, and the one-word action that may sit beside them.
-_TARGET_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path",
-                "url", "uri", "query", "q", "selector", "element", "ref", "target")
-_ACTION_KEYS = ("command", "action", "operation", "op", "mode", "method")
 
 
 class IgnoredWarningSettings(DetectorSettings):
@@ -111,16 +109,12 @@ def _same_pattern(event: ToolEvent, last: ToolEvent, anchor: ToolEvent, target: 
 
 
 def _target(event: ToolEvent) -> str | None:
-    """The action and the thing a call acts on, from its canonical arguments; None if none."""
+    """What a call names by key (a file, a URL, a query, an element, with the action word
+    beside it); None if it names nothing. Not ``ToolEvent.target``: for a shell command that is
+    the command's head (`npm install`, `python run.py`), too coarse to call two failing commands
+    one attempt; those are compared by their arguments' similarity instead."""
     try:
         value = orjson.loads(event.args)
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(value, dict):
-        return None
-    found = next((v for k in _TARGET_KEYS if isinstance(v := value.get(k), str) and v.strip()), None)
-    if found is None:
-        return None
-    action = next((v for k in _ACTION_KEYS
-                   if isinstance(v := value.get(k), str) and 0 < len(v) <= 24 and " " not in v), "")
-    return f"{action} {found.strip()}"
+    return call_target(value, DEFAULT_TARGET_KEYS, ()) or None
