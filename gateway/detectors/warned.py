@@ -10,8 +10,11 @@ came between and however its arguments vary:
   the action word beside it: ``str_replace`` and ``view`` of one file differ), or, for calls
   that name no target, arguments at least ``min_similarity`` alike (to the warned call or to the
   previous continuation, so drifting flags stay one pattern);
-- continued: it failed, returned what the pattern already returned (``min_result_chars`` or
-  more), was vetoed, or is the proposal being judged.
+- continued: it failed the way the pattern already failed (the same refusal, whatever attempt
+  it echoes: ``ToolEvent.failure_hash``), returned what the pattern already returned
+  (``min_result_chars`` or more), was vetoed, or is the proposal being judged. A failure of
+  another kind neither continues the pattern nor ends it: something in between made a
+  difference (an edit / test cycle whose test output changes is progress).
 
 A call of the pattern that succeeds with something new is the recovery the warning asked for:
 the warning is spent, nothing escalates from it (a later loop has to earn its own warning).
@@ -78,19 +81,27 @@ def _continued(anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredW
     """The calls after ``anchor`` that continue its pattern; empty once one of them recovered."""
     members: list[ToolEvent] = []
     results = {anchor.result_hash}
+    failures = {anchor.failure_hash} - {None}
     target = _target(anchor)
     last = anchor
     for event in after:
         if event.neutral or event.tool != anchor.tool or not _same_pattern(event, last, anchor, target, settings):
             continue
-        if event.vetoed or event.proposed or failed(event):
-            members.append(event)
-        elif event.result_hash in results and len(event.result or "") >= settings.min_result_chars:
-            members.append(event)
-        elif event.result_hash is not None:
-            return []  # it worked, with something new: the warning was heeded
-        else:
-            continue  # no result (missing): says nothing either way
+        if failed(event):
+            if event.failure_hash not in failures and event.result_hash not in results:
+                # Another failure than before: what changed in between made a difference (a test
+                # run that fails otherwise after an edit); not the pattern going on, not its end.
+                failures.add(event.failure_hash)
+                results.add(event.result_hash)
+                continue
+        elif not (event.vetoed or event.proposed):
+            if event.result_hash is None:
+                continue  # no result (missing): says nothing either way
+            if event.result_hash not in results:
+                return []  # it worked, with something new: the warning was heeded
+            if len(event.result or "") < settings.min_result_chars:
+                continue  # the same short "OK": says nothing either way
+        members.append(event)
         results.add(event.result_hash)
         last = event
     return members
