@@ -202,6 +202,11 @@ class Adapter(Protocol):
         ``tools``) put back from what ``history`` read. The guard judges this one."""
         ...
 
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        """The server-side objects ``reply`` (to ``payload``) creates that a later request may
+        name, as (kind, id), like ``references``."""
+        ...
+
     def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
         """The server-side objects the request names, as (kind, id): ``response``, ``thread``,
         ``conversation``. With a server-side upstream key, an id the gateway did not see

@@ -29,7 +29,9 @@ from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
 from gateway.context import Gateway
 from gateway.server.front import Front
+from gateway.server import owned
 from gateway.server.health import healthz, readyz
+from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough, passthrough_for
 from gateway.server.paths import PathGuard
 from gateway.state.base import StateStore
@@ -73,15 +75,17 @@ def build_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         watcher = asyncio.create_task(gateway.policies.watch())
+        idle = asyncio.create_task(give_back_when_idle(gateway, front, config.state.ttl_s))
         await gateway.audit.start()
         try:
             yield
         finally:
             await gateway.audit.stop()
             await gateway.judge.aclose()
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            for task in (watcher, idle):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await gateway.upstream.aclose()
             for other in gateway.upstreams.values():
                 await other.aclose()
@@ -101,13 +105,21 @@ def build_app(
         *ui,
         Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
+        # Routes naming a tenant's server-side objects: checked against the caller's tenant.
+        Route("/v1/responses/{ident}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/responses/{ident}/{rest:path}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/conversations", owned.create_conversation, methods=["POST"]),
+        Route("/v1/conversations/{ident}", owned.of("conversation"), methods=_ALL_METHODS),
+        Route("/v1/conversations/{ident}/{rest:path}", owned.of("conversation"), methods=_ALL_METHODS),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)
     others.state.gateway = gateway
     # Paths and header values are made canonical before authentication, both before any route.
     gates = (PathGuard(), ClientAuth(config.auth))
-    app = GatewayApp(Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s), others)
+    front = Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
+                  config.limits.max_inflight_bytes)
+    app = GatewayApp(front, others)
     if config.telemetry.enabled:  # OpenTelemetry is imported only then
         from gateway.telemetry import instrument, provider_for
 

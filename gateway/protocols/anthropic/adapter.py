@@ -70,6 +70,11 @@ class AnthropicAdapter(PayloadFields):
         previous = thread.previous_id(payload)
         return [("thread", previous)] if previous is not None else []
 
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        reply_id = reply.get("id") if isinstance(reply, dict) else None
+        threaded = thread.thread_of(payload) is not None
+        return [("thread", reply_id)] if threaded and isinstance(reply_id, str) and reply_id else []
+
     async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         previous = thread.previous_id(payload)
         if previous is None:

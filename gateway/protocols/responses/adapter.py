@@ -100,6 +100,11 @@ class ResponsesAdapter(PayloadFields):
         return [*((("response", previous),) if isinstance(previous, str) and previous else ()),
                 *((("conversation", talk),) if talk is not None else ())]
 
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        reply_id = reply.get("id") if isinstance(reply, dict) else None
+        stored = not (isinstance(payload, dict) and payload.get("store") is False)
+        return [("response", reply_id)] if stored and isinstance(reply_id, str) and reply_id else []
+
     async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         talk = conversation.conversation_id(payload)
         if talk is not None:
