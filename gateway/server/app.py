@@ -32,7 +32,7 @@ from gateway.server.front import Front
 from gateway.server import owned
 from gateway.server.health import healthz, readyz
 from gateway.server.passthrough import passthrough, passthrough_for
-from gateway.server.paths import PathGuard
+from gateway.server.paths import GuardedSpellings, PathGuard
 from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
@@ -112,8 +112,9 @@ def build_app(
     ]
     others = Starlette(routes=routes, lifespan=lifespan)
     others.state.gateway = gateway
-    # Paths and header values are made canonical before authentication, both before any route.
-    gates = (PathGuard(), ClientAuth(config.auth))
+    # Paths and header values are made canonical before authentication, both before any route;
+    # a guarded route is then reached only by its own spelling and methods.
+    gates = (PathGuard(), ClientAuth(config.auth), GuardedSpellings(guarded))
     app = GatewayApp(Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s), others)
     if config.telemetry.enabled:  # OpenTelemetry is imported only then
         from gateway.telemetry import instrument, provider_for
