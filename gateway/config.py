@@ -174,7 +174,12 @@ class StateConfig(_Strict):
     key_prefix: str = Field("loopguard:", description="redis: prefix of every key")
     ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
     max_sessions: int = Field(10_000, ge=1, description="memory: least recently used sessions "
-                              "are evicted beyond this")
+                              "are evicted beyond this; redis: sessions the mirror keeps")
+    # Most requests find nothing stored but their own previous mark: a per-process copy that
+    # Redis keeps true (client-side caching invalidations) answers them without a round trip.
+    mirror: bool = Field(True, description="redis: answer sessions this process knows from its "
+                         "mirror, kept true by Redis's invalidation messages (Redis >= 6); off: "
+                         "every request reads Redis")
     # A slow Redis must not slow traffic, so each operation gets this long, and after a failure
     # it is left alone for retry_after_s (requests run on what they carry).
     op_timeout_s: float = Field(0.1, gt=0, le=5, description="redis: each operation's budget")

@@ -20,7 +20,7 @@ import time
 from starlette.requests import Request
 
 from gateway.config import AuthConfig
-from gateway.server.auth import allowed, credential, digests
+from gateway.web.keys import allowed, credential, digests
 
 COOKIE = "loopguard_console"
 SESSION_S = 12 * 3600

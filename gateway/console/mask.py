@@ -10,6 +10,7 @@ basic tokens, JWTs, private-key blocks, URL passwords, and the value of any ``ke
 
 from __future__ import annotations
 
+import functools
 import re
 
 MASK = "\u2022\u2022\u2022"  # what a masked value reads as
@@ -30,16 +31,31 @@ _SECRET_KEYS = (r"[A-Za-z0-9_\-]*(?:passw(?:or)?d|passwd|secret|token(?!s)|api[_
 _PAIR = re.compile(r"""(["']?""" + _SECRET_KEYS + r"""["']?\s*[:=]\s*)(["']?)([^\s"',;}&]+)""", re.IGNORECASE)
 
 
+# Each pattern runs only on text holding one of its words: most tool output holds none, and a
+# regex scan per excerpt would cost more than the whole request it describes.
+_TOKEN_HINTS = ("sk-", "AKIA", "gh", "xox", "AIza", "eyJ", "PRIVATE KEY")
+_SCHEME_HINTS = ("bearer", "basic", "token")
+_PAIR_HINTS = ("pass", "secret", "token", "key", "credential", "authorization", "cookie")
+
+
 def mask(text: str) -> str:
-    text = _TOKENS.sub(MASK, text)
-    text = _SCHEMES.sub(lambda m: f"{m.group(1)} {MASK}", text)
-    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    return _PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    if any(hint in text for hint in _TOKEN_HINTS):
+        text = _TOKENS.sub(MASK, text)
+    lower = text.lower()
+    if any(hint in lower for hint in _SCHEME_HINTS):
+        text = _SCHEMES.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    if any(hint in lower for hint in _PAIR_HINTS):
+        text = _PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    return text
 
 
+@functools.lru_cache(maxsize=4096)
 def excerpt(text: str | None, limit: int) -> str | None:
     """At most ``limit`` characters of ``text`` flattened to one line, masked. Masking runs on a
-    little more than is kept, so a secret cut at the edge is still recognised."""
+    little more than is kept, so a secret cut at the edge is still recognised. Cached: every
+    intervention of a run shows the same earlier calls and results again."""
     if text is None:
         return None
     flat = " ".join(text[: limit * 2 + 256].split())

@@ -60,10 +60,13 @@ class Console:
         return Response(found[0], media_type=found[1], headers={"cache-control": "no-cache"})
 
     async def feed(self, request: Request) -> Response:
+        since = request.query_params.get("since")
+        if since:  # a page polling: one entry read tells whether anything is new
+            latest = await self.gateway.store.recent_events(1)
+            if latest and latest[0].id == since:
+                return JSONResponse({"unchanged": True, "newest": since})
         logged = await self.gateway.store.recent_events(self.keep)
         newest = logged[0].id if logged else ""
-        if newest and request.query_params.get("since") == newest:
-            return JSONResponse({"unchanged": True, "newest": newest})
         items = view.parse(logged)
         return Response(orjson.dumps({"newest": newest, "events": view.feed(items, FEED_ROWS),
                                       "totals": view.totals(items), "kept": len(items), "keep": self.keep}),

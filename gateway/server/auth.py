@@ -17,57 +17,20 @@ select a policy override with it (``auth.agent_header_keys``; unset: every clien
 from __future__ import annotations
 
 import hashlib
-import hmac
 
 from gateway.config import AuthConfig, TenantKey
 from gateway.server.refusal import Refusal, is_anthropic
+from gateway.web.keys import CREDENTIALS, allowed, credential, digests, key_digest
 
 CLIENT_HEADER = b"x-loopguard-client"
 TENANT_HEADER = b"x-loopguard-tenant"  # the tenant the key belongs to (``auth.keys`` entries)
 AGENT_HEADER = b"x-loopguard-agent"
-_CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key"})
 _OPERATOR_PATHS = frozenset({"/metrics", "/readyz"})
-
-
-def digests(keys: tuple[str | TenantKey, ...]) -> tuple[bytes, ...]:
-    """SHA-256 digests of configured keys (``sha256:<hex>`` entries are digests already)."""
-    return tuple(_digest(k.key if isinstance(k, TenantKey) else k) for k in keys)
 
 
 def tenants(keys: tuple[str | TenantKey, ...]) -> dict[bytes, str]:
     """Key digest -> tenant, for the entries that name one."""
-    return {_digest(k.key): k.tenant for k in keys if isinstance(k, TenantKey)}
-
-
-def _digest(key: str) -> bytes:
-    return bytes.fromhex(key[7:]) if key.startswith("sha256:") else hashlib.sha256(key.encode()).digest()
-
-
-def credential(headers: list[tuple[bytes, bytes]]) -> bytes | None:
-    """The client's key: a bearer token, else ``x-api-key``, else ``api-key`` (Azure); for a
-    non-bearer Authorization the whole value (it still tells tenants apart). ``b""`` for an
-    empty bearer token."""
-    found: dict[bytes, bytes] = {}
-    for name, value in headers:
-        name = name.lower()
-        if name in _CREDENTIALS and name not in found:
-            found[name] = value
-    auth = found.get(b"authorization")
-    if auth is not None:
-        scheme, _, token = auth.partition(b" ")
-        if scheme.lower() == b"bearer":
-            return token.strip()
-    return found.get(b"x-api-key") or found.get(b"api-key") or auth
-
-
-def allowed(digest: bytes | None, keys: tuple[bytes, ...]) -> bool:
-    """Constant time in the key tried: every configured digest is compared, no early exit."""
-    if digest is None:
-        return False
-    hit = False
-    for key in keys:
-        hit |= hmac.compare_digest(digest, key)
-    return hit
+    return {key_digest(k.key): k.tenant for k in keys if isinstance(k, TenantKey)}
 
 
 class ClientAuth:
@@ -95,7 +58,7 @@ class ClientAuth:
     def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
         drop = {CLIENT_HEADER, TENANT_HEADER}
         if self.keys:
-            drop |= _CREDENTIALS  # authenticated: the upstream gets the server's key, never this one
+            drop |= CREDENTIALS  # authenticated: the upstream gets the server's key, never this one
         if self.agent_keys is not None and not allowed(digest, self.agent_keys):
             drop.add(AGENT_HEADER)
         out = [(k, v) for k, v in headers if k.lower() not in drop]

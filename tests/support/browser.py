@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-SHOWN_S = 10_000  # ms a page may take to show a run; the feed polls twice a second
+SHOWN_S = 10_000  # ms a page may take to show a run; the feed polls every 300 ms
 CHROMIUM = os.environ.get("LOOPGUARD_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
