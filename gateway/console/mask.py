@@ -10,6 +10,7 @@ basic tokens, JWTs, private-key blocks, URL passwords, and the value of any ``ke
 
 from __future__ import annotations
 
+import functools
 import re
 
 MASK = "\u2022\u2022\u2022"  # what a masked value reads as
@@ -25,16 +26,31 @@ _TOKENS = re.compile("|".join([
 ]), re.DOTALL)
 _SCHEMES = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s/]+@")
-_SECRET_KEYS = (r"[A-Za-z0-9_\-]*(?:passw(?:or)?d|passwd|secret|token(?!s)|api[_\-]?key|access[_\-]?key|"
+# From a word's start (\b): tried inside every long word, the leading run would backtrack
+# quadratically in the word's length.
+_SECRET_KEYS = (r"\b[A-Za-z0-9_\-]*(?:passw(?:or)?d|passwd|secret|token(?!s)|api[_\-]?key|access[_\-]?key|"
                 r"private[_\-]?key|credential|authorization|cookie)[A-Za-z0-9_\-]*")
 _PAIR = re.compile(r"""(["']?""" + _SECRET_KEYS + r"""["']?\s*[:=]\s*)(["']?)([^\s"',;}&]+)""", re.IGNORECASE)
 
 
+# Each pattern runs only on text holding one of its words: most tool output holds none, and a
+# regex scan per excerpt would cost more than the whole request it describes.
+_TOKEN_HINTS = ("sk-", "AKIA", "gh", "xox", "AIza", "eyJ", "PRIVATE KEY")
+_SCHEME_HINTS = ("bearer", "basic", "token")
+_PAIR_HINTS = ("pass", "secret", "token", "key", "credential", "authorization", "cookie")
+
+
 def mask(text: str) -> str:
-    text = _TOKENS.sub(MASK, text)
-    text = _SCHEMES.sub(lambda m: f"{m.group(1)} {MASK}", text)
-    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    return _PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    if any(hint in text for hint in _TOKEN_HINTS):
+        text = _TOKENS.sub(MASK, text)
+    lower = text.lower()
+    if any(hint in lower for hint in _SCHEME_HINTS):
+        text = _SCHEMES.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    if any(hint in lower for hint in _PAIR_HINTS):
+        text = _PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    return text
 
 
 def excerpt(text: str | None, limit: int) -> str | None:
@@ -42,6 +58,13 @@ def excerpt(text: str | None, limit: int) -> str | None:
     little more than is kept, so a secret cut at the edge is still recognised."""
     if text is None:
         return None
-    flat = " ".join(text[: limit * 2 + 256].split())
+    return _excerpt(text[: limit * 2 + 256], limit)
+
+
+@functools.lru_cache(maxsize=4096)
+def _excerpt(head: str, limit: int) -> str:
+    """Cached by the head only (a few hundred characters, so the cache stays small whatever the
+    tools return): every intervention of a run shows the same earlier calls and results again."""
+    flat = " ".join(head.split())
     masked = mask(flat)
     return masked if len(masked) <= limit else masked[: limit - 1] + "\u2026"

@@ -103,15 +103,10 @@ async def relay(turn: Turn, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
 async def _end(turn: Turn, judge: _Judge, bridge: _Bridge, judgement: Judgement) -> AsyncIterator[Any]:
     """The run ends mid-stream: the model's own answer streamed on, or the template (or the error)."""
     if turn.ending == ERROR:  # LiteLLM ends the stream with its error event
-        turn.record(judgement, Action.TERMINATE, "response", ERROR)
-        raise turn.termination_error(turn.termination_text(judgement))
+        turn.end_with_error(judgement, "response")
     if turn.ending == ANSWER:
-        try:
-            answer = await turn.call({**turn.answer_payload(judgement), "stream": True})
-        except Exception as exc:  # noqa: BLE001 - the model failed: the template still ends the run
-            turn.runtime.log.warning("terminate_answer_fallback", reason=type(exc).__name__,
-                                     request_id=turn.request_id)
-        else:
+        answer = await turn.final_answer(judgement, stream=True)
+        if answer is not None:
             judge.closed = True
             bridge.filter.begin_continuation()
             async for out in _answer(turn, judgement, answer, "response", bridge):

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import openai
+import orjson
 import pytest
 from support.anthropic_upstream import AnthropicUpstream, Said
 from support.litellm_proxy import MASTER_KEY, Proxy, litellm_proxy, proxy_config
@@ -19,6 +20,7 @@ from support.servers import serve
 from support.upstream import Reply
 
 HEALTHY = "healthy:"  # prompts starting with this get a model that reads three files and answers
+TWO_ANSWERS = "two answers:"  # with n=2: one answer repeats the loop's call, the other moves on
 FINAL = "Final answer, tools closed: a.txt says the same text every time."  # the model's own answer
 
 
@@ -27,12 +29,24 @@ def model(request: dict) -> Reply:
     prompt = next((m.get("content") for m in messages if m.get("role") == "user"), "") or ""
     if request.get("tool_choice") == "none":  # asked for its final answer: it writes one
         return Reply(content=FINAL)
+    if prompt.startswith(TWO_ANSWERS) and request.get("n") == 2:
+        return Reply(body=orjson.dumps(two_answers(request.get("model", ""))))
     if not prompt.startswith(HEALTHY):
         return Reply(tool_calls=[("read_file", '{"path": "a.txt"}')])  # loops whatever it is told
     done = sum(1 for m in messages if m.get("role") == "tool")
     if done < 3:
         return Reply(tool_calls=[("read_file", f'{{"path": "{done}.txt"}}')])
     return Reply(content="All three files read.")
+
+
+def two_answers(model: str) -> dict:
+    def choice(index: int, name: str, args: str) -> dict:
+        call = {"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": args}}
+        return {"index": index, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                "finish_reason": "tool_calls"}
+    return {"id": "chatcmpl-two", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [choice(0, "read_file", '{"path": "a.txt"}'), choice(1, "list_dir", '{"path": "."}')],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
 
 
 @pytest.fixture(scope="package")

@@ -6,14 +6,14 @@ import anthropic
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support.agent import Agent
+from support.agent import TOOLS, Agent
 from support.claude_agent import ClaudeAgent
 from support.litellm_proxy import MASTER_KEY
 from support.waiting import wait_for
 
 from support.responses_agent import ResponsesAgent
 
-from .conftest import CLAUDE_FINAL, FINAL, HEALTHY, sdk
+from .conftest import CLAUDE_FINAL, FINAL, HEALTHY, TWO_ANSWERS, sdk
 
 pytestmark = pytest.mark.litellm_proxy
 
@@ -143,3 +143,17 @@ def test_a_looping_streamed_responses_agent_is_ended_with_the_models_own_answer(
 
     assert agent.executions["read_file"] == 3
     assert answer == "I will stop calling tools now."
+
+
+def test_each_of_several_answers_is_judged_on_its_own(client):
+    """``n=2``: the answer repeating the loop's call loses it (vetoed), the other keeps its own,
+    as the gateway decides (no re-ask: an answer still goes to the agent)."""
+    call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
+    messages = [{"role": "user", "content": TWO_ANSWERS + " summarise a.txt"}]
+    for n in range(3):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [{**call, "id": f"c{n}"}]},
+                     {"role": "tool", "tool_call_id": f"c{n}", "content": "the same text"}]
+    completion = client.chat.completions.create(model="test-model", messages=messages, n=2, tools=TOOLS)
+    first, second = (choice.message for choice in completion.choices)
+    assert not first.tool_calls
+    assert [c.function.name for c in second.tool_calls] == ["list_dir"]
