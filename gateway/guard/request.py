@@ -174,14 +174,15 @@ def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
     return replace(trace, compacted_at=plan.trace.compacted_at, warned=plan.trace.warned)
 
 
-def veto_record(plan: RequestPlan, exchange: list[Any]) -> VetoRecord:
+def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = frozenset({"id"})) -> VetoRecord:
     """Remember a refused call's ``exchange`` (``Adapter.veto_exchange``) so later requests of
-    the conversation show it to the model, right after the client items of this request."""
+    the conversation show it to the model, right after the client items of this request.
+    ``ids``: the adapter's id fields (``Declaration.id_fields``)."""
     anchor = plan.client_messages
     digest = plan.client_hash
     if digest is None:
         digest = prefix.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
-    return VetoRecord(len(anchor), digest, tuple(exchange))
+    return VetoRecord(len(anchor), digest, tuple(exchange), ids)
 
 
 def _protocol_session(adapter: Adapter, session: str) -> str:

@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from urllib.parse import unquote_to_bytes
 
 from gateway.config import AuthConfig
-from gateway.server.refusal import Refusal, is_anthropic
+from gateway.protocols.registry import CREDENTIALS, SECRET_HEADERS, SECRET_QUERY
+from gateway.server.refusal import Refusal, protocol_at
 
 CLIENT_HEADER = b"x-loopguard-client"
 AGENT_HEADER = b"x-loopguard-agent"
-_CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key"})
+# Every header a protocol carries a key in (``UpstreamSpec.credentials``), Authorization first.
+_CREDENTIALS = frozenset(name.encode("latin-1") for name in SECRET_HEADERS)
+_OTHERS = tuple(name.encode("latin-1") for name in CREDENTIALS if name != "authorization")
+_QUERY_KEYS = tuple(name.encode("latin-1") + b"=" for name in sorted(SECRET_QUERY))
 _OPERATOR_PATHS = frozenset({"/metrics", "/readyz"})
 
 
@@ -33,10 +38,11 @@ def digests(keys: tuple[str, ...]) -> tuple[bytes, ...]:
                  for k in keys)
 
 
-def credential(headers: list[tuple[bytes, bytes]]) -> bytes | None:
-    """The client's key: a bearer token, else ``x-api-key``, else ``api-key`` (Azure); for a
-    non-bearer Authorization the whole value (it still tells tenants apart). ``b""`` for an
-    empty bearer token."""
+def credential(headers: list[tuple[bytes, bytes]], query: bytes = b"") -> bytes | None:
+    """The client's key: a bearer token, else another protocol's key header (``x-api-key``,
+    Azure's ``api-key``, ...), else a key in the query (Google's ``?key=``); for a non-bearer
+    Authorization the whole value (it still tells tenants apart). ``b""`` for an empty bearer
+    token."""
     found: dict[bytes, bytes] = {}
     for name, value in headers:
         name = name.lower()
@@ -47,7 +53,21 @@ def credential(headers: list[tuple[bytes, bytes]]) -> bytes | None:
         scheme, _, token = auth.partition(b" ")
         if scheme.lower() == b"bearer":
             return token.strip()
-    return found.get(b"x-api-key") or found.get(b"api-key") or auth
+    for name in _OTHERS:
+        if found.get(name):
+            return found[name]
+    return query_key(query) or auth
+
+
+def query_key(query: bytes) -> bytes | None:
+    for part in query.split(b"&") if query and _QUERY_KEYS else ():
+        if part.startswith(_QUERY_KEYS):
+            return unquote_to_bytes(part.partition(b"=")[2]) or None
+    return None
+
+
+def without_query_keys(query: bytes) -> bytes:
+    return b"&".join(p for p in query.split(b"&") if not p.startswith(_QUERY_KEYS))
 
 
 def allowed(digest: bytes | None, keys: tuple[bytes, ...]) -> bool:
@@ -69,7 +89,8 @@ class ClientAuth:
         self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
 
     def __call__(self, scope: dict) -> dict | Refusal:
-        token = credential(scope["headers"])
+        query = scope.get("query_string", b"")
+        token = credential(scope["headers"], query)
         if token == b"":
             return _unauthorized(scope, "The Authorization header has an empty bearer token.")
         digest = hashlib.sha256(token).digest() if token is not None else None
@@ -77,7 +98,10 @@ class ClientAuth:
         if scope["path"] != "/healthz" and required and not allowed(digest, required):
             what = "No API key was provided" if token is None else "The API key is not valid for this gateway"
             return _unauthorized(scope, f"{what} (Authorization: Bearer <key> or x-api-key).")
-        return {**scope, "headers": self._headers(scope["headers"], digest)}
+        checked = {**scope, "headers": self._headers(scope["headers"], digest)}
+        if self.keys and query and _QUERY_KEYS:  # the gateway's key is no upstream's
+            checked["query_string"] = without_query_keys(query)
+        return checked
 
     def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
         drop = {CLIENT_HEADER}
@@ -92,5 +116,5 @@ class ClientAuth:
 
 
 def _unauthorized(scope: dict, message: str) -> Refusal:
-    kind = "authentication_error" if is_anthropic(scope["path"]) else "invalid_request_error"
+    kind = protocol_at(scope["path"]).declared.auth_error_type
     return Refusal(401, message, kind, "invalid_api_key", ((b"www-authenticate", b'Bearer realm="loopguard"'),))

@@ -17,6 +17,7 @@ request counter).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -35,8 +36,10 @@ Gate = Callable[[dict], "dict | Refusal"]
 
 class Front:
     def __init__(self, guarded: dict[str, ASGIApp], fallback: Any, gates: tuple[Gate, ...],
-                 metrics: GatewayMetrics, body_timeout_s: float) -> None:
+                 metrics: GatewayMetrics, body_timeout_s: float,
+                 patterns: tuple[tuple[re.Pattern[str], ASGIApp], ...] = ()) -> None:
         self.guarded = guarded  # exact path -> the protocol's app, POST only
+        self.patterns = patterns  # then path patterns (a model named in the path), POST only
         self.fallback = fallback
         self.gates = gates
         self.metrics = metrics
@@ -56,6 +59,8 @@ class Front:
                     return
                 scope = checked
             app = self.guarded.get(scope["path"]) if scope["method"] == "POST" else None
+            if app is None and self.patterns and scope["method"] == "POST":
+                app = next((a for regex, a in self.patterns if regex.match(scope["path"])), None)
             with counting_into(self.metrics.engine):  # this app's fail-opens are this app's
                 await (app or self.fallback)(scope, flow.receive, flow.send)
             await flow.settle()  # the client left as the handler returned: the cancel is pending

@@ -53,7 +53,7 @@ class Turn:
         observation = plan.policy.render("reject", refusal.judgement.finding)
         self.record(refusal.judgement, Action.REJECT, "response")
         try:
-            record = veto_record(plan, CHAT.veto_exchange(refusal.call, observation))
+            record = veto_record(plan, CHAT.veto_exchange(refusal.call, observation), CHAT.declared.id_fields)
             await self.runtime.store.add_veto(plan.session, record)
         except Exception as exc:  # the veto still holds for this request; later ones may not see it
             self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
