@@ -17,11 +17,13 @@ from typing import Any
 from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.base import Adapter
 from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.gemini.adapter import GEMINI
 from gateway.protocols.responses.adapter import RESPONSES
 
 ADAPTERS: tuple[Adapter, ...] = (
     ANTHROPIC,
     RESPONSES,
+    GEMINI,
     CHAT,
 )
 
