@@ -170,14 +170,25 @@ class LimitsConfig(_Strict):
                                      "only what is new; per-text memos are bounded at 16 MiB each")
 
 
+class TenantKey(_Strict):
+    """A client key that belongs to a tenant: every key of one tenant shares its namespace
+    (sessions, response chains, threads, conversations), so an agent may rotate between them."""
+
+    key: str = Field(description="the key, or `sha256:<hex>` of it")
+    tenant: str = Field(min_length=1, description="the tenant's name")
+
+
 class AuthConfig(_Strict):
     """Client keys the gateway accepts (``Authorization: Bearer`` or ``x-api-key``). Empty: no
     client authentication, every caller may use the upstream key. Entries are keys or
-    ``sha256:<hex>`` of keys, so the config need not hold them in clear."""
+    ``sha256:<hex>`` of keys, so the config need not hold them in clear; an entry
+    ``{key: ..., tenant: ...}`` puts the key in a tenant shared with the tenant's other keys."""
 
-    keys: tuple[str, ...] = Field((), description="client keys (`${VAR}` and `sha256:<hex>` entries "
-                                  "allowed), sent as `Authorization: Bearer` or `x-api-key`; never "
-                                  "forwarded. Empty: no client authentication")
+    keys: tuple[str | TenantKey, ...] = Field((), description="client keys (`${VAR}` and "
+                                              "`sha256:<hex>` entries allowed), sent as "
+                                              "`Authorization: Bearer` or `x-api-key`; never "
+                                              "forwarded; `{key: ..., tenant: name}` entries share "
+                                              "the tenant's namespace. Empty: no client authentication")
     metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics` and `/readyz`; "
                                                  "unset: the same as `auth.keys`; `[]`: open")
     agent_header_keys: tuple[str, ...] | None = Field(None, description="keys whose "
@@ -186,8 +197,9 @@ class AuthConfig(_Strict):
 
     @field_validator("keys", "metrics_keys", "agent_header_keys")
     @classmethod
-    def _usable(cls, keys: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        for key in keys or ():
+    def _usable(cls, keys: tuple[str | TenantKey, ...] | None) -> tuple[str | TenantKey, ...] | None:
+        for entry in keys or ():
+            key = entry.key if isinstance(entry, TenantKey) else entry
             if not key.strip():
                 raise ValueError("an empty key (an unset ${VAR}?) would not protect anything")
             if key.startswith("sha256:") and not re.fullmatch(r"[0-9a-fA-F]{64}", key[7:]):
@@ -212,7 +224,12 @@ class StateConfig(_Strict):
     key_prefix: str = Field("loopguard:", description="redis: prefix of every key")
     ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
     max_sessions: int = Field(10_000, ge=1, description="memory: least recently used sessions "
-                              "are evicted beyond this")
+                              "are evicted beyond this; redis: sessions the mirror keeps")
+    # Most requests find nothing stored but their own previous mark: a per-process copy that
+    # Redis keeps true (client-side caching invalidations) answers them without a round trip.
+    mirror: bool = Field(True, description="redis: answer sessions this process knows from its "
+                         "mirror, kept true by Redis's invalidation messages (Redis >= 6); off: "
+                         "every request reads Redis")
     # A slow Redis must not slow traffic, so each operation gets this long, and after a failure
     # it is left alone for retry_after_s (requests run on what they carry).
     op_timeout_s: float = Field(0.1, gt=0, le=5, description="redis: each operation's budget")
@@ -288,6 +305,19 @@ class TelemetryConfig(_Strict):
                                     "API key")
 
 
+class UiConfig(_Strict):
+    """The operator console at ``/ui``: recent interventions, each run's timeline, totals, the
+    policy in effect. Behind ``auth.metrics_keys`` (an operator's key)."""
+
+    enabled: bool = Field(True, description="serve the operator console at `/ui` (operator keys: "
+                          "`auth.metrics_keys`)")
+    max_events: int = Field(1000, ge=10, le=100_000, description="recent events kept in the state "
+                            "store (redis: a stream shared by replicas, trimmed to this)")
+    max_run_bytes: int = Field(16384, ge=2048, le=1_048_576, description="bound of the timeline "
+                               "kept with each event (excerpts of calls and results, secrets "
+                               "masked); the newest calls are kept")
+
+
 class ModelPrice(_Strict):
     """One model's price for savings, in USD per million tokens (as providers list them)."""
 
@@ -296,6 +326,15 @@ class ModelPrice(_Strict):
     tokenizer: Literal["cl100k_base", "o200k_base", "p50k_base"] | None = Field(
         None, description="tiktoken encoding to count this model's tokens with; unset: tiktoken's "
         "for OpenAI models, else characters / 4 (flagged as estimated)")
+
+
+class StreamingConfig(_Strict):
+    """How streamed replies are read; the client gets the same bytes either way."""
+
+    fast_paths: bool = Field(True, description="read chat streams' bytes without decoding every "
+                             "event where that is safe (whole reads relayed as they came, argument "
+                             "deltas matched by their bytes, a whole round judged in one pass); "
+                             "`false`: every event is decoded and read one way, slower")
 
 
 class Config(_Strict):
@@ -311,6 +350,8 @@ class Config(_Strict):
     sessions: SessionsConfig = SessionsConfig()
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    streaming: StreamingConfig = StreamingConfig()
+    ui: UiConfig = UiConfig()
     pricing: dict[str, ModelPrice] = Field({}, description="savings prices by model name (as "
                                            "clients send it), e.g. `{my-llama: {input_usd_per_mtok: "
                                            "0.2, output_usd_per_mtok: 0.6}}`; they come before "

@@ -59,18 +59,28 @@ class ProgressIndex:
     Between two repeats of a call, a call with a new result is progress (polling whose output
     changes, an edit before re-running tests); a call that keeps returning the same thing is not.
     Built lazily: consecutive chains never need it.
+
+    A failure whose shape (its refusal without the attempt it echoes, ToolEvent.failure_hash)
+    occurred before in the window brought nothing new either, whatever its arguments: a
+    refused edit quotes each new attempt, so its text is always new.
     """
 
-    __slots__ = ("_events", "_counts")
+    __slots__ = ("_events", "_counts", "_shapes")
 
     def __init__(self, events: Sequence[ToolEvent]) -> None:
         self._events = events
         self._counts: Counter[tuple[str, str, str | None, bool, bool]] | None = None
+        self._shapes: Counter[tuple[str, str | None]] | None = None
 
     def is_new(self, event: ToolEvent) -> bool:
         result = comparable(event)
         if result is None:
             return False
+        if event.failure_hash is not None:
+            if self._shapes is None:
+                self._shapes = Counter(map(_SHAPE, self._events))
+            if self._shapes[(event.tool, event.failure_hash)] > 1:
+                return False
         if self._counts is None:  # counted at C speed; keys of events without a result go unused
             self._counts = Counter(map(_OUTCOME, self._events))
         return self._counts[(event.tool, event.args_hash, result, False, False)] == 1
@@ -78,6 +88,7 @@ class ProgressIndex:
 
 # (call, result) of an event that has a comparable result (not proposed, not vetoed; see comparable)
 _OUTCOME = attrgetter("tool", "args_hash", "result_hash", "proposed", "vetoed")
+_SHAPE = attrgetter("tool", "failure_hash")
 
 
 class Chain(list):

@@ -6,7 +6,9 @@ Jaccard >= 0.8 for arguments of >= 50 characters). Count = the latest call and i
 of the same tool whose arguments are similar (each to the next one: "chain", or each to the
 latest), with results that agree: all failed, or all the same result. Paginated reads, different
 files and larger limits are near-identical too, but each returns something new, so they never
-count.
+count. Nor, unless ``results: any``, do calls that differ only in numbers standing on their own
+(`solve.py --maze 3`, then `--maze 4`; `--lr 0.1`, then `--lr 0.01`): a batch over items or a
+sweep, failing or not.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Literal
 
-import orjson
 from pydantic import Field
 from rapidfuzz.distance import Indel, Levenshtein
 
@@ -22,10 +23,10 @@ from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
     chain, comparable, failed, failed_or_same_result, no_outcome, repeats_tool, skipped, steps_of, window,
 )
+from gateway.detectors.values import differing_values, numbers_only, value_like
 from gateway.trace.model import ToolEvent, Trace
 
 NAME = "similar_repeat"
-_VALUE_CHARS = 64
 Metric = Literal["indel", "levenshtein", "jaccard3"]
 
 
@@ -62,12 +63,14 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
     similar = _similarity(settings)
     exempt, skip_polling = settings.exempt_tools, settings.skip_polling
 
+    guarded = settings.results == "error_or_same"
+
     def is_member(event: ToolEvent, newest: ToolEvent) -> bool:
         anchor = newest if settings.compare == "chain" else latest
         return (event.tool == latest.tool and not skipped(event, exempt, skip_polling)
-                and similar(event.args, anchor.args) and not _alternatives(event, newest))
+                and similar(event.args, anchor.args) and not _alternatives(event, newest)
+                and not (guarded and numbers_only(event.args, newest.args)))
 
-    guarded = settings.results == "error_or_same"
     if guarded and not _informative(latest, settings.min_result_chars):
         return None
     outcome = _outcome(settings.min_result_chars) if guarded else no_outcome
@@ -86,40 +89,8 @@ def _alternatives(a: ToolEvent, b: ToolEvent) -> bool:
     learning something from each refusal; that is not a loop."""
     if a.args_hash == b.args_hash or not (failed(a) and failed(b)) or a.result_hash == b.result_hash:
         return False
-    try:
-        x, y = orjson.loads(a.args), orjson.loads(b.args)
-    except orjson.JSONDecodeError:
-        return False
-    leaves = _differing_leaves(x, y)
-    return bool(leaves) and all(_value_like(v) for pair in leaves for v in pair)
-
-
-def _differing_leaves(x: object, y: object) -> list[tuple[object, object]] | None:
-    """The pairs of values where two JSON structures of the same shape differ; None when their
-    shapes differ (another set of fields is a different request, not another value)."""
-    if x == y:
-        return []
-    if isinstance(x, dict) and isinstance(y, dict):
-        if x.keys() != y.keys():
-            return None
-        out: list[tuple[object, object]] = []
-        for key in x:
-            found = _differing_leaves(x[key], y[key])
-            if found is None:
-                return None
-            out += found
-        return out
-    if isinstance(x, dict | list) or isinstance(y, dict | list):
-        return None
-    return [(x, y)]
-
-
-def _value_like(value: object) -> bool:
-    """A value one tries alternatives of: a number, a flag, or a short token (an id, a method
-    name, a code), not a command line or a sentence (which are edits of the same attempt)."""
-    if isinstance(value, str):
-        return len(value) <= _VALUE_CHARS and not any(ch.isspace() for ch in value)
-    return True
+    leaves = differing_values(a.args, b.args)
+    return bool(leaves) and all(value_like(v) for pair in leaves for v in pair)
 
 
 def _informative(event: ToolEvent, min_chars: int) -> bool:

@@ -48,9 +48,9 @@ class IgnoredWarningSettings(DetectorSettings):
     window: int = Field(default=64, ge=2)  # the trace's horizon: a warning holds for the run
     min_similarity: float = Field(default=0.8, ge=0.0, le=1.0)  # calls that name no target
     min_result_chars: int = Field(default=16, ge=0)  # "OK" again is not "the same answer"
-    # Warnings of these detectors do not escalate: a round cap, a turn rule and the retrieval
-    # guard name no repeated pattern, only a point in the run.
-    not_after: frozenset[str] = frozenset({"tool_rounds", "required_tool", "retrieval"})
+    # Warnings of these detectors do not escalate: a round cap, a turn rule, the retrieval guard
+    # and the model judge's verdict name no repeated call, only a point in the run.
+    not_after: frozenset[str] = frozenset({"tool_rounds", "required_tool", "retrieval", "llm_judge"})
     skip_polling: bool = True  # a poll's own ladder judges it
 
 

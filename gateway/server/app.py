@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
 from gateway.config import Config, ConfigError
+from gateway.console import console
 from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
@@ -26,6 +27,7 @@ from gateway.protocols.registry import ADAPTERS, PATTERNS, relay_route
 from gateway.server.auth import ClientAuth
 from gateway.context import Gateway
 from gateway.server.front import Front
+from gateway.server import owned
 from gateway.server.health import healthz, readyz
 from gateway.server.passthrough import passthrough, passthrough_for
 from gateway.server.paths import PathGuard
@@ -33,6 +35,7 @@ from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
+from gateway.judge import JudgeService
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -59,6 +62,8 @@ def build_app(
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams=provider_upstreams(config),
     )
+    gateway.judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
+    ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
@@ -72,6 +77,7 @@ def build_app(
             yield
         finally:
             await gateway.audit.stop()
+            await gateway.judge.aclose()
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
@@ -87,8 +93,15 @@ def build_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *ui,
         *(Route(path, passthrough_for(adapter), methods=methods or _ALL_METHODS)
           for adapter in ADAPTERS for path, methods in map(relay_route, adapter.declared.relays)),
+        # Routes naming a tenant's server-side objects: checked against the caller's tenant.
+        Route("/v1/responses/{ident}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/responses/{ident}/{rest:path}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/conversations", owned.create_conversation, methods=["POST"]),
+        Route("/v1/conversations/{ident}", owned.of("conversation"), methods=_ALL_METHODS),
+        Route("/v1/conversations/{ident}/{rest:path}", owned.of("conversation"), methods=_ALL_METHODS),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)

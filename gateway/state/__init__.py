@@ -15,7 +15,8 @@ def build_store(config: StateConfig) -> StateStore:
 
         return RedisStore(config.url, key_prefix=config.key_prefix, ttl_s=config.ttl_s,
                           op_timeout_s=config.op_timeout_s, retry_after_s=config.retry_after_s,
-                          max_connections=config.max_connections)
+                          max_connections=config.max_connections,
+                          mirror_sessions=config.max_sessions if config.mirror else 0)
     return MemoryStore(max_sessions=config.max_sessions, ttl_s=config.ttl_s)
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from gateway.state.base import (
     EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord,
 )
-from gateway.trace.model import WarnedCall
+from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent
+from gateway.trace.model import JudgeVerdict, WarnedCall
 
 # A session that keeps getting vetoed is terminated long before this; the cap only bounds memory.
 MAX_VETOES_PER_SESSION = 64
@@ -32,22 +33,24 @@ class _Entry:
     mark: HistoryMark | None = None
     compacted: HistoryMark | None = None
     warned: tuple[WarnedCall, ...] = ()
+    verdict: JudgeVerdict | None = None
 
     def state(self) -> SessionState:
-        return SessionState(self.vetoes, self.mark, self.compacted, self.warned)
+        return SessionState(self.vetoes, self.mark, self.compacted, self.warned, self.verdict)
 
 
 class MemoryStore:
     degradations = 0  # nothing here can be unavailable
 
     def __init__(self, max_sessions: int = 10_000, ttl_s: float = 3600.0,
-                 max_chain_bytes: int = 64 * 1024 * 1024) -> None:
+                 max_chain_bytes: int = 64 * 1024 * 1024, max_event_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
         self.evictions = 0  # dropped by the LRU bound: raise max_sessions if this keeps growing
         self.expirations = 0  # dropped after ttl_s idle
         self._sessions: OrderedDict[str, _Entry] = OrderedDict()
         self._chains = _Chains(max_chain_bytes, ttl_s)
+        self._events = EventRing(max_event_bytes)  # the console's recent events
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -84,11 +87,15 @@ class MemoryStore:
         if warned not in entry.warned:
             entry.warned = (*entry.warned, warned)[-MAX_WARNED_PER_SESSION:]
 
+    def save_verdict(self, session: str, verdict: JudgeVerdict) -> None:
+        (self._live(session) or self._create(session)).verdict = verdict
+
     def end_run(self, session: str) -> None:
         entry = self._live(session)
         if entry is not None:
             entry.vetoes = ()
             entry.warned = ()
+            entry.verdict = None
 
     async def ping(self) -> bool:
         return True  # in-process: nothing can be unreachable
@@ -100,9 +107,19 @@ class MemoryStore:
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         self._chains.put(key, record.dumps())
 
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        self._events.add(entry, detail, keep)
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        return self._events.recent(count)
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        return self._events.detail(ref)
+
     async def aclose(self) -> None:
         self._sessions.clear()
         self._chains.clear()
+        self._events.clear()
 
     def _live(self, session: str) -> _Entry | None:
         entry = self._sessions.get(session)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from gateway.trace.memo import Memo
 from gateway.trace.model import VETO_MARKER, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
-from gateway.trace.normalize import args_info, classify, result_info
+from gateway.trace.normalize import args_info, classify, failure_hash, result_info
 from gateway.trace.roles import looks_read_only, neutral_by_shape
 from gateway.trace.settings import TraceSettings, tool_key
 
@@ -25,6 +25,7 @@ class _Context:
     tools: frozenset[str] | None
     args_memo: Memo
     results_memo: Memo
+    failures_memo: Memo
     polling_tools: frozenset[str]
     neutral_tools: frozenset[str]
 
@@ -40,7 +41,7 @@ class _Context:
             if len(known[1]) > 256:  # declared tool sets differ per agent, not per request
                 known[1].clear()
             ctx = known[1][tools] = cls(settings, tools, settings.memo("args"), settings.memo("results"),
-                                        settings.polling_tools, settings.neutral_names)
+                                        settings.memo("failures"), settings.polling_tools, settings.neutral_names)
         return ctx
 
 
@@ -160,6 +161,9 @@ def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, propo
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
     status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)
+    shape = None
+    if status is Status.ERROR and not vetoed and result is not None:
+        shape = failure_hash(result, call.arguments, ctx.settings, ctx.failures_memo)
     neutral = tool_key(call.name) in ctx.neutral_tools
     guess = not neutral and ctx.settings.neutral_by_shape and neutral_by_shape(
         args.text_only, args.text, result, status is Status.OK)
@@ -184,4 +188,6 @@ def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, propo
         observation=args.read_only or looks_read_only(call.name),
         user_turn=issued.user_turn,
         request_text=args.text,
+        target=args.target,
+        failure_hash=shape,
     )

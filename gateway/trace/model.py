@@ -100,6 +100,12 @@ class ToolEvent:
     observation: bool = False
     user_turn: int = 0  # genuine user messages before the call: which user turn issued it
     request_text: str = ""  # the free text of the arguments (e.g. a sub-agent's task), or ""
+    # What the call acts on: a file, a URL, a query, an element, a command's head
+    # (gateway/trace/target.py); "" when its arguments name nothing.
+    target: str = ""
+    # A failed call's refusal without the attempt it echoes (gateway/trace/failure.py), hashed:
+    # two refusals of the same kind compare equal whatever each attempt was. None unless failed.
+    failure_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,19 @@ class WarnedCall:
 
     call_id: str
     detector: str
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeVerdict:
+    """What the optional model judge answered about a run, asked off the request's path and
+    applied from the session's next request on (``gateway.judge``; the llm_judge detector)."""
+
+    call_id: str  # the run's latest call when it was judged: the verdict belongs to that run
+    looping: bool
+    confidence: float  # 0..1, the judge's own
+    reason: str  # the judge's one-line analysis, shown to the model in the warning
+    streak: int  # looping verdicts in a row, this one included; 0 when not looping
+    next_round: int  # the run round from which the judge may be asked again (adaptive interval)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +152,9 @@ class Trace:
     # in what the gateway forwarded, never in the client's history, so it is remembered; the
     # ignored_warning detector reads it.
     warned: tuple[WarnedCall, ...] = ()
+    # Set by the request path from the session's state: the model judge's latest verdict on
+    # this session, if any (the llm_judge detector checks it belongs to this run).
+    verdict: JudgeVerdict | None = None
 
     @property
     def total_events(self) -> int:
@@ -148,4 +170,5 @@ class Trace:
         # Built field by field: dataclasses.replace inspects the fields on every call, and the
         # response path calls this for every proposed call.
         return Trace(self.events + extra, self.turns, self.run_start, self.rounds + (1 if extra else 0),
-                     self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned)
+                     self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned,
+                     self.verdict)

@@ -8,18 +8,24 @@ and the same texts would otherwise be parsed, scrubbed and hashed on each one.
 from __future__ import annotations
 
 import json
+import re
 from hashlib import blake2b
 from typing import Any, NamedTuple
 
 import orjson
 
+from gateway.trace.failure import failure_shape
 from gateway.trace.memo import Memo
 from gateway.trace.model import Status
 from gateway.trace.roles import own_text_start, prose, read_only_command
 from gateway.trace.settings import TraceSettings
+from gateway.trace.target import call_target
+from gateway.trace.volatile import PLACEHOLDER, scrub_args, scrub_random
 
-PLACEHOLDER = "<v>"  # what scrubbed volatile text becomes, so "took 3s" and "took 9s" compare equal
+__all__ = ["PLACEHOLDER", "ArgsInfo", "ResultInfo", "args_info", "canonical_args", "classify", "failure_hash",
+           "normalize_result", "parsed_args", "result_info", "text_hash"]
 UNKNOWN_SCAN_CHARS = 300  # agents report an unknown tool in a short leading message
+RANDOM_SCAN_CHARS = 300  # random-looking tokens are scrubbed this close to a result's edges only
 _MEMO_KEY_CHARS = 4096  # longer texts are memoized by digest so the memo never pins big strings
 _INVALID = object()
 _JSON_START = frozenset('{["-0123456789tfn')
@@ -28,12 +34,13 @@ _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "returnCode")
 
 
 class ArgsInfo(NamedTuple):
-    canonical: str
+    canonical: str  # without ignored keys and volatile values (see volatile.scrub_args)
     hash: str
     polling: bool  # the arguments match TraceSettings.polling_args_patterns
     text: str  # the free text of the arguments (roles.prose), "" when there is none
     text_only: bool  # the arguments are nothing but that free text
     read_only: bool  # a shell command that only reads (roles.read_only_command)
+    target: str  # what the call acts on (target.call_target), "" when it names nothing
 
 
 class ResultInfo(NamedTuple):
@@ -69,6 +76,12 @@ def _canonical(raw: str, ignore_keys: frozenset[str]) -> tuple[str, Any]:
         return raw, None
 
 
+def parsed_args(raw: str) -> Any:
+    """The arguments as parsed JSON; None when they are not JSON."""
+    value = _loads(raw)
+    return None if value is _INVALID else value
+
+
 def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None) -> ArgsInfo:
     """Canonical arguments, their hash and polling mark; ``memo`` defaults to the settings' own
     (callers in a loop pass it in: reading a pydantic private attribute is slow)."""
@@ -79,7 +92,12 @@ def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None) -> Ar
         canonical, value = _canonical(raw, settings.ignore_arg_keys)
         polling_re = settings.polling_re
         polling = polling_re is not None and polling_re.search(canonical) is not None
-        info = ArgsInfo(canonical, text_hash(canonical), polling, *prose(value), read_only_command(value))
+        if value is not None and (settings.volatile_arg_keys or settings.volatile_arg_values):
+            compared = scrub_args(value, settings.volatile_arg_key_set, settings.volatile_arg_values)
+            if compared != value:
+                canonical = _dumps(compared)
+        target = call_target(value, settings.target_keys, settings.command_keys)
+        info = ArgsInfo(canonical, text_hash(canonical), polling, *prose(value), read_only_command(value), target)
         memo.put(key, info)
     return info
 
@@ -114,6 +132,19 @@ def result_info(text: str, settings: TraceSettings, memo: Memo | None = None) ->
     return info
 
 
+def failure_hash(result: str, raw_args: str, settings: TraceSettings, memo: Memo | None = None) -> str:
+    """The hash of a failed call's refusal without the attempt it echoes (failure.py), its
+    volatile text scrubbed first."""
+    memo = memo if memo is not None else settings.memo("failures")
+    # By digest: the pair would pin two texts, and the memo's byte bound counts strings only.
+    key = blake2b(f"{result}\0{raw_args}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    shape = memo.get(key)
+    if shape is None:
+        shape = text_hash(failure_shape(normalize_result(result, settings), parsed_args(raw_args), raw_args))
+        memo.put(key, shape)
+    return shape
+
+
 def _result_json(text: str) -> Any:
     body = text.strip()
     return _loads(body) if body[:1] in ("{", "[") else _INVALID
@@ -129,11 +160,17 @@ def _normalize(body: str, value: Any, settings: TraceSettings) -> str:
     out = _scrub(out, settings)
     # When the volatile part is all there is (`date -Iseconds`, a JSON result whose every field
     # is a stamp or an id), it is the content: comparing the rest would call every call the same.
-    return body if out != body and _only_volatile(out) else out
+    return body if out != body and _only_volatile(_HARNESS.sub("", out)) else out
 
 
 def _only_volatile(text: str) -> bool:
     return len(text) <= 256 and not any(ch.isalnum() for ch in text.replace(PLACEHOLDER, ""))
+
+
+# The lines coding-agent harnesses write around a command's output (Codex's exec_command): a
+# clock read through such a harness is still only a clock.
+_HARNESS = re.compile(r"^(Chunk ID|Wall time|Process exited with code|Original|Output|Exit code|"
+                      r"Process running with|Total output lines)\b.*$", re.MULTILINE)
 
 
 def classify(info: ResultInfo | None, is_error: bool | None, declared: bool | None) -> Status:
@@ -154,13 +191,15 @@ def classify(info: ResultInfo | None, is_error: bool | None, declared: bool | No
 
 
 def _matches_error(text: str, settings: TraceSettings) -> bool:
-    error_re = settings.error_re
-    if error_re is None:
+    return any(_scan(regex, text, settings.scan_chars) for regex in (settings.error_re, settings.failure_re))
+
+
+def _scan(regex: re.Pattern[str] | None, text: str, n: int) -> bool:
+    if regex is None:
         return False
-    n = settings.scan_chars
     if len(text) <= 2 * n:
-        return error_re.search(text) is not None
-    return error_re.search(text, 0, n) is not None or error_re.search(text, len(text) - n) is not None
+        return regex.search(text) is not None
+    return regex.search(text, 0, n) is not None or regex.search(text, len(text) - n) is not None
 
 
 def _says_unknown(text: str, settings: TraceSettings) -> bool:
@@ -181,12 +220,16 @@ def _json_error(value: Any) -> bool:
 
 def _scrub(text: str, settings: TraceSettings) -> str:
     volatile_re = settings.volatile_re
-    if volatile_re is None:
-        return text
-    n = settings.scan_chars
-    if len(text) <= 2 * n:
-        return volatile_re.sub(PLACEHOLDER, text)
-    return volatile_re.sub(PLACEHOLDER, text[:n]) + text[n:-n] + volatile_re.sub(PLACEHOLDER, text[-n:])
+    if volatile_re is not None:
+        n = settings.scan_chars
+        if len(text) <= 2 * n:
+            text = volatile_re.sub(PLACEHOLDER, text)
+        else:
+            text = volatile_re.sub(PLACEHOLDER, text[:n]) + text[n:-n] + volatile_re.sub(PLACEHOLDER, text[-n:])
+    if settings.scrub_random_tokens:
+        n = RANDOM_SCAN_CHARS
+        text = scrub_random(text) if len(text) <= 2 * n else scrub_random(text[:n]) + text[n:-n] + scrub_random(text[-n:])
+    return text
 
 
 # --- JSON helpers ----------------------------------------------------------------------------

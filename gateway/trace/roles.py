@@ -88,15 +88,22 @@ _READ_PROGRAMS = frozenset({
 })
 _READ_GIT = frozenset({"status", "log", "diff", "show", "branch", "blame"})
 _COMMAND_KEYS = ("command", "cmd")
+# One-word actions of multi-purpose tools (an editor's view, a browser's snapshot) that only look.
+_READ_ACTIONS = frozenset({"view", "read", "list", "search", "find", "get", "show", "open", "cat", "ls",
+                           "grep", "snapshot", "screenshot", "inspect", "describe", "status"})
 _SHELL_CONTROL = re.compile(r"[;&>`]|\$\(|\|\|")
 
 
 def read_only_command(value: Any) -> bool:
     """A shell tool's command that only reads: one pipeline of reading programs (``cat``, ``ls``,
-    ``grep``, ``git status`` ...), no redirection, no chaining with anything else."""
+    ``grep``, ``git status`` ...), no redirection, no chaining with anything else; or a
+    multi-purpose tool's one-word action that only looks (``view``, ``snapshot`` ...)."""
     if not isinstance(value, dict):
         return False
     command = next((value[k] for k in _COMMAND_KEYS if isinstance(value.get(k), str)), None)
+    action = value.get("action")
+    if command in _READ_ACTIONS or (isinstance(action, str) and action in _READ_ACTIONS):
+        return True  # a multi-purpose tool asked to look: OpenHands' {"command": "view", "path": ...}
     if not command or _SHELL_CONTROL.search(command):
         return False
     for stage in command.split("|"):

@@ -26,12 +26,23 @@ DEFAULT_VOLATILE_PATTERNS: tuple[str, ...] = (
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?",  # ISO timestamps
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",  # UUIDs
     r"\b(0x)?[0-9a-fA-F]{16,}\b",  # long hex ids
-    r"\b\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|minutes?|mins?)( ago)?\b",  # durations
+    # Durations ("3.2s", "4 minutes ago", `time`'s "0m0.004s").
+    r"\b\d+(?:(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|minutes?|mins?)( ago)?|m\d+(\.\d+)?s)\b",
+    # Harness lines coding-agent CLIs write around a command's output (Codex's exec_command:
+    # "Chunk ID: 3f2a1b", "Original token count: 42", "Process running with session ID 1234"; its
+    # "Wall time: 0.0021 seconds" is a duration), process ids and token counts: the value changes
+    # on every call, the command's output does not. "Process exited with code N" is kept: the exit
+    # code is the command's status. One branch: each branch costs a scan of the text.
+    r"(?:Chunk ID: \S+|(?:token count|tokens?(?: used)?)[:=] ?\d+|"
+    r"(?:session ID|pid|PID|process id|Process ID|process)[:= ]\s*\d{2,})",
+    r"(?m:^\[\d+\] \d+$)",  # a shell's background job line: "[1] 12345"
 )
 DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r"^\s*(error|exception|fatal)\b",
     r"\bTraceback \(most recent call last\)",
-    r"\b(exit|return) (code|status)[:= ]+[1-9]\d*",
+    # A non-zero exit code written in the result: "Exit code: 1", "exit status 2", Codex's
+    # "Process exited with code 1", "returned non-zero exit status 2".
+    r"\b(?:(?:exit|return|exited with) (?:code|status)[:= ]+[1-9]\d*|non-zero exit (?:code|status))",
     r'"(is_error|isError|error)"\s*:\s*(true|"[^"]+")',
     r"^(npm|yarn|pnpm) (ERR!|error\b)",  # package managers print no "Error:" prefix
     r"^fatal: ",  # git
@@ -39,6 +50,29 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     # An HTTP error page or status line ("403 Forbidden", "HTTP/1.1 502 Bad Gateway").
     r"\b[45]\d\d (Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Conflict|"
     r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b",
+)
+# The failure vocabulary: what coding-agent editors, patch tools and linters write when they
+# refuse an edit, in text rather than with an error flag (docs/detectors.md lists each with the
+# agent that writes it). Matched case-sensitively, unlike error_patterns: the tools write them
+# exactly so, and a case-sensitive list of literal phrases is scanned several times faster.
+DEFAULT_FAILURE_PATTERNS: tuple[str, ...] = (
+    "Your proposed edit has introduced new syntax error",  # SWE-agent's linting editor
+    r"(?:Your|The) edit was not applied",
+    "No replacement was performed",  # OpenHands str_replace_editor
+    "did not appear verbatim in",
+    "<tool_use_error>",  # Claude Code's refusals (String to replace not found, ...)
+    "String to replace not found",
+    r"Found \d+ matches of the string to replace",
+    "File has not been read yet",
+    "No changes to make: old_string and new_string are exactly the same",
+    "apply_patch verification failed",  # Codex apply_patch
+    r"Failed to find (?:expected lines|context)",
+    r"(?m:^error: patch failed)",  # git apply
+    r"(?m:^\s*[A-Z]\w*(?:Error|Exception): )",  # a Python failure's last line: "SyntaxError: ..."
+    # Linter reports (flake8 / ruff codes, as SWE-agent echoes them), tsc.
+    r"(?m:^[^\s:]+:\d+:\d+: [EF]\d{3}\b)",
+    r"(?m:^- [EF]\d{3}\b)",
+    r"error TS\d+: ",
 )
 # Calls that repeat by design while waiting for something (check_background_tasks polls a
 # background task; Claude Code's BashOutput and Windsurf's command_status read a background
@@ -56,6 +90,21 @@ DEFAULT_NEUTRAL_TOOLS: frozenset[str] = frozenset({
     "todo_read", "update_todos", "update_todo", "todo_update", "log", "log_thought", "log_note",
     "note", "take_note", "sequentialthinking", "scratchpad", "record_thought", "update_memory",
 })
+# Argument keys whose value is fresh on every call by design (a request id, a nonce, a cache
+# buster): ignored when arguments are compared. Compared case-insensitively. Narrower than
+# DEFAULT_VOLATILE_KEYS: in arguments `time`, `session_id` or `file_id` name what to act on.
+DEFAULT_VOLATILE_ARG_KEYS: tuple[str, ...] = (
+    "request_id", "requestid", "nonce", "idempotency_key", "idempotencykey", "trace_id", "traceid",
+    "span_id", "correlation_id", "correlationid", "client_request_id", "cache_buster", "cachebuster",
+    "timestamp", "ts", "_t", "now", "sent_at",
+)
+# Argument keys that name what a call acts on, in order of preference: a call's target is the
+# first of them it carries (see gateway/trace/target.py). A shell command's target is its head.
+DEFAULT_TARGET_KEYS: tuple[str, ...] = (
+    "path", "file_path", "filepath", "file", "filename", "notebook_path", "target_file", "url", "uri",
+    "href", "query", "q", "search_query", "selector", "element", "locator", "xpath",
+)
+DEFAULT_COMMAND_KEYS: tuple[str, ...] = ("command", "cmd", "script")
 DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
     r"\b(unknown|unrecognized|invalid|undefined) (tool|function)\b",
     r"\b(tool|function) .{0,60}\b(not found|does not exist|is not available)\b",
@@ -83,6 +132,22 @@ class TraceSettings(BaseModel):
     volatile_keys: tuple[str, ...] = DEFAULT_VOLATILE_KEYS
     volatile_patterns: tuple[Regex, ...] = DEFAULT_VOLATILE_PATTERNS
     error_patterns: tuple[Regex, ...] = DEFAULT_ERROR_PATTERNS
+    # Case-sensitive, like the tools' own texts (see DEFAULT_FAILURE_PATTERNS).
+    failure_patterns: tuple[Regex, ...] = DEFAULT_FAILURE_PATTERNS
+    # Added to error_patterns (which a policy replaces whole): an agent's own failure texts,
+    # case-insensitive like error_patterns.
+    extra_error_patterns: tuple[Regex, ...] = ()
+    # A short random-looking token (6-15 hex digits with letters and digits mixed, or 8-40
+    # letters and digits alternating at least 3 times: a chunk id, a nonce) in the first and last
+    # 300 characters of a result (where harnesses and servers stamp them) is volatile too.
+    scrub_random_tokens: bool = True
+    # Arguments compared without fresh-per-call values: values under volatile_arg_keys, and,
+    # with volatile_arg_values, string values that look volatile (UUIDs, long hex or base64
+    # tokens, timestamps) unless their key names a target (path, url, command, *_id ...).
+    volatile_arg_keys: tuple[str, ...] = DEFAULT_VOLATILE_ARG_KEYS
+    volatile_arg_values: bool = True
+    target_keys: tuple[str, ...] = DEFAULT_TARGET_KEYS
+    command_keys: tuple[str, ...] = DEFAULT_COMMAND_KEYS
     unknown_tool_patterns: tuple[Regex, ...] = DEFAULT_UNKNOWN_TOOL_PATTERNS
     polling_tools: frozenset[str] = DEFAULT_POLLING_TOOLS
     polling_args_patterns: tuple[Regex, ...] = DEFAULT_POLLING_ARGS_PATTERNS
@@ -104,8 +169,10 @@ class TraceSettings(BaseModel):
     scan_chars: int = Field(default=1024, ge=64)
 
     _volatile_keys: frozenset[str] = PrivateAttr()
+    _volatile_arg_keys: frozenset[str] = PrivateAttr()
     _volatile_re: re.Pattern[str] | None = PrivateAttr()
     _error_re: re.Pattern[str] | None = PrivateAttr()
+    _failure_re: re.Pattern[str] | None = PrivateAttr()
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
     _polling_re: re.Pattern[str] | None = PrivateAttr()
     _memo: dict[str, Memo] = PrivateAttr()
@@ -114,12 +181,14 @@ class TraceSettings(BaseModel):
     def model_post_init(self, _context: object) -> None:
         self._volatile_keys = frozenset(k.lower() for k in self.volatile_keys)
         self._volatile_re = _union(self.volatile_patterns, 0)
-        self._error_re = _union(self.error_patterns, re.IGNORECASE | re.MULTILINE)
+        self._volatile_arg_keys = frozenset(k.lower() for k in self.volatile_arg_keys)
+        self._error_re = _union(self.error_patterns + self.extra_error_patterns, re.IGNORECASE | re.MULTILINE)
+        self._failure_re = _union(self.failure_patterns, 0)
         self._unknown_re = _union(self.unknown_tool_patterns, re.IGNORECASE)
         self._polling_re = _union(self.polling_args_patterns, 0)
         # Per-text results of normalization (see gateway.trace.memo): owned by this instance
         # because they depend on exactly these settings.
-        self._memo = {"args": Memo(4096), "results": Memo(4096)}
+        self._memo = {"args": Memo(4096), "results": Memo(4096), "failures": Memo(1024)}
         self._neutral = frozenset(_tool_key(n) for n in self.neutral_tools)
 
     @property
@@ -131,8 +200,16 @@ class TraceSettings(BaseModel):
         return self._volatile_re
 
     @property
+    def volatile_arg_key_set(self) -> frozenset[str]:
+        return self._volatile_arg_keys
+
+    @property
     def error_re(self) -> re.Pattern[str] | None:
         return self._error_re
+
+    @property
+    def failure_re(self) -> re.Pattern[str] | None:
+        return self._failure_re
 
     @property
     def unknown_tool_re(self) -> re.Pattern[str] | None:
@@ -147,7 +224,7 @@ class TraceSettings(BaseModel):
         """``neutral_tools`` as :func:`tool_key` forms."""
         return self._neutral
 
-    def memo(self, kind: Literal["args", "results"]) -> Memo:
+    def memo(self, kind: Literal["args", "results", "failures"]) -> Memo:
         return self._memo[kind]
 
 

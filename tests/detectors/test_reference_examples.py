@@ -118,7 +118,7 @@ def test_weclaw_file_write_permission_denied(repeats, expected):
         assert detect("exact_repeat", trace, WECLAW_EXACT).steps == (3, 4, 5)
         # The shipped defaults warn at the 3rd failure as well (same call, same failure).
         assert actions(trace) == {"no_progress": WARN, "error_repeat": WARN, "exact_repeat": WARN,
-                                  "similar_repeat": WARN}
+                                  "similar_repeat": WARN, "target_failure": WARN}
 
 
 def test_weclaw_exact_repeat_looks_at_the_last_three_only():
@@ -143,8 +143,9 @@ def test_weclaw_npm_install_with_growing_flags():
     finding = detect("similar_repeat", trace, WECLAW_SIMILAR)
     assert finding.count == 3 and finding.steps == (3, 4, 5)
     assert action("similar_repeat", trace, WECLAW_SIMILAR) == WARN
-    # Defaults: indel similarity, every attempt failed -> warn; nothing stronger on a guess.
-    assert actions(trace) == {"similar_repeat": WARN}
+    # Defaults: indel similarity, every attempt failed -> warn; nothing stronger on a guess. The
+    # third failure of `npm install` (another flag each time) is also target_failure's warning.
+    assert actions(trace) == {"similar_repeat": WARN, "target_failure": WARN}
 
 
 def test_weclaw_similar_needs_the_threshold_between_neighbours():

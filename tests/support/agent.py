@@ -30,6 +30,7 @@ class Agent:
     finish_reasons: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)  # x-loopguard-action of each response
     specs: list[dict] | None = None  # the tools declared to the model; None: TOOLS
+    model: str = "test-model"
 
     def run(self, prompt: str, max_steps: int = 12) -> str | None:
         """Run until the model answers without tool calls (returns its text) or max_steps."""
@@ -49,7 +50,7 @@ class Agent:
         return None
 
     def _step(self) -> tuple[dict, str]:
-        kwargs = dict(model="test-model", messages=self.messages, tools=self.specs or TOOLS,
+        kwargs = dict(model=self.model, messages=self.messages, tools=self.specs or TOOLS,
                       extra_headers=self.headers)
         if not self.stream:
             raw = self.client.chat.completions.with_raw_response.create(**kwargs)

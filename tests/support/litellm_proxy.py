@@ -30,10 +30,28 @@ class Proxy:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
 
-def proxy_config(upstream_url: str, guardrail: dict) -> dict:
+RESPONSES_MODEL = "gpt-4.1"  # the Responses agent's (support.responses_agent)
+# A price for the test models, so that LiteLLM's spend counts every call it makes, re-asks too.
+PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
+
+
+ANTHROPIC_MODEL = "claude-sonnet-4-6"  # the Claude agent's (support.claude_agent)
+
+
+def proxy_config(upstream_url: str, guardrail: dict, responses_url: str | None = None,
+                 anthropic_url: str | None = None) -> dict:
+    models = [{"model_name": MODEL, "litellm_params": {
+        "model": f"openai/{MODEL}", "api_base": upstream_url + "/v1", "api_key": "sk-upstream", **PRICE}}]
+    if responses_url is not None:
+        models.append({"model_name": RESPONSES_MODEL, "litellm_params": {
+            "model": f"openai/{RESPONSES_MODEL}", "api_base": responses_url + "/v1", "api_key": "sk-upstream",
+            **PRICE}})
+    if anthropic_url is not None:
+        models.append({"model_name": ANTHROPIC_MODEL, "litellm_params": {
+            "model": f"anthropic/{ANTHROPIC_MODEL}", "api_base": anthropic_url, "api_key": "sk-ant-upstream",
+            **PRICE}})
     return {
-        "model_list": [{"model_name": MODEL, "litellm_params": {
-            "model": f"openai/{MODEL}", "api_base": upstream_url + "/v1", "api_key": "sk-upstream"}}],
+        "model_list": models,
         "guardrails": [guardrail],
         # prometheus: LiteLLM's /metrics, where the guardrail's savings counters show up too
         "litellm_settings": {"telemetry": False, "num_retries": 0, "callbacks": ["prometheus"]},
@@ -49,14 +67,15 @@ def litellm_command() -> list[str]:
 
 
 @contextmanager
-def litellm_proxy(config: dict, workdir: Path, ready_timeout: float = 180.0) -> Iterator[Proxy]:
-    """Start the proxy, wait until it is ready (it takes seconds to import), stop it after."""
+def litellm_proxy(config: dict, workdir: Path, ready_timeout: float = 180.0, **env: str) -> Iterator[Proxy]:
+    """Start the proxy, wait until it is ready (it takes seconds to import), stop it after.
+    ``env``: more environment for it (what a config's ``os.environ/...`` values read)."""
     path = workdir / "litellm.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     port = free_port()
     log_path = workdir / "litellm.log"
     env = child_env(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_TELEMETRY="False", LITELLM_LOG="ERROR",
-                    NO_PROXY="*", no_proxy="*")
+                    NO_PROXY="*", no_proxy="*", **env)
     command = [*litellm_command(), "--config", str(path), "--host", "127.0.0.1", "--port", str(port),
                "--num_workers", "1"]
     url = f"http://127.0.0.1:{port}"
@@ -66,4 +85,4 @@ def litellm_proxy(config: dict, workdir: Path, ready_timeout: float = 180.0) -> 
         yield Proxy(url, process, log_path)
 
 
-__all__ = ["MASTER_KEY", "MODEL", "Proxy", "ROOT", "litellm_proxy", "proxy_config"]
+__all__ = ["MASTER_KEY", "MODEL", "RESPONSES_MODEL", "Proxy", "ROOT", "litellm_proxy", "proxy_config"]

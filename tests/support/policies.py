@@ -5,7 +5,7 @@ from pathlib import Path
 
 OTHERS_OFF = {name: {"enabled": False} for name in
               ("exact_repeat", "similar_repeat", "error_repeat", "cycle", "unknown_tool", "tool_rounds",
-               "cross_turn", "stagnation")}
+               "cross_turn", "stagnation", "target_failure")}
 
 
 def ladder_policy(extra: str = "", **no_progress) -> str:

@@ -33,6 +33,7 @@ class ResponsesAgent:
     history: list[Any] = field(default_factory=list)
     responses: list[Any] = field(default_factory=list)  # every Response the agent received
     events: list[list[Any]] = field(default_factory=list)  # streamed: each response's events
+    specs: list[dict] | None = None  # the tools declared to the model; None: TOOLS
 
     def run(self, prompt: str, max_steps: int = 12) -> str | None:
         pending: list[Any] = [{"role": "user", "content": prompt}]
@@ -52,7 +53,7 @@ class ResponsesAgent:
         return None
 
     def _create(self, pending: list[Any]) -> Any:
-        kwargs: dict[str, Any] = {"model": "gpt-4.1", "tools": TOOLS, "instructions": "Use the tools."}
+        kwargs: dict[str, Any] = {"model": "gpt-4.1", "tools": self.specs or TOOLS, "instructions": "Use the tools."}
         if self.conversation is not None:
             kwargs.update(input=pending, conversation=self.conversation)
         elif self.chain:

@@ -1,9 +1,13 @@
 """The LiteLLM guardrail: LiteLLM's hooks mapped onto LoopGuard's request and response paths.
 
+Chat Completions (``acompletion``), the Responses API (``aresponses``) and Anthropic Messages
+(``anthropic_messages``) are guarded, each through the gateway's adapter for it; decisions come
+from the gateway's decision core, so the guardrail acts as the gateway does.
+
 - ``pre_call`` (``async_pre_call_hook``): judge the executed history. warn: the anchor goes
-  into the messages LiteLLM sends; terminate: the model is not called, LiteLLM answers with the
-  termination text (``finish_reason: "stop"``, streamed or not), or raises its guardrail error
-  with the policy's status when ``interventions.terminate.mode`` is ``error``.
+  into the conversation LiteLLM sends; terminate: the run ends as ``interventions.terminate.mode``
+  says (``gateway.integrations.litellm.ending``): by default the request becomes the call for
+  the model's own final answer, tools closed.
 - ``during_call`` (``async_moderation_hook``): the same judgement while the model already runs;
   it can only end the request (an error), so a warn is recorded as held back.
 - ``post_call`` (``async_post_call_success_hook``, ``async_post_call_streaming_iterator_hook``):
@@ -23,14 +27,13 @@ from litellm.integrations.custom_guardrail import CustomGuardrail
 from litellm.types.guardrails import GuardrailEventHooks
 
 from gateway.guard.request import plan_request
-from gateway.integrations.litellm import stream, unary
+from gateway.integrations.litellm import ending, stream, unary
 from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import RESOLVED, SESSION_HEADER, client_body, client_headers, session_of
 from gateway.integrations.litellm.turn import Turn
+from gateway.integrations.litellm.wire import wire_of
 from gateway.policy.actions import Action
-from gateway.protocols.chat.adapter import CHAT
 
-_CHAT_CALLS = frozenset({"completion", "acompletion"})
 _DONE = object()  # the request path already answered (terminated): the response hooks skip it
 _MAX_TURNS = 10_000  # requests between their pre-call and response hooks
 
@@ -51,16 +54,13 @@ class LoopGuardrail(CustomGuardrail):
         if turn is None or turn.plan.judgement.finding is None:
             return data
         plan = turn.plan
-        turn.record(plan.judgement, plan.action, "request")
         if plan.action == Action.TERMINATE:
-            self._turns[turn.request_id or ""] = _DONE
-            text = turn.termination_text(plan.judgement)
-            if turn.terminate_as_error:
-                raise turn.termination_error(text)
-            data["mock_response"] = text  # LiteLLM answers it as the model would, stream or not
-            return data
+            if turn.ending != "answer":  # the answer's turn stays: its response hooks check the answer
+                self._turns[turn.request_id or ""] = _DONE
+            return ending.at_request(turn, plan.judgement)
+        turn.record(plan.judgement, plan.action, "request")
         if plan.changed:
-            data["messages"] = plan.messages
+            data[turn.adapter.items_field] = plan.messages
         return data
 
     async def async_moderation_hook(self, data: dict, user_api_key_dict: Any, call_type: str) -> Any:
@@ -70,11 +70,11 @@ class LoopGuardrail(CustomGuardrail):
         plan = turn.plan
         # The request is already on its way: only an end can still be applied, and a re-ask
         # continues from what the model was actually sent.
-        plan.messages = data["messages"]
+        plan.messages = data[turn.adapter.items_field]
         if plan.judgement.finding is None:
             return None
         applied = Action.TERMINATE if plan.action == Action.TERMINATE else Action.PASS
-        turn.record(plan.judgement, applied, "request")
+        turn.record(plan.judgement, applied, "request", "error" if applied == Action.TERMINATE else None)
         if applied == Action.TERMINATE:
             self._turns[turn.request_id or ""] = _DONE
             raise turn.termination_error(turn.termination_text(plan.judgement))
@@ -89,7 +89,7 @@ class LoopGuardrail(CustomGuardrail):
     async def async_post_call_streaming_iterator_hook(self, user_api_key_dict: Any, response: Any,
                                                       request_data: dict) -> Any:
         turn = await self._turn(user_api_key_dict, request_data)
-        if turn is None:
+        if turn is None or not stream.judges(turn):
             async for chunk in response:
                 yield chunk
             return
@@ -98,25 +98,28 @@ class LoopGuardrail(CustomGuardrail):
 
     # --- LoopGuard's request path --------------------------------------------------------------
 
-    async def _plan(self, user_api_key_dict: Any, data: dict, call_type: str | None = "acompletion") -> Turn | None:
+    async def _plan(self, user_api_key_dict: Any, data: dict, call_type: Any = None) -> Turn | None:
         """Judge the executed history; None when there is nothing to guard or the guard failed."""
-        if call_type not in _CHAT_CALLS or not isinstance(data.get("messages"), list):
+        wire = wire_of(call_type, data)
+        if wire is None or wire.adapter.items_field not in data:
             return None
         runtime = self.loopguard
         call_id = data.get("litellm_call_id")
         try:
             await runtime.ensure_started()
+            adapter = wire.adapter
+            payload = {**client_body(data), adapter.items_field: data[adapter.items_field]}
+            items = adapter.items(payload)
             key = getattr(user_api_key_dict, "api_key", None) or getattr(user_api_key_dict, "token", None)
-            headers = {**client_headers(data),
-                       SESSION_HEADER: session_of(data, key, runtime.config.sessions)}
-            payload = {**client_body(data), "messages": data["messages"]}
-            plan = await plan_request(CHAT, payload, CHAT.items(payload), headers, "/v1/chat/completions",
-                                      runtime.policies.current, runtime.store, runtime.log, sessions=RESOLVED)
+            start = adapter.conversation(payload, items)
+            headers = {**client_headers(data), SESSION_HEADER: session_of(data, key, runtime.config.sessions, start)}
+            plan = await plan_request(adapter, payload, items, headers, wire.path, runtime.policies.current,
+                                      runtime.store, runtime.log, sessions=RESOLVED)
             runtime.metrics.judged(plan.session, plan.judgement)
         except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
             _fail_open(runtime, "request", call_id)
             return None
-        turn = Turn(runtime, plan, data, call_id)
+        turn = Turn(runtime, wire, plan, data, call_id)
         if call_id:
             self._remember(call_id, turn)
         return turn

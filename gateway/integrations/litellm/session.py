@@ -15,8 +15,8 @@ from typing import Any
 
 from gateway import untrusted
 from gateway.config import SessionsConfig
-from gateway.protocols.chat.parse import conversation_from_body
 from gateway.state.session import fingerprint
+from gateway.trace.model import Conversation
 
 SESSION_HEADER = "x-loopguard-session"
 # plan_request reads the session from this header alone: this module has chosen it already.
@@ -24,7 +24,7 @@ RESOLVED = SessionsConfig(headers=(SESSION_HEADER,), body_user=False, metadata_k
 # Proxy-side fields of LiteLLM's request dict: never part of a re-ask to the model.
 _INTERNAL = frozenset({"metadata", "litellm_metadata", "proxy_server_request", "secret_fields", "litellm_call_id",
                        "litellm_logging_obj", "litellm_session_id", "stream", "stream_options", "messages",
-                       "mock_response", "guardrails"})
+                       "mock_response", "guardrails", "user_api_key_dict"})
 
 
 def client_body(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -40,11 +40,12 @@ def client_headers(data: Mapping[str, Any]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in headers.items() if str(k).lower() != "authorization"}
 
 
-def session_of(data: Mapping[str, Any], key: str | None, sources: SessionsConfig) -> str:
+def session_of(data: Mapping[str, Any], key: str | None, sources: SessionsConfig, conversation: Conversation) -> str:
+    """``conversation``: the request's, as its protocol's adapter reads it (its fingerprint is
+    the session when nothing names one)."""
     explicit = _litellm_session(data) or _configured(data, sources)
     if explicit is None:
-        explicit = "f:" + fingerprint(conversation_from_body({"messages": data.get("messages"),
-                                                             "tools": data.get("tools")}))
+        explicit = "f:" + fingerprint(conversation)
     return f"k:{_digest(key)}/{explicit}"[:300]
 
 

@@ -1,86 +1,119 @@
 """One LiteLLM request as LoopGuard sees it: the plan of the request path, and what the response
-hooks share (vetoes, re-asks through LiteLLM's router, the termination reply or error)."""
+hooks share (vetoes, re-asks and final answers through LiteLLM's router, the termination reply
+or error). The protocol's wire format is its adapter's business, as in the gateway."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from gateway.audit.events import StoppedWork
+from gateway.guard import decision as core
 from gateway.guard.audit import audit
-from gateway.guard.request import RequestPlan, veto_record
-from gateway.guard.response import ProposalJudge, Refusal
+from gateway.guard.request import RequestPlan, retrace, veto_record
+from gateway.guard.response import Refusal
 from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import client_body
+from gateway.integrations.litellm.wire import Wire
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
-from gateway.protocols.chat import replies
-from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.chat.parse import conversation_from_body
-from gateway.trace.builder import build_trace
 
 
 @dataclass(slots=True)
 class Turn:
     runtime: Runtime
+    wire: Wire
     plan: RequestPlan
     data: dict[str, Any]  # LiteLLM's request dict
     request_id: str | None
     reasks: int = 0
+    answering: Judgement | None = None  # the request asks for the run's final answer (tools closed)
+
+    @property
+    def adapter(self) -> Any:
+        return self.wire.adapter
 
     @property
     def model(self) -> str:
         model = self.data.get("model")
         return model if isinstance(model, str) else ""
 
-    def record(self, judgement: Judgement, action: Action, phase: str) -> None:
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The request as the model gets it next: the client's fields, the conversation so far."""
+        return {**client_body(self.data), self.adapter.items_field: self.plan.messages}
+
+    def record(self, judgement: Judgement, action: Action, phase: str, terminate: str | None = None) -> None:
         plan = self.plan
         audit(self.runtime.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
               action=action, bus=self.runtime.audit, agent=plan.policy.agent, trace=plan.trace,
-              request_id=self.request_id, work=StoppedWork(self.model, plan.messages))
-
-    def proposal_judge(self) -> ProposalJudge:
-        return ProposalJudge(self.plan.policy, self.plan.trace)
-
-    def may_reask(self, refusal: Refusal) -> bool:
-        limit = self.plan.policy.interventions.reject.max_reasks
-        return not refusal.terminate and refusal.position == 0 and self.reasks < limit
+              request_id=self.request_id, work=StoppedWork(self.model, plan.messages), terminate=terminate)
 
     async def veto(self, refusal: Refusal) -> None:
         """Remember the refused call for the session and show it, with its observation, to the
         model on the re-ask and in later requests."""
         plan = self.plan
-        observation = plan.policy.render("reject", refusal.judgement.finding)
+        observation = core.observation(plan.policy, refusal.judgement)
         self.record(refusal.judgement, Action.REJECT, "response")
+        exchange = self.adapter.veto_exchange(refusal.call, observation)
         try:
-            record = veto_record(plan, CHAT.veto_exchange(refusal.call, observation), CHAT.declared.id_fields)
-            await self.runtime.store.add_veto(plan.session, record)
+            await self.runtime.store.add_veto(plan.session, veto_record(plan, exchange, self.adapter.declared.id_fields))
         except Exception as exc:  # the veto still holds for this request; later ones may not see it
             self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
-        plan.messages = [*plan.messages, replies.assistant_message_for([refusal.call]),
-                         replies.veto_observation(refusal.call, observation)]
-        body = {**client_body(self.data), "messages": plan.messages}
-        plan.trace = build_trace(conversation_from_body(body), plan.policy.trace_settings)
+        plan.messages = [*plan.messages, *exchange]
+        plan.trace = retrace(plan, self.adapter.conversation(self.payload, plan.messages))
 
     async def reask(self, *, stream: bool) -> Any:
-        """The model again, through the proxy's router (its deployments, keys and retries), with
-        the refused call and the observation in the history."""
         self.reasks += 1
-        kwargs = {**client_body(self.data), "messages": self.plan.messages, "stream": stream}
+        return await self.call({**self.payload, "stream": stream})
+
+    def answer_payload(self, judgement: Judgement) -> dict[str, Any]:
+        """The request for the run's final answer: the loop's note where the model reads it
+        first, tools closed the protocol's way."""
+        policy = self.plan.policy
+        note = policy.render("answer", judgement.finding, progress=policy.progress(self.plan.trace))
+        items = self.adapter.add_anchor(self.plan.messages, note, policy.interventions.warn.placement)
+        return self.adapter.without_tools({**client_body(self.data), self.adapter.items_field: items})
+
+    async def call(self, payload: dict[str, Any]) -> Any:
+        """The model once more, through the proxy's router (its deployments, keys, retries,
+        price and spend logging), as the client's key: the call is billed to it like any other."""
+        kwargs = {**payload}
+        metadata = self.data.get(self.wire.metadata_key)
+        if isinstance(metadata, dict):
+            kwargs[self.wire.metadata_key] = {**metadata}
         router = _router()
         if router is not None:
-            return await router.acompletion(**kwargs)
+            return await getattr(router, self.wire.router_call)(**kwargs)
         import litellm  # noqa: PLC0415 - a guardrail used outside the proxy: litellm directly
 
-        return await litellm.acompletion(**kwargs)
+        return await getattr(litellm, self.wire.router_call)(**kwargs)
+
+    async def final_answer(self, judgement: Judgement, *, stream: bool) -> Any | None:
+        """The model's own final answer (tools closed), through the router; None when the call
+        failed (the template ends the run then)."""
+        try:
+            return await self.call({**self.answer_payload(judgement), "stream": stream})
+        except Exception as exc:  # noqa: BLE001 - the model failed: the template still ends the run
+            self.runtime.log.warning("terminate_answer_fallback", reason=type(exc).__name__,
+                                     request_id=self.request_id)
+            return None
+
+    def end_with_error(self, judgement: Judgement, phase: str) -> NoReturn:
+        """Terminate mode ``error``: recorded, then LiteLLM's guardrail error."""
+        self.record(judgement, Action.TERMINATE, phase, core.ERROR)
+        raise self.termination_error(self.termination_text(judgement))
 
     def termination_text(self, judgement: Judgement) -> str:
-        progress = self.plan.policy.progress(self.plan.trace)
-        return self.plan.policy.render("terminate", judgement.finding, progress=progress)
+        return core.final_text(self.plan.policy, self.plan.trace, judgement)
+
+    def termination_reply(self, judgement: Judgement) -> Any:
+        """The template reply (terminate mode ``reply``, or an answer that failed), as LiteLLM's object."""
+        return self.wire.response(self.adapter.termination_reply(self.termination_text(judgement), self.payload))
 
     @property
-    def terminate_as_error(self) -> bool:
-        return self.plan.policy.interventions.terminate.mode == "error"
+    def ending(self) -> str:
+        return core.ending(self.plan.policy)
 
     def termination_error(self, text: str) -> Exception:
         """LiteLLM's guardrail error, with the policy's status (422: SDKs do not retry it)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from gateway.protocols import usage
 from gateway.protocols.adapters import WholeConversations
-from gateway.protocols.base import Answer, Judge
+from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.protocols.declaration import Declaration, UpstreamSpec
 from gateway.protocols.gemini import parse, replies, rewrite, stream
 from gateway.protocols.sse import data_event
@@ -109,8 +109,9 @@ class GeminiAdapter(WholeConversations):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return replies.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any], options: Any = None) -> stream.GeminiStreamFilter:
-        return stream.GeminiStreamFilter(judge, self._model)
+    def stream_filter(self, judge: Judge, payload: dict[str, Any],
+                      options: StreamOptions | None = None) -> stream.GeminiStreamFilter:
+        return stream.GeminiStreamFilter(judge, options, self._model)
 
     def stream_answer(self, stream_bytes: bytes) -> Answer | None:
         return stream.stream_answer(stream_bytes)

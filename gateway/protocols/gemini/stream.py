@@ -12,122 +12,68 @@ line it does not know as JSON, so a comment would break the client's stream.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.protocols import codec
-from gateway.protocols.base import Answer, Judge
+from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.protocols.gemini.parse import calls_of, parts_of, text_of
 from gateway.protocols.gemini.replies import termination
-from gateway.protocols.sse import SSEDecoder, json_events
+from gateway.protocols.sse import SSEEvent, json_events
+from gateway.protocols.streaming import StreamDriver
 from gateway.trace.model import ToolCall
 
 
-@dataclass(slots=True)
-class Round:
-    """One upstream stream's calls, as judged (``base.RoundView``)."""
+@dataclass(frozen=True, slots=True)
+class _Proposed:
+    """A ``functionCall`` part as ``RoundState.settle`` takes it."""
 
-    kept: list[ToolCall] = field(default_factory=list)
-    dropped: list[ToolCall] = field(default_factory=list)
-    rejected: ToolCall | None = None
-    rejected_position: int | None = None
-    judge_errors: list[Exception] = field(default_factory=list)
-    withheld: dict[str, Any] | None = None  # the closing chunk, when every call was dropped
-    ended: bool = False
+    position: int
+    call: ToolCall
+
+    def to_call(self) -> ToolCall:
+        return self.call
 
 
 def event(chunk: dict[str, Any]) -> bytes:
     return b"data: " + codec.dumps(chunk) + b"\r\n\r\n"
 
 
-class GeminiStreamFilter:
-    def __init__(self, judge: Judge, model: str = "") -> None:
-        self._judge = judge
+class GeminiStreamFilter(StreamDriver):
+    def __init__(self, judge: Judge, options: StreamOptions | None = None, model: str = "") -> None:
         self._model = model
-        self._decoder = SSEDecoder()
-        self.rounds = [Round()]
-        self._usage: Any = None
-        self._done = False  # terminated, or the closing chunk went out
+        self._usage: Any = None  # the last usage the upstream reported, for a closing chunk
+        super().__init__(judge, options)
 
-    @property
-    def round(self) -> Round:
-        return self.rounds[-1]
+    def _start_round(self) -> None:
+        self._withheld: dict[str, Any] | None = None  # the closing chunk, every call dropped
+        self._calls = 0
 
-    @property
-    def reply(self) -> dict[str, Any] | None:
-        return None
-
-    @property
-    def needs_decision(self) -> bool:
-        state = self.round
-        return bool(state.dropped) and not state.kept and (state.withheld is not None or state.ended) and not self._done
-
-    def feed(self, data: bytes) -> list[bytes]:
-        out: list[bytes] = []
-        for sse in self._decoder.feed(data):
-            self._on_event(sse.raw, sse.data, out)
-        return out
-
-    def end_upstream(self) -> list[bytes]:
-        out: list[bytes] = []
-        if self.round.ended:
-            return out
-        for sse in self._decoder.flush():
-            self._on_event(sse.raw, sse.data, out)
-        self.round.ended = True
-        return out
-
-    def cut(self, upstream: bytes) -> list[bytes]:
-        self._decoder = SSEDecoder()  # a partial chunk never reached the client: nothing is open
-        self.round.ended = True
-        return []
-
-    def begin_continuation(self) -> None:
-        self._decoder = SSEDecoder()
-        self.rounds.append(Round())
-
-    def terminate(self, text: str) -> list[bytes]:
-        if self._done:
-            return []
-        self._done = True
-        closing = termination(text, self._model)
-        if self._usage is not None:
-            closing["usageMetadata"] = self._usage
-        return [event(closing)]
-
-    def final(self) -> list[bytes]:
-        withheld = self.round.withheld
-        if self._done or withheld is None:
-            return []
-        self._done = True
-        return [event(withheld)]
-
-    def _on_event(self, raw: bytes, data: str | None, out: list[bytes]) -> None:
-        if self._done:
-            return
+    def _on_event(self, sse: SSEEvent, out: list[bytes]) -> None:
         try:
-            chunk = codec.loads(data) if data else None
+            chunk = codec.loads(sse.data) if sse.data else None
         except codec.DecodeError:
             chunk = None
         if not isinstance(chunk, dict):
-            out.append(raw)  # not a chunk this filter reads: as it came
+            out.append(sse.raw)  # not a chunk this filter reads: as it came
             return
         if isinstance(chunk.get("usageMetadata"), dict):
             self._usage = chunk["usageMetadata"]
         candidates = chunk.get("candidates")
         first = candidates[0] if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict) else None
         if first is None:
-            out.append(raw)
+            out.append(sse.raw)
             return
         parts = parts_of(first.get("content"))
         kept_parts = self._judged(parts)
         closing = first.get("finishReason") is not None
         state = self.round
-        if closing and state.dropped and not state.kept:
-            state.withheld = _with_parts(chunk, first, kept_parts)
+        if closing and state.all_dropped:
+            state.finish_withheld = True
+            self._withheld = _with_parts(chunk, first, kept_parts)
             return
         if len(kept_parts) == len(parts):
-            out.append(raw)
+            out.append(sse.raw)
         elif kept_parts or closing or len(candidates) > 1:
             out.append(event(_with_parts(chunk, first, kept_parts)))
 
@@ -137,26 +83,29 @@ class GeminiStreamFilter:
             return parts
         state, kept = self.round, []
         for part in parts:
-            calls = list(calls_of([part], f"s{len(self.rounds)}.{len(state.kept) + len(state.dropped)}"))
+            calls = list(calls_of([part], f"s{len(self.rounds)}.{self._calls}"))
             if not calls:
                 kept.append(part)
                 continue
-            call, position = calls[0], len(state.kept) + len(state.dropped)
-            if state.rejected is None and self._keep(call, position):
-                state.kept.append(call)
+            before = len(state.kept)
+            state.settle((_Proposed(self._calls, calls[0]),), self._judge, 0)
+            self._calls += 1
+            if len(state.kept) > before:
                 kept.append(part)
-                continue
-            if state.rejected is None:
-                state.rejected, state.rejected_position = call, position
-            state.dropped.append(call)
         return kept
 
-    def _keep(self, call: ToolCall, position: int) -> bool:
-        try:
-            return bool(self._judge(call, position))
-        except Exception as exc:  # noqa: BLE001 - fail-open: a broken judge never breaks the stream
-            self.round.judge_errors.append(exc)
-            return True
+    def _close_held(self, out: list[bytes]) -> None:
+        """Nothing is held: a chunk goes out (or is withheld) as it is read."""
+
+    def _end_with(self, text: str, model: str | None) -> list[bytes]:
+        closing = termination(text, model or self._model)
+        if self._usage is not None:
+            closing["usageMetadata"] = self._usage
+        return [event(closing)]
+
+    def _owed(self, out: list[bytes], undecided: bool) -> None:
+        if undecided and self._withheld is not None:
+            out.append(event(self._withheld))
 
 
 def _with_parts(chunk: dict[str, Any], first: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:

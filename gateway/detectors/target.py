@@ -1,0 +1,83 @@
+"""target_failure: the same tool failing on the same target again and again, arguments varying.
+
+A coding agent's edit of one file is refused (another replacement text each time), a fetch of one
+URL fails (another header, another flag), a click on one element misses: the arguments differ on
+every call, so no repeat detector sees a repeat, and reads of other things come between. The
+target (ToolEvent.target: a path, URL, query, element, or a shell command's head) is what stays.
+
+Count = the latest call and its predecessors in the window with the same tool and target, all
+failed (a vetoed or proposed one counts: the model insisting), walking back over:
+
+- reads (read-only looking calls), neutral calls and calls that failed or brought nothing new
+  (another refusal): stepped over. Reads mark the count as gathered across reads, which may
+  warn, and block only when the members before the first read reach the blocking threshold;
+- the same tool and target succeeding: the count stops (it worked; a later failure is new);
+- any other call that brought something new (an edit before re-running the tests, a package
+  installed before re-running the script): the count stops, the agent is getting somewhere;
+- a shell command with the same head whose arguments differ from the latest only in numbers
+  standing on their own (a batch over ids, a sweep over settings): another item, not another
+  attempt, so it is stepped over. (An edit of one file with other line numbers is another
+  attempt.)
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from gateway.detectors.base import DetectorSettings, Finding
+from gateway.detectors.common import Chain, ProgressIndex, comparable, failed, skipped, steps_of, window
+from gateway.detectors.values import numbers_only
+from gateway.trace.model import ToolEvent, Trace
+from gateway.trace.target import COMMAND_MARK
+
+NAME = "target_failure"
+_SHOWN_CHARS = 80
+
+
+class TargetFailureSettings(DetectorSettings):
+    warn_at: int | None = 3  # the third failed attempt on one target
+    reject_at: int | None = 6  # failures are the tool's own evidence, but attempts vary: more grace
+    terminate_at: int | None = 9
+    window: int = Field(default=20, ge=2)
+    skip_polling: bool = True  # waiting for a URL to come up fails until it does
+
+
+def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:
+    events = window(trace, settings.window)
+    if not events:
+        return None
+    latest = events[-1]
+    if not latest.target or latest.neutral or skipped(latest, settings.exempt_tools, settings.skip_polling):
+        return None
+    if comparable(latest) is not None and not failed(latest):
+        return None
+    members = _members(events, latest)
+    if sum(1 for m in members if failed(m)) < 2:
+        return None  # one failure and the model's insisting is not yet a pattern on the target
+    count, warn_only = members.count(settings)
+    if count < 2:
+        return None
+    varied = len({m.args_hash for m in members}) > 1
+    shown = latest.target if len(latest.target) <= _SHOWN_CHARS else latest.target[:_SHOWN_CHARS] + "..."
+    how = " with varying arguments" if varied else ""
+    return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
+                   f"`{latest.tool}` failed {count} times on `{shown}`{how}", warn_only=warn_only)
+
+
+def _members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain:
+    members = Chain([latest])
+    progress = ProgressIndex(events)
+    for event in reversed(events[:-1]):
+        if event.tool == latest.tool and event.target == latest.target:
+            if comparable(event) is not None and not failed(event):
+                break  # it worked in between
+            if not (latest.target.startswith(COMMAND_MARK) and numbers_only(event.args, latest.args)):
+                members.append(event)
+        elif event.neutral or event.vetoed or failed(event):
+            continue
+        elif event.observation or event.neutral_guess:
+            if progress.is_new(event):
+                members.step_over()
+        elif progress.is_new(event):
+            break
+    return members

@@ -1,0 +1,90 @@
+"""The protocols the guardrail guards, by LiteLLM's call type: the adapter that reads and writes
+each one, the proxy route it stands for, the router method that asks the model again, and
+LiteLLM's objects to and from the protocol's JSON.
+
+LiteLLM passes its hooks ``acompletion`` for ``/v1/chat/completions``, ``aresponses`` for
+``/v1/responses`` and ``anthropic_messages`` for ``/v1/messages``; every other call type (embeddings,
+images, batches, ...) carries no agent loop and is let through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from gateway.protocols.anthropic.adapter import ANTHROPIC
+from gateway.protocols.base import Adapter
+from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.responses.adapter import RESPONSES
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    adapter: Adapter
+    path: str  # the route the gateway serves the same protocol on (policy path matching)
+    router_call: str  # the proxy router's method for one more call of this protocol
+    metadata_key: str  # where LiteLLM keeps the key's metadata in this route's request dict
+
+    def reply(self, response: Any) -> dict[str, Any] | None:
+        """A LiteLLM response as the protocol's JSON; None when it is not one."""
+        if isinstance(response, dict):
+            return response
+        dump = getattr(response, "model_dump", None)
+        return dump(exclude_none=True) if dump is not None else None
+
+    def response(self, reply: dict[str, Any]) -> Any:
+        """The protocol's JSON as the object LiteLLM returns for this route."""
+        if self.adapter is CHAT:
+            from litellm import ModelResponse  # noqa: PLC0415 - the proxy's own types, loaded there
+
+            return ModelResponse(**reply)
+        if self.adapter is RESPONSES:
+            from litellm.types.llms.openai import ResponsesAPIResponse  # noqa: PLC0415
+
+            return ResponsesAPIResponse(**reply)
+        return reply  # Anthropic Messages: LiteLLM relays the dict
+
+    def event(self, chunk: dict[str, Any]) -> bytes:
+        """A stream chunk as the SSE event the protocol's stream filter reads."""
+        data = orjson.dumps(chunk)
+        if self.adapter is RESPONSES:
+            return b"event: " + str(chunk.get("type", "")).encode() + b"\ndata: " + data + b"\n\n"
+        return b"data: " + data + b"\n\n"
+
+    def chunk(self, data: dict[str, Any]) -> Any:
+        """An event the filter wrote (a rewritten or new one) as LiteLLM's chunk object."""
+        if self.adapter is RESPONSES:
+            # LiteLLM writes every event object out as its JSON: a generic event keeps them all
+            from litellm.types.llms.openai import GenericEvent  # noqa: PLC0415
+
+            return GenericEvent(**data)
+        from litellm.types.utils import ModelResponseStream  # noqa: PLC0415 - the proxy's own chunk type
+
+        return ModelResponseStream(**data)
+
+
+CHAT_WIRE = Wire(CHAT, "/v1/chat/completions", "acompletion", "metadata")
+RESPONSES_WIRE = Wire(RESPONSES, "/v1/responses", "aresponses", "litellm_metadata")
+MESSAGES_WIRE = Wire(ANTHROPIC, "/v1/messages", "aanthropic_messages", "litellm_metadata")
+
+WIRES: dict[str, Wire] = {
+    "completion": CHAT_WIRE, "acompletion": CHAT_WIRE,
+    "responses": RESPONSES_WIRE, "aresponses": RESPONSES_WIRE,
+    "anthropic_messages": MESSAGES_WIRE, "aanthropic_messages": MESSAGES_WIRE,
+}
+
+
+def wire_of(call_type: Any, data: dict[str, Any]) -> Wire | None:
+    """The protocol of a request. The response hooks get no call type: the proxy's request URL
+    tells, else the field the conversation is in."""
+    if call_type is not None:
+        return WIRES.get(getattr(call_type, "value", call_type))
+    server = data.get("proxy_server_request")
+    url = str(server.get("url") or "") if isinstance(server, dict) else ""
+    if url.split("?")[0].endswith("/messages"):
+        return MESSAGES_WIRE
+    if url.split("?")[0].endswith("/responses") or "input" in data:
+        return RESPONSES_WIRE
+    return CHAT_WIRE if isinstance(data.get("messages"), list) else None

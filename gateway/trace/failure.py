@@ -1,0 +1,46 @@
+"""A failure's shape: the refusal without the attempt it echoes.
+
+Editors and linters refuse an edit by quoting it ("No replacement was performed, old_str `x = 1`
+did not appear verbatim in /repo/a.py", SWE-agent's "This is how your edit would have looked"
+window): each new attempt makes the refusal's text new, so comparing texts reads a loop of
+refusals as progress. The shape drops every line the arguments contain (line-number prefixes
+ignored), every quoted argument value, and digits (line numbers, counts); two refusals of the
+same kind, on the same file, have the same shape whatever the attempt was.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SHAPE_CHARS = 4000  # a refusal's kind is stated near its start; the rest is the echo
+_MIN_ECHO = 4  # shorter values ("a", "x=1") are too common to remove from a text
+_LINE_NUMBER = re.compile(r"^\s*\d+\s*[:|\t]\s?")
+_DIGITS = re.compile(r"\d+")
+
+
+def failure_shape(result: str, value: Any, raw_args: str) -> str:
+    """The result's text without the echo of the call's arguments (parsed ``value``; the raw
+    text when not JSON), digits folded, whitespace collapsed, lower-case."""
+    strings = sorted(_strings(value) if value is not None else [raw_args], key=len, reverse=True)
+    echoed = {line.strip() for s in strings for line in s.splitlines() if len(line.strip()) >= _MIN_ECHO}
+    kept = []
+    for line in result[:SHAPE_CHARS].splitlines():
+        body = _LINE_NUMBER.sub("", line).strip()
+        if body and body not in echoed:
+            kept.append(line)
+    text = "\n".join(kept)
+    for s in strings:
+        if len(s) >= _MIN_ECHO and "\n" not in s:
+            text = text.replace(s, "")
+    return " ".join(_DIGITS.sub("#", text).lower().split())
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
