@@ -78,7 +78,8 @@ def one_of_each(protocols: Protocols, stream: bool = False) -> None:
     said = "".join(c.choices[0].delta.content or "" for c in chat if c.choices) if stream \
         else chat.choices[0].message.content
     assert said == ANSWER
-    gemini = client_for(protocols.url).models
+    client = client_for(protocols.url)  # held: the SDK closes its connections when collected
+    gemini = client.models
     if stream:
         with protocols.openai().responses.stream(model="m", input="hi") as events:
             assert events.get_final_response().output_text == ANSWER
