@@ -12,17 +12,21 @@ from typing import IO, Any
 
 import yaml
 
-from gateway.config import ConfigError, load_config
+from gateway.config import Config, ConfigError, load_config
 from gateway.policy.loader import load_policy, read_yaml, shipped_policy_path
 from gateway.policy.model import EffectivePolicy, Policy
-from gateway.policy.schema import PolicyError
+from gateway.policy.schema import PolicyError, PolicyFile
 
 
 def run_check(path: str, fmt: str = "yaml", out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
     try:
         config_file, policy = load_any(path)
-    except (ConfigError, PolicyError) as exc:
-        print(f"loopguard: {exc}", file=err)
+    except ConfigError as exc:
+        print(f"loopguard: invalid config: {exc}", file=err)
+        return 1
+    except PolicyError as exc:
+        hint = " (a policy file starts with `version: 1`)" if "version" in (p for p, _ in exc.problems) else ""
+        print(f"loopguard: invalid policy: {exc}{hint}", file=err)
         return 1
     doc = describe(policy)
     print(json.dumps(doc, indent=2, ensure_ascii=False) if fmt == "json" else
@@ -42,7 +46,7 @@ def load_any(path: str) -> tuple[str | None, Policy]:
 
 
 def describe(policy: Policy) -> dict[str, Any]:
-    matches = _raw_matches(policy.source)
+    matches = raw_matches(policy.source)
     blocks = [_effective(policy.default, None)]
     blocks += [_effective(rule.policy, matches[i] if i < len(matches) else None)
                for i, rule in enumerate(policy.rules)]
@@ -82,14 +86,20 @@ def plain(value: Any) -> Any:
 
 
 def _looks_like_policy(path: Path) -> bool:
+    """A mapping with ``version``, or whose keys are a policy's and none a config's: a policy
+    that forgot its ``version`` is reported as a policy missing it, not as a config with
+    unknown keys."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False  # let the config loader report it, with the file and line
-    return isinstance(data, dict) and "version" in data
+    if not isinstance(data, dict):
+        return False
+    keys = set(data)
+    return "version" in keys or (not keys & set(Config.model_fields) and bool(keys & set(PolicyFile.model_fields)))
 
 
-def _raw_matches(source: str) -> list[Any]:
+def raw_matches(source: str) -> list[Any]:
     """The agents entries' ``match`` blocks as written (globs, not their compiled regexes)."""
     try:
         raw = read_yaml(Path(source).read_text(encoding="utf-8"), source)

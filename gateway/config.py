@@ -54,7 +54,12 @@ class UpstreamConfig(_Strict):
     api_key: str | None = Field(None, description="server-side key replacing the client's "
                                 "Authorization; unset: each client's own key is forwarded")
     # LLM calls can legitimately take minutes.
-    timeout_s: float = Field(600.0, gt=0, description="whole-request timeout (504 when exceeded)")
+    timeout_s: float = Field(600.0, gt=0, description="a JSON answer: the whole response (headers and "
+                             "body) within this, else 504; a stream: its first byte (the response "
+                             "headers) within this, else 504")
+    stream_idle_timeout_s: float | None = Field(None, gt=0, description="a stream: the longest silence "
+                                                "between two chunks, else it is ended with the "
+                                                "protocol's error event; unset: `timeout_s`")
     connect_timeout_s: float = Field(10.0, gt=0, description="connect timeout (502 when exceeded)")
     headers: dict[str, str] = Field({}, description="extra headers sent upstream, e.g. "
                                     "`{OpenAI-Organization: org-...}`")
@@ -118,26 +123,48 @@ class LimitsConfig(_Strict):
                                      "caches of a conversation's last request (its body's bytes, "
                                      "its parsed history), so its next request reads and parses "
                                      "only what is new; per-text memos are bounded at 16 MiB each")
+    header_timeout_s: float = Field(5.0, gt=0, description="a connection whose request headers are not "
+                                    "complete by then (from its first byte, or from connecting) gets "
+                                    "408 and is closed (slow-header senders, idle sockets)")
+    max_connections: int = Field(1000, ge=1, description="open client connections per process; one "
+                                 "more is answered 503 and closed at once (keep under the file "
+                                 "descriptor limit)")
+    max_inflight_bytes: int = Field(256 * 1024 * 1024, ge=1, description="request body bytes held "
+                                    "at once per process; a request that would go beyond gets 503 "
+                                    "with `retry-after` (keep it at least `max_body_bytes`)")
+
+
+class TenantKey(_Strict):
+    """A client key that belongs to a tenant: every key of one tenant shares its namespace
+    (sessions, response chains, threads, conversations), so an agent may rotate between them."""
+
+    key: str = Field(description="the key, or `sha256:<hex>` of it")
+    tenant: str = Field(min_length=1, description="the tenant's name")
 
 
 class AuthConfig(_Strict):
     """Client keys the gateway accepts (``Authorization: Bearer`` or ``x-api-key``). Empty: no
     client authentication, every caller may use the upstream key. Entries are keys or
-    ``sha256:<hex>`` of keys, so the config need not hold them in clear."""
+    ``sha256:<hex>`` of keys, so the config need not hold them in clear; an entry
+    ``{key: ..., tenant: ...}`` puts the key in a tenant shared with the tenant's other keys."""
 
-    keys: tuple[str, ...] = Field((), description="client keys (`${VAR}` and `sha256:<hex>` entries "
-                                  "allowed), sent as `Authorization: Bearer` or `x-api-key`; never "
-                                  "forwarded. Empty: no client authentication")
-    metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics` and `/readyz`; "
-                                                 "unset: the same as `auth.keys`; `[]`: open")
+    keys: tuple[str | TenantKey, ...] = Field((), description="client keys (`${VAR}` and "
+                                              "`sha256:<hex>` entries allowed), sent as "
+                                              "`Authorization: Bearer` or `x-api-key`; never "
+                                              "forwarded; `{key: ..., tenant: name}` entries share "
+                                              "the tenant's namespace. Empty: no client authentication")
+    metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics`, `/readyz` "
+                                                 "and the console `/ui`; unset: the same as "
+                                                 "`auth.keys`; `[]`: open")
     agent_header_keys: tuple[str, ...] | None = Field(None, description="keys whose "
                                                       "`x-loopguard-agent` may select a policy "
                                                       "override; unset: every client's")
 
     @field_validator("keys", "metrics_keys", "agent_header_keys")
     @classmethod
-    def _usable(cls, keys: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        for key in keys or ():
+    def _usable(cls, keys: tuple[str | TenantKey, ...] | None) -> tuple[str | TenantKey, ...] | None:
+        for entry in keys or ():
+            key = entry.key if isinstance(entry, TenantKey) else entry
             if not key.strip():
                 raise ValueError("an empty key (an unset ${VAR}?) would not protect anything")
             if key.startswith("sha256:") and not re.fullmatch(r"[0-9a-fA-F]{64}", key[7:]):
@@ -162,7 +189,15 @@ class StateConfig(_Strict):
     key_prefix: str = Field("loopguard:", description="redis: prefix of every key")
     ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
     max_sessions: int = Field(10_000, ge=1, description="memory: least recently used sessions "
-                              "are evicted beyond this")
+                              "are evicted beyond this; redis: sessions the mirror keeps")
+    max_veto_bytes: int = Field(64 * 1024 * 1024, ge=1, description="memory: all sessions' vetoed "
+                                "exchanges together (each stored with its long strings shortened to "
+                                "2 KB and a digest); least recently used sessions are evicted beyond this")
+    # Most requests find nothing stored but their own previous mark: a per-process copy that
+    # Redis keeps true (client-side caching invalidations) answers them without a round trip.
+    mirror: bool = Field(True, description="redis: answer sessions this process knows from its "
+                         "mirror, kept true by Redis's invalidation messages (Redis >= 6); off: "
+                         "every request reads Redis")
     # A slow Redis must not slow traffic, so each operation gets this long, and after a failure
     # it is left alone for retry_after_s (requests run on what they carry).
     op_timeout_s: float = Field(0.1, gt=0, le=5, description="redis: each operation's budget")
@@ -238,6 +273,19 @@ class TelemetryConfig(_Strict):
                                     "API key")
 
 
+class UiConfig(_Strict):
+    """The operator console at ``/ui``: recent interventions, each run's timeline, totals, the
+    policy in effect. Behind ``auth.metrics_keys`` (an operator's key)."""
+
+    enabled: bool = Field(True, description="serve the operator console at `/ui` (operator keys: "
+                          "`auth.metrics_keys`)")
+    max_events: int = Field(1000, ge=10, le=100_000, description="recent events kept in the state "
+                            "store (redis: a stream shared by replicas, trimmed to this)")
+    max_run_bytes: int = Field(16384, ge=2048, le=1_048_576, description="bound of the timeline "
+                               "kept with each event (excerpts of calls and results, secrets "
+                               "masked); the newest calls are kept")
+
+
 class ModelPrice(_Strict):
     """One model's price for savings, in USD per million tokens (as providers list them)."""
 
@@ -246,6 +294,15 @@ class ModelPrice(_Strict):
     tokenizer: Literal["cl100k_base", "o200k_base", "p50k_base"] | None = Field(
         None, description="tiktoken encoding to count this model's tokens with; unset: tiktoken's "
         "for OpenAI models, else characters / 4 (flagged as estimated)")
+
+
+class StreamingConfig(_Strict):
+    """How streamed replies are read; the client gets the same bytes either way."""
+
+    fast_paths: bool = Field(True, description="read chat streams' bytes without decoding every "
+                             "event where that is safe (whole reads relayed as they came, argument "
+                             "deltas matched by their bytes, a whole round judged in one pass); "
+                             "`false`: every event is decoded and read one way, slower")
 
 
 class Config(_Strict):
@@ -261,6 +318,8 @@ class Config(_Strict):
     sessions: SessionsConfig = SessionsConfig()
     audit: AuditConfig = AuditConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    streaming: StreamingConfig = StreamingConfig()
+    ui: UiConfig = UiConfig()
     pricing: dict[str, ModelPrice] = Field({}, description="savings prices by model name (as "
                                            "clients send it), e.g. `{my-llama: {input_usd_per_mtok: "
                                            "0.2, output_usd_per_mtok: 0.6}}`; they come before "

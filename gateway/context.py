@@ -9,6 +9,7 @@ import structlog
 from gateway.audit.bus import AuditBus
 from gateway.config import Config
 from gateway.guard.history import HistoryCache
+from gateway.judge import JudgeService
 from gateway.metrics.registry import GatewayMetrics
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.grown import GrownBodies
@@ -31,6 +32,8 @@ class Gateway:
     # Upstreams of protocols served by another provider (adapter name -> upstream); the rest
     # go to ``upstream``.
     upstreams: dict[str, Upstream] = field(default_factory=dict)
+    # The optional model judge (detectors.llm_judge); None: no policy can ask it.
+    judge: JudgeService | None = None
 
     def upstream_for(self, protocol: str) -> Upstream:
         return self.upstreams.get(protocol, self.upstream)

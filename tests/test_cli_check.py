@@ -160,3 +160,17 @@ def test_non_positive_and_out_of_order_thresholds_are_all_reported_as_errors(tmp
     code, _, err = check(policy)
     assert code == 1
     assert "agents[0].detectors.exact_repeat.warn_at" in err and "agents[1].detectors.cycle.warn_at" in err
+
+
+def test_a_policy_without_version_is_named_a_policy_missing_it(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\ndetectors:\n  no_progress: {warn_at: 2}\n")
+    code, _, err = check(path)
+    assert code == 1
+    assert err.startswith(f"loopguard: invalid policy: {path}: version:") and "version: 1" in err
+    assert "Extra inputs" not in err  # not read as a gateway config with unknown keys
+
+
+def test_the_readme_examples_work_from_a_clone():
+    for args in (["policies/warn-only.yaml"], ["config.example.yaml"]):
+        assert loopguard(*args).returncode == 0, args

@@ -25,6 +25,23 @@ class StoppedWork:
 
 
 @dataclass(frozen=True, slots=True)
+class EventContext:
+    """What the operator console shows of an intervention beyond the event itself: the run as
+    the detectors saw it, the finding, the policy that worded the text sent, the protocol and
+    the model. Never written by a sink as it is (it holds content); the console keeps masked,
+    capped excerpts of it, off the request path."""
+
+    protocol: str | None
+    model: str | None
+    trace: Any  # gateway.trace.model.Trace
+    finding: Any  # gateway.detectors.base.Finding
+    policy: Any = None  # gateway.policy.engine.EffectivePolicy, for the text sent
+
+
+_UNWRITTEN = frozenset({"work", "context"})
+
+
+@dataclass(frozen=True, slots=True)
 class InterventionEvent:
     time: str  # ISO 8601, UTC, millisecond precision
     session: str
@@ -43,12 +60,13 @@ class InterventionEvent:
     description: str = ""
     work: StoppedWork | None = field(default=None, repr=False, compare=False)  # for the savings sink only
     terminate: str | None = None  # how a terminate ended the run: answer | reply | error
+    context: EventContext | None = field(default=None, repr=False, compare=False)  # for the console only
 
     name: ClassVar[str] = EVENT
 
     def fields(self) -> dict[str, Any]:
-        """Everything but the event name and the stopped work, JSON-ready (steps as a list)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "work"}
+        """Everything but the event name, the stopped work and the context, JSON-ready (steps as a list)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _UNWRITTEN}
         out["steps"] = list(self.steps)
         return out
 
@@ -59,7 +77,7 @@ class InterventionEvent:
 def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
                  action: Action | None = None, agent: str | None = None, run: int = 0,
                  request_id: str | None = None, work: StoppedWork | None = None,
-                 terminate: str | None = None) -> InterventionEvent | None:
+                 terminate: str | None = None, context: EventContext | None = None) -> InterventionEvent | None:
     """The event for a judgement; None when it has no finding (nothing to audit)."""
     finding = judgement.finding
     if finding is None:
@@ -76,7 +94,7 @@ def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
         tool=",".join(finding.tools), count=finding.count, steps=tuple(finding.steps),
         shadow=judgement.shadow or applied < would, phase=phase, request_id=request_id,
         description=finding.description, work=work if applied >= Action.REJECT else None,
-        terminate=terminate if applied == Action.TERMINATE else None,
+        terminate=terminate if applied == Action.TERMINATE else None, context=context,
     )
 
 

@@ -7,11 +7,12 @@ the earlier one decides): result-inclusive evidence first, argument-only guesses
 from __future__ import annotations
 
 from gateway.detectors import cycle, errors, progress, repeat, rounds, similar, unknown
-from gateway.detectors import compaction, required_tool, retrieval, stagnation, target, turns, vetoed, warned
+from gateway.detectors import compaction, judge, required_tool, retrieval, stagnation, target, turns, vetoed, warned
 from gateway.detectors.base import Detector, DetectorSettings, Finding
 from gateway.detectors.compaction import PostCompactionSettings
 from gateway.detectors.cycle import CycleSettings
 from gateway.detectors.errors import ErrorRepeatSettings
+from gateway.detectors.judge import LlmJudgeSettings
 from gateway.detectors.progress import NoProgressSettings
 from gateway.detectors.repeat import ExactRepeatSettings
 from gateway.detectors.required_tool import RequiredToolSettings
@@ -51,6 +52,9 @@ REGISTRY: dict[str, Detector] = {
     rounds.NAME: Detector(rounds.NAME, rounds.detect, ToolRoundsSettings),
     # Thresholds off by default: it acts on the response path (gateway.guard.expectation).
     required_tool.NAME: Detector(required_tool.NAME, required_tool.detect, RequiredToolSettings),
+    # Opt-in: a model's verdict, asked off the request's path (gateway/judge); last, so any
+    # detector that sees the loop in the trace itself is the one reported.
+    judge.NAME: Detector(judge.NAME, judge.detect, LlmJudgeSettings),
 }
 
 
@@ -66,7 +70,8 @@ def largest_window(settings: dict[str, DetectorSettings]) -> int:
 
 __all__ = [
     "REGISTRY", "CrossTurnSettings", "CycleSettings", "Detector", "DetectorSettings", "ErrorRepeatSettings",
-    "ExactRepeatSettings", "Finding", "IgnoredWarningSettings", "NoProgressSettings", "PostCompactionSettings",
-    "RequiredToolSettings", "RetrievalSettings", "SimilarRepeatSettings", "StagnationSettings", "TargetFailureSettings",
-    "ToolRoundsSettings", "UnknownToolSettings", "VetoedCallSettings", "default_settings", "largest_window",
+    "ExactRepeatSettings", "Finding", "IgnoredWarningSettings", "LlmJudgeSettings", "NoProgressSettings",
+    "PostCompactionSettings", "RequiredToolSettings", "RetrievalSettings", "SimilarRepeatSettings",
+    "StagnationSettings", "TargetFailureSettings", "ToolRoundsSettings", "UnknownToolSettings",
+    "VetoedCallSettings", "default_settings", "largest_window",
 ]

@@ -36,6 +36,8 @@ ANSWER, REPLY, ERROR = "answer", "reply", "error"
 
 
 class Move(StrEnum):
+    """What happens to the reply (see the module); its value is what logs and tests read."""
+
     PASS = "pass"
     DROP = "drop"
     REASK = "reask"

@@ -15,6 +15,7 @@ from gateway.guard.history import HistoryCache
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.base import Adapter
+from gateway.state.bounds import VETO_TEXT_CHARS, bounded
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
@@ -75,8 +76,8 @@ async def plan_request(
     if tracked.compacted_at is not None:
         start = compaction.shown_index(tracked.compacted_at, tracked.hashes, vetoes)
         trace = replace(trace, compacted_at=start)
-    if state.warned:
-        trace = replace(trace, warned=state.warned)
+    if state.warned or state.verdict is not None:
+        trace = replace(trace, warned=state.warned, verdict=state.verdict)
     judgement = policy.judge(trace)
     plan = RequestPlan(policy, session, payload, items, messages, conv, trace, judgement,
                        client_conv.turns, changed=messages is not items,
@@ -120,14 +121,14 @@ def _run_state(state: SessionState, tracked: compaction.Tracked, session: str, s
     exactly) ends that run, and its vetoes and warnings are forgotten. A session the client
     named keeps them: it says which run a request belongs to (and a warned call is only ever
     matched by its id among the calls of the run being judged)."""
-    if not (state.vetoes or state.warned) or tracked.continues or not is_fingerprint(session):
+    if not (state.vetoes or state.warned or state.verdict) or tracked.continues or not is_fingerprint(session):
         return state
     log.info("session_new_run", session=session, vetoes_dropped=len(state.vetoes))
     try:
         store.end_run(session)
     except Exception as exc:  # noqa: BLE001 - a foreign store; this request still ignores them
         log.warning("state_unavailable", op="end_run", error=type(exc).__name__)
-    return replace(state, vetoes=(), warned=())
+    return replace(state, vetoes=(), warned=(), verdict=None)
 
 
 def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:
@@ -171,7 +172,8 @@ def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
     """The trace of ``conv`` (the plan's conversation after an edit, e.g. a vetoed exchange
     shown), keeping what the request path learnt from the session's state."""
     trace = build_trace(conv, plan.policy.trace_settings)
-    return replace(trace, compacted_at=plan.trace.compacted_at, warned=plan.trace.warned)
+    return replace(trace, compacted_at=plan.trace.compacted_at, warned=plan.trace.warned,
+                   verdict=plan.trace.verdict)
 
 
 def veto_record(plan: RequestPlan, exchange: list[Any]) -> VetoRecord:
@@ -181,7 +183,8 @@ def veto_record(plan: RequestPlan, exchange: list[Any]) -> VetoRecord:
     digest = plan.client_hash
     if digest is None:
         digest = prefix.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
-    return VetoRecord(len(anchor), digest, tuple(exchange))
+    # Stored bounded in bytes (``state.bounds``): this request showed the exchange whole.
+    return VetoRecord(len(anchor), digest, tuple(bounded(exchange, VETO_TEXT_CHARS)))
 
 
 def _protocol_session(adapter: Adapter, session: str) -> str:

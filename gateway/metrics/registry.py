@@ -54,6 +54,7 @@ ACTIONS = ("warn", "reject", "terminate")
 SHADOW = ("false", "true")
 OUTCOMES = ("recovered", "persisted")
 TERMINATE_MODES = ("answer", "reply", "error")
+JUDGE_OUTCOMES = ("looping", "clear", "failed")
 NO_MODEL = ""  # the savings series of a detector before its first stopped run names a model
 
 
@@ -110,7 +111,14 @@ class GatewayMetrics:
                                      "Output tokens of final answers the model wrote with tools closed "
                                      "(terminate mode answer), by model; estimated at 4 characters a token "
                                      "when the upstream reported none", ["model"], registry=r)
+        self.judge_checks = Counter("loopguard_judge_checks",
+                                    "Checks by the optional model judge (detectors.llm_judge), by outcome: "
+                                    "looping, clear, failed", ["outcome"], registry=r)
+        self.judge_tokens = Counter("loopguard_judge_tokens",
+                                    "Tokens the model judge's checks used, as its upstream reported them, "
+                                    "by kind: prompt, completion", ["kind"], registry=r)
         self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
+        self.inflight: Any = None  # the front's body-bytes budget (gateway.server.inflight), when serving
         self.models = BoundedLabel()  # model names are the client's: a bounded set, then "other"
         self._children: dict[tuple[Any, ...], Any] = {}  # label values -> child, built once each
         self.engine = EngineStats()  # this app's fail-opens (see policy.engine.counting_into)
@@ -158,6 +166,10 @@ class GatewayMetrics:
             self.cost_saved.labels(detector, NO_MODEL)
         for mode in TERMINATE_MODES:
             self.terminations.labels(mode)
+        for outcome in JUDGE_OUTCOMES:
+            self.judge_checks.labels(outcome)
+        for kind in ("prompt", "completion"):
+            self.judge_tokens.labels(kind)
         for family in FAMILIES:
             self.unguarded_requests.labels(family)
         for route in routes:
@@ -184,6 +196,12 @@ class GatewayMetrics:
     def answered(self, model: str, tokens: int) -> None:
         """A terminated run's final answer, written by the model: its tokens."""
         self.answer_tokens.labels(self.models(model)).inc(tokens)
+
+    def judge_checked(self, outcome: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """One check by the model judge: its outcome and the tokens it cost."""
+        self.judge_checks.labels(outcome).inc()
+        self.judge_tokens.labels("prompt").inc(prompt_tokens)
+        self.judge_tokens.labels("completion").inc(completion_tokens)
 
     def savings_method(self, model: str, tokens: str, price: str) -> None:
         self.savings_methods.labels(model, tokens, price).set(1)

@@ -15,10 +15,13 @@ from gateway.guard.request import RequestPlan
 from gateway.pipeline.timing import Clock
 from gateway.pipeline.verdict import Verdict
 from gateway.protocols import codec
-from gateway.protocols.base import Adapter
+from gateway.protocols.base import Adapter, StreamOptions
 from gateway.protocols.grown import appended
 from gateway.context import Gateway
 from gateway.upstream.base import Upstream, UpstreamRequest
+
+
+_FAST, _GENERAL = StreamOptions(), StreamOptions(fast_paths=False)
 
 
 @dataclass(slots=True)
@@ -56,6 +59,10 @@ class Exchange:
         kept = len(earlier) if len(items) >= len(earlier) and all(
             a is b for a, b in zip(items, earlier, strict=False)) else 0
         return self.adapter.with_items(self.payload, items, kept, self.namespace)
+
+    def stream_options(self) -> StreamOptions:
+        """How this request's stream filter runs (``streaming`` in the config)."""
+        return _FAST if self.gateway.config.streaming.fast_paths else _GENERAL
 
     def sent_body(self) -> bytes:
         sent = self.sent_payload()

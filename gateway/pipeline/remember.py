@@ -4,6 +4,7 @@ their later requests' ``history`` rebuilds. Never fails the exchange."""
 from __future__ import annotations
 
 from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.owned import claim_created
 from gateway.policy.actions import Action
 
 
@@ -16,6 +17,7 @@ async def remember(ex: Exchange) -> None:
     untouched = ex.plan is not None and not ex.plan.changed and ex.verdict.action == Action.PASS \
         and ex.resent == 0
     try:
+        await claim_created(ex, ex.reply)  # the tenant's own: a later request may name them
         await ex.adapter.remember(sent, ex.reply, ex.gateway.store, ex.namespace, client=ex.payload,
                                   untouched=untouched)
     except Exception as exc:  # noqa: BLE001 - a later request then judges only what it carries

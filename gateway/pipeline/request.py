@@ -58,12 +58,24 @@ async def judge(ex: Exchange, headers) -> None:
         if plan.action != Action.TERMINATE and (plan.changed or _chain_rewrites(ex)):
             ex.outgoing.body = ex.sent_body()
         gateway.metrics.judged(plan.session, plan.judgement)  # settles the session's last warn, if any
+        _ask_judge(ex)
         if plan.judgement.finding is not None and plan.action != Action.TERMINATE:
             ex.verdict.record(ex, plan.judgement, plan.action, "request")  # a terminate: once its reply is written
     except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
         fail_open(ex, "request")
         ex.plan, ex.expectation, ex.outgoing.body = None, None, ex.body
         ex.verdict.reset()
+
+
+def _ask_judge(ex: Exchange) -> None:
+    """The optional model judge, in the background: asked only when due (detectors.llm_judge).
+    Through the gateway's own upstream it needs this request's credentials for that upstream,
+    which a protocol served by another provider does not carry."""
+    judge, plan = ex.gateway.judge, ex.plan
+    if judge is None or plan is None or plan.action == Action.TERMINATE:
+        return
+    headers = ex.outgoing.headers if ex.upstream is ex.gateway.upstream else []
+    judge.consider(plan.policy, plan.session, plan.trace, plan.judgement, ex.payload.get("model"), headers)
 
 
 def _chain_rewrites(ex: Exchange) -> bool:

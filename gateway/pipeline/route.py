@@ -8,6 +8,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from gateway.pipeline import owned
 from gateway.pipeline import request as request_stage
 from gateway.pipeline import stream, terminate, unary
 from gateway.pipeline.exchange import Exchange, new_request_id
@@ -18,6 +19,7 @@ from gateway.web.body import too_many_items
 from gateway.context import Gateway, upstream_path
 from gateway.web.refused import read_or_refuse, refused, upstream_failed
 from gateway.web.responses import error_response
+from gateway.state.session import client_namespace
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
 
@@ -49,6 +51,9 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
     headers = header_map(scope["headers"])
     ex = _exchange(gateway, adapter, scope, headers, payload, body, started)
     ex.items_end = items_end
+    ex.namespace = client_namespace(headers)
+    if (foreign := await owned.foreign(ex)) is not None:  # another tenant's id: never relayed
+        return refused(gateway, "POST", scope["path"], foreign, started)
     await request_stage.judge(ex, headers)
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:
         return await terminate.at_request(ex)

@@ -26,22 +26,21 @@ from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
-from gateway.protocols.sse import comment
+from gateway.protocols.streaming import HOLDING
 from gateway.web.responses import RelayStream
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
 KEEPALIVE_S = 15.0  # while an answer is held, a comment keeps idle-timeout proxies patient
-_HOLDING = comment("holding")
 
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
         return _Guarded(ex, ex.verdict.headers(upstream.headers), _held(ex, upstream), upstream)
     judge = StreamJudge(ex)
-    tool_filter = ex.adapter.stream_filter(judge, ex.payload)
+    tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
     chunks = _attempt(ex, upstream, judge, tool_filter, last=True)
-    if getattr(tool_filter, "holds_whole", False):
+    if tool_filter.holds_whole:
         return _Decided(ex, upstream, chunks)
     return _Guarded(ex, ex.verdict.headers(upstream.headers), chunks, upstream)
 
@@ -121,7 +120,7 @@ async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes
                 held += chunk
                 if time.monotonic() - mark >= KEEPALIVE_S:
                     mark = time.monotonic()
-                    yield _HOLDING
+                    yield HOLDING
         finally:
             if current is not upstream:
                 await current.aclose()
@@ -150,7 +149,7 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
     passes through each async generator between the upstream and the client."""
     if judge is None or tool_filter is None:
         judge = StreamJudge(ex)
-        tool_filter = ex.adapter.stream_filter(judge, ex.payload)
+        tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
     feed, clock, current = tool_filter.feed, ex.clock, upstream
     try:
         while True:

@@ -130,7 +130,7 @@ def note(action: Action, refusal: Refusal, terminate: str | None = None) -> byte
 async def _answer_stream(ex: Exchange, final: FinalAnswer, upstream: UpstreamResponse,
                          judgement: Judgement) -> AsyncIterator[bytes]:
     """A request-path terminate in a stream: the model's answer is the whole client stream."""
-    tool_filter = ex.adapter.stream_filter(closed, ex.payload)
+    tool_filter = ex.adapter.stream_filter(closed, ex.payload, ex.stream_options())
     async for chunk in final.relay(tool_filter, upstream):
         yield chunk
     used = ANSWER if final.failed is None else REPLY

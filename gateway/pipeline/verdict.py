@@ -34,7 +34,7 @@ class Verdict:
             audit(ex.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
                   action=action, bus=ex.gateway.audit, agent=plan.policy.agent, trace=plan.trace,
                   request_id=ex.request_id, work=StoppedWork(ex.adapter.model(ex.payload), plan.messages),
-                  terminate=terminate)
+                  terminate=terminate, effective=plan.policy, protocol=ex.adapter.name)
         self.raise_to(action, judgement.detector)
         if terminate is not None:
             self.terminate = terminate

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class PolicyHolder:
         self._on_reload = on_reload
         self._stamp = _stamp(self.path)
         self._policy = load_policy(self.path, registry)
+        self.loaded_at = time.time()  # when the running policy was loaded (wall clock), for the console
         self.reloads = 0  # successful reloads, for metrics
         self.reload_errors = 0  # rejected edits, for metrics and alerts
         self.last_error: str | None = None
@@ -58,6 +60,7 @@ class PolicyHolder:
             _log(__name__).exception("policy.reload_crashed", file=str(self.path))
             return self._reject(f"{self.path}: {type(exc).__name__}: {exc}")
         self._policy = policy
+        self.loaded_at = time.time()
         self.reloads += 1
         self.last_error = None
         _log(__name__).info("policy.reloaded", file=str(self.path), policy=policy.name)

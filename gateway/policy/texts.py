@@ -110,6 +110,27 @@ _EXTRA_SPECIAL = {
 for _language, _texts in _EXTRA_SPECIAL.items():
     SPECIAL[_language].update(_texts)
 
+# The model judge's verdict names no repeated call: its texts give the judge's reason instead of
+# a count of calls.
+_JUDGE_SPECIAL = {
+    "en": {("warn", "llm_judge"): "[LoopGuard] A reviewing model judged that this run is stuck in a "
+           "loop (confidence {confidence}): {reason}. Step back: try a different approach, or report "
+           "what you have and finish.",
+           ("reject", "llm_judge"): REJECT_MARKER + " This `{tool}` call was rejected and not executed: "
+           "a reviewing model judged this run stuck in a loop ({reason}). Try a different approach, or "
+           "report what you have and finish.",
+           ("terminate", "llm_judge"): "[LoopGuard] This run was stopped: a reviewing model judged it "
+           "stuck in a loop {count} times in a row ({reason}). Done so far: {progress}."},
+    "zh": {("warn", "llm_judge"): "[LoopGuard 循环告警] 审查模型判定本轮任务陷入循环（置信度 {confidence}）："
+           "{reason}。请停止当前操作模式，换用不同方法，或直接报告当前结果并结束。",
+           ("reject", "llm_judge"): REJECT_MARKER + " 工具调用被拒绝，未执行：审查模型判定本轮任务陷入循环"
+           "（{reason}）。请换用不同方法，或直接报告当前结果并结束。",
+           ("terminate", "llm_judge"): "[LoopGuard] 任务已终止：审查模型连续 {count} 次判定其陷入循环"
+           "（{reason}）。已完成：{progress}。"},
+}
+for _language, _texts in _JUDGE_SPECIAL.items():
+    SPECIAL[_language].update(_texts)
+
 # The post-compaction guard ends the run with the error compaction_loop_persisted, naming
 # the tool and the count of identical calls; the reason code stays untranslated so it is greppable.
 _COMPACTION_SPECIAL = {
@@ -143,11 +164,13 @@ PATTERN_NAMES = MappingProxyType({
            "post_compaction": "loop persisted after compaction",
            "cross_turn": "the same error across user turns", "stagnation": "stagnation",
            "target_failure": "repeated failure on one target",
-           "vetoed_call": "a refused call repeated", "ignored_warning": "a warning ignored"},
+           "vetoed_call": "a refused call repeated", "ignored_warning": "a warning ignored",
+           "llm_judge": "judged stuck by a reviewing model"},
     "zh": {"exact_repeat": "精确重复", "similar_repeat": "近似重复", "no_progress": "无进展",
            "error_repeat": "重复报错", "cycle": "振荡循环", "unknown_tool": "未知工具",
            "tool_rounds": "工具轮次过多", "required_tool": "未调用必需工具", "retrieval": "检索循环",
            "post_compaction": "压缩后循环持续", "cross_turn": "跨轮次重复报错", "stagnation": "停滞不前",
            "target_failure": "同一目标反复失败",
-           "vetoed_call": "重复已被拒绝的调用", "ignored_warning": "无视循环告警"},
+           "vetoed_call": "重复已被拒绝的调用", "ignored_warning": "无视循环告警",
+           "llm_judge": "审查模型判定陷入循环"},
 })

@@ -63,3 +63,6 @@ class WholeConversations:
 
     def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
         return []
+
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        return []

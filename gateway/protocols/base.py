@@ -42,6 +42,20 @@ class RoundView(Protocol):
     judge_errors: list[Exception]  # the judge raised: the call was let through (fail-open)
 
 
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    """How a stream filter runs: the serving process's settings, with what one request adds."""
+
+    keepalive_s: float | None = 15.0  # while something is held; None: never
+    # Protocol fast paths (chat: reading bytes into events, argument byte-matching, a whole
+    # round in one read). Off: every event is decoded and read the one general way; the
+    # client gets the same bytes either way, only slower (``streaming.fast_paths``).
+    fast_paths: bool = True
+    # Hold a round's text (and thinking) until its calls are judged, so a refused round is
+    # never shown (a conversation already at warn level); protocols that support it read it.
+    hold_text: bool = False
+
+
 class StreamFilter(Protocol):
     """Relays an upstream event stream to the client, holding each tool call until judged.
 
@@ -52,7 +66,15 @@ class StreamFilter(Protocol):
     round. When every call was dropped, the stream's closing events are withheld and the
     pipeline decides: ``begin_continuation`` (a re-ask continues the same client stream) or
     ``terminate`` (end the client stream with a final text).
+
+    Filters subclass ``gateway.protocols.streaming.StreamDriver``, which implements all of this
+    but the protocol's event parsing and writing.
     """
+
+    # True: nothing reaches the client before every call of the stream is judged (the whole
+    # stream is held); the pipeline then sends the headers with the first bytes, after the
+    # decision, so they name it.
+    holds_whole: bool
 
     @property
     def round(self) -> RoundView: ...
@@ -73,6 +95,11 @@ class StreamFilter(Protocol):
         round: a partial event is dropped (it never reached the client) and whatever the client
         has open (a content block, an output item) is closed as the upstream would have closed
         it, so ``terminate`` can end a well-formed stream."""
+        ...
+
+    def fail(self, upstream: bytes, error: Any) -> list[bytes]:
+        """The upstream failed mid-stream: ``cut``, then the protocol's terminal events for
+        ``error``; the stream is over (call ``final`` next)."""
         ...
 
     def begin_continuation(self) -> None:
@@ -175,6 +202,11 @@ class Adapter(Protocol):
         ``tools``) put back from what ``history`` read. The guard judges this one."""
         ...
 
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        """The server-side objects ``reply`` (to ``payload``) creates that a later request may
+        name, as (kind, id), like ``references``."""
+        ...
+
     def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
         """The server-side objects the request names, as (kind, id): ``response``, ``thread``,
         ``conversation``. With a server-side upstream key, an id the gateway did not see
@@ -232,7 +264,9 @@ class Adapter(Protocol):
         """The reply with ``text`` (and a blank line) before the answer's own text."""
         ...
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> StreamFilter: ...
+    def stream_filter(self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None) -> StreamFilter:
+        """A filter for one client stream; ``options``: None for the defaults."""
+        ...
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         """What a complete client-bound event stream answers; None when it holds an error or

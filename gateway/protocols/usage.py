@@ -51,3 +51,21 @@ def _payloads(body: bytes) -> Iterator[Any]:
 def estimated(text: str) -> int:
     """About four characters a token: the count when the upstream reported none."""
     return (len(text) + 3) // 4
+
+
+def add_usage(total: Any, more: Any) -> Any:
+    """Two usage objects summed field by field (nested token details too): what a client is
+    told a stream cost when several upstream rounds (re-asks) answered it. Counters add up; any
+    other field keeps the first non-null value."""
+    if not isinstance(total, dict) or not isinstance(more, dict):
+        return more if total is None else total
+    merged = dict(total)
+    for key, value in more.items():
+        old = merged.get(key)
+        if isinstance(value, (int, float)) and isinstance(old, (int, float)) and not isinstance(value, bool):
+            merged[key] = old + value
+        elif isinstance(value, dict) and isinstance(old, dict):
+            merged[key] = add_usage(old, value)
+        else:
+            merged[key] = value if old is None else old
+    return merged

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from html import escape
 
-from gateway.replay.model import ACTIONS, Result, Row
+from gateway.replay.model import ACTIONS, Result
 from gateway.replay.style import CSS
-
-SHORT = 90  # characters of arguments/results shown in a cell; the full text is in the tooltip
+from gateway.replay.timeline import timeline_table
 
 
 def render_html(results: list[Result], *, policy: str, sources: list[str], unknown_models: list[str],
@@ -91,17 +90,7 @@ def _conversation(n: int, r: Result) -> str:
 
 
 def _timeline(r: Result) -> str:
-    head = ("<thead><tr><th>step</th><th>msg</th><th>tool</th><th>arguments</th><th>result</th>"
-            "<th>repeat</th><th>would</th></tr></thead>")
-    rows, stopped = [], False
-    for row in r.rows:
-        after = r.cut is not None and row.message >= r.cut
-        if after and not stopped:
-            stopped = True
-            rows.append(f"<tr class=\"stop-line\"><td colspan=\"7\">{_stop(r)}: what follows would not "
-                        "have happened</td></tr>")
-        rows.append(_row(row, after=after))
-    return f"<table class=\"timeline\">{head}<tbody>{''.join(rows)}</tbody></table>"
+    return timeline_table(r.rows, r.cut, _stop(r) if r.cut is not None else "")
 
 
 def _stop(r: Result) -> str:
@@ -109,36 +98,3 @@ def _stop(r: Result) -> str:
     if r.first.get("terminate", (None,))[0] == r.cut_step:
         return f"the run would have been stopped at step {r.cut_step}"
     return f"the call at step {r.cut_step} would have been vetoed and the model asked again"
-
-
-def _row(row: Row, after: bool) -> str:
-    classes = ["call"]
-    if row.repeat > 1:
-        classes.append("repeat")
-        classes.append(f"heat-{min(row.repeat, 6)}")
-    if row.marks:
-        classes.append("fires")
-        classes += [f"fires-{m.action}" for m in row.marks]
-    if row.dropped:
-        classes.append("dropped")
-    if after:
-        classes.append("after-stop")
-    marks = "".join(
-        f"<span class=\"mark mark-{m.action}\" data-action=\"{m.action}\" data-detector=\"{escape(m.detector)}\" "
-        f"title=\"{escape(m.description)}\">{m.action} &middot; {escape(m.detector)} &times;{m.count}"
-        f"<small>{m.phase}</small></span>" for m in row.marks)
-    if row.dropped:
-        marks += "<span class=\"mark mark-dropped\">dropped with its round</span>"
-    repeat = f"<span class=\"times\">&times;{row.repeat}</span>" if row.repeat > 1 else ""
-    return (f"<tr class=\"{' '.join(classes)}\" data-step=\"{row.step}\" data-repeat=\"{row.repeat}\">"
-            f"<td class=\"step\">{row.step}</td><td class=\"msg\">{row.message}</td>"
-            f"<td class=\"tool\">{escape(row.tool)}</td>{_text(row.args, 'args')}{_text(row.result, 'result')}"
-            f"<td class=\"repeat\">{repeat}</td><td class=\"marks\">{marks}</td></tr>")
-
-
-def _text(text: str | None, cls: str) -> str:
-    if text is None:
-        return f"<td class=\"{cls} none\">-</td>"
-    flat = " ".join(text.split())
-    short = flat if len(flat) <= SHORT else flat[:SHORT] + "\u2026"
-    return f"<td class=\"{cls}\" title=\"{escape(flat[:2000])}\"><code>{escape(short)}</code></td>"

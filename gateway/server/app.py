@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
 from gateway.config import Config
+from gateway.console import console
 from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
 from gateway.metrics.endpoint import metrics_endpoint
@@ -28,13 +29,16 @@ from gateway.protocols.responses.adapter import RESPONSES
 from gateway.server.auth import ClientAuth
 from gateway.context import Gateway
 from gateway.server.front import Front
+from gateway.server import owned
 from gateway.server.health import healthz, readyz
+from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough, passthrough_for
 from gateway.server.paths import PathGuard
 from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
+from gateway.judge import JudgeService
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -61,6 +65,8 @@ def build_app(
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
     )
+    gateway.judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
+    ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
     gateway.audit.add(MetricsSink(gateway.metrics))  # interventions counted from the audit events
@@ -69,14 +75,17 @@ def build_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         watcher = asyncio.create_task(gateway.policies.watch())
+        idle = asyncio.create_task(give_back_when_idle(gateway, front, config.state.ttl_s))
         await gateway.audit.start()
         try:
             yield
         finally:
             await gateway.audit.stop()
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            await gateway.judge.aclose()
+            for task in (watcher, idle):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await gateway.upstream.aclose()
             for other in gateway.upstreams.values():
                 await other.aclose()
@@ -93,15 +102,24 @@ def build_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *ui,
         Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
         Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
+        # Routes naming a tenant's server-side objects: checked against the caller's tenant.
+        Route("/v1/responses/{ident}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/responses/{ident}/{rest:path}", owned.of("response"), methods=_ALL_METHODS),
+        Route("/v1/conversations", owned.create_conversation, methods=["POST"]),
+        Route("/v1/conversations/{ident}", owned.of("conversation"), methods=_ALL_METHODS),
+        Route("/v1/conversations/{ident}/{rest:path}", owned.of("conversation"), methods=_ALL_METHODS),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)
     others.state.gateway = gateway
     # Paths and header values are made canonical before authentication, both before any route.
     gates = (PathGuard(), ClientAuth(config.auth))
-    app = GatewayApp(Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s), others)
+    front = Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
+                  config.limits.max_inflight_bytes)
+    app = GatewayApp(front, others)
     if config.telemetry.enabled:  # OpenTelemetry is imported only then
         from gateway.telemetry import instrument, provider_for
 

@@ -9,55 +9,28 @@ a key.
 
 Every request, authenticated or not, leaves here with ``x-loopguard-client`` set to the SHA-256
 of the credential it carried (any client-sent value is dropped first): state is namespaced and
-policy overrides are matched by it. ``x-loopguard-agent`` is kept only for clients allowed to
+policy overrides are matched by it. A key configured with a tenant also gets
+``x-loopguard-tenant``: the tenant's keys share one namespace. ``x-loopguard-agent`` is kept only for clients allowed to
 select a policy override with it (``auth.agent_header_keys``; unset: every client).
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 
-from gateway.config import AuthConfig
+from gateway.config import AuthConfig, TenantKey
 from gateway.server.refusal import Refusal, is_anthropic
+from gateway.web.keys import CREDENTIALS, allowed, credential, digests, key_digest
 
 CLIENT_HEADER = b"x-loopguard-client"
+TENANT_HEADER = b"x-loopguard-tenant"  # the tenant the key belongs to (``auth.keys`` entries)
 AGENT_HEADER = b"x-loopguard-agent"
-_CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key"})
 _OPERATOR_PATHS = frozenset({"/metrics", "/readyz"})
 
 
-def digests(keys: tuple[str, ...]) -> tuple[bytes, ...]:
-    """SHA-256 digests of configured keys (``sha256:<hex>`` entries are digests already)."""
-    return tuple(bytes.fromhex(k[7:]) if k.startswith("sha256:") else hashlib.sha256(k.encode()).digest()
-                 for k in keys)
-
-
-def credential(headers: list[tuple[bytes, bytes]]) -> bytes | None:
-    """The client's key: a bearer token, else ``x-api-key``, else ``api-key`` (Azure); for a
-    non-bearer Authorization the whole value (it still tells tenants apart). ``b""`` for an
-    empty bearer token."""
-    found: dict[bytes, bytes] = {}
-    for name, value in headers:
-        name = name.lower()
-        if name in _CREDENTIALS and name not in found:
-            found[name] = value
-    auth = found.get(b"authorization")
-    if auth is not None:
-        scheme, _, token = auth.partition(b" ")
-        if scheme.lower() == b"bearer":
-            return token.strip()
-    return found.get(b"x-api-key") or found.get(b"api-key") or auth
-
-
-def allowed(digest: bytes | None, keys: tuple[bytes, ...]) -> bool:
-    """Constant time in the key tried: every configured digest is compared, no early exit."""
-    if digest is None:
-        return False
-    hit = False
-    for key in keys:
-        hit |= hmac.compare_digest(digest, key)
-    return hit
+def tenants(keys: tuple[str | TenantKey, ...]) -> dict[bytes, str]:
+    """Key digest -> tenant, for the entries that name one."""
+    return {key_digest(k.key): k.tenant for k in keys if isinstance(k, TenantKey)}
 
 
 class ClientAuth:
@@ -65,10 +38,13 @@ class ClientAuth:
 
     def __init__(self, config: AuthConfig) -> None:
         self.keys = digests(config.keys)
+        self.tenants = tenants(config.keys)
         self.operator_keys = self.keys if config.metrics_keys is None else digests(config.metrics_keys)
         self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
 
     def __call__(self, scope: dict) -> dict | Refusal:
+        if _console(scope["path"]):
+            return scope  # never forwarded anywhere; the console checks operator keys itself
         token = credential(scope["headers"])
         if token == b"":
             return _unauthorized(scope, "The Authorization header has an empty bearer token.")
@@ -80,15 +56,23 @@ class ClientAuth:
         return {**scope, "headers": self._headers(scope["headers"], digest)}
 
     def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
-        drop = {CLIENT_HEADER}
+        drop = {CLIENT_HEADER, TENANT_HEADER}
         if self.keys:
-            drop |= _CREDENTIALS  # authenticated: the upstream gets the server's key, never this one
+            drop |= CREDENTIALS  # authenticated: the upstream gets the server's key, never this one
         if self.agent_keys is not None and not allowed(digest, self.agent_keys):
             drop.add(AGENT_HEADER)
         out = [(k, v) for k, v in headers if k.lower() not in drop]
         if digest is not None:
             out.append((CLIENT_HEADER, digest.hex().encode()))
+            tenant = self.tenants.get(digest)
+            if tenant is not None:
+                out.append((TENANT_HEADER, tenant.encode("utf-8", "replace")))
         return out
+
+
+def _console(path: str) -> bool:
+    """The operator console checks operator keys itself (a browser's login cookie, basic auth)."""
+    return path == "/ui" or path.startswith("/ui/")
 
 
 def _unauthorized(scope: dict, message: str) -> Refusal:

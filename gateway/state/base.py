@@ -30,7 +30,9 @@ import orjson
 
 # Records hold client and upstream text: codec writes lone surrogates as escapes, not refuses them.
 from gateway.protocols import codec
-from gateway.trace.model import WarnedCall
+from gateway.state.bounds import CHAIN_TEXT_CHARS, bounded
+from gateway.state.events import LoggedEvent
+from gateway.trace.model import JudgeVerdict, WarnedCall
 
 # A run whose warnings keep being ignored is ended long before this; the cap only bounds memory.
 MAX_WARNED_PER_SESSION = 32
@@ -106,7 +108,8 @@ class ChainRecord:
     fields: dict[str, Any] | None = None
 
     def dumps(self) -> bytes:
-        data: dict[str, Any] = {"i": self.items, "o": self.owed, "u": self.upstream_id}
+        # Items bounded in bytes (``state.bounds``); owed outputs are sent upstream, so kept whole.
+        data: dict[str, Any] = {"i": bounded(self.items, CHAIN_TEXT_CHARS), "o": self.owed, "u": self.upstream_id}
         if self.fields is not None:
             data["f"] = self.fields
         return codec.dumps(data)
@@ -127,6 +130,7 @@ class SessionState:
     mark: HistoryMark | None = None  # the session's previous request
     compacted: HistoryMark | None = None  # the request whose history was compacted, if any
     warned: tuple[WarnedCall, ...] = ()  # calls warned about, oldest first
+    verdict: JudgeVerdict | None = None  # the model judge's latest verdict (opt-in llm_judge)
 
 
 def dump_warned(warned: WarnedCall) -> bytes:
@@ -136,6 +140,16 @@ def dump_warned(warned: WarnedCall) -> bytes:
 def load_warned(raw: bytes | str) -> WarnedCall:
     call_id, detector = codec.loads(raw)
     return WarnedCall(str(call_id), str(detector))
+
+
+def dump_verdict(verdict: JudgeVerdict) -> bytes:
+    return codec.dumps([verdict.call_id, verdict.looping, verdict.confidence, verdict.reason,
+                        verdict.streak, verdict.next_round])
+
+
+def load_verdict(raw: bytes | str) -> JudgeVerdict:
+    call_id, looping, confidence, reason, streak, next_round = codec.loads(raw)
+    return JudgeVerdict(str(call_id), bool(looping), float(confidence), str(reason), int(streak), int(next_round))
 
 
 EMPTY = SessionState()
@@ -170,6 +184,12 @@ class StateStore(Protocol):
         request's path); the newest MAX_WARNED_PER_SESSION are kept."""
         ...
 
+    def save_verdict(self, session: str, verdict: JudgeVerdict) -> None:
+        """Keep the model judge's latest verdict on the session (replacing the previous one),
+        without waiting: the judge runs off the request's path, its verdict is read by the
+        session's next request."""
+        ...
+
     def end_run(self, session: str) -> None:
         """Forget the session's vetoed exchanges and warned calls without waiting (fire and
         forget): they belong to a run that is over. Only fingerprint sessions call it, when a request starts a new
@@ -188,6 +208,21 @@ class StateStore(Protocol):
 
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         """Keep ``record`` under ``key`` (TTL-bounded like sessions; best effort)."""
+        ...
+
+    # The operator console's recent events (``gateway.state.events``): never on a request's
+    # path, bounded in count (``keep``) and bytes, shared by replicas where the backend is.
+
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        """Append ``entry`` (and its ``detail``), keeping the newest ``keep``; best effort."""
+        ...
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        """The newest ``count`` entries, newest first; [] when unavailable."""
+        ...
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        """The detail ``LoggedEvent.detail`` names; None when dropped or unavailable."""
         ...
 
     async def aclose(self) -> None: ...

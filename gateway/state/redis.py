@@ -13,20 +13,25 @@ marks live here instead of in each process. Redis is an aid, never a dependency 
 Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
 ``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
 ``{prefix}c:{session}`` (the compaction marker, while one applies), ``{prefix}w:{session}``
-(the calls warned about, newest ``MAX_WARNED_PER_SESSION``). Every key carries a TTL,
+(the calls warned about, newest ``MAX_WARNED_PER_SESSION``), ``{prefix}j:{session}`` (the
+model judge's latest verdict, only where the opt-in judge runs). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
 ``{prefix}r:{client namespace}{response_id}`` holds a response chain record
 (``previous_response_id``), under the same TTL; its size is bounded by the adapter that builds it.
 
-A request costs one round trip: one pipeline reads the vetoes and the compaction marker, swaps
-the history mark (``SET ... GET``, Redis >= 6.2) and refreshes the TTLs. Only a compaction
-starting or ending, or a fingerprint session starting a new run while it holds vetoed exchanges
-(they are deleted), writes more, fire-and-forget.
+A request whose session this process knows (``gateway.state.mirror``: nothing stored but the
+mark its own previous request wrote, kept true by Redis's invalidation messages) costs no round
+trip: the new mark is written behind the reply, coalesced with the other requests of the same
+loop turn into one command. Any other request costs one round trip: one script reads the vetoes
+and the compaction marker, swaps the history mark (``SET ... GET``, Redis >= 6.2) and refreshes
+the TTLs. Only a compaction starting or ending, or a fingerprint session starting a new run while
+it holds vetoed exchanges (they are deleted), writes more, fire-and-forget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -38,11 +43,15 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from gateway.state.base import (
-    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord, dump_warned,
-    load_warned,
+    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord, dump_verdict,
+    dump_warned, load_verdict, load_warned,
 )
+from gateway.state.events import LoggedEvent
+from gateway.state.invalidations import listen
 from gateway.state.memory import MAX_VETOES_PER_SESSION
-from gateway.trace.model import WarnedCall
+from gateway.state.mirror import COMPACTED, MARK, VERDICT, VETOES, WARNED, Known, Mirror
+from gateway.state.redis_events import RedisEventLog
+from gateway.trace.model import JudgeVerdict, WarnedCall
 
 T = TypeVar("T")
 _FAILED = object()
@@ -57,6 +66,34 @@ redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 """
+# What a request reads, in one command: the vetoes, the previous mark (swapped for this
+# request's when one is given, ARGV[1] empty otherwise), the compaction marker, the warned calls
+# and the model judge's verdict; a request
+# keeps the session alive, so what it has is given the TTL again.
+_READ = """
+local vetoes = redis.call('LRANGE', KEYS[1], 0, -1)
+local previous
+if ARGV[1] == '' then
+  previous = redis.call('GET', KEYS[2])
+else
+  previous = redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'GET')
+end
+local compacted = redis.call('GET', KEYS[3])
+local warned = redis.call('LRANGE', KEYS[4], 0, -1)
+local verdict = redis.call('GET', KEYS[5])
+if ARGV[1] ~= '' then
+  if #vetoes > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+  if compacted then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
+  if #warned > 0 then redis.call('PEXPIRE', KEYS[4], ARGV[2]) end
+  if verdict then redis.call('PEXPIRE', KEYS[5], ARGV[2]) end
+end
+return {vetoes, previous, compacted, warned, verdict}
+"""
+# Marks written behind the replies: KEYS[i] gets ARGV[i + 1], each with the TTL ARGV[1].
+_SET_MARKS = """
+for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[i + 1], 'PX', ARGV[1]) end
+return #KEYS
+"""
 
 
 class RedisStore:
@@ -64,7 +101,8 @@ class RedisStore:
 
     def __init__(self, url: str, *, key_prefix: str = "loopguard:", ttl_s: float = 3600.0,
                  op_timeout_s: float = 0.1, retry_after_s: float = 1.0, max_connections: int = 64,
-                 max_pending_writes: int = 1024) -> None:
+                 max_pending_writes: int = 1024, mirror_sessions: int = 10_000) -> None:
+        self.url = url
         self.key_prefix = key_prefix
         self.ttl_ms = max(1, round(ttl_s * 1000))
         self.op_timeout_s = op_timeout_s
@@ -83,36 +121,74 @@ class RedisStore:
         self._healthy = True
         self._pending: set[asyncio.Task[None]] = set()
         self._append_once = self._client.register_script(_APPEND_ONCE)
+        self._read_script = self._client.register_script(_READ)
+        self._set_marks = self._client.register_script(_SET_MARKS)
+        # 0 turns the mirror off: every request reads Redis.
+        self.mirror = Mirror(key_prefix, mirror_sessions) if mirror_sessions else None
+        self._listener: asyncio.Task[None] | None = None
+        self._marks_due: dict[str, tuple[HistoryMark, bytes]] = {}  # session -> mark to write behind
+        self._events = RedisEventLog(self._client, key_prefix, self.where)  # the console's, off the request path
 
     # --- the StateStore interface -------------------------------------------------------------
 
     async def session_state(self, session: str, mark: HistoryMark | None = None) -> SessionState:
+        mirror = self.mirror
+        if mirror is not None:
+            self._listen()
+            known = mirror.known(session) if mark is not None else None
+            if known is not None and time.monotonic() >= self._down_until:
+                previous = known.mark
+                self._write_mark_behind(session, known, mark)
+                return SessionState(mark=previous)
+            epoch = mirror.begin_read(session)
+            if mark is not None:
+                mirror.expect(session)  # the read script writes the mark
         state = await self._run("session_state", lambda: self._read(session, mark))
+        if mirror is not None:
+            only_mark = state is not _FAILED and mark is not None and state in (EMPTY, SessionState(mark=state.mark))
+            mirror.end_read(session, epoch, Known(mark, time.monotonic()) if only_mark else None)
         return EMPTY if state is _FAILED else state
 
     async def vetoes(self, session: str) -> list[VetoRecord]:
         return list((await self.session_state(session)).vetoes)
 
     async def add_veto(self, session: str, record: VetoRecord) -> None:
+        self._forget(session)
         await self._run("add_veto", lambda: self._append(session, record))
 
     def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
+        self._forget(session)
         self._background("mark_compacted", lambda: self._write_compacted(session, mark))
 
     def add_warned(self, session: str, warned: WarnedCall) -> None:
+        self._forget(session)
         self._background("add_warned", lambda: self._push_warned(session, warned))
 
-    def end_run(self, session: str) -> None:
-        self._background("end_run", lambda: self._client.delete(self.key("v", session), self.key("w", session)))
+    def save_verdict(self, session: str, verdict: JudgeVerdict) -> None:
+        self._forget(session)
+        name, raw = self.key(VERDICT, session), dump_verdict(verdict)
+        self._background("save_verdict", lambda: self._client.set(name, raw, px=self.ttl_ms))
 
-    def _background(self, op: str, command: Callable[[], Awaitable[object]]) -> None:
+    def end_run(self, session: str) -> None:
+        self._forget(session)
+        self._background("end_run", lambda: self._client.delete(
+            *(self.key(kind, session) for kind in (VETOES, WARNED, VERDICT))))
+
+    def _forget(self, session: str) -> None:
+        """Writes other than the mark make the session one that reads Redis (at once: the
+        invalidation that would say so arrives only after the write)."""
+        if self.mirror is not None:
+            self.mirror.forget(session)
+
+    def _background(self, op: str, command: Callable[[], Awaitable[object]]) -> bool:
         """A fire-and-forget write, off the request's path (``flush`` waits for them)."""
         if len(self._pending) >= self.max_pending_writes:  # Redis cannot keep up: shed, don't queue
             self.degradations += 1
-            return
+            return False
         task = asyncio.get_running_loop().create_task(self._run(op, command))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+        return True
 
     async def response_chain(self, key: str) -> ChainRecord | None:
         record = await self._run("response_chain", lambda: self._load_chain(self.key("r", key)))
@@ -122,10 +198,66 @@ class RedisStore:
         name, raw = self.key("r", key), record.dumps()
         await self._run("save_response_chain", lambda: self._client.set(name, raw, px=self.ttl_ms))
 
+    async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
+        await self._events.add(entry, detail, keep)
+
+    async def recent_events(self, count: int) -> list[LoggedEvent]:
+        return await self._events.recent(count)
+
+    async def event_detail(self, ref: str) -> bytes | None:
+        return await self._events.detail(ref)
+
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""
+        if self._marks_due:
+            self._background("save_marks", self._save_marks)
         if self._pending:
             await asyncio.wait(set(self._pending), timeout=self.op_timeout_s * 2)
+
+    # --- the mirror ---------------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        """Start (once per event loop) the connection that keeps the mirror true."""
+        listener = self._listener
+        if listener is not None and not listener.done() and listener.get_loop() is asyncio.get_running_loop():
+            return
+        self.mirror.lost()  # a listener of another (closed) event loop hears nothing any more
+        self._listener = asyncio.get_running_loop().create_task(listen(
+                self.url, self.mirror, retry_after_s=self.retry_after_s,
+                connect_timeout_s=max(self.op_timeout_s, 0.5), where=self.where))
+
+    def _write_mark_behind(self, session: str, known: Known, mark: HistoryMark) -> None:
+        """The request goes on at once; its mark is written after it, with the marks of every
+        other request of this loop turn in one command. An unchanged mark is written again only
+        to refresh its TTL, once a tenth of the TTL has passed."""
+        now = time.monotonic()
+        if mark == known.mark and (now - known.written_at) * 1000 < self.ttl_ms / 10:
+            return
+        if session not in self._marks_due:  # one write, one echo, however many requests
+            self.mirror.expect(session)
+        self.mirror.wrote(session, mark, now)
+        first = not self._marks_due
+        self._marks_due[session] = (mark, mark.dumps())
+        if first and not self._background("save_marks", self._save_marks):
+            self._drop_marks_due()
+
+    def _drop_marks_due(self) -> None:
+        due, self._marks_due = self._marks_due, {}
+        for session in due:  # not written: those sessions read Redis next time
+            self.mirror.forget(session)
+
+    async def _save_marks(self) -> None:
+        await asyncio.sleep(0)  # the other requests of this loop turn add theirs first
+        due, self._marks_due = self._marks_due, {}
+        if not due:
+            return
+        try:
+            await self._set_marks(keys=[self.key(MARK, session) for session in due],
+                                  args=[self.ttl_ms, *(raw for _, raw in due.values())])
+        except BaseException:
+            for session in due:  # they may not have landed: those sessions read Redis next time
+                self.mirror.forget(session)
+            raise
 
     async def ping(self) -> bool:
         try:
@@ -136,6 +268,10 @@ class RedisStore:
 
     async def aclose(self) -> None:
         await self.flush()  # let in-flight writes land
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+                await self._listener
         await self._client.aclose()
         await self._pool.aclose()
 
@@ -145,33 +281,25 @@ class RedisStore:
         return f"{self.key_prefix}{kind}:{session}"
 
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
-        keys = [self.key(kind, session) for kind in "vhcw"]
-        pipe = self._client.pipeline(transaction=False)  # one round trip
-        pipe.lrange(keys[0], 0, -1)
-        if mark is None:
-            pipe.get(keys[1])
-        else:  # swap: this request's mark in, the previous one out
-            pipe.set(keys[1], mark.dumps(), px=self.ttl_ms, get=True)
-            for key in (keys[0], keys[2], keys[3]):  # the session is alive: keep what it has
-                pipe.pexpire(key, self.ttl_ms)
-        pipe.lrange(keys[3], 0, -1)
-        pipe.get(keys[2])
-        raw_vetoes, raw_mark, *_, raw_warned, raw_compacted = await pipe.execute()
+        keys = [self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)]
+        raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict = await self._read_script(
+            keys=keys, args=[mark.dumps() if mark is not None else b"", self.ttl_ms])
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
         previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
         compacted = HistoryMark.loads(raw_compacted) if raw_compacted is not None else None
         warned = tuple(dict.fromkeys(load_warned(raw) for raw in raw_warned))
-        if not (vetoes or previous or compacted or warned):
+        verdict = load_verdict(raw_verdict) if raw_verdict is not None else None
+        if not (vetoes or previous or compacted or warned or verdict):
             return EMPTY
-        return SessionState(vetoes, previous, compacted, warned)
+        return SessionState(vetoes, previous, compacted, warned, verdict)
 
     async def _append(self, session: str, record: VetoRecord) -> None:
         # One script: replicas serving parallel requests of a session store a veto once.
-        await self._append_once(keys=[self.key("v", session)],
+        await self._append_once(keys=[self.key(VETOES, session)],
                                 args=[record.dumps(), record.identity, MAX_VETOES_PER_SESSION, self.ttl_ms])
 
     async def _push_warned(self, session: str, warned: WarnedCall) -> None:
-        key = self.key("w", session)
+        key = self.key(WARNED, session)
         pipe = self._client.pipeline(transaction=False)
         pipe.rpush(key, dump_warned(warned))
         pipe.ltrim(key, -MAX_WARNED_PER_SESSION, -1)
@@ -184,9 +312,9 @@ class RedisStore:
 
     async def _write_compacted(self, session: str, mark: HistoryMark | None) -> None:
         if mark is None:
-            await self._client.delete(self.key("c", session))
+            await self._client.delete(self.key(COMPACTED, session))
         else:
-            await self._client.set(self.key("c", session), mark.dumps(), px=self.ttl_ms)
+            await self._client.set(self.key(COMPACTED, session), mark.dumps(), px=self.ttl_ms)
 
     # --- degradation --------------------------------------------------------------------------
 

@@ -33,9 +33,17 @@ def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conver
     return client_namespace(headers) + _local_id(headers, payload, conv, sources, user, memo)
 
 
+# Set by the client authentication for a key configured with a tenant (never client-sent).
+TENANT_HEADER = "x-loopguard-tenant"
+
+
 def client_namespace(headers: Mapping[str, str]) -> str:
     """``c:<credential hash>:``, the prefix of everything the gateway keeps for one client (its
-    sessions, its response chains); "" for a request without a credential."""
+    sessions, its response chains, threads and conversations); "" for a request without a
+    credential. Keys of one tenant share ``t:<tenant hash>:``: an agent may rotate between them."""
+    tenant = headers.get(TENANT_HEADER)
+    if tenant:
+        return "t:" + hashlib.sha256(tenant.encode("utf-8", "replace")).hexdigest()[:24] + ":"
     client = headers.get(CLIENT_HEADER) or _credential_hash(headers)
     return f"c:{client[:24]}:" if client else ""
 

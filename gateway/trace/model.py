@@ -118,6 +118,19 @@ class WarnedCall:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeVerdict:
+    """What the optional model judge answered about a run, asked off the request's path and
+    applied from the session's next request on (``gateway.judge``; the llm_judge detector)."""
+
+    call_id: str  # the run's latest call when it was judged: the verdict belongs to that run
+    looping: bool
+    confidence: float  # 0..1, the judge's own
+    reason: str  # the judge's one-line analysis, shown to the model in the warning
+    streak: int  # looping verdicts in a row, this one included; 0 when not looping
+    next_round: int  # the run round from which the judge may be asked again (adaptive interval)
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
     events: tuple[ToolEvent, ...]
     turns: tuple[Turn, ...]  # the whole conversation, for text-based detectors
@@ -139,6 +152,9 @@ class Trace:
     # in what the gateway forwarded, never in the client's history, so it is remembered; the
     # ignored_warning detector reads it.
     warned: tuple[WarnedCall, ...] = ()
+    # Set by the request path from the session's state: the model judge's latest verdict on
+    # this session, if any (the llm_judge detector checks it belongs to this run).
+    verdict: JudgeVerdict | None = None
 
     @property
     def total_events(self) -> int:
@@ -154,4 +170,5 @@ class Trace:
         # Built field by field: dataclasses.replace inspects the fields on every call, and the
         # response path calls this for every proposed call.
         return Trace(self.events + extra, self.turns, self.run_start, self.rounds + (1 if extra else 0),
-                     self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned)
+                     self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned,
+                     self.verdict)

@@ -57,6 +57,13 @@ class RelayStream(Response):
         self._chunks = chunks
         self._on_close = on_close
 
+    async def aread(self) -> bytes:
+        """The whole body, read here instead of sent (a small answer the gateway must read)."""
+        try:
+            return b"".join([chunk async for chunk in self._chunks])
+        finally:
+            await self._close()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             ended = await self._stream(send)

@@ -21,6 +21,15 @@ DEFAULT = (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8")
 EDITOR = "str_replace_editor"
 REFUSED = ("ERROR: No replacement was performed, old_str `{old}` did not appear verbatim in "
            "/repo/app.py.")
+# The same refusal as editors write it, with no error flag or prefix (OpenHands, SWE-agent), and
+# one echoing the attempted code in a lint report: read as failures by the trace's vocabulary.
+REFUSALS = [
+    REFUSED,
+    "No replacement was performed, old_str `{old}` did not appear verbatim in /repo/app.py.",
+    "Your proposed edit has introduced new syntax error(s). Please read this error message carefully "
+    "and then retry editing the file.\nERRORS:\n- E999 IndentationError: unexpected indent\n"
+    "This is how your edit would have looked if applied\n{old}",
+]
 
 
 def edit(n: int, path: str = "/repo/app.py") -> tuple[str, str]:
@@ -30,16 +39,16 @@ def edit(n: int, path: str = "/repo/app.py") -> tuple[str, str]:
                                "new_str": "def total(items):\n    return sum(items)"})
 
 
-def editor(args: dict) -> str:
+def editor(args: dict, refused: str = REFUSED) -> str:
     if args.get("command") == "view":
         return f"contents of {args['path']}:\n1 def total(items):\n2     return sum(items) + 1\n"
     if "\\n" in args.get("old_str", ""):
-        return REFUSED.format(old=args["old_str"])
+        return refused.format(old=args["old_str"])
     return f"The file {args['path']} has been edited. Here's the result of running `cat -n`: ..."
 
 
-def tools(**more):
-    return {EDITOR: editor, "run_tests": lambda a: "3 passed in 0.12s", **more}
+def tools(refused: str = REFUSED, **more):
+    return {EDITOR: lambda args: editor(args, refused), "run_tests": lambda a: "3 passed in 0.12s", **more}
 
 
 def run(start_guarded, responder, *, stream=False, max_steps=30, tool_impls=None):
@@ -76,9 +85,12 @@ def edits_run(agent) -> int:
     return agent.executions[EDITOR]
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_a_varying_failing_edit_after_the_warning_is_refused_then_ended(start_guarded, stream):
-    upstream, agent, events, answer = run(start_guarded, stubborn_editor(), stream=stream)
+@pytest.mark.parametrize(("stream", "refused"), [(False, REFUSALS[0]), (True, REFUSALS[0]),
+                                                 (False, REFUSALS[1]), (True, REFUSALS[2])],
+                         ids=["error", "error-streamed", "editor-text", "lint-echo-streamed"])
+def test_a_varying_failing_edit_after_the_warning_is_refused_then_ended(start_guarded, stream, refused):
+    upstream, agent, events, answer = run(start_guarded, stubborn_editor(), stream=stream,
+                                          tool_impls=tools(refused))
 
     assert answer == "I could not apply the edit."
     # Warned after the 3rd refused edit, warned again after the 4th; the 5th and 6th are
@@ -186,3 +198,28 @@ def test_a_later_failure_on_another_file_is_not_the_warned_pattern(start_guarded
     assert answer == "fixed: tests pass"
     assert not [e for e in events.events if e.detector == "ignored_warning"]
     assert {e.action for e in events.events} == {"warn"}
+
+
+def test_a_new_user_prompt_is_a_new_run_with_no_warning_to_escalate(start_guarded):
+    """The warning belongs to its run: after a new user message, two failing edits of the same
+    file are two failures, not a warning ignored."""
+    attempt = itertools.count(1)
+
+    def respond(request):
+        if (done := closing(request)) is not None:
+            return done
+        users = [m for m in request["messages"] if m.get("role") == "user"]
+        if len(users) == 1 and not any(anchors({"messages": [m]}) for m in request["messages"]):
+            return Reply(tool_calls=[edit(next(attempt))])
+        if len(users) == 1:
+            return Reply(content="giving up on this edit")
+        edits = sum(1 for m in request["messages"][request["messages"].index(users[-1]):]
+                    if m.get("role") == "assistant")
+        return Reply(tool_calls=[edit(100 + edits)]) if edits < 2 else Reply(content="still failing; will ask")
+
+    _, agent, events, answer = run(start_guarded, respond)
+    assert answer == "giving up on this edit"
+    warned = len(events.events)
+    assert agent.run("try the edit once more, differently") == "still failing; will ask"
+    assert len(events.events) == warned  # nothing new: no ignored_warning in the new run
+    assert agent.actions[-3:] == ["pass", "pass", "pass"]

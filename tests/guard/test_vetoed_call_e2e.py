@@ -111,3 +111,24 @@ def test_a_model_that_moves_on_after_the_veto_is_not_refused_again(start_guarded
     assert answer == "summary written"
     assert [(e.action, e.count) for e in events.events if e.phase == "response"] == [("reject", 5)]
     assert agent.executions == {"read_file": 4 + 6, "list_dir": 1}
+
+
+def test_a_new_user_prompt_starts_a_run_without_the_old_vetoes(start_guarded):
+    """The call refused in one run is free in the next one (a new user message in the same
+    conversation): a veto holds for the run, not for the conversation."""
+    def responder(request):
+        messages = request["messages"]
+        user = [m for m in messages if m.get("role") == "user"]
+        if request.get("tool_choice") == "none":
+            return Reply(content="I could not read a.txt; stopping here.")
+        if len(user) == 2:  # the second task: one read, then the answer
+            last = messages[-1]
+            return Reply(content="a.txt read again") if last.get("role") == "tool" else Reply(tool_calls=[READ])
+        return detouring()(request)
+
+    agent, events, answer = run(start_guarded, responder)
+    assert answer == "I could not read a.txt; stopping here."
+    before = len(events.events)
+    assert agent.run("now read a.txt once more, it changed") == "a.txt read again"
+    assert agent.actions[-2:] == ["pass", "pass"] and len(events.events) == before
+    assert agent.executions["read_file"] == 5

@@ -46,3 +46,19 @@ print("litellm" in sys.modules)
     result = subprocess.run([sys.executable, "-c", probe, str(FIXTURES / "support_bot.json")], env=child_env(),
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_the_readmes_replay_and_check_commands_work_from_a_clone(tmp_path):
+    """Every ``loopguard replay`` / ``loopguard check`` line of the README, as a newcomer pastes it
+    in a fresh clone (run in a copy of its layout, so a report lands in the temporary folder)."""
+    for name in ("tests", "policies", "config.example.yaml"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    lines = [line.split("#")[0].strip() for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()]
+    commands = [line for line in lines if line.startswith(("loopguard replay ", "loopguard check "))]
+    assert len(commands) >= 4
+    for command in commands:
+        shell = command.replace("loopguard", f"{sys.executable} -m gateway", 1)
+        result = subprocess.run(["bash", "-c", shell], env=child_env(), cwd=tmp_path, capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 0, (command, result.stderr[-2000:])
+    assert (tmp_path / "report.html").stat().st_size > 1000

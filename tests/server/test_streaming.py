@@ -17,6 +17,18 @@ from support.upstream import Reply
 from .helpers import async_sdk, sdk, wait_for
 
 CHAT = "/v1/chat/completions"
+
+
+@pytest.fixture(params=[True, False], ids=["fast", "general"])
+def gateway(request, make_gateway, transport) -> str:
+    """Each stream test with the chat fast paths and with the general reader alone
+    (``streaming.fast_paths``): the client must get the same bytes. The reader does not depend
+    on the upstream client, so the general one runs on the default transport only."""
+    if not request.param and transport != "aiohttp":
+        pytest.skip("the general reader runs on the default transport")
+    return make_gateway(streaming={"fast_paths": request.param})
+
+
 STREAM_BODY = {"model": "m", "messages": [{"role": "user", "content": "go"}], "stream": True}
 
 

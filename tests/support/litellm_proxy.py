@@ -35,12 +35,20 @@ RESPONSES_MODEL = "gpt-4.1"  # the Responses agent's (support.responses_agent)
 PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
 
 
-def proxy_config(upstream_url: str, guardrail: dict, responses_url: str | None = None) -> dict:
+ANTHROPIC_MODEL = "claude-sonnet-4-6"  # the Claude agent's (support.claude_agent)
+
+
+def proxy_config(upstream_url: str, guardrail: dict, responses_url: str | None = None,
+                 anthropic_url: str | None = None) -> dict:
     models = [{"model_name": MODEL, "litellm_params": {
         "model": f"openai/{MODEL}", "api_base": upstream_url + "/v1", "api_key": "sk-upstream", **PRICE}}]
     if responses_url is not None:
         models.append({"model_name": RESPONSES_MODEL, "litellm_params": {
             "model": f"openai/{RESPONSES_MODEL}", "api_base": responses_url + "/v1", "api_key": "sk-upstream",
+            **PRICE}})
+    if anthropic_url is not None:
+        models.append({"model_name": ANTHROPIC_MODEL, "litellm_params": {
+            "model": f"anthropic/{ANTHROPIC_MODEL}", "api_base": anthropic_url, "api_key": "sk-ant-upstream",
             **PRICE}})
     return {
         "model_list": models,

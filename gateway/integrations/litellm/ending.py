@@ -23,8 +23,7 @@ def at_request(turn: Turn, judgement: Judgement) -> dict[str, Any]:
     template. Raises the guardrail error in mode ``error``."""
     data = turn.data
     if turn.ending == ERROR:
-        turn.record(judgement, Action.TERMINATE, "request", ERROR)
-        raise turn.termination_error(turn.termination_text(judgement))
+        turn.end_with_error(judgement, "request")
     if turn.ending == ANSWER:
         turn.answering = judgement  # audited once the answer is in: it may fall back to the template
         answer = turn.answer_payload(judgement)
@@ -50,15 +49,9 @@ def checked(turn: Turn, judgement: Judgement, response: Any) -> Any:
 async def unary(turn: Turn, judgement: Judgement) -> Any:
     """The run ends on the response path (the headers are not out): its final reply."""
     if turn.ending == ERROR:
-        turn.record(judgement, Action.TERMINATE, "response", ERROR)
-        raise turn.termination_error(turn.termination_text(judgement))
+        turn.end_with_error(judgement, "response")
     if turn.ending == ANSWER:
-        try:
-            answer = await turn.call({**turn.answer_payload(judgement), "stream": False})
-        except Exception as exc:  # noqa: BLE001 - the model failed: the template still ends the run
-            turn.runtime.log.warning("terminate_answer_fallback", reason=type(exc).__name__,
-                                     request_id=turn.request_id)
-            answer = None
+        answer = await turn.final_answer(judgement, stream=False)
         if answer is not None and _is_answer(turn, answer):
             turn.record(judgement, Action.TERMINATE, "response", ANSWER)
             return answer

@@ -23,7 +23,7 @@ from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.protocols.base import StreamFilter
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.trace.model import ToolCall
 
 
@@ -52,10 +52,11 @@ class _Judge:
 
 
 def judges(turn: Turn) -> bool:
-    """Chat Completions streams are judged chunk by chunk. Other protocols' streams go to the
-    client as LiteLLM relays them: their executed history was judged on the request path, and a
-    final answer asked for there was asked with tools closed (recorded as written by the model)."""
-    if turn.adapter is CHAT:
+    """Chat Completions and Responses streams are judged event by event. Anthropic Messages
+    streams go to the client as LiteLLM relays them (LiteLLM hands this hook their raw bytes):
+    their executed history was judged on the request path, and a final answer asked for there
+    was asked with tools closed (recorded as written by the model)."""
+    if turn.adapter is not ANTHROPIC:
         return True
     if turn.answering is not None:
         turn.record(turn.answering, Action.TERMINATE, "request", ANSWER)
@@ -102,15 +103,10 @@ async def relay(turn: Turn, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
 async def _end(turn: Turn, judge: _Judge, bridge: _Bridge, judgement: Judgement) -> AsyncIterator[Any]:
     """The run ends mid-stream: the model's own answer streamed on, or the template (or the error)."""
     if turn.ending == ERROR:  # LiteLLM ends the stream with its error event
-        turn.record(judgement, Action.TERMINATE, "response", ERROR)
-        raise turn.termination_error(turn.termination_text(judgement))
+        turn.end_with_error(judgement, "response")
     if turn.ending == ANSWER:
-        try:
-            answer = await turn.call({**turn.answer_payload(judgement), "stream": True})
-        except Exception as exc:  # noqa: BLE001 - the model failed: the template still ends the run
-            turn.runtime.log.warning("terminate_answer_fallback", reason=type(exc).__name__,
-                                     request_id=turn.request_id)
-        else:
+        answer = await turn.final_answer(judgement, stream=True)
+        if answer is not None:
             judge.closed = True
             bridge.filter.begin_continuation()
             async for out in _answer(turn, judgement, answer, "response", bridge):
@@ -152,7 +148,7 @@ class _Bridge:
         self._sent: dict[bytes, Any] = {}  # event bytes -> the chunk object they stand for
 
     def feed(self, chunk: Any) -> list[Any]:
-        raw = b"data: " + orjson.dumps(_as_dict(chunk)) + b"\n\n"
+        raw = self.turn.wire.event(_as_dict(chunk))
         self._sent[raw] = chunk
         out = self.objects(self.filter.feed(raw))
         errors = self.filter.round.judge_errors
@@ -173,8 +169,8 @@ class _Bridge:
             original = self._sent.pop(raw, None)
             if original is not None:
                 out.append(original)
-            elif raw.startswith(b"data: {"):
-                out.append(_chunk(orjson.loads(raw[6:])))
+            elif (data := _data(raw)) is not None:
+                out.append(self.turn.wire.chunk(data))
         return out
 
 
@@ -184,7 +180,9 @@ def _as_dict(chunk: Any) -> dict[str, Any]:
     return chunk.model_dump(exclude_none=True)
 
 
-def _chunk(data: dict[str, Any]) -> Any:
-    from litellm.types.utils import ModelResponseStream  # noqa: PLC0415 - the proxy's own chunk type
-
-    return ModelResponseStream(**data)
+def _data(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object of an event the filter wrote; None for its comments and ``[DONE]``."""
+    for line in raw.split(b"\n"):
+        if line.startswith(b"data: {"):
+            return orjson.loads(line[6:])
+    return None

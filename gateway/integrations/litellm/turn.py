@@ -5,19 +5,18 @@ or error). The protocol's wire format is its adapter's business, as in the gatew
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from gateway.audit.events import StoppedWork
 from gateway.guard import decision as core
 from gateway.guard.audit import audit
-from gateway.guard.request import RequestPlan, veto_record
+from gateway.guard.request import RequestPlan, retrace, veto_record
 from gateway.guard.response import Refusal
 from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import client_body
 from gateway.integrations.litellm.wire import Wire
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
-from gateway.trace.builder import build_trace
 
 
 @dataclass(slots=True)
@@ -62,7 +61,7 @@ class Turn:
         except Exception as exc:  # the veto still holds for this request; later ones may not see it
             self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
         plan.messages = [*plan.messages, *exchange]
-        plan.trace = build_trace(self.adapter.conversation(self.payload, plan.messages), plan.policy.trace_settings)
+        plan.trace = retrace(plan, self.adapter.conversation(self.payload, plan.messages))
 
     async def reask(self, *, stream: bool) -> Any:
         self.reasks += 1
@@ -89,6 +88,21 @@ class Turn:
         import litellm  # noqa: PLC0415 - a guardrail used outside the proxy: litellm directly
 
         return await getattr(litellm, self.wire.router_call)(**kwargs)
+
+    async def final_answer(self, judgement: Judgement, *, stream: bool) -> Any | None:
+        """The model's own final answer (tools closed), through the router; None when the call
+        failed (the template ends the run then)."""
+        try:
+            return await self.call({**self.answer_payload(judgement), "stream": stream})
+        except Exception as exc:  # noqa: BLE001 - the model failed: the template still ends the run
+            self.runtime.log.warning("terminate_answer_fallback", reason=type(exc).__name__,
+                                     request_id=self.request_id)
+            return None
+
+    def end_with_error(self, judgement: Judgement, phase: str) -> NoReturn:
+        """Terminate mode ``error``: recorded, then LiteLLM's guardrail error."""
+        self.record(judgement, Action.TERMINATE, phase, core.ERROR)
+        raise self.termination_error(self.termination_text(judgement))
 
     def termination_text(self, judgement: Judgement) -> str:
         return core.final_text(self.plan.policy, self.plan.trace, judgement)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.base import Adapter
 from gateway.protocols.chat.adapter import CHAT
@@ -43,6 +45,24 @@ class Wire:
 
             return ResponsesAPIResponse(**reply)
         return reply  # Anthropic Messages: LiteLLM relays the dict
+
+    def event(self, chunk: dict[str, Any]) -> bytes:
+        """A stream chunk as the SSE event the protocol's stream filter reads."""
+        data = orjson.dumps(chunk)
+        if self.adapter is RESPONSES:
+            return b"event: " + str(chunk.get("type", "")).encode() + b"\ndata: " + data + b"\n\n"
+        return b"data: " + data + b"\n\n"
+
+    def chunk(self, data: dict[str, Any]) -> Any:
+        """An event the filter wrote (a rewritten or new one) as LiteLLM's chunk object."""
+        if self.adapter is RESPONSES:
+            # LiteLLM writes every event object out as its JSON: a generic event keeps them all
+            from litellm.types.llms.openai import GenericEvent  # noqa: PLC0415
+
+            return GenericEvent(**data)
+        from litellm.types.utils import ModelResponseStream  # noqa: PLC0415 - the proxy's own chunk type
+
+        return ModelResponseStream(**data)
 
 
 CHAT_WIRE = Wire(CHAT, "/v1/chat/completions", "acompletion", "metadata")

@@ -18,7 +18,7 @@ from gateway.protocols.anthropic import answers, assemble, parse, replies, rewri
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent
-from gateway.protocols.base import Answer, Judge
+from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.state.base import ChainRecord, StateStore
 from gateway.trace.model import Conversation, ToolCall
 
@@ -69,6 +69,11 @@ class AnthropicAdapter(PayloadFields):
     def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
         previous = thread.previous_id(payload)
         return [("thread", previous)] if previous is not None else []
+
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        reply_id = reply.get("id") if isinstance(reply, dict) else None
+        threaded = thread.thread_of(payload) is not None
+        return [("thread", reply_id)] if threaded and isinstance(reply_id, str) and reply_id else []
 
     async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         previous = thread.previous_id(payload)
@@ -143,10 +148,11 @@ class AnthropicAdapter(PayloadFields):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ToolUseFilter:
+    def stream_filter(self, judge: Judge, payload: dict[str, Any],
+                      options: StreamOptions | None = None) -> ToolUseFilter:
         if thread.thread_of(payload) is not None:  # its reply is remembered: the filter keeps it
-            return assemble.Recording(judge, model=self.model(payload))
-        return ToolUseFilter(judge, model=self.model(payload))
+            return assemble.Recording(judge, model=self.model(payload), options=options)
+        return ToolUseFilter(judge, model=self.model(payload), options=options)
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         return answers.stream_answer(stream)

@@ -11,7 +11,7 @@ from typing import Any
 
 from gateway.protocols import codec
 from gateway.protocols.anthropic.stream import ToolUseFilter
-from gateway.protocols.base import Judge
+from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.sse import json_events
 
 # Blocks whose input arrives as ``input_json_delta`` text, parsed once the block stops.
@@ -69,10 +69,11 @@ def _parsed(text: str) -> Any:
 
 class Recording(ToolUseFilter):
     """The tool_use filter that also keeps what it relays, so the reply the client got can be
-    remembered (a thread's next request continues it): ``reply``."""
+    remembered (a thread's next request continues it): ``reply``. (``cut`` writes through
+    ``feed``, so what it closes is kept there.)"""
 
-    def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0) -> None:
-        super().__init__(judge, model=model, keepalive_s=keepalive_s)
+    def __init__(self, judge: Judge, model: str = "", options: StreamOptions | None = None) -> None:
+        super().__init__(judge, model=model, options=options)
         self._relayed = bytearray()
 
     def _kept(self, out: list[bytes]) -> list[bytes]:
@@ -86,11 +87,8 @@ class Recording(ToolUseFilter):
     def end_upstream(self) -> list[bytes]:
         return self._kept(super().end_upstream())
 
-    def cut(self, upstream: bytes) -> list[bytes]:
-        return self._kept(super().cut(upstream))
-
-    def terminate(self, text: str) -> list[bytes]:
-        return self._kept(super().terminate(text))
+    def terminate(self, text: str, model: str | None = None) -> list[bytes]:
+        return self._kept(super().terminate(text, model))
 
     def final(self) -> list[bytes]:
         return self._kept(super().final())

@@ -70,22 +70,6 @@ def message_end(stop_reason: str, usage: dict[str, Any]) -> list[bytes]:
     ]
 
 
-def add_usage(total: Any, more: Any) -> Any:
-    """Two usage objects summed field by field (nested counters too); text fields kept."""
-    if not isinstance(total, dict) or not isinstance(more, dict):
-        return more if total is None else total
-    merged = dict(total)
-    for key, value in more.items():
-        old = merged.get(key)
-        if isinstance(value, int) and isinstance(old, int) and not isinstance(value, bool):
-            merged[key] = old + value
-        elif isinstance(value, dict) and isinstance(old, dict):
-            merged[key] = add_usage(old, value)
-        elif old is None:
-            merged[key] = value
-    return merged
-
-
 def overlay_usage(base: Any, delta: Any) -> Any:
     """``message_start`` usage updated by a ``message_delta``'s: its counts are cumulative
     totals, and a field it leaves out or sends as null keeps the earlier value."""

@@ -96,7 +96,14 @@ def error_body(message: str, type: str = "invalid_request_error", code: str | No
         kind = error_type(status)
     else:
         kind = _OWN.get(code or "") or _OWN.get(type) or "invalid_request_error"
-    return {"type": "error", "error": {"type": kind, "message": message}}
+    error: dict[str, Any] = {"type": kind, "message": message}
+    if code in THREAD_CODES:  # the SDK reads it there: a lost thread is sent again whole
+        error["details"] = {"error_code": code}
+    return {"type": "error", "error": error}
+
+
+# Thread errors the anthropic SDK recovers from by sending the whole history as a new thread.
+THREAD_CODES = frozenset({"thread_not_found", "thread_already_continued"})
 
 
 def error_event(body: dict[str, Any]) -> bytes:

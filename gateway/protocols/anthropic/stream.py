@@ -17,16 +17,16 @@ carries cumulative counts, so the one the client sees carries the totals of all 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.protocols import codec
 from gateway.protocols.anthropic import events
 from gateway.protocols.anthropic.parse import arguments_text
-from gateway.protocols.chat.rounds import Judge, RoundState
-from gateway.protocols.held import Held, HoldingFilter
-from gateway.protocols.sse import SSEDecoder, SSEEvent
+from gateway.protocols.base import Judge
+from gateway.protocols.sse import SSEEvent
+from gateway.protocols.streaming import StreamDriver, StreamOptions
+from gateway.protocols.usage import add_usage
 from gateway.trace.model import ToolCall
 
 # Events that can pass without being parsed while nothing is held or renumbered.
@@ -51,89 +51,61 @@ class _ToolBlock:
         return ToolCall(self.id, self.name, text if text else arguments_text(self.start_input))
 
 
-class ToolUseFilter(HoldingFilter):
+class ToolUseFilter(StreamDriver):
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
-    def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0) -> None:
-        self._judge = judge
-        self.rounds: list[RoundState] = []
-        self._keepalive_s = keepalive_s  # while a call is held: see ``held.Held``
+    keepalive = events.PING  # the SDK skips a ping
+
+    def __init__(self, judge: Judge, model: str = "", options: StreamOptions | None = None) -> None:
         self.message_id: str | None = None
         self.model = model  # the upstream's own, once its message_start arrived
         self._next = 0  # the client's next content block index
         self._carried: Any = None  # usage of earlier rounds of this client message
-        self._started = self._terminated = self._final = False
-        self._new_round()
+        self._started = False
+        super().__init__(judge, options)
 
-    # --- driving ------------------------------------------------------------------------
+    # --- the driver's hooks -------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[bytes]:
-        if self._terminated or self._final:  # the client's message is closed: nothing more fits
-            return []
-        if (
-            self._identity and not self._held and self._started
-            and data.endswith(b"\n\n") and self._decoder.idle
-            and b"content_block_start" not in data and b"message_" not in data
-        ):
-            # Whole events, none opening a block or touching the message: text deltas, block
-            # stops and pings of unrenumbered blocks, most of a stream. Relayed as they are.
-            return [data]
-        out: list[bytes] = []
-        for event in self._decoder.feed(data):
-            self._on_event(event, out)
-        if self._held:
-            self._held.keepalive(out)
-        return out
+    def _passes(self, data: bytes) -> bool:
+        # Whole events, none opening a block or touching the message: text deltas, block
+        # stops and pings of unrenumbered blocks, most of a stream. Relayed as they are.
+        return (self._identity and not self._held and self._started and self._fast_paths
+                and not (self._terminated or self._final) and data.endswith(b"\n\n") and self._decoder.idle
+                and b"content_block_start" not in data and b"message_" not in data)
 
-    def cut(self, upstream: bytes) -> list[bytes]:
-        self._decoder = SSEDecoder()  # a partial event: never relayed, never to be completed
+    def _cut(self, upstream: bytes) -> list[bytes]:
         return self.feed(events.closing(upstream))
 
-    def begin_continuation(self) -> None:
-        self._carried = events.add_usage(self._carried, self._usage)
-        self._new_round()
+    def _continue(self) -> None:
+        self._carried = add_usage(self._carried, self._usage)
 
-    def terminate(self, text: str) -> list[bytes]:
-        """End the client message with ``text`` and ``end_turn`` (call ``final`` next)."""
-        if self._terminated or self._final:
-            return []
-        self.round.finish_withheld = False
-        self.round.ended = True  # whatever is still held or unread goes with the stream
-        self._held.clear()
-        self._terminated = True
+    def _end_with(self, text: str, model: str | None) -> list[bytes]:
+        """The client message ends with ``text`` and ``end_turn``."""
         out = [] if self._started else [self._opening()]
         out += events.text_block(self._next, text)
         self._next += 1
         out += events.message_end("end_turn", self._totals())
         return out
 
-    def final(self) -> list[bytes]:
-        """The client stream is over: a closing ``message_delta`` / ``message_stop`` if owed."""
-        if self._final:
-            return []
-        out = self.end_upstream()
-        if self.needs_decision and self._started:  # nobody decided: never leave it unclosed
+    def _owed(self, out: list[bytes], undecided: bool) -> None:
+        """A closing ``message_delta`` / ``message_stop`` nobody decided on."""
+        if undecided and self._started:
             out += events.message_end("end_turn", self._totals())
-        self._final = True
-        return out
 
     # --- events ---------------------------------------------------------------------------
 
-    def _new_round(self) -> None:
-        self._decoder = SSEDecoder()
+    def _start_round(self) -> None:
         self._blocks: dict[int, int | _ToolBlock | None] = {}  # upstream index -> client index
         self._identity = True  # every block kept its upstream index: relay events unparsed
-        self._held: Held = Held(self._keepalive_s, events.PING)  # a ping: the SDK skips it
         self._positions = 0
         self._usage: Any = None  # this round's usage: message_start's, overlaid by message_delta's
-        self.rounds.append(RoundState())
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         raw = event.raw
         if event.data is None:
             out.append(raw)
             return
-        if event.event in _PLAIN and not self._held and self._identity:
+        if event.event in _PLAIN and not self._held and self._identity and self._fast_paths:
             out.append(raw)  # text deltas, the bulk of a stream: relayed unparsed
             return
         try:
@@ -170,9 +142,7 @@ class ToolUseFilter(HoldingFilter):
             self._positions += 1
             tool.held.append((raw, data))
             self._blocks[index] = tool
-            if not self._held:
-                self._held.since = time.monotonic()
-            self._held.append(tool)
+            self._held.hold(tool)
             return
         client = self._next
         self._next += 1
@@ -230,10 +200,14 @@ class ToolUseFilter(HoldingFilter):
         self.round.settle(completed, self._judge, 0)
         for tool in completed:
             tool.done = True
-        while self._held and self._held[0].done:
-            self._release(self._held.popleft(), out)
+        self._release(out)
 
-    def _release(self, tool: _ToolBlock, out: list[bytes]) -> None:
+    def _release(self, out: list[bytes]) -> None:
+        held = self._held
+        while held and held[0].done:
+            self._write_block(held.popleft(), out)
+
+    def _write_block(self, tool: _ToolBlock, out: list[bytes]) -> None:
         if tool.position not in self.round.out_index:  # refused, or after the refused call
             self._assign(tool.index, None)
             return
@@ -269,7 +243,7 @@ class ToolUseFilter(HoldingFilter):
     def _totals(self) -> dict[str, Any]:
         """Usage of all rounds for a ``message_delta``: counters only (a ``service_tier`` text
         belongs to ``message_start``)."""
-        usage = events.add_usage(self._carried, self._usage)
+        usage = add_usage(self._carried, self._usage)
         totals = {k: v for k, v in usage.items() if not isinstance(v, str)} if isinstance(usage, dict) else {}
         totals.setdefault("output_tokens", 0)
         return totals

@@ -13,10 +13,11 @@ from typing import Any
 from gateway.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, WholeConversations
-from gateway.protocols.base import Answer, Judge
+from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.protocols.chat import answers, replies, rewrite
 from gateway.protocols.chat.choices import ChoicesFilter
 from gateway.protocols.chat.parse import declared_tools, turn_from_message
+from gateway.protocols.chat.fast import FastToolCallFilter
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.protocols.sse import data_event
 from gateway.trace.model import Conversation, ToolCall
@@ -78,11 +79,13 @@ class ChatAdapter(PayloadFields, WholeConversations):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ToolCallFilter | ChoicesFilter:
+    def stream_filter(self, judge: Judge, payload: dict[str, Any],
+                      options: StreamOptions | None = None) -> ToolCallFilter | ChoicesFilter:
         n = payload.get("n")
         if type(n) is int and n > 1:  # several answers, interleaved: each one judged
-            return ChoicesFilter(judge, model=self.model(payload), choices=n)
-        return ToolCallFilter(judge, model=self.model(payload))
+            return ChoicesFilter(judge, model=self.model(payload), options=options, choices=n)
+        reader = ToolCallFilter if options is not None and not options.fast_paths else FastToolCallFilter
+        return reader(judge, options=options, model=self.model(payload))
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         return answers.stream_answer(stream)

@@ -20,26 +20,15 @@ Agents do not ask for several choices; this is about never letting a call throug
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.protocols.base import Judge
+from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk
-from gateway.protocols.sse import DONE, comment, data_event, json_events
+from gateway.protocols.sse import DONE, SSEEvent, data_event, json_events
+from gateway.protocols.streaming import StreamDriver
 from gateway.trace.model import ToolCall
-
-_KEEPALIVE = comment("holding")
-
-
-@dataclass(slots=True)
-class ChoicesRound:
-    kept: list[ToolCall] = field(default_factory=list)
-    dropped: list[ToolCall] = field(default_factory=list)
-    rejected: ToolCall | None = None
-    rejected_position: int | None = None
-    judge_errors: list[Exception] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -49,77 +38,62 @@ class _Event:
     entries: list[tuple[int, dict[str, Any], PartialCall]] = field(default_factory=list)  # choice, entry, call
 
 
-class ChoicesFilter:
+class ChoicesFilter(StreamDriver):
     holds_whole = True  # nothing reaches the client before every call is judged (see above)
 
-    def __init__(self, judge: Judge, model: str = "", keepalive_s: float | None = 15.0, choices: int = 2) -> None:
-        self._judge = judge
+    def __init__(self, judge: Judge, model: str = "", options: StreamOptions | None = None, choices: int = 2) -> None:
         self._model = model
         self._choices = choices  # the client's n: a termination answers in each
-        self._keepalive_s = keepalive_s
-        self._mark = time.monotonic()
-        self._buffer = bytearray()
-        self._ended = False
-        self.round = ChoicesRound()
-        self.needs_decision = False  # the whole round was refused and is held: re-ask or terminate
-        self.reply = None
         # The last withheld round without its refused calls: what the client gets when nothing
         # replaces it (a re-ask that failed), so its stream still ends well-formed.
         self._withheld: list[bytes] | None = None
+        super().__init__(judge, options)
 
-    def feed(self, data: bytes) -> list[bytes]:
-        self._buffer += data
-        if self._keepalive_s is not None and time.monotonic() - self._mark >= self._keepalive_s:
-            self._mark = time.monotonic()
-            return [_KEEPALIVE]
-        return []
+    @property
+    def needs_decision(self) -> bool:
+        """The whole round was refused and is held: re-ask or terminate."""
+        return self.round.finish_withheld and not (self._terminated or self._final)
 
-    def end_upstream(self) -> list[bytes]:
-        if self._ended:
-            return []
-        self._ended = True
-        data, self._buffer = bytes(self._buffer), bytearray()
+    # --- the driver's hooks: every event is held until the stream ends ----------------------
+
+    def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
+        self._held.hold(event.raw)
+
+    def _close_held(self, out: list[bytes]) -> None:
+        """The stream ended: judge every choice, then release it, or withhold it whole."""
+        data = b"".join(self._held)
+        self._held.clear()
         events = _events(data)
         keep = self._judge_choices(events)
         if all(keep[c] is None for c in keep):
             if data:
                 self._withheld = None  # replaced: a re-ask answered
-            return [data] if data else []
+                out.append(data)
+            return
         rebuilt = [_rebuilt(event, keep) for event in events]
         if all(n == 0 for n in keep.values()) or getattr(self._judge, "closed", False):
-            self.needs_decision = True  # nothing was sent: the pipeline replaces it whole
+            self.round.finish_withheld = True  # nothing was sent: the pipeline replaces it whole
             self._withheld = rebuilt
-            return []
+            return
         self._withheld = None
-        return rebuilt
+        out += rebuilt
 
-    def cut(self, upstream: bytes) -> list[bytes]:
+    def _cut(self, upstream: bytes) -> list[bytes]:
         """Nothing was relayed yet (the stream is held whole): nothing to close, nothing to keep."""
-        self._buffer = bytearray()
+        self._held.clear()
         return []
 
-    def begin_continuation(self) -> None:
-        """The next stream (a re-ask, or the final answer) replaces the withheld one: held and
-        judged afresh."""
-        self._buffer = bytearray()
-        self._ended = False
-        self.round = ChoicesRound()
-        self.needs_decision = False
-
-    def terminate(self, text: str) -> list[bytes]:
-        self.needs_decision = False
-        self._ended = True  # what the upstream sent is never released after the template
+    def _end_with(self, text: str, model: str | None) -> list[bytes]:
+        """The template in every choice."""
         self._withheld = None
         env = Envelope.new(self._model)
         return [*(data_event(chunk) for index in range(self._choices) for chunk in (
             content_chunk(env, text, role=True, index=index), finish_chunk(env, "stop", index))), DONE]
 
-    def final(self) -> list[bytes]:
-        out = self.end_upstream()
+    def _owed(self, out: list[bytes], undecided: bool) -> None:
         if not out and self._withheld is not None:  # nothing replaced the withheld round
-            out, self._withheld = self._withheld, None
-        self.needs_decision = False
-        return out
+            out += self._withheld
+            self._withheld = None
 
     def _judge_choices(self, events: list[_Event]) -> dict[int, int | None]:
         """Each choice's number of kept calls, or None when it keeps them all."""

@@ -13,7 +13,6 @@ from typing import Any
 
 __all__ = [
     "Envelope",
-    "add_usage",
     "content_chunk",
     "finish_chunk",
     "new_completion_id",
@@ -85,19 +84,3 @@ def finish_chunk(env: Envelope, reason: str = "stop", index: int = 0, **extra: A
 
 def usage_chunk(env: Envelope, usage: dict[str, Any]) -> dict[str, Any]:
     return env.chunk([], usage=usage)
-
-
-def add_usage(total: Any, more: Any) -> Any:
-    """Two usage objects summed field by field (nested token details too)."""
-    if not isinstance(total, dict) or not isinstance(more, dict):
-        return more if total is None else total
-    merged = dict(total)
-    for key, value in more.items():
-        old = merged.get(key)
-        if isinstance(value, (int, float)) and isinstance(old, (int, float)) and not isinstance(value, bool):
-            merged[key] = old + value
-        elif isinstance(value, dict) and isinstance(old, dict):
-            merged[key] = add_usage(old, value)
-        else:
-            merged[key] = value if old is None else old
-    return merged

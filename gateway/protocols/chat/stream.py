@@ -16,25 +16,19 @@ tool chunk byte-identical); any content for choice 0 makes it go out first. Choi
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from gateway.protocols import codec
-from gateway.protocols.chat import whole
-from gateway.protocols.chat.arguments import around, is_argument_entry, text_between
+from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
-from gateway.protocols.chat.chunks import Envelope, add_usage, content_chunk, finish_chunk, usage_chunk
-from gateway.protocols.chat.rounds import Judge, RoundState
-from gateway.protocols.held import Held, HoldingFilter
-from gateway.protocols.sse import DONE, SSEDecoder, SSEEvent, data_event, event_of, whole_parts
+from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk, usage_chunk
+from gateway.protocols.sse import DONE, SSEEvent, data_event
+from gateway.protocols.streaming import StreamDriver
+from gateway.protocols.usage import add_usage
 
-__all__ = ["Judge", "RoundState", "ToolCallAssembler", "ToolCallFilter", "content_chunk", "finish_chunk"]
+__all__ = ["ToolCallFilter"]
 
-_TOOL_KEYS = (b'"tool_calls"', b'"function_call"')
-_DONE_LINE = DONE[:-2]
 _TOOL_FIELDS = ("tool_calls", "function_call")
 
 
@@ -51,172 +45,46 @@ class _Held:
     raw_ok: bool  # nothing was taken out of the event or changed in it
 
 
-@dataclass(slots=True)
-class _Arguments:
-    """The bytes around the argument text of an event that only adds arguments to one open call
-    (``{"index": k, "function": {"arguments": "..."}}``, nothing else in its choice). A model
-    streams a call's arguments as a run of such events that differ only in that text, so the
-    next ones are read by matching these bytes and decoding the text between them: one small
-    JSON string instead of a whole chunk and its dicts. Matching is exact: an event with any
-    other byte outside the text, or whose middle is not one JSON string, is read in full."""
+class ToolCallFilter(StreamDriver):
+    """Feed upstream bytes in, write the returned bytes to the client, in order.
 
-    prefix: bytes  # the event up to the text's opening quote
-    suffix: bytes  # from after its closing quote to the end of the event
-    call: PartialCall
-    key: Any  # the entry's ``index``
-    chunk: dict[str, Any]  # the first event's: the same head as every event matching it
-    choice: dict[str, Any]
+    This reads every event the one general way (decode, parse, hold or relay); ``chat/fast.py``
+    is the same filter with the fast paths, which the adapter uses unless they are switched off.
+    """
 
-
-class ToolCallFilter(HoldingFilter):
-    """Feed upstream bytes in, write the returned bytes to the client, in order."""
-
-    def __init__(
-        self, judge: Judge, envelope: Envelope | None = None, keepalive_s: float | None = 15.0,
-        model: str = "",
-    ) -> None:
-        self._judge = judge
+    def __init__(self, judge: Judge, envelope: Envelope | None = None, options: StreamOptions | None = None,
+                 model: str = "") -> None:
         self._model = model  # for a reply written before any upstream chunk gave an envelope
         self.envelope = envelope  # of the client stream: taken from the first upstream chunk
-        self.rounds: list[RoundState] = []
-        self._keepalive_s = keepalive_s  # while a call is held: see ``held.Held``
         self._next_index = 0  # client-side tool-call index, continues across continuations
-        self._continuation = False
         self._held_usage: dict[str, Any] | None = None
-        self._saw_done = self._terminated = self._final = self._emitted = False
-        self._done_sent = False
-        self._new_round()
+        self._emitted = self._done_sent = False
+        super().__init__(judge, options)
 
-    # --- driving ------------------------------------------------------------------------
+    # --- the driver's hooks ---------------------------------------------------------------
+    # ``cut``: chunks open nothing a client must see closed: ``terminate`` writes the finish.
 
-    def feed(self, data: bytes) -> list[bytes]:
-        raws = None
-        if self._decoder.idle:
-            if (
-                self._fast
-                and data.endswith(b"\n\n")
-                and b"_call" not in data  # covers both tool-call keys in one scan
-                and b"[DONE]" not in data
-            ):
-                # Whole events (a chunk ending in a blank line ends an event, whatever its line
-                # endings) with nothing to hold or withhold: most chunks. Relay the chunk as is.
-                self._emitted = True
-                return [data]
-            parts = whole_parts(data)
-            if parts is not None:
-                if parts[-1] == _DONE_LINE and self._at_round_start():
-                    return self._whole_round(data, parts)
-                raws = [part + b"\n\n" for part in parts]
-        out: list[bytes] = []
-        if raws is not None:
-            for raw in raws:
-                self._on_raw(raw, out)
-        else:
-            for event in self._decoder.feed(data):
-                self._on_event(event, out)
-        if self._held:
-            self._held.keepalive(out)
-        return out
-
-    def cut(self, upstream: bytes) -> list[bytes]:
-        """Chunks open nothing a client must see closed: ``terminate`` writes the finish."""
-        self._decoder = SSEDecoder()  # a partial event: never relayed, never to be completed
-        return []
-
-    def begin_continuation(self) -> None:
-        """Relay a new upstream stream (the re-ask) as the rest of the same client stream."""
-        self._continuation = True
-        self._saw_done = False
-        self._new_round()
-
-    def terminate(self, text: str, model: str | None = None) -> list[bytes]:
-        """End the client stream with ``text`` and finish_reason "stop" (call ``final`` next)."""
+    def _end_with(self, text: str, model: str | None) -> list[bytes]:
+        """The client stream ends with ``text`` and finish_reason "stop"."""
         env = self.envelope or Envelope.new(self._model if model is None else model)
-        self.round.finish_withheld = False
-        self.round.ended = True  # whatever is still held or unread is dropped with the stream
-        self._held.clear()
-        self._terminated = True
         chunks = [content_chunk(env, text, role=not self._emitted), finish_chunk(env, "stop")]
         return [data_event(chunk) for chunk in chunks]
 
-    def final(self) -> list[bytes]:
-        """The client stream is over: held usage, then ``[DONE]`` once (if the upstream sent it)."""
-        if self._final:
-            return []
-        out = self.end_upstream()
+    def _owed(self, out: list[bytes], undecided: bool) -> None:
+        """A finish nobody decided on, held usage, then ``[DONE]`` once (if the upstream sent it)."""
         env = self.envelope or Envelope.new("")
-        if self.needs_decision:  # nobody decided: never leave the client without a finish
+        if undecided:  # never leave the client without a finish
             out.append(data_event(finish_chunk(env, "stop")))
-        self._final = True
         if self._held_usage is not None:
             out.append(data_event(usage_chunk(env, self._held_usage)))
             self._held_usage = None
         if (self._saw_done or self._terminated) and not self._done_sent:
             out.append(DONE)
-        return out
 
     # --- events ---------------------------------------------------------------------------
 
-    def _new_round(self) -> None:
-        self._decoder = SSEDecoder()
+    def _start_round(self) -> None:
         self._asm = ToolCallAssembler()
-        self._held: Held = Held(self._keepalive_s)
-        self._fast = False
-        self._arguments: _Arguments | None = None
-        self.rounds.append(RoundState())
-
-    def _on_raw(self, raw: bytes, out: list[bytes]) -> None:
-        """One whole event of a chunk ``whole_events`` split: what ``_on_event`` does, without
-        decoding the events that need no reading."""
-        if raw == DONE:
-            self._on_done(out)
-            return
-        simple = raw.startswith(b"data: {") and raw.find(b"\n") == len(raw) - 2  # one data line
-        if not simple:
-            self._on_event(event_of(raw), out)
-        elif self._fast and b"_call" not in raw:
-            self._relay(raw, out)
-        elif self._arguments is None or not self._add_arguments(raw, self._arguments):
-            try:  # the data as bytes: the event's decoded text only for what orjson refuses
-                self._on_data(orjson.loads(raw[6:-2]), raw, out)
-            except orjson.JSONDecodeError:
-                self._on_event(event_of(raw), out)
-
-    # --- a whole round in one read (see chat/whole.py) -------------------------------------------
-
-    def _at_round_start(self) -> bool:
-        state = self.round
-        return not (self._held or self._asm.calls or self._continuation or self._saw_done or self._terminated
-                    or self._held_usage is not None or state.kept or state.dropped or state.finish_reason)
-
-    def _whole_round(self, data: bytes, parts: list[bytes]) -> list[bytes]:
-        """The rest of the stream in one read: judged in one pass, relayed as it came when every
-        call is kept under its own index; else read event by event with the same verdicts."""
-        found = whole.scan(parts, self.envelope)
-        judge = self._judge
-        out: list[bytes] = []
-        raws = [part + b"\n\n" for part in parts]
-        if found is None:
-            for raw in raws:
-                self._on_raw(raw, out)
-            return out
-        given, recording = whole.Verdicts.recording(judge)
-        state = RoundState(finish_reason=found.finish_reason)
-        next_index = state.settle(found.completed, recording, self._next_index)
-        index = state.out_index
-        if not state.dropped and all(entry.get("index") == index.get(call.position, -1) for entry, call in found.entries):
-            state.interleaved = any(call.late for call in found.assembler.calls)
-            self.rounds[-1], self._asm, self._next_index, self.envelope = state, found.assembler, next_index, found.envelope
-            self._emitted = self._saw_done = self._done_sent = self._fast = True
-            self._arguments = None
-            return [data]
-        self._judge = whole.Verdicts(given, judge)
-        try:
-            for raw in raws:
-                self._on_raw(raw, out)
-        finally:
-            self._judge = judge
-        return out
 
     def _on_done(self, out: list[bytes]) -> None:
         """``[DONE]`` is withheld while anything may still follow it: a re-ask's continuation or
@@ -238,11 +106,6 @@ class ToolCallFilter(HoldingFilter):
         if data == "[DONE]":
             self._on_done(out)
             return
-        if self._fast and _TOOL_KEYS[0] not in raw and _TOOL_KEYS[1] not in raw:
-            self._relay(raw, out)
-            return
-        if self._arguments is not None and self._add_arguments(raw, self._arguments):
-            return
         try:
             chunk = codec.loads(data)
         except codec.DecodeError:
@@ -255,8 +118,6 @@ class ToolCallFilter(HoldingFilter):
             self._relay(raw, out)
             return
         self._on_chunk(chunk, raw, out)
-        watching = self._continuation or self._asm.open or self._held or self.round.finish_withheld
-        self._fast = self.envelope is not None and not watching
 
     def _on_chunk(self, chunk: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         if self.envelope is None:
@@ -291,7 +152,7 @@ class ToolCallFilter(HoldingFilter):
         if choices or usage is not None or not (chunk["choices"] or usage_changed):
             self._emit_piece({**chunk, "choices": choices, **_usage_field(chunk, usage)}, out)
 
-    def _hold(self, chunk: dict, raw: bytes, choice: dict, delta: dict, out: list[bytes]) -> None:
+    def _hold(self, chunk: dict, raw: bytes, choice: dict, delta: dict, out: list[bytes]) -> _Held:
         # Most tool-call deltas carry nothing else: no copy of the delta for them.
         rest = {} if len(delta) == 1 and "tool_calls" in delta else {
             k: v for k, v in delta.items() if k not in _TOOL_FIELDS}
@@ -310,25 +171,10 @@ class ToolCallFilter(HoldingFilter):
         if choice.get("finish_reason"):
             self.round.finish_reason = choice["finish_reason"]
             completed += self._asm.close()
-        if not self._held:
-            self._held.since = time.monotonic()
-        self._held.append(held)
+        self._held.hold(held)
         self._settle(completed)
         self._release(out)
-        self._arguments = None if self._continuation else _arguments_of(raw, held)
-
-    def _add_arguments(self, raw: bytes, known: _Arguments) -> bool:
-        """An event that only adds argument text to the open call ``known`` describes: held
-        with that call, as ``_hold`` would hold it. False: read it in full."""
-        call = known.call
-        text = None if call.done else text_between(raw, known.prefix, known.suffix)
-        if text is None:
-            return False
-        if text:
-            call.parts.append(text)
-        entry = {"index": known.key, "function": {"arguments": text}}
-        self._held.append(_Held(raw, known.chunk, known.choice, [(entry, call)], {}, None, True))
-        return True
+        return held
 
     def _add_entries(self, held: _Held, delta: dict[str, Any]) -> list[PartialCall]:
         completed: list[PartialCall] = []
@@ -456,18 +302,3 @@ def _meaningful(rest: dict[str, Any], choice: dict[str, Any]) -> bool:
 
 def _usage_field(chunk: dict[str, Any], usage: Any) -> dict[str, Any]:
     return {"usage": usage} if usage is not None or "usage" in chunk else {}
-
-
-def _arguments_of(raw: bytes, held: _Held) -> _Arguments | None:
-    """The bytes around the argument text of ``held``, when it is an event that only adds
-    arguments to one open call (``chat/arguments.py``)."""
-    entries = held.entries
-    if len(entries) != 1 or held.rest or held.usage is not None or not held.raw_ok or not raw.endswith(b"\n\n"):
-        return None
-    entry, call = entries[0]
-    if call.done or call.legacy or held.choice.get("finish_reason") is not None or not is_argument_entry(entry):
-        return None
-    found = around(raw, len(raw) - 2, entry["function"]["arguments"])
-    if found is None:
-        return None
-    return _Arguments(found[0], found[1], call, entry["index"], held.chunk, held.choice)

@@ -16,7 +16,7 @@ import structlog
 from gateway.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent
-from gateway.protocols.base import Answer, Judge
+from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.state.base import StateStore
@@ -99,6 +99,11 @@ class ResponsesAdapter(PayloadFields):
         talk = conversation.conversation_id(payload)
         return [*((("response", previous),) if isinstance(previous, str) and previous else ()),
                 *((("conversation", talk),) if talk is not None else ())]
+
+    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
+        reply_id = reply.get("id") if isinstance(reply, dict) else None
+        stored = not (isinstance(payload, dict) and payload.get("store") is False)
+        return [("response", reply_id)] if stored and isinstance(reply_id, str) and reply_id else []
 
     async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         talk = conversation.conversation_id(payload)
@@ -216,7 +221,8 @@ class ResponsesAdapter(PayloadFields):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any]) -> ResponsesStreamFilter:
+    def stream_filter(self, judge: Judge, payload: dict[str, Any],
+                      options: StreamOptions | None = None) -> ResponsesStreamFilter:
         talk = conversation.conversation_id(payload)
         if talk is not None:  # the calls of each round are noted: a re-ask answers them
             inner = judge
@@ -224,7 +230,7 @@ class ResponsesAdapter(PayloadFields):
             def judge(call: ToolCall, position: int, *rest: Any) -> bool:
                 self._proposed(talk, (call,), False)
                 return inner(call, position, *rest)
-        return ResponsesStreamFilter(judge, on_custom=self._custom_seen, on_withheld=self.withheld.put,
+        return ResponsesStreamFilter(judge, options, on_custom=self._custom_seen, on_withheld=self.withheld.put,
                                      on_alias=self.aliases.put, model=self.model(payload))
 
     def stream_answer(self, stream: bytes) -> Answer | None:

@@ -18,20 +18,19 @@ response id, and once the stream was changed, a closing response listing what it
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from gateway.protocols.chat.rounds import Judge, RoundState
-from gateway.protocols.held import Held, HoldingFilter
-from gateway.protocols.sse import SSEDecoder, SSEEvent
+from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.responses import events as wire
 from gateway.protocols.responses.parse import CALL_TYPES, call_from_item
 from gateway.protocols.responses.replies import response_object
 from gateway.protocols.responses.view import ClientView
+from gateway.protocols.sse import SSEEvent
+from gateway.protocols.streaming import StreamDriver
 from gateway.trace.model import ToolCall
 
 _CLOSING = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -69,7 +68,7 @@ class _Event:
     raw: bytes
 
 
-class ResponsesStreamFilter(HoldingFilter):
+class ResponsesStreamFilter(StreamDriver):
     """Feed upstream bytes in, write the returned bytes to the client, in order.
 
     ``on_custom`` learns the call ids of custom tool calls, ``on_withheld`` the calls a closing
@@ -77,60 +76,42 @@ class ResponsesStreamFilter(HoldingFilter):
     ``on_alias`` the upstream's own id for a re-ask's answer the client knows by the first id.
     """
 
-    def __init__(self, judge: Judge, keepalive_s: float | None = 15.0,
+    def __init__(self, judge: Judge, options: StreamOptions | None = None,
                  on_custom: Callable[[set[str]], None] | None = None,
                  on_withheld: Callable[[str, list[ToolCall]], None] | None = None,
                  on_alias: Callable[[str, str], None] | None = None, model: str = "") -> None:
-        self._judge = judge
         self._model = model  # for a terminate message before the upstream said anything
-        self._keepalive_s = keepalive_s  # long arguments: keep idle-timeout proxies from cutting
         self._on_custom, self._on_withheld = on_custom, on_withheld
         self.view = ClientView(on_alias)
-        self.rounds: list[RoundState] = []
         self.response: dict[str, Any] | None = None  # the latest response object the upstream sent
         self.closing: dict[str, Any] | None = None  # the upstream's last closing response
         self.custom_ids: set[str] = set()  # call ids of custom tool calls seen
         self._withheld: dict[str, Any] | None = None  # the closing response of an all-dropped round
-        self._continuation = self._saw_done = self._terminated = self._final = False
-        self._new_round()
+        super().__init__(judge, options)
 
-    # --- driving ------------------------------------------------------------------------------
+    # --- the driver's hooks -------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[bytes]:
-        if self._plain(data):
-            # Whole events of text and the like, nothing held, nothing changed so far: most
-            # chunks. Relayed as they are; only the next sequence number is noted.
-            last = _SEQUENCE.findall(data)
-            if last:
-                self.view.seq = int(last[-1]) + 1
-            self.view.started = True
-            return [data]
-        out: list[bytes] = []
-        for event in self._decoder.feed(data):
-            self._on_event(event, out)
-        self._release(out)
-        if self._queue:
-            self._queue.keepalive(out)
-        return out
+    def _passes(self, data: bytes) -> bool:
+        """Whole events of text and the like, nothing held, nothing changed so far: most
+        chunks. Relayed as they are; only the next sequence number is noted."""
+        if not self._plain(data):
+            return False
+        last = _SEQUENCE.findall(data)
+        if last:
+            self.view.seq = int(last[-1]) + 1
+        self.view.started = True
+        return True
 
-    def cut(self, upstream: bytes) -> list[bytes]:
-        self._decoder = SSEDecoder()  # a partial event: never relayed, never to be completed
+    def _cut(self, upstream: bytes) -> list[bytes]:
         return self.feed(wire.closing(upstream))
 
-    def begin_continuation(self) -> None:
-        self._continuation = True
-        self._saw_done = False
+    def _continue(self) -> None:
         self.view.add_usage(self._withheld)
         self.view.new_round()
         self._withheld = None
-        self._new_round()
 
-    def terminate(self, text: str, model: str = "") -> list[bytes]:
-        """End the client stream with ``text`` as a final message (call ``final`` next)."""
-        self.round.finish_withheld = False
-        self.round.ended = True
-        self._queue.clear()
-        self._terminated = True
+    def _end_with(self, text: str, model: str | None) -> list[bytes]:
+        """The client stream ends with ``text`` as a final message."""
         view = self.view
         base = self._withheld or self.response or response_object(
             {"model": model or self._model}, [], "in_progress")
@@ -146,22 +127,17 @@ class ResponsesStreamFilter(HoldingFilter):
         self._report_withheld()
         return out
 
-    def final(self) -> list[bytes]:
-        """The client stream is over: a withheld closing event nobody decided on, then the
-        upstream's ``[DONE]`` (some compatible servers send one), each once."""
-        if self._final:
-            return []
-        out = self.end_upstream()
-        if self.needs_decision and self._withheld is not None:
+    def _owed(self, out: list[bytes], undecided: bool) -> None:
+        """A withheld closing event nobody decided on, then the upstream's ``[DONE]`` (some
+        compatible servers send one)."""
+        if undecided and self._withheld is not None:
             out.append(self._close_for_client(self._withheld_event, b""))
-        self._final = True
         if self._saw_done:
             out.append(b"data: [DONE]\n\n")
-        return out
 
     def _plain(self, data: bytes) -> bool:
-        return (not self._queue and not self.view.altered and not self._continuation and data.endswith(b"\n\n")
-                and self._decoder.idle and _WATCHED.search(data) is None)
+        return (not self._held and not self.view.altered and not self._continuation and self._fast_paths
+                and data.endswith(b"\n\n") and self._decoder.idle and _WATCHED.search(data) is None)
 
     # --- state for the pipeline -----------------------------------------------------------------
 
@@ -172,14 +148,10 @@ class ResponsesStreamFilter(HoldingFilter):
 
     # --- events ---------------------------------------------------------------------------------
 
-    def _new_round(self) -> None:
-        self._decoder = SSEDecoder()
+    def _start_round(self) -> None:
         self._open: dict[int, _Call] = {}  # calls not judged yet, by upstream output_index
         self._calls: dict[int, _Call] = {}  # every call of the round, by upstream output_index
-        # A keepalive is owed however much else went out meanwhile.
-        self._queue: Held = Held(self._keepalive_s)  # a keepalive only on a read that sent nothing
         self._withheld_event: dict[str, Any] = {}
-        self.rounds.append(RoundState())
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         data = event.data
@@ -194,7 +166,7 @@ class ResponsesStreamFilter(HoldingFilter):
         except orjson.JSONDecodeError:
             obj = None
         if not isinstance(obj, dict):
-            self._queue.append(_Event(None, event.raw))
+            self._held.append(_Event(None, event.raw))
             return
         kind = obj.get("type")
         index = obj.get("output_index")
@@ -205,14 +177,14 @@ class ResponsesStreamFilter(HoldingFilter):
             self._call_event(call, obj, event.raw, kind)
         elif call is not None:
             if call.kept:  # a straggler after the call went out: it follows the call
-                self._queue.append(_Event(obj, event.raw))
+                self._held.append(_Event(obj, event.raw))
         elif kind in _CLOSING:
             self._close(obj, event.raw)
         else:
             if kind in _OPENING and isinstance(obj.get("response"), dict):
                 self.response = obj["response"]
                 self.view.opened(self.response)
-            self._queue.append(_Event(obj, event.raw))
+            self._held.append(_Event(obj, event.raw))
 
     def _start_call(self, obj: dict[str, Any], raw: bytes, index: Any) -> None:
         item = obj["item"]
@@ -223,9 +195,7 @@ class ResponsesStreamFilter(HoldingFilter):
                 self._on_custom({item["call_id"]})
         key = index if type(index) is int else -1 - len(self._calls)
         self._calls[key] = self._open[key] = call
-        if not self._queue:
-            self._queue.since = time.monotonic()
-        self._queue.append(call)
+        self._held.hold(call)
 
     def _call_event(self, call: _Call, obj: dict[str, Any], raw: bytes, kind: Any) -> None:
         call.events.append((obj, raw))
@@ -250,7 +220,7 @@ class ResponsesStreamFilter(HoldingFilter):
             state.finish_withheld = True
             self._withheld, self._withheld_event = (response if isinstance(response, dict) else None), obj
             return
-        self._queue.append(_Event(obj, raw))
+        self._held.append(_Event(obj, raw))
 
     # --- judging and releasing ------------------------------------------------------------------
 
@@ -270,7 +240,7 @@ class ResponsesStreamFilter(HoldingFilter):
         self._open = {k: c for k, c in self._open.items() if not c.done}
 
     def _release(self, out: list[bytes]) -> None:
-        queue, view = self._queue, self.view
+        queue, view = self._held, self.view
         while queue:
             head = queue[0]
             if isinstance(head, _Call):

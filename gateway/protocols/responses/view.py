@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.protocols.responses import events as wire
+from gateway.protocols.usage import add_usage
 
 
 class ClientView:
@@ -92,12 +93,12 @@ class ClientView:
     def add_usage(self, response: dict[str, Any] | None) -> None:
         usage = response.get("usage") if isinstance(response, dict) else None
         if isinstance(usage, dict):
-            self.usage = sum_usage(self.usage, usage)
+            self.usage = add_usage(self.usage, usage)
 
     def summed(self, usage: Any) -> Any:
         if self.usage is None:
             return usage
-        return sum_usage(self.usage, usage) if isinstance(usage, dict) else self.usage
+        return add_usage(self.usage, usage) if isinstance(usage, dict) else self.usage
 
     def _output(self, response: dict[str, Any], dropped: set[str]) -> list[Any]:
         output = response.get("output")
@@ -113,17 +114,3 @@ class ClientView:
             return obj, False
         mine, self.seq = self.seq, self.seq + 1
         return (obj, False) if seq == mine and type(seq) is int else ({**obj, "sequence_number": mine}, True)
-
-
-def sum_usage(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
-    """Token counts of two responses added up (nested details too), so the client sees all."""
-    if a is None:
-        return b
-    out = dict(b)
-    for key, value in a.items():
-        other = b.get(key)
-        if isinstance(value, int) and isinstance(other, int):
-            out[key] = value + other
-        elif isinstance(value, dict) and isinstance(other, dict):
-            out[key] = sum_usage(value, other)
-    return out

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import anthropic
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support.agent import Agent
+from support.agent import TOOLS, Agent
+from support.claude_agent import ClaudeAgent
 from support.litellm_proxy import MASTER_KEY
 from support.waiting import wait_for
 
 from support.responses_agent import ResponsesAgent
 
-from .conftest import FINAL, HEALTHY, sdk
+from .conftest import CLAUDE_FINAL, FINAL, HEALTHY, TWO_ANSWERS, sdk
 
 pytestmark = pytest.mark.litellm_proxy
 
@@ -118,3 +120,40 @@ def test_reasks_and_final_answers_are_in_litellms_spend(client, proxy, upstream)
     assert calls == 6  # four steps, one re-ask, one final answer
     assert wait_for(lambda: litellm_metric(proxy.url, "litellm_requests_metric_total") - before == calls, timeout=30)
     assert litellm_metric(proxy.url, "litellm_spend_metric_total") > spent
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
+def test_a_looping_claude_agent_on_messages_is_ended_with_the_models_own_answer(proxy, anthropic_upstream, stream):
+    """``/v1/messages`` through the proxy (LiteLLM's ``anthropic_messages`` call type). A stream's
+    proposed calls are not judged (only its history is): it ends at the terminate threshold."""
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=MASTER_KEY, max_retries=0, timeout=60)
+    agent = ClaudeAgent(client, results={"read_file": "the same text"}, stream=stream)
+    answer = agent.run(f"summarise a.txt (messages, {'stream' if stream else 'unary'})")
+
+    assert agent.executions["read_file"] == (5 if stream else 3)
+    assert answer == CLAUDE_FINAL
+    final = anthropic_upstream.requests[-1]["json"]
+    assert final["tool_choice"] == {"type": "none"} and "[loopguard]" in str(final["messages"]).lower()
+
+
+def test_a_looping_streamed_responses_agent_is_ended_with_the_models_own_answer(proxy, responses_upstream):
+    client = sdk(proxy)
+    agent = ResponsesAgent(client, tools={"read_file": lambda a: "the same text"}, mode="stream")
+    answer = agent.run("summarise a.txt (responses stream)")
+
+    assert agent.executions["read_file"] == 3
+    assert answer == "I will stop calling tools now."
+
+
+def test_each_of_several_answers_is_judged_on_its_own(client):
+    """``n=2``: the answer repeating the loop's call loses it (vetoed), the other keeps its own,
+    as the gateway decides (no re-ask: an answer still goes to the agent)."""
+    call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
+    messages = [{"role": "user", "content": TWO_ANSWERS + " summarise a.txt"}]
+    for n in range(3):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [{**call, "id": f"c{n}"}]},
+                     {"role": "tool", "tool_call_id": f"c{n}", "content": "the same text"}]
+    completion = client.chat.completions.create(model="test-model", messages=messages, n=2, tools=TOOLS)
+    first, second = (choice.message for choice in completion.choices)
+    assert not first.tool_calls
+    assert [c.function.name for c in second.tool_calls] == ["list_dir"]

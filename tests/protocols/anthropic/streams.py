@@ -13,6 +13,7 @@ from pydantic import TypeAdapter
 
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.trace.model import ToolCall
+from ..filters import anthropic_filter
 
 EVENTS = TypeAdapter(RawMessageStreamEvent)
 MODEL = "claude-sonnet-4-6"
@@ -88,7 +89,7 @@ def refuse(*names: str) -> Callable[[ToolCall, int], bool]:
 
 def run(upstream: bytes | Iterable[bytes], judge=keep_all) -> tuple[bytes, ToolUseFilter]:
     """Relay one upstream stream to its end, as the pipeline does when nothing is decided."""
-    filt = ToolUseFilter(judge, keepalive_s=None)
+    filt = anthropic_filter(judge, keepalive_s=None)
     out = b""
     for piece in [upstream] if isinstance(upstream, bytes) else upstream:
         out += b"".join(filt.feed(piece))

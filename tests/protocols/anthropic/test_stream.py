@@ -6,14 +6,16 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.trace.model import ToolCall
 
 from .streams import (
+
     PING, accumulate, calls_of, end, ev, keep_all, refuse, run, sdk_events, start, stream, text,
     thinking, tool,
 )
+from ..filters import anthropic_filter
 
+pytestmark = pytest.mark.usefixtures("fast_paths")
 
 
 def read(index: int) -> list[bytes]:
@@ -94,7 +96,7 @@ def test_a_call_is_judged_with_its_complete_input_after_its_block_stops():
 
 
 def test_a_held_call_goes_out_only_after_its_verdict():
-    filt = ToolUseFilter(keep_all, keepalive_s=None)
+    filt = anthropic_filter(keep_all, keepalive_s=None)
     call = read(0)
     assert filt.feed(stream(start(), call[:3])) == [start()]
     assert filt.feed(call[3]) == call
@@ -194,7 +196,7 @@ def test_a_judge_that_raises_lets_the_call_through():
 
 
 def test_a_long_hold_sends_pings_the_sdk_skips():
-    filt = ToolUseFilter(keep_all, keepalive_s=0)
+    filt = anthropic_filter(keep_all, keepalive_s=0)
     call = read(0)
     opened = filt.feed(stream(start(), call[0]))
     assert opened == [start()]  # something went out: no ping needed yet
@@ -217,7 +219,7 @@ def test_events_it_cannot_read_are_relayed_as_they_are(odd):
 
 
 def test_nothing_is_relayed_after_the_message_was_ended():
-    filt = ToolUseFilter(refuse("read_file"), keepalive_s=None)
+    filt = anthropic_filter(refuse("read_file"), keepalive_s=None)
     filt.feed(stream(start(), read(0), end()[0]))  # message_stop not yet arrived
     assert filt.needs_decision
     ended = filt.terminate("Stopped.")

@@ -3,12 +3,17 @@ with exactly the refused call and the calls after it taken out, and the SDK acce
 
 from __future__ import annotations
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.protocols.anthropic.stream import ToolUseFilter
 
 from .streams import PING, accumulate, end, start, text, thinking, tool
+from ..filters import anthropic_filter
+
+pytestmark = pytest.mark.usefixtures("fast_paths")
+
 
 BLOCK = st.sampled_from(["text", "tool", "thinking", "ping"])
 
@@ -37,7 +42,7 @@ def _upstream(kinds: list[str]) -> tuple[bytes, list[tuple[str, str]]]:
 @given(kinds=st.lists(BLOCK, max_size=7), refused=st.integers(0, 8), cut=st.integers(0, 97))
 def test_random_streams(kinds, refused, cut):
     upstream, blocks = _upstream(kinds)
-    filt = ToolUseFilter(lambda call, position: position != refused, keepalive_s=None)
+    filt = anthropic_filter(lambda call, position: position != refused, keepalive_s=None)
     out = b""
     # cut 0: one event per chunk, as the API flushes; otherwise chunks of ``cut`` bytes.
     pieces = [p + b"\n\n" for p in upstream.split(b"\n\n") if p] if cut == 0 else \

@@ -16,6 +16,7 @@ from openai.types.chat.parsed_chat_completion import ParsedChatCompletion
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.trace.model import ToolCall
 from support.deltas import tc  # noqa: F401 - the stream tests import it from here
+from ..filters import chat_filter
 
 ENV = {
     "id": "chatcmpl-up1",
@@ -56,7 +57,7 @@ def run(
     judge: Callable[[ToolCall, int], bool] = keep_all,
 ) -> tuple[bytes, ToolCallFilter]:
     """Relay one upstream stream to its end, as the pipeline does when no decision is needed."""
-    filt = ToolCallFilter(judge)
+    filt = chat_filter(judge)
     pieces = [stream] if isinstance(stream, bytes) else stream
     out = [b for piece in pieces for b in filt.feed(piece)]
     out += filt.end_upstream()

@@ -14,6 +14,7 @@ from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.trace.model import ToolCall
 
 from .streams import (
+
     ENV,
     ENV2,
     accumulate,
@@ -26,6 +27,9 @@ from .streams import (
     tool_entries,
     tools,
 )
+from ..filters import chat_filter
+
+pytestmark = pytest.mark.usefixtures("fast_paths")
 
 ROLE = chunk({"role": "assistant", "content": None})
 FINISH = chunk({}, "tool_calls")
@@ -210,7 +214,7 @@ def test_recorded_stream_any_chunking(cuts: list[int]) -> None:
 
 
 def test_content_goes_out_before_the_held_call_completes() -> None:
-    filt = ToolCallFilter(lambda call, pos: True)
+    filt = chat_filter(lambda call, pos: True)
     assert filt.feed(sse(ROLE, done=False)) == [sse(ROLE, done=False)]  # untouched bytes
     held = filt.feed(sse(tools(tc(0, "call_a", "read", '{"pa')), done=False))
     assert held == []
@@ -231,7 +235,7 @@ def test_stream_without_tool_calls_is_relayed_byte_for_byte() -> None:
         chunk({}, "stop"),
         {**ENV, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
     ).replace(b"data: : keep-alive", b": keep-alive")
-    filt = ToolCallFilter(lambda call, pos: pytest.fail("no call to judge"))
+    filt = chat_filter(lambda call, pos: pytest.fail("no call to judge"))
     relayed = filt.feed(stream) + filt.end_upstream()
     assert b"".join(relayed) == stream  # no call: [DONE] goes out as it came
     assert b"".join(relayed + filt.final()) == stream
@@ -239,11 +243,11 @@ def test_stream_without_tool_calls_is_relayed_byte_for_byte() -> None:
 
 
 def test_done_waits_while_a_call_is_open_or_was_dropped() -> None:
-    open_call = ToolCallFilter(lambda call, pos: True)  # no finish: the call ends with the stream
+    open_call = chat_filter(lambda call, pos: True)  # no finish: the call ends with the stream
     out = open_call.feed(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A))))
     assert DONE not in b"".join(out)
     assert b"".join(open_call.end_upstream() + open_call.final()).endswith(DONE)
-    dropped = ToolCallFilter(lambda call, pos: pos == 0)
+    dropped = chat_filter(lambda call, pos: pos == 0)
     out = dropped.feed(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "search", ARGS_B)),
                            FINISH))
     assert DONE not in b"".join(out + dropped.end_upstream())  # the pipeline says what follows
@@ -278,7 +282,7 @@ def test_rejected_first_call_emits_nothing_tool_related() -> None:
         tools(tc(1, "call_b", "search", ARGS_B)),
         FINISH,
     )
-    filt = ToolCallFilter(lambda call, pos: False)
+    filt = chat_filter(lambda call, pos: False)
     out = b"".join(filt.feed(stream) + filt.end_upstream())
     assert b"tool_calls" not in out and b"finish_reason\":\"" not in out and DONE not in out
     assert filt.needs_decision and filt.round.finish_withheld and filt.round.finish_reason == "tool_calls"
@@ -294,7 +298,7 @@ def test_rejected_first_call_emits_nothing_tool_related() -> None:
 
 
 def _continuation(first: bytes, second: bytes, judge) -> tuple[bytes, ToolCallFilter]:
-    filt = ToolCallFilter(judge)
+    filt = chat_filter(judge)
     out = filt.feed(first) + filt.end_upstream()
     assert filt.needs_decision
     filt.begin_continuation()
@@ -343,7 +347,7 @@ def test_second_veto_then_terminate() -> None:
         {**tools(tc(0, "call_b", "read", ARGS_A), role="assistant", content=None), **ENV2},
         chunk({}, "tool_calls", env=ENV2),
     )
-    filt = ToolCallFilter(lambda call, pos: False)
+    filt = chat_filter(lambda call, pos: False)
     out = filt.feed(first) + filt.end_upstream()
     filt.begin_continuation()
     out += filt.feed(second) + filt.end_upstream()
@@ -366,7 +370,7 @@ def test_final_without_a_decision_still_finishes_the_stream() -> None:
 
 
 def test_continuation_indices_follow_earlier_kept_calls() -> None:
-    filt = ToolCallFilter(lambda call, pos: call.id != "call_b")
+    filt = chat_filter(lambda call, pos: call.id != "call_b")
     calls = tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "read", ARGS_A))
     out = filt.feed(sse(ROLE, *calls, done=False))
     out += filt.end_upstream()
@@ -379,7 +383,7 @@ def test_continuation_indices_follow_earlier_kept_calls() -> None:
 
 def test_error_event_mid_stream_passes_untouched() -> None:
     error = data_event({"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}})
-    filt = ToolCallFilter(lambda call, pos: True)
+    filt = chat_filter(lambda call, pos: True)
     out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", '{"pa')), done=False) + error)
     assert out[-1] == error
     named = b"event: error\ndata: {\"message\": \"x\"}\n\n"
@@ -445,7 +449,7 @@ def test_extra_fields_of_a_call_survive_renumbering() -> None:
 
 def test_held_role_goes_out_before_later_content() -> None:
     first = tools(tc(0, "call_a", "read", '{"path"'), role="assistant", content=None)
-    filt = ToolCallFilter(lambda call, pos: True)
+    filt = chat_filter(lambda call, pos: True)
     assert filt.feed(sse(first, done=False)) == []  # the role waits with its tool call
     out = filt.feed(sse(chunk({"content": "hm"}), done=False))
     deltas = [c["choices"][0]["delta"] for c in client_chunks(b"".join(out))]
@@ -457,7 +461,7 @@ def test_held_role_goes_out_before_later_content() -> None:
 
 
 def test_role_reaches_the_client_when_its_call_is_dropped() -> None:
-    filt = ToolCallFilter(lambda call, pos: False)
+    filt = chat_filter(lambda call, pos: False)
     first = tools(tc(0, "call_a", "read", ARGS_A), role="assistant", content=None)
     out = filt.feed(sse(first, FINISH)) + filt.end_upstream()
     assert [c["choices"][0]["delta"] for c in client_chunks(b"".join(out))] == [{"role": "assistant", "content": None}]
@@ -473,7 +477,7 @@ def test_mixed_content_and_rejected_call_in_one_delta() -> None:
 
 @pytest.mark.parametrize("keepalive,expected", [(0.0, 2), (None, 0), (3600.0, 0)])
 def test_keepalive_comments_while_a_call_is_held(keepalive: float | None, expected: int) -> None:
-    filt = ToolCallFilter(lambda call, pos: True, keepalive_s=keepalive)
+    filt = chat_filter(lambda call, pos: True, keepalive_s=keepalive)
     out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", ""), ), done=False))
     out += filt.feed(sse(tools(tc(0, args="{")), done=False)) + filt.feed(sse(tools(tc(0, args="}")), done=False))
     assert out.count(b": loopguard holding\n\n") == expected
@@ -513,13 +517,13 @@ def test_continuation_keeps_chunks_without_choices() -> None:
 
 
 def test_content_events_are_relayed_as_the_same_bytes_as_they_arrive() -> None:
-    filt = ToolCallFilter(lambda call, pos: True)
+    filt = chat_filter(lambda call, pos: True)
     events = [sse(c, done=False) for c in (ROLE, chunk({"content": "a"}), chunk({"content": "b"}), chunk({}, "stop"))]
     split = events[2][:10], events[2][10:]
     assert filt.feed(events[0]) == [events[0]]
     assert filt.feed(events[1]) == [events[1]]
     assert filt.feed(split[0]) == [] and filt.feed(split[1]) == [events[2]]
-    assert filt.feed(events[3] + b": ping\n\n") == [events[3] + b": ping\n\n"]
+    assert b"".join(filt.feed(events[3] + b": ping\n\n")) == events[3] + b": ping\n\n"  # one write either way
     assert filt.feed(DONE) == [DONE] and filt.final() == []  # no call held: nothing can follow it
 
 
@@ -535,7 +539,7 @@ def test_empty_tool_call_lists_with_content_are_relayed_untouched() -> None:
 
 def test_terminate_mid_stream_drops_what_is_held() -> None:
     judged: list[str] = []
-    filt = ToolCallFilter(lambda call, pos: judged.append(call.id) or True)
+    filt = chat_filter(lambda call, pos: judged.append(call.id) or True)
     out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", '{"pa')), done=False))
     out += filt.terminate("Stopped.") + filt.final()
     completion = accumulate(b"".join(out))

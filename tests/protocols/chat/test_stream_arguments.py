@@ -9,10 +9,13 @@ import json
 import orjson
 import pytest
 
-from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.trace.model import ToolCall
 
 from .streams import ENV, accumulate, calls_of, chunk, client_chunks, sse, tc, tools
+from ..filters import chat_filter
+
+pytestmark = pytest.mark.usefixtures("fast_paths")
+
 
 ROLE = chunk({"role": "assistant", "content": None})
 FINISH = chunk({}, "tool_calls")
@@ -42,7 +45,7 @@ def relay(stream: bytes, judge=None, one_event_per_read: bool = True) -> tuple[b
         seen.append(call)
         return judge(call, position) if judge else True
 
-    filt = ToolCallFilter(keep)
+    filt = chat_filter(keep)
     reads = [e + b"\n\n" for e in stream.split(b"\n\n") if e] if one_event_per_read else [stream]
     out = [b for read in reads for b in filt.feed(read)]
     out += filt.end_upstream() + filt.final()

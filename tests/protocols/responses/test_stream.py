@@ -22,6 +22,10 @@ from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.trace.model import ToolCall
 
 from .oracle import check_numbering, client_events
+from ..filters import responses_filter
+
+pytestmark = pytest.mark.usefixtures("fast_paths")
+
 
 READ = function_call("read_file", '{"path": "a.txt"}', "call_1")
 WRITE = function_call("write_file", '{"path": "b.txt", "text": "caf\\u00e9 \\"x\\""}', "call_2")
@@ -56,7 +60,7 @@ def relay(filt: ResponsesStreamFilter, stream: bytes, size: int | None = None) -
 
 
 def run(output: list[dict], judge=keep_all, size: int | None = None) -> tuple[bytes, ResponsesStreamFilter]:
-    filt = ResponsesStreamFilter(judge, keepalive_s=None)
+    filt = responses_filter(judge, keepalive_s=None)
     out = relay(filt, sse(stream_events(output)), size)
     if not filt.needs_decision:
         out += b"".join(filt.final())
@@ -94,7 +98,7 @@ def test_judge_sees_each_complete_call_with_its_position():
 
 
 def test_text_goes_out_before_the_call_is_complete():
-    filt = ResponsesStreamFilter(keep_all, keepalive_s=None)
+    filt = responses_filter(keep_all, keepalive_s=None)
     events = stream_events([message("Hi"), READ])
     first_call_event = next(i for i, e in enumerate(events) if e.get("item", {}).get("type") == "function_call")
     out = b"".join(filt.feed(sse(events[: first_call_event + 2])))
@@ -127,7 +131,7 @@ def test_first_refused_call_drops_every_later_call_of_the_round():
 
 
 def test_terminate_ends_the_stream_with_a_final_message():
-    filt = ResponsesStreamFilter(refuse("read_file"), keepalive_s=None)
+    filt = responses_filter(refuse("read_file"), keepalive_s=None)
     out = relay(filt, sse(stream_events([reasoning(), message("Trying again."), READ])))
     assert filt.needs_decision
     out += b"".join(filt.terminate("The agent is stuck repeating read_file; stopping."))
@@ -144,7 +148,7 @@ def test_terminate_ends_the_stream_with_a_final_message():
 
 
 def test_terminate_before_anything_was_relayed_still_opens_the_stream():
-    filt = ResponsesStreamFilter(keep_all, keepalive_s=None)
+    filt = responses_filter(keep_all, keepalive_s=None)
     out = b"".join(filt.terminate("Stopped.", model="gpt-4.1")) + b"".join(filt.final())
     events = client_events(out)
     check_numbering(events)
@@ -153,7 +157,7 @@ def test_terminate_before_anything_was_relayed_still_opens_the_stream():
 
 def test_continuation_relays_the_reask_as_the_rest_of_the_same_stream():
     aliases: list[tuple[str, str]] = []
-    filt = ResponsesStreamFilter(refuse("read_file"), keepalive_s=None, on_alias=lambda *a: aliases.append(a))
+    filt = responses_filter(refuse("read_file"), keepalive_s=None, on_alias=lambda *a: aliases.append(a))
     out = relay(filt, sse(stream_events([message("Let me read it."), READ])), 0)
     assert filt.needs_decision
     filt.begin_continuation()
@@ -174,7 +178,7 @@ def test_continuation_relays_the_reask_as_the_rest_of_the_same_stream():
 
 
 def test_continuation_that_is_refused_again_can_still_be_terminated():
-    filt = ResponsesStreamFilter(refuse("read_file"), keepalive_s=None)
+    filt = responses_filter(refuse("read_file"), keepalive_s=None)
     out = relay(filt, sse(stream_events([READ])))
     filt.begin_continuation()
     out += relay(filt, sse(stream_events([READ], "resp_2")))
@@ -188,7 +192,7 @@ def test_continuation_that_is_refused_again_can_still_be_terminated():
 
 
 def test_undecided_stream_still_gets_its_closing_event():
-    filt = ResponsesStreamFilter(refuse("read_file"), keepalive_s=None)
+    filt = responses_filter(refuse("read_file"), keepalive_s=None)
     out = relay(filt, sse(stream_events([message("Hm."), READ])))
     out += b"".join(filt.final()) + b"".join(filt.final())
     events = client_events(out)
@@ -198,7 +202,7 @@ def test_undecided_stream_still_gets_its_closing_event():
 
 def test_incomplete_closing_is_kept_as_the_upstream_sent_it():
     events = stream_events([message("partial"), READ, WRITE], closing="response.incomplete")
-    filt = ResponsesStreamFilter(refuse("write_file"), keepalive_s=None)
+    filt = responses_filter(refuse("write_file"), keepalive_s=None)
     out = relay(filt, sse(events)) + b"".join(filt.final())
     seen = client_events(out)
     check_numbering(seen)
@@ -212,7 +216,7 @@ def test_stream_ending_inside_a_call_judges_what_arrived():
     cut = [e for e in events if e["type"] not in ("response.output_item.done", "response.completed",
                                                   "response.function_call_arguments.done")]
     judge = refuse()
-    filt = ResponsesStreamFilter(judge, keepalive_s=None)
+    filt = responses_filter(judge, keepalive_s=None)
     out = relay(filt, sse(cut))
     assert judge.seen == [(ToolCall("call_1", "read_file", '{"path": "a.txt"}'), 0)]
     assert out == sse(cut)
@@ -226,7 +230,7 @@ def test_events_behind_a_held_call_wait_behind_it():
     text = [i for i, e in enumerate(events) if e.get("output_index") == 1]
     order = events[:done] + [events[i] for i in text] + [events[done]] + events[text[-1] + 1 :]
     order = [{**e, "sequence_number": seq} for seq, e in enumerate(order)]
-    filt = ResponsesStreamFilter(keep_all, keepalive_s=None)
+    filt = responses_filter(keep_all, keepalive_s=None)
     seen = client_events(relay(filt, sse(order)))
     check_numbering(seen)
     assert [e["type"] for e in seen] == [e["type"] for e in events]
@@ -235,7 +239,7 @@ def test_events_behind_a_held_call_wait_behind_it():
 
 def test_done_marker_of_compatible_servers_is_sent_once_at_the_end():
     stream = sse(stream_events([READ])) + b"data: [DONE]\n\n"
-    filt = ResponsesStreamFilter(refuse("read_file"), keepalive_s=None)
+    filt = responses_filter(refuse("read_file"), keepalive_s=None)
     out = relay(filt, stream)
     assert b"[DONE]" not in out
     out += b"".join(filt.terminate("stop")) + b"".join(filt.final())
@@ -245,7 +249,7 @@ def test_done_marker_of_compatible_servers_is_sent_once_at_the_end():
 def test_errors_comments_and_unreadable_events_pass_through():
     error = {"type": "error", "code": "server_error", "message": "boom", "param": None, "sequence_number": 2}
     stream = b": ping\n\n" + sse(stream_events([])[:2]) + encode(error) + b"data: {not json\n\n"
-    out, _ = b"".join(ResponsesStreamFilter(keep_all).feed(stream)), None
+    out, _ = b"".join(responses_filter(keep_all).feed(stream)), None
     assert out == stream
 
 
@@ -259,7 +263,7 @@ def test_judge_failure_lets_the_call_through():
 
 
 def test_keepalive_comment_while_a_call_is_held():
-    filt = ResponsesStreamFilter(keep_all, keepalive_s=0.0)
+    filt = responses_filter(keep_all, keepalive_s=0.0)
     events = stream_events([READ])
     rest = sse(events[4:])
     out = b"".join(filt.feed(sse(events[:4])))
@@ -272,7 +276,7 @@ def test_keepalive_comment_while_a_call_is_held():
 
 def test_custom_call_ids_are_reported():
     seen: list[set[str]] = []
-    filt = ResponsesStreamFilter(keep_all, keepalive_s=None, on_custom=seen.append)
+    filt = responses_filter(keep_all, keepalive_s=None, on_custom=seen.append)
     relay(filt, sse(stream_events([READ, PATCH])))
     assert filt.custom_ids == {"call_4"} and seen == [{"call_4"}]
 
@@ -296,7 +300,7 @@ def test_straggler_event_after_a_call_went_out_follows_it_or_is_dropped_with_it(
         straggler = {"type": "response.function_call_arguments.done", "item_id": READ["id"], "output_index": 0,
                      "arguments": READ["arguments"], "sequence_number": 99}
         stream = sse(events[:-1]) + encode(straggler) + sse(events[-1:])
-        filt = ResponsesStreamFilter(judge, keepalive_s=None)
+        filt = responses_filter(judge, keepalive_s=None)
         out = relay(filt, stream)
         assert (out.count(b"event: response.function_call_arguments.done") == 2) is expect_kept
         check_numbering(client_events(out + b"".join(filt.final())))
@@ -323,7 +327,7 @@ def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, sec
     def judge(call: ToolCall, position: int) -> bool:
         return position not in refused
 
-    filt = ResponsesStreamFilter(judge, keepalive_s=None)
+    filt = responses_filter(judge, keepalive_s=None)
     out = relay(filt, sse(stream_events(build(first, "a"))), size)
     if filt.needs_decision and reask:
         filt.begin_continuation()
@@ -357,7 +361,7 @@ ODD = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(ODD, max_size=12), st.booleans())
 def test_odd_upstream_bytes_never_raise(pieces, refuse_all):
-    filt = ResponsesStreamFilter((lambda call, position: not refuse_all), keepalive_s=None)
+    filt = responses_filter((lambda call, position: not refuse_all), keepalive_s=None)
     for piece in pieces:
         filt.feed(piece)
     filt.end_upstream()

@@ -1,25 +1,34 @@
-"""One round of proposed tool calls (one upstream stream), judged in order.
+"""One round of proposed tool calls (one upstream stream), judged in order: every protocol's.
 
 The first rejected call aborts the rest of the round, so the calls that reach the agent
-are always a prefix of what the model proposed.
+are always a prefix of what the model proposed. A stream filter hands over its calls as it
+completes them, in whatever shape it assembles them (``Proposed``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from gateway.protocols.chat.assembler import PartialCall
+from gateway.protocols.base import Judge
 from gateway.trace.model import ToolCall
 
-__all__ = ["Judge", "RoundState"]
+__all__ = ["Proposed", "RoundState"]
 
-Judge = Callable[[ToolCall, int], bool]  # (call, position in the round) -> keep?
+
+class Proposed(Protocol):
+    """A completed call as a filter assembled it."""
+
+    @property
+    def position(self) -> int: ...  # its order in the round, from 0
+
+    def to_call(self) -> ToolCall: ...
 
 
 @dataclass(slots=True)
 class RoundState:
-    """Choice 0's tool calls in one upstream stream, as judged."""
+    """The tool calls of one upstream stream (chat: choice 0's), as judged."""
 
     kept: list[ToolCall] = field(default_factory=list)
     dropped: list[ToolCall] = field(default_factory=list)  # the rejected call and all after it
@@ -36,7 +45,7 @@ class RoundState:
     def all_dropped(self) -> bool:
         return bool(self.dropped) and not self.kept
 
-    def settle(self, completed: Iterable[PartialCall], judge: Judge, next_index: int) -> int:
+    def settle(self, completed: Iterable[Proposed], judge: Judge, next_index: int) -> int:
         """Judge completed calls in order; returns the next free client-side index."""
         for call in completed:
             tool_call = call.to_call()

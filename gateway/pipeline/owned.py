@@ -1,0 +1,54 @@
+"""Server-side objects a request names, checked against the caller's tenant (``state/owned.py``).
+
+Before judging: a request naming a response, thread message or conversation its tenant never
+created is refused with 404 in the protocol's error shape, as the upstream answers an id it does
+not know (Anthropic's carries ``thread_not_found``, so the SDK sends the whole history as a new
+thread). After the reply: the ids it creates are claimed for the tenant. Both only when the
+gateway spends its own upstream key for the protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from gateway.pipeline.exchange import Exchange
+from gateway.web.responses import error_response
+from gateway.state import owned
+
+# kind -> (what the message calls it, the error code the protocol's SDKs know)
+_NOT_FOUND = {
+    "response": ("Previous response", "previous_response_not_found"),
+    "conversation": ("Conversation", "conversation_not_found"),
+    "thread": ("Thread message", "thread_not_found"),
+}
+
+
+async def foreign(ex: Exchange) -> Response | None:
+    """The 404 for the first named id the caller's tenant did not create; None when all are its own."""
+    gateway, adapter = ex.gateway, ex.adapter
+    if not owned.enforced(gateway.config, adapter.name):
+        return None
+    for kind, ident in adapter.references(ex.payload):
+        if not await _owned(ex, kind, ident):
+            what, code = _NOT_FOUND.get(kind, ("Object", "not_found"))
+            ex.log.info("reference_refused", kind=kind, detail="not created in the caller's tenant")
+            return error_response(404, f"{what} with id '{ident}' not found.", "not_found_error", code,
+                                  shape=adapter.error_body)
+    return None
+
+
+async def claim_created(ex: Exchange, reply: dict[str, Any]) -> None:
+    if not owned.enforced(ex.gateway.config, ex.adapter.name):
+        return
+    for kind, ident in ex.adapter.created(ex.payload, reply):
+        await owned.claim(ex.gateway.store, ex.namespace, kind, ident)
+
+
+async def _owned(ex: Exchange, kind: str, ident: str) -> bool:
+    try:
+        return await owned.owned(ex.gateway.store, ex.namespace, kind, ident)
+    except Exception as exc:  # noqa: BLE001 - a foreign store that raises: refuse, never leak
+        ex.log.warning("state_unavailable", op="owned", error=type(exc).__name__)
+        return False

@@ -1,0 +1,70 @@
+"""The recent-events log on Redis: two streams, shared by every replica and worker.
+
+``{prefix}ui:feed`` holds the entries (field ``e``) and the id of each one's detail (field ``r``,
+empty when it has none) in ``{prefix}ui:detail`` (field ``d``). One script appends both, each
+trimmed to the writer's ``keep`` with ``XADD MAXLEN``, so both streams stay bounded whatever the
+traffic, in one round trip.
+
+Nothing here is on a request's path: the console's sink writes from its own task and the console
+reads when an operator looks. So these calls get a budget of their own (a second, not the
+requests' ``op_timeout_s``) and a failure is logged and answered "nothing kept", without
+marking Redis down for the traffic (the traffic's own operations decide that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import structlog
+
+from gateway.state.events import LoggedEvent
+
+T = TypeVar("T")
+BUDGET_S = 1.0
+_APPEND = """
+local ref = ''
+if ARGV[2] ~= '' then
+  ref = redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], '*', 'd', ARGV[2])
+end
+return redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '*', 'e', ARGV[1], 'r', ref)
+"""
+
+
+class RedisEventLog:
+    def __init__(self, client: Any, key_prefix: str, where: str) -> None:
+        self.client = client
+        self.feed, self.details = f"{key_prefix}ui:feed", f"{key_prefix}ui:detail"
+        self.where = where  # the URL without its password, for the log
+        self.failures = 0
+        self._append = client.register_script(_APPEND)
+
+    async def add(self, entry: bytes, detail: bytes | None, keep: int) -> None:
+        await self._run("add_event", lambda: self._append(
+            keys=[self.feed, self.details], args=[entry, detail or b"", max(1, keep)]), None)
+
+    async def recent(self, count: int) -> list[LoggedEvent]:
+        rows = await self._run("recent_events", lambda: self.client.xrevrange(self.feed, count=count), [])
+        return [LoggedEvent(_text(key), fields.get(b"e", b""), _text(fields.get(b"r")) or None)
+                for key, fields in rows]
+
+    async def detail(self, ref: str) -> bytes | None:
+        rows = await self._run("event_detail", lambda: self.client.xrange(self.details, ref, ref, count=1), [])
+        return rows[0][1].get(b"d") if rows else None
+
+    async def _run(self, op: str, command: Callable[[], Awaitable[T]], failed: T) -> T:
+        try:
+            async with asyncio.timeout(BUDGET_S):
+                return await command()
+        except Exception as exc:  # noqa: BLE001 - the console shows less; traffic is not concerned
+            self.failures += 1
+            structlog.get_logger("loopguard").warning("console_state_failed", op=op, error=type(exc).__name__,
+                                                      redis=self.where)
+            return failed
+
+
+def _text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else value
