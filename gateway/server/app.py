@@ -33,7 +33,7 @@ from gateway.server import owned
 from gateway.server.health import healthz, readyz
 from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough, passthrough_for
-from gateway.server.paths import PathGuard
+from gateway.server.paths import GuardedSpellings, PathGuard
 from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
@@ -115,8 +115,9 @@ def build_app(
     ]
     others = Starlette(routes=routes, lifespan=lifespan)
     others.state.gateway = gateway
-    # Paths and header values are made canonical before authentication, both before any route.
-    gates = (PathGuard(), ClientAuth(config.auth))
+    # Paths and header values are made canonical before authentication, both before any route;
+    # a guarded route is then reached only by its own spelling and methods.
+    gates = (PathGuard(), ClientAuth(config.auth), GuardedSpellings(guarded))
     front = Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
                   config.limits.max_inflight_bytes)
     app = GatewayApp(front, others)
