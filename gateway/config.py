@@ -55,7 +55,12 @@ class UpstreamConfig(_Strict):
     api_key: str | None = Field(None, description="server-side key replacing the client's "
                                 "Authorization; unset: each client's own key is forwarded")
     # LLM calls can legitimately take minutes.
-    timeout_s: float = Field(600.0, gt=0, description="whole-request timeout (504 when exceeded)")
+    timeout_s: float = Field(600.0, gt=0, description="a JSON answer: the whole response (headers and "
+                             "body) within this, else 504; a stream: its first byte (the response "
+                             "headers) within this, else 504")
+    stream_idle_timeout_s: float | None = Field(None, gt=0, description="a stream: the longest silence "
+                                                "between two chunks, else it is ended with the "
+                                                "protocol's error event; unset: `timeout_s`")
     connect_timeout_s: float = Field(10.0, gt=0, description="connect timeout (502 when exceeded)")
     headers: dict[str, str] = Field({}, description="extra headers sent upstream, e.g. "
                                     "`{OpenAI-Organization: org-...}`")
@@ -168,6 +173,15 @@ class LimitsConfig(_Strict):
                                      "caches of a conversation's last request (its body's bytes, "
                                      "its parsed history), so its next request reads and parses "
                                      "only what is new; per-text memos are bounded at 16 MiB each")
+    header_timeout_s: float = Field(5.0, gt=0, description="a connection whose request headers are not "
+                                    "complete by then (from its first byte, or from connecting) gets "
+                                    "408 and is closed (slow-header senders, idle sockets)")
+    max_connections: int = Field(1000, ge=1, description="open client connections per process; one "
+                                 "more is answered 503 and closed at once (keep under the file "
+                                 "descriptor limit)")
+    max_inflight_bytes: int = Field(256 * 1024 * 1024, ge=1, description="request body bytes held "
+                                    "at once per process; a request that would go beyond gets 503 "
+                                    "with `retry-after` (keep it at least `max_body_bytes`)")
 
 
 class TenantKey(_Strict):
@@ -189,8 +203,9 @@ class AuthConfig(_Strict):
                                               "`Authorization: Bearer` or `x-api-key`; never "
                                               "forwarded; `{key: ..., tenant: name}` entries share "
                                               "the tenant's namespace. Empty: no client authentication")
-    metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics` and `/readyz`; "
-                                                 "unset: the same as `auth.keys`; `[]`: open")
+    metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics`, `/readyz` "
+                                                 "and the console `/ui`; unset: the same as "
+                                                 "`auth.keys`; `[]`: open")
     agent_header_keys: tuple[str, ...] | None = Field(None, description="keys whose "
                                                       "`x-loopguard-agent` may select a policy "
                                                       "override; unset: every client's")
@@ -225,6 +240,9 @@ class StateConfig(_Strict):
     ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
     max_sessions: int = Field(10_000, ge=1, description="memory: least recently used sessions "
                               "are evicted beyond this; redis: sessions the mirror keeps")
+    max_veto_bytes: int = Field(64 * 1024 * 1024, ge=1, description="memory: all sessions' vetoed "
+                                "exchanges together (each stored with its long strings shortened to "
+                                "2 KB and a digest); least recently used sessions are evicted beyond this")
     # Most requests find nothing stored but their own previous mark: a per-process copy that
     # Redis keeps true (client-side caching invalidations) answers them without a round trip.
     mirror: bool = Field(True, description="redis: answer sessions this process knows from its "

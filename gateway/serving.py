@@ -42,8 +42,11 @@ CONFIG_ENV = "LOOPGUARD_CONFIG"
 GC_THRESHOLDS = (20_000, 50, 100)
 
 
-def uvicorn_options(host: str, port: int) -> dict[str, Any]:
+def uvicorn_options(host: str, port: int, limits: Any = None) -> dict[str, Any]:
+    """``limits``: the config's, for the header timeout and the connection cap (uvicorn's own
+    protocol, "auto", has neither)."""
     from gateway.server.app import SERVER_OPTIONS
+    from gateway.server.connections import configure
 
     return {
         "host": host,
@@ -51,7 +54,7 @@ def uvicorn_options(host: str, port: int) -> dict[str, Any]:
         "log_level": "warning",  # one structured line per request comes from the gateway itself
         "access_log": False,
         "loop": "auto",  # uvloop and httptools when installed
-        "http": "auto",
+        "http": configure(limits.header_timeout_s, limits.max_connections) if limits is not None else "auto",
         **SERVER_OPTIONS,
     }
 
@@ -159,9 +162,11 @@ def worker_app() -> Any:
     from gateway.config import load_config
     from gateway.logging import configure_logging
     from gateway.server.app import build_app
+    from gateway.server.connections import configure as configure_connections
 
     config = load_config(os.environ.get(CONFIG_ENV))
     configure_logging(config.logging.format, config.logging.level)
+    configure_connections(config.limits.header_timeout_s, config.limits.max_connections)
     app = build_app(config)
     tune_gc()
     return app

@@ -58,6 +58,10 @@ class HistoryCache:
         self._bytes = 0
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
 
+    def clear(self) -> None:
+        self._entries.clear()
+        self._bytes = 0
+
     def parse(self, adapter: Adapter, payload: dict[str, Any], messages: list[Any], size: int,
               settings: TraceSettings) -> Parsed:
         """``messages``: the request's items as ``adapter`` reads them (``Adapter.items``)."""

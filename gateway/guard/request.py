@@ -15,6 +15,7 @@ from gateway.guard.history import HistoryCache
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.base import Adapter
+from gateway.state.bounds import VETO_TEXT_CHARS, bounded
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
@@ -183,7 +184,8 @@ def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = fr
     digest = plan.client_hash
     if digest is None:
         digest = prefix.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
-    return VetoRecord(len(anchor), digest, tuple(exchange), ids)
+    # Stored bounded in bytes (``state.bounds``): this request showed the exchange whole.
+    return VetoRecord(len(anchor), digest, tuple(bounded(exchange, VETO_TEXT_CHARS)), ids)
 
 
 def _protocol_session(adapter: Adapter, session: str) -> str:

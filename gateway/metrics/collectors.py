@@ -26,6 +26,7 @@ class GatewayCollector(Collector):
         yield from self._state()
         yield from self._policy()
         yield from self._audit()
+        yield from self._inflight()
         self.metrics.recovery.expire()  # settle quiet sessions so the outcome counters are current
         yield GaugeMetricFamily("loopguard_warns_pending", "Warns waiting for the session's next request" + PER_WORKER,
                                 value=len(self.metrics.recovery))
@@ -51,6 +52,10 @@ class GatewayCollector(Collector):
                                   value=getattr(store, "degradations", 0))
         yield CounterMetricFamily("loopguard_state_evictions", "Sessions dropped to stay within bounds" + PER_WORKER,
                                   value=getattr(store, "evictions", 0))
+        if (veto_bytes := getattr(store, "veto_bytes", None)) is not None:  # memory: its byte budget
+            yield GaugeMetricFamily("loopguard_state_veto_bytes", "Vetoed exchanges kept, serialized "
+                                    "(state.max_veto_bytes)", value=veto_bytes)
+            yield GaugeMetricFamily("loopguard_state_sessions", "Sessions kept", value=len(store))
 
     def _policy(self) -> Iterator[Metric]:
         holder = self.gateway.policies
@@ -62,6 +67,15 @@ class GatewayCollector(Collector):
         info = GaugeMetricFamily("loopguard_policy_info", "The running policy", labels=["policy"])
         info.add_metric([str(getattr(holder.current, "name", ""))], 1)
         yield info
+
+    def _inflight(self) -> Iterator[Metric]:
+        inflight = self.metrics.inflight
+        if inflight is None:
+            return
+        yield GaugeMetricFamily("loopguard_inflight_body_bytes", "Request body bytes held now "
+                                "(limits.max_inflight_bytes)", value=inflight.used)
+        yield CounterMetricFamily("loopguard_inflight_refused", "Requests answered 503 because their "
+                                  "body would exceed limits.max_inflight_bytes", value=inflight.refused)
 
     def _audit(self) -> Iterator[Metric]:
         bus = self.gateway.audit

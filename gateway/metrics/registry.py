@@ -123,6 +123,7 @@ class GatewayMetrics:
                                     "Tokens the model judge's checks used, as its upstream reported them, "
                                     "by kind: prompt, completion", ["kind"], registry=r)
         self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
+        self.inflight: Any = None  # the front's body-bytes budget (gateway.server.inflight), when serving
         self.models = BoundedLabel()  # model names are the client's: a bounded set, then "other"
         self._children: dict[tuple[Any, ...], Any] = {}  # label values -> child, built once each
         self.engine = EngineStats()  # this app's fail-opens (see policy.engine.counting_into)

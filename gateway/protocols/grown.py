@@ -54,6 +54,10 @@ class GrownBodies:
         self._entries = 0
         self._openings: OrderedDict[tuple[str, bytes], list[_Body]] = OrderedDict()
 
+    def clear(self) -> None:
+        self._openings.clear()
+        self._bytes = self._entries = 0
+
     def loads(self, body: bytes, field: str) -> Any:
         """``body`` parsed (``codec.loads``: raises ``codec.DecodeError``); ``field``: the
         payload field that holds the conversation's items."""

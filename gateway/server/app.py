@@ -29,8 +29,9 @@ from gateway.context import Gateway
 from gateway.server.front import Front
 from gateway.server import owned
 from gateway.server.health import healthz, readyz
+from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough, passthrough_for
-from gateway.server.paths import PathGuard
+from gateway.server.paths import GuardedSpellings, PathGuard
 from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
@@ -72,15 +73,17 @@ def build_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         watcher = asyncio.create_task(gateway.policies.watch())
+        idle = asyncio.create_task(give_back_when_idle(gateway, front, config.state.ttl_s))
         await gateway.audit.start()
         try:
             yield
         finally:
             await gateway.audit.stop()
             await gateway.judge.aclose()
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            for task in (watcher, idle):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await gateway.upstream.aclose()
             for other in gateway.upstreams.values():
                 await other.aclose()
@@ -113,10 +116,12 @@ def build_app(
     gateway.metrics.start_at_zero(DETECTORS, {adapter.name for adapter in ADAPTERS},
                                   [path for adapter in ADAPTERS for path in adapter.declared.routes])
     others.state.gateway = gateway
-    # Paths and header values are made canonical before authentication, both before any route.
-    gates = (PathGuard(), ClientAuth(config.auth))
-    app = GatewayApp(Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s, patterns),
-                     others)
+    # Paths and header values are made canonical before authentication, both before any route;
+    # a guarded route is then reached only by its own spelling and methods.
+    gates = (PathGuard(), ClientAuth(config.auth), GuardedSpellings(guarded))
+    front = Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
+                  config.limits.max_inflight_bytes, patterns)
+    app = GatewayApp(front, others)
     if config.telemetry.enabled:  # OpenTelemetry is imported only then
         from gateway.telemetry import instrument, provider_for
 

@@ -2,7 +2,8 @@
 
 - A body not complete within ``limits.body_timeout_s`` of the request's start is answered 408
   and the connection closed: otherwise slow senders (slowloris) hold connections and memory
-  for as long as they like.
+  for as long as they like. Its bytes count against ``limits.max_inflight_bytes`` until the
+  request is over (``gateway.server.inflight``).
 - Once the body is in, the flow alone reads the connection's events. A client that
   disconnects before its answer is complete cancels the handler: a non-streaming answer nobody
   will read must not keep the model generating, and a stream stops relaying (the response
@@ -27,6 +28,7 @@ from typing import Any
 import structlog
 
 from gateway.metrics.registry import GatewayMetrics
+from gateway.server.inflight import InflightBytes, Overloaded
 from gateway.web.body import BodyTimeout
 
 _DISCONNECT = {"type": "http.disconnect"}
@@ -39,10 +41,11 @@ class Flow:
     """One request's connection events: the body under a deadline, then disconnects; and the
     answer as it goes out (``send``)."""
 
-    __slots__ = ("_receive", "_send", "_deadline", "_task", "_watcher", "_timer", "_metrics", "route",
-                 "started", "gone", "responded", "finished", "cancelled")
+    __slots__ = ("_receive", "_send", "_deadline", "_task", "_watcher", "_timer", "_metrics", "_inflight",
+                 "held", "received", "route", "started", "gone", "responded", "finished", "cancelled")
 
-    def __init__(self, receive: Any, send: Any, deadline: float, metrics: GatewayMetrics, route: str) -> None:
+    def __init__(self, receive: Any, send: Any, deadline: float, metrics: GatewayMetrics, route: str,
+                 inflight: InflightBytes, held: int = 0) -> None:
         self._receive, self._send = receive, send
         self._deadline = deadline  # on the event loop's clock
         task = asyncio.current_task()
@@ -51,6 +54,9 @@ class Flow:
         self._watcher: asyncio.Task | None = None
         self._timer: asyncio.TimerHandle | None = None  # starts the watcher
         self._metrics = metrics
+        self._inflight = inflight
+        self.held = held  # body bytes this request counts in ``inflight`` (reserved, then received)
+        self.received = 0
         self.route = route  # the metrics label of the path as the client sent it
         self.started = time.perf_counter()
         self.gone = asyncio.Event()
@@ -70,7 +76,13 @@ class Flow:
             raise BodyTimeout from None
         if message["type"] == "http.disconnect":
             self.gone.set()
-        elif not message.get("more_body", False):
+            return message
+        self.received += len(message.get("body", b""))
+        if self.received > self.held:  # beyond what the content-length reserved (chunked bodies)
+            if not self._inflight.take(self.received - self.held):
+                raise Overloaded
+            self.held = self.received
+        if not message.get("more_body", False):
             self._timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, self._watch_now)
         return message
 
@@ -111,6 +123,8 @@ class Flow:
         return self.cancelled and self._task.uncancel() == 0
 
     def close(self, scope: dict) -> None:
+        self._inflight.give(self.held)
+        self.held = 0
         if self._timer is not None:
             self._timer.cancel()
         if self._watcher is not None:

@@ -30,6 +30,7 @@ import orjson
 
 # Records hold client and upstream text: codec writes lone surrogates as escapes, not refuses them.
 from gateway.protocols import codec
+from gateway.state.bounds import CHAIN_TEXT_CHARS, bounded
 from gateway.state.events import LoggedEvent
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
@@ -107,7 +108,8 @@ class ChainRecord:
     fields: dict[str, Any] | None = None
 
     def dumps(self) -> bytes:
-        data: dict[str, Any] = {"i": self.items, "o": self.owed, "u": self.upstream_id}
+        # Items bounded in bytes (``state.bounds``); owed outputs are sent upstream, so kept whole.
+        data: dict[str, Any] = {"i": bounded(self.items, CHAIN_TEXT_CHARS), "o": self.owed, "u": self.upstream_id}
         if self.fields is not None:
             data["f"] = self.fields
         return codec.dumps(data)

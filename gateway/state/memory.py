@@ -8,10 +8,16 @@ history mark: about 370 bytes per session, about 1.4 KB with one vetoed exchange
 of marks; vetoed exchanges add about 1 KB each, at most MAX_VETOES_PER_SESSION per session.
 Response chains (``previous_response_id``) are kept serialized, bounded by ``max_chain_bytes``
 in total (oldest dropped first) and by the same TTL.
+
+Vetoed exchanges are bounded in bytes too: each record's long strings are shortened before it
+is stored (``state.bounds``), and all of them together stay within ``max_veto_bytes`` (least
+recently used sessions evicted first). Sessions and chains idle past the TTL are swept on a
+timer, not only when met, so memory is given back when traffic goes away.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -24,6 +30,8 @@ from gateway.trace.model import JudgeVerdict, WarnedCall
 
 # A session that keeps getting vetoed is terminated long before this; the cap only bounds memory.
 MAX_VETOES_PER_SESSION = 64
+# How often idle sessions and chains are swept (or every ttl_s, when shorter).
+SWEEP_EVERY_S = 60.0
 
 
 @dataclass(slots=True)
@@ -32,6 +40,7 @@ class _Entry:
     vetoes: tuple[VetoRecord, ...] = ()  # a tuple: most sessions share the empty one
     mark: HistoryMark | None = None
     compacted: HistoryMark | None = None
+    veto_bytes: int = 0  # serialized size of ``vetoes``
     warned: tuple[WarnedCall, ...] = ()
     verdict: JudgeVerdict | None = None
 
@@ -43,9 +52,13 @@ class MemoryStore:
     degradations = 0  # nothing here can be unavailable
 
     def __init__(self, max_sessions: int = 10_000, ttl_s: float = 3600.0,
-                 max_chain_bytes: int = 64 * 1024 * 1024, max_event_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 max_chain_bytes: int = 64 * 1024 * 1024, max_event_bytes: int = DEFAULT_MAX_BYTES,
+                 max_veto_bytes: int = 64 * 1024 * 1024) -> None:
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
+        self.max_veto_bytes = max_veto_bytes
+        self.veto_bytes = 0  # all sessions' vetoed exchanges, serialized
+        self._sweeper: asyncio.TimerHandle | None = None
         self.evictions = 0  # dropped by the LRU bound: raise max_sessions if this keeps growing
         self.expirations = 0  # dropped after ttl_s idle
         self._sessions: OrderedDict[str, _Entry] = OrderedDict()
@@ -75,7 +88,15 @@ class MemoryStore:
         identity = record.identity
         if any(v.identity == identity for v in entry.vetoes):
             return  # the same refusal, from a parallel request of the session
-        entry.vetoes = (*entry.vetoes, record)[-MAX_VETOES_PER_SESSION:]
+        self._set_vetoes(entry, (*entry.vetoes, record)[-MAX_VETOES_PER_SESSION:])
+        while self.veto_bytes > self.max_veto_bytes and len(self._sessions) > 1:
+            self._pop_oldest()
+            self.evictions += 1
+
+    def _set_vetoes(self, entry: _Entry, vetoes: tuple[VetoRecord, ...]) -> None:
+        size = sum(len(v.dumps()) for v in vetoes)  # a veto is rare: measured when it changes
+        self.veto_bytes += size - entry.veto_bytes
+        entry.vetoes, entry.veto_bytes = vetoes, size
 
     def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
         entry = self._live(session)
@@ -93,7 +114,7 @@ class MemoryStore:
     def end_run(self, session: str) -> None:
         entry = self._live(session)
         if entry is not None:
-            entry.vetoes = ()
+            self._set_vetoes(entry, ())
             entry.warned = ()
             entry.verdict = None
 
@@ -117,7 +138,11 @@ class MemoryStore:
         return self._events.detail(ref)
 
     async def aclose(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         self._sessions.clear()
+        self.veto_bytes = 0
         self._chains.clear()
         self._events.clear()
 
@@ -127,7 +152,7 @@ class MemoryStore:
             return None
         now = time.monotonic()
         if now - entry.touched > self.ttl_s:
-            del self._sessions[session]
+            self._remove(session)
             self.expirations += 1
             return None
         entry.touched = now
@@ -139,8 +164,9 @@ class MemoryStore:
         self._drop_expired(now)
         entry = self._sessions[session] = _Entry(now)
         while len(self._sessions) > self.max_sessions:
-            self._sessions.popitem(last=False)
+            self._pop_oldest()
             self.evictions += 1
+        self._schedule_sweep()
         return entry
 
     def _drop_expired(self, now: float, limit: int = 16) -> None:
@@ -150,8 +176,33 @@ class MemoryStore:
             oldest = next(iter(self._sessions.values()), None)
             if oldest is None or now - oldest.touched <= self.ttl_s:
                 return
-            self._sessions.popitem(last=False)
+            self._pop_oldest()
             self.expirations += 1
+
+    def _pop_oldest(self) -> None:
+        _, entry = self._sessions.popitem(last=False)
+        self.veto_bytes -= entry.veto_bytes
+
+    def _remove(self, session: str) -> None:
+        entry = self._sessions.pop(session)
+        self.veto_bytes -= entry.veto_bytes
+
+    def _schedule_sweep(self) -> None:
+        if self._sweeper is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # used outside a loop (replay, tests): swept when met
+            return
+        self._sweeper = loop.call_later(min(self.ttl_s, SWEEP_EVERY_S), self._sweep)
+
+    def _sweep(self) -> None:
+        """Everything idle past the TTL goes; again later while anything is left."""
+        self._sweeper = None
+        self._drop_expired(time.monotonic(), limit=len(self._sessions))
+        self._chains.expire()
+        if self._sessions or self._chains.size:
+            self._schedule_sweep()
 
 
 class _Chains:
@@ -185,6 +236,11 @@ class _Chains:
     def clear(self) -> None:
         self._records.clear()
         self.size = 0
+
+    def expire(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, (saved, _) in self._records.items() if now - saved > self.ttl_s]:
+            self._drop(key)
 
     def _drop(self, key: str) -> None:
         found = self._records.pop(key, None)

@@ -15,12 +15,20 @@ entries or about ``max_bytes`` (plus one entry). A count alone is no bound: 4,09
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+_ALL: weakref.WeakSet[Memo[Any, Any]] = weakref.WeakSet()
+
+
+def clear_all() -> None:
+    """Forget every memo's entries (the process went idle: give the memory back)."""
+    for memo in list(_ALL):
+        memo.clear()
 
 
 def text_bytes(key: Any, value: Any) -> int:
@@ -35,9 +43,10 @@ def text_bytes(key: Any, value: Any) -> int:
 
 
 class Memo(Generic[K, V]):
-    __slots__ = ("capacity", "max_bytes", "_young", "_old", "_young_bytes", "_old_bytes")
+    __slots__ = ("capacity", "max_bytes", "_young", "_old", "_young_bytes", "_old_bytes", "__weakref__")
 
     def __init__(self, capacity: int, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        _ALL.add(self)
         self.capacity = capacity
         self.max_bytes = max_bytes
         self._young: dict[K, V] = {}
@@ -63,6 +72,10 @@ class Memo(Generic[K, V]):
         if key not in self._young:
             self._young_bytes += size
         self._young[key] = value
+
+    def clear(self) -> None:
+        self._young, self._old = {}, {}
+        self._young_bytes = self._old_bytes = 0
 
     @property
     def bytes(self) -> int:

@@ -6,10 +6,14 @@ benchmarks/overhead.py). What keeps it a faithful relay, not a browser:
   Content-Type added that the client did not send, no cookie jar shared between clients,
   no redirects followed, no proxy taken from the environment;
 - a response abandoned before its end closes its connection instead of returning it to the pool.
+
+Timeouts (``gateway.upstream.timing``): the response headers within ``upstream.timeout_s``; a
+JSON body read whole by the same deadline; a stream's chunks each within the idle timeout.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -19,6 +23,7 @@ from gateway.config import UpstreamConfig
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamConnectError, UpstreamError, UpstreamTimeout
 from gateway.upstream.headers import strip_hop_by_hop
+from gateway.upstream.timing import Timing
 
 # Headers aiohttp would add on its own; the upstream must see the client's choice (or nothing).
 _NOT_ADDED = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")
@@ -33,11 +38,13 @@ def _translate(exc: BaseException, default: str) -> UpstreamError:
 
 
 class AiohttpResponse:
-    __slots__ = ("_response", "_done", "status", "headers")
+    __slots__ = ("_response", "_done", "_deadline", "_idle", "status", "headers")
 
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, deadline: float, idle: float) -> None:
         self._response = response
         self._done = False
+        self._deadline = deadline  # the whole response, on the loop's clock (aread)
+        self._idle = idle  # the longest wait for a stream's next chunk (aiter_raw)
         self.status = response.status
         self.headers = strip_hop_by_hop(response.raw_headers)
 
@@ -45,8 +52,13 @@ class AiohttpResponse:
         # ``readany`` in a loop, not aiohttp's ``iter_any``: one async generator fewer for every
         # chunk of a stream to pass through.
         content = self._response.content
+        idle = self._idle
         try:
-            while chunk := await content.readany():
+            while True:
+                async with asyncio.timeout(idle):
+                    chunk = await content.readany()
+                if not chunk:
+                    break
                 yield chunk
             self._done = True
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -54,7 +66,8 @@ class AiohttpResponse:
 
     async def aread(self) -> bytes:
         try:
-            body = await self._response.read()
+            async with asyncio.timeout_at(self._deadline):
+                body = await self._response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise _translate(exc, "upstream read") from exc
         self._done = True
@@ -71,14 +84,16 @@ class AiohttpUpstream:
     def __init__(self, config: UpstreamConfig) -> None:
         self._base = config.base_url.rstrip("/") + "/"
         self._config = config
+        self._timing = Timing.of(config)
         self._session: aiohttp.ClientSession | None = None  # made in the serving event loop
 
     def _open(self) -> aiohttp.ClientSession:
         config = self._config
         # One session for the process: keep-alive pooling is most of a proxy hop's cost.
         # ``connect`` bounds waiting for a pooled connection too, as httpx's pool timeout did.
+        # Reads are bounded here, per response (``Timing``), not per socket read.
         timeout = aiohttp.ClientTimeout(total=None, connect=config.timeout_s,
-                                        sock_connect=config.connect_timeout_s, sock_read=config.timeout_s)
+                                        sock_connect=config.connect_timeout_s, sock_read=None)
         connector = aiohttp.TCPConnector(limit=config.max_connections, limit_per_host=0)
         return aiohttp.ClientSession(
             connector=connector, timeout=timeout, auto_decompress=False, trust_env=False,
@@ -92,14 +107,16 @@ class AiohttpUpstream:
         if request.query:
             url += "?" + request.query.decode("latin-1")
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers]
+        deadline = self._timing.deadline()
         try:
-            response = await session.request(
-                request.method, URL(url), headers=headers, data=request.body or None,
-                allow_redirects=False,
-            )
+            async with asyncio.timeout_at(deadline):
+                response = await session.request(
+                    request.method, URL(url), headers=headers, data=request.body or None,
+                    allow_redirects=False,
+                )
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise _translate(exc, "upstream") from exc
-        return AiohttpResponse(response)
+        return AiohttpResponse(response, deadline, self._timing.idle_s)
 
     def _use(self, session: aiohttp.ClientSession) -> aiohttp.ClientSession:
         self._session = session

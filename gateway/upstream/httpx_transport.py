@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 
@@ -11,27 +12,42 @@ from gateway.config import UpstreamConfig
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamConnectError, UpstreamError, UpstreamTimeout
 from gateway.upstream.headers import strip_hop_by_hop
+from gateway.upstream.timing import Timing
 
 
 class HttpxResponse:
-    __slots__ = ("_response", "status", "headers")
+    __slots__ = ("_response", "_deadline", "_idle", "status", "headers")
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: httpx.Response, deadline: float, idle: float) -> None:
         self._response = response
+        self._deadline = deadline
+        self._idle = idle
         self.status = response.status_code
         self.headers = strip_hop_by_hop(response.headers.raw)
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
+        chunks = self._response.aiter_raw().__aiter__()
         try:
-            async for chunk in self._response.aiter_raw():
+            while True:
+                async with asyncio.timeout(self._idle):
+                    try:
+                        chunk = await chunks.__anext__()
+                    except StopAsyncIteration:
+                        return
                 yield chunk
-        except httpx.TimeoutException as exc:
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise UpstreamTimeout(str(exc) or "upstream read timeout") from exc
         except httpx.HTTPError as exc:
             raise UpstreamConnectError(str(exc) or type(exc).__name__) from exc
 
     async def aread(self) -> bytes:
-        return b"".join([chunk async for chunk in self.aiter_raw()])
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                return b"".join([chunk async for chunk in self._response.aiter_raw()])
+        except (httpx.TimeoutException, TimeoutError) as exc:
+            raise UpstreamTimeout(str(exc) or "upstream read timeout") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamConnectError(str(exc) or type(exc).__name__) from exc
 
     async def aclose(self) -> None:
         await self._response.aclose()
@@ -45,7 +61,9 @@ def _no_cookies() -> CookieJar:
 class HttpxUpstream:
     def __init__(self, config: UpstreamConfig) -> None:
         self._base = config.base_url.rstrip("/") + "/"
-        timeout = httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s)
+        # Reads are bounded per response (``Timing``), not per socket read.
+        timeout = httpx.Timeout(None, connect=config.connect_timeout_s, pool=config.timeout_s)
+        self._timing = Timing.of(config)
         limits = httpx.Limits(
             max_connections=config.max_connections,
             max_keepalive_connections=config.max_connections,
@@ -64,13 +82,15 @@ class HttpxUpstream:
         built = self._client.build_request(
             request.method, url, headers=request.headers, content=request.body
         )
+        deadline = self._timing.deadline()
         try:
-            response = await self._client.send(built, stream=True)
-        except httpx.TimeoutException as exc:
+            async with asyncio.timeout_at(deadline):
+                response = await self._client.send(built, stream=True)
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise UpstreamTimeout(str(exc) or "upstream timeout") from exc
         except (httpx.HTTPError, OSError) as exc:
             raise UpstreamConnectError(str(exc) or type(exc).__name__) from exc
-        return HttpxResponse(response)
+        return HttpxResponse(response, deadline, self._timing.idle_s)
 
     async def aclose(self) -> None:
         await self._client.aclose()
