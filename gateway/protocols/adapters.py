@@ -50,7 +50,11 @@ class Recent(OrderedDict):
 
 
 class PayloadFields:
-    """Request fields all three APIs spell alike: ``stream``, ``model``, ``user``."""
+    """Request fields all three OpenAI and Anthropic APIs spell alike: ``stream``, ``model``,
+    ``user``; the request's path says nothing more (``at``)."""
+
+    def at(self, scope: dict[str, Any]) -> Any:
+        return self
 
     def stream(self, payload: dict[str, Any]) -> bool:
         return payload.get("stream") is True
