@@ -84,7 +84,10 @@ class ToolUseFilter(StreamDriver):
                 and b"content_block_start" not in data and b"message_" not in data)
 
     def _cut(self, upstream: bytes) -> list[bytes]:
-        return self.feed(events.closing(upstream))
+        out = self.feed(events.closing(upstream))
+        if self.options.hold_text and self._held:  # broken off: the words so far go out, closed
+            self._close_held(out)
+        return out
 
     def _continue(self) -> None:
         self._carried = add_usage(self._carried, self._usage)
