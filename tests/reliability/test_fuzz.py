@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import httpx
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from support.upstream import Reply
 
@@ -37,6 +37,8 @@ def test_fuzzed_request_bodies_never_get_a_gateway_5xx(gateway):
     with httpx.Client(base_url=gateway, timeout=10) as client:
         @FUZZ
         @given(body=bodies, session=st.sampled_from(["a", "b", "c"]))
+        @example(body={"model": 2**70, "messages": [{"role": "user", "content": "hi"}]}, session="a")
+        @example(body={"model": "m\ud800", "stream": True, "messages": []}, session="b")
         def check(body, session):
             raw = json.dumps(body).encode()  # big integers and lone surrogates included
             _no_gateway_5xx(client.post("/v1/chat/completions", content=raw,
