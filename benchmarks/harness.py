@@ -78,6 +78,18 @@ def machine_cpu() -> tuple[float, float]:
     return (total - idle) / _TICK, total / _TICK
 
 
+def redis_answers(port: int) -> Callable[[], bool]:
+    """Ready once a redis-server on ``port`` answers PING."""
+    def check() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+    return check
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile: an observed value, no interpolation."""
     ordered = sorted(values)

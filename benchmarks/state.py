@@ -40,7 +40,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
 
-from harness import ROOT, answers, free_port, percentile, process  # noqa: E402
+from harness import ROOT, answers, free_port, percentile, process, redis_answers  # noqa: E402
 from overhead import conversation  # noqa: E402 - the same loop-free 60-message history
 
 sys.path.insert(0, str(ROOT))
@@ -74,17 +74,6 @@ async def upstream_app(scope, receive, send):
 
 
 # ---- processes ---------------------------------------------------------------------------------
-
-
-def redis_answers(port: int) -> Callable[[], bool]:
-    def check() -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-    return check
 
 
 @contextmanager

@@ -114,8 +114,13 @@ def main() -> int:
                 selector = f"#feed tbody tr[data-session$='{session}'][data-action={action}]"
                 if action != "pass":
                     page.wait_for_selector(selector, timeout=10_000)
-                    print(f"{session}: {action}; shown in the feed {time.monotonic() - done:.2f} s after the "
-                          "response", file=sys.stderr)
+                    shown = time.monotonic() - done
+                    saved = ""
+                    if action == "terminate":
+                        page.wait_for_selector(selector + " td:has-text('tok')", timeout=60_000)
+                        saved = f", its savings {time.monotonic() - done:.2f} s after"
+                    print(f"{session}: {action}; shown in the feed {shown:.2f} s after the response{saved}",
+                          file=sys.stderr)
             # The savings arrive once litellm's price table is loaded (seconds, in a thread).
             page.wait_for_function("document.getElementById('t-cost').textContent !== '$0'", timeout=60_000)
             page.wait_for_timeout(5500)  # the status panel's next poll

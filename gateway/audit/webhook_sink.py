@@ -9,7 +9,6 @@ down must cost the traffic nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from typing import Any
 
@@ -18,6 +17,7 @@ import structlog
 
 from gateway import untrusted
 from gateway.audit.events import InterventionEvent
+from gateway.audit.worker import drain_then_cancel
 
 _RETRIED = frozenset({408, 425, 429})
 MAX_BACKOFF_S = 30.0
@@ -54,11 +54,7 @@ class WebhookSink:
 
     async def stop(self) -> None:
         if self._task is not None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.queue.join(), self.drain_s)
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await drain_then_cancel(self._task, self.queue, self.drain_s)
             self._task = None
         self.dropped["shutdown"] += self.queue.qsize()
         if self._client is not None:

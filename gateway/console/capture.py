@@ -51,44 +51,53 @@ def detail(event: InterventionEvent, max_bytes: int) -> bytes | None:
     context = event.context
     if context is None or context.trace is None:
         return None
-    rows = _rows(context.trace, event)
-    kept = _newest_within(rows, max_bytes - _ROOM)
+    kept, total = _rows(context.trace, event, max_bytes - _ROOM)
     text, said = _text(event, context)
-    return orjson.dumps({"rows": kept, "omitted": len(rows) - len(kept) + context.trace.skipped,
+    return orjson.dumps({"rows": kept, "omitted": total - len(kept) + context.trace.skipped,
                          "text": text, "text_kind": said})
 
 
-def _rows(trace: Any, event: InterventionEvent) -> list[list[Any]]:
-    """[step, message, tool, args, result, repeat, flag]: flag "vetoed" (our observation is its
-    result), "proposed" (judged before the agent ran it) or ""."""
+def _rows(trace: Any, event: InterventionEvent, budget: int) -> tuple[list[list[Any]], int]:
+    """The newest rows that fit ``budget`` bytes (only those are excerpted: a long run costs what
+    is kept, not what it holds), and how many rows the run has. A row is [step, message, tool,
+    args, result, repeat, flag]: flag "vetoed" (our observation is its result), "proposed"
+    (judged before the agent ran it) or ""."""
     seen: dict[tuple[str, str], int] = {}
-    rows = []
+    repeats = []
     for e in trace.events:
         key = (e.tool, e.args_hash)
         seen[key] = seen.get(key, 0) + 1
-        rows.append([e.step, e.message_index, e.tool[:100], excerpt(e.raw_args, EXCERPT),
-                     excerpt(e.result, EXCERPT), seen[key], "vetoed" if e.vetoed else ""])
-    last = trace.events[-1].step if trace.events else 0
-    beyond = [s for s in event.steps if s > last]
-    if event.phase == "response" and beyond:  # the proposed call: not in the executed history
-        like = next((e for e in reversed(trace.events) if e.step in event.steps), None)
-        key = (like.tool, like.args_hash) if like else None
-        repeat = seen.get(key, 0) + 1 if key else 1
-        message = (trace.events[-1].message_index + 2) if trace.events else 0
-        rows.append([max(beyond), message, (like.tool if like else event.tool)[:100],
-                     excerpt(like.raw_args, EXCERPT) if like else None, None, repeat, "proposed"])
-    return rows
-
-
-def _newest_within(rows: list[list[Any]], budget: int) -> list[list[Any]]:
-    kept: list[list[Any]] = []
-    for row in reversed(rows):
+        repeats.append(seen[key])
+    proposed = _proposed(trace, event, seen) if event.phase == "response" else None
+    rows = ([] if proposed is None else [proposed]) + [
+        (e, repeat) for e, repeat in zip(reversed(trace.events), reversed(repeats))]
+    kept = []
+    for item in rows:
+        row = item if isinstance(item, list) else _row(*item)
         budget -= len(orjson.dumps(row)) + 1
         if budget < 0:
             break
         kept.append(row)
     kept.reverse()
-    return kept
+    return kept, len(rows)
+
+
+def _row(e: Any, repeat: int) -> list[Any]:
+    return [e.step, e.message_index, e.tool[:100], excerpt(e.raw_args, EXCERPT), excerpt(e.result, EXCERPT),
+            repeat, "vetoed" if e.vetoed else ""]
+
+
+def _proposed(trace: Any, event: InterventionEvent, seen: dict[tuple[str, str], int]) -> list[Any] | None:
+    """The call a response-phase finding judged: not in the executed history, its step beyond it."""
+    last = trace.events[-1].step if trace.events else 0
+    beyond = [s for s in event.steps if s > last]
+    if not beyond:
+        return None
+    like = next((e for e in reversed(trace.events) if e.step in event.steps), None)
+    repeat = seen.get((like.tool, like.args_hash), 0) + 1 if like else 1
+    message = (trace.events[-1].message_index + 2) if trace.events else 0
+    return [max(beyond), message, (like.tool if like else event.tool)[:100],
+            excerpt(like.raw_args, EXCERPT) if like else None, None, repeat, "proposed"]
 
 
 def _text(event: InterventionEvent, context: Any) -> tuple[str | None, str]:

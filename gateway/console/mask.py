@@ -26,7 +26,9 @@ _TOKENS = re.compile("|".join([
 ]), re.DOTALL)
 _SCHEMES = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s/]+@")
-_SECRET_KEYS = (r"[A-Za-z0-9_\-]*(?:passw(?:or)?d|passwd|secret|token(?!s)|api[_\-]?key|access[_\-]?key|"
+# From a word's start (\b): tried inside every long word, the leading run would backtrack
+# quadratically in the word's length.
+_SECRET_KEYS = (r"\b[A-Za-z0-9_\-]*(?:passw(?:or)?d|passwd|secret|token(?!s)|api[_\-]?key|access[_\-]?key|"
                 r"private[_\-]?key|credential|authorization|cookie)[A-Za-z0-9_\-]*")
 _PAIR = re.compile(r"""(["']?""" + _SECRET_KEYS + r"""["']?\s*[:=]\s*)(["']?)([^\s"',;}&]+)""", re.IGNORECASE)
 
@@ -51,13 +53,18 @@ def mask(text: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=4096)
 def excerpt(text: str | None, limit: int) -> str | None:
     """At most ``limit`` characters of ``text`` flattened to one line, masked. Masking runs on a
-    little more than is kept, so a secret cut at the edge is still recognised. Cached: every
-    intervention of a run shows the same earlier calls and results again."""
+    little more than is kept, so a secret cut at the edge is still recognised."""
     if text is None:
         return None
-    flat = " ".join(text[: limit * 2 + 256].split())
+    return _excerpt(text[: limit * 2 + 256], limit)
+
+
+@functools.lru_cache(maxsize=4096)
+def _excerpt(head: str, limit: int) -> str:
+    """Cached by the head only (a few hundred characters, so the cache stays small whatever the
+    tools return): every intervention of a run shows the same earlier calls and results again."""
+    flat = " ".join(head.split())
     masked = mask(flat)
     return masked if len(masked) <= limit else masked[: limit - 1] + "\u2026"

@@ -92,8 +92,12 @@ class Console:
         details = {}
         for item in mine:
             raw = await self.gateway.store.event_detail(item.detail) if item.detail else None
-            if raw:
-                details[item.id] = orjson.loads(raw)
+            try:
+                found = orjson.loads(raw) if raw else None
+            except orjson.JSONDecodeError:
+                found = None  # unreadable: the run is shown without this timeline
+            if isinstance(found, dict):
+                details[item.id] = found
         return HTMLResponse(page(f"LoopGuard run {session}", run_page.render(session, number, mine, details, savings)))
 
     async def login(self, request: Request) -> Response:

@@ -36,7 +36,10 @@ def rows_of(details: list[dict[str, Any]], events: list[dict[str, Any]]) -> tupl
     omitted = 0
     for d in details:  # oldest first
         omitted = d.get("omitted", 0)
-        for step, message, tool, args, result, repeat, flag in d.get("rows", []):
+        for row in d.get("rows", []):
+            if not isinstance(row, list) or len(row) != 7:
+                continue  # written by another version: shown without it
+            step, message, tool, args, result, repeat, flag = row
             shown = result if flag != "proposed" else "(proposed: judged before the agent ran it)"
             by_step[step] = Row(step, message, tool, args or "", shown, repeat, dropped=False)
     for e in events:

@@ -9,11 +9,11 @@ console reads them (Redis) or this process's does (memory).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import structlog
 
 from gateway.audit.events import InterventionEvent, SavingsEvent
+from gateway.audit.worker import drain_then_cancel
 from gateway.console import capture
 from gateway.state.base import StateStore
 
@@ -41,14 +41,9 @@ class ConsoleSink:
         self._task = asyncio.create_task(self._write_forever(), name="console-events")
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.queue.join(), self.drain_s)
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        if self._task is not None:
+            await drain_then_cancel(self._task, self.queue, self.drain_s)
+            self._task = None
 
     async def _write_forever(self) -> None:
         while True:

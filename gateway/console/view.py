@@ -33,7 +33,7 @@ def parse(logged: list[LoggedEvent]) -> list[Item]:
             data = orjson.loads(one.entry)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(data, dict):
+        if isinstance(data, dict) and data.get("k") in ("i", "s"):
             out.append(Item(one.id, data, one.detail))
     return out
 
@@ -97,7 +97,7 @@ def totals(items: list[Item]) -> dict[str, Any]:
     interventions = [i for i in reversed(items) if i.data.get("k") == "i"]  # oldest first
     for item in interventions:
         d, s = item.data, saved.get(item.id)
-        for tally in (everything, detectors.setdefault(d["detector"], Tally()),
+        for tally in (everything, detectors.setdefault(str(d.get("detector")), Tally()),
                       agents.setdefault(d.get("agent") or "(default)", Tally())):
             _count(tally, d)
             if s is not None:

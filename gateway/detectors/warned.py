@@ -10,8 +10,11 @@ came between and however its arguments vary:
   the action word beside it: ``str_replace`` and ``view`` of one file differ), or, for calls
   that name no target, arguments at least ``min_similarity`` alike (to the warned call or to the
   previous continuation, so drifting flags stay one pattern);
-- continued: it failed, returned what the pattern already returned (``min_result_chars`` or
-  more), was vetoed, or is the proposal being judged.
+- continued: it failed the way the pattern already failed (the same refusal, whatever attempt
+  it echoes: ``ToolEvent.failure_hash``), returned what the pattern already returned
+  (``min_result_chars`` or more), was vetoed, or is the proposal being judged. A failure of
+  another kind neither continues the pattern nor ends it: something in between made a
+  difference (an edit / test cycle whose test output changes is progress).
 
 A call of the pattern that succeeds with something new is the recovery the warning asked for:
 the warning is spent, nothing escalates from it (a later loop has to earn its own warning).
@@ -30,13 +33,11 @@ from rapidfuzz.distance import Indel
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import failed, skipped, steps_of, window
 from gateway.trace.model import ToolEvent, Trace
+from gateway.trace.settings import DEFAULT_TARGET_KEYS
+from gateway.trace.target import call_target
 
 NAME = "ignored_warning"
 
-# Keys naming what a call acts on, and the one-word action that may sit beside them.
-_TARGET_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path",
-                "url", "uri", "query", "q", "selector", "element", "ref", "target")
-_ACTION_KEYS = ("command", "action", "operation", "op", "mode", "method")
 
 
 class IgnoredWarningSettings(DetectorSettings):
@@ -80,19 +81,27 @@ def _continued(anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredW
     """The calls after ``anchor`` that continue its pattern; empty once one of them recovered."""
     members: list[ToolEvent] = []
     results = {anchor.result_hash}
+    failures = {anchor.failure_hash} - {None}
     target = _target(anchor)
     last = anchor
     for event in after:
         if event.neutral or event.tool != anchor.tool or not _same_pattern(event, last, anchor, target, settings):
             continue
-        if event.vetoed or event.proposed or failed(event):
-            members.append(event)
-        elif event.result_hash in results and len(event.result or "") >= settings.min_result_chars:
-            members.append(event)
-        elif event.result_hash is not None:
-            return []  # it worked, with something new: the warning was heeded
-        else:
-            continue  # no result (missing): says nothing either way
+        if failed(event):
+            if event.failure_hash not in failures and event.result_hash not in results:
+                # Another failure than before: what changed in between made a difference (a test
+                # run that fails otherwise after an edit); not the pattern going on, not its end.
+                failures.add(event.failure_hash)
+                results.add(event.result_hash)
+                continue
+        elif not (event.vetoed or event.proposed):
+            if event.result_hash is None:
+                continue  # no result (missing): says nothing either way
+            if event.result_hash not in results:
+                return []  # it worked, with something new: the warning was heeded
+            if len(event.result or "") < settings.min_result_chars:
+                continue  # the same short "OK": says nothing either way
+        members.append(event)
         results.add(event.result_hash)
         last = event
     return members
@@ -111,16 +120,12 @@ def _same_pattern(event: ToolEvent, last: ToolEvent, anchor: ToolEvent, target: 
 
 
 def _target(event: ToolEvent) -> str | None:
-    """The action and the thing a call acts on, from its canonical arguments; None if none."""
+    """What a call names by key (a file, a URL, a query, an element, with the action word
+    beside it); None if it names nothing. Not ``ToolEvent.target``: for a shell command that is
+    the command's head (`npm install`, `python run.py`), too coarse to call two failing commands
+    one attempt; those are compared by their arguments' similarity instead."""
     try:
         value = orjson.loads(event.args)
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(value, dict):
-        return None
-    found = next((v for k in _TARGET_KEYS if isinstance(v := value.get(k), str) and v.strip()), None)
-    if found is None:
-        return None
-    action = next((v for k in _ACTION_KEYS
-                   if isinstance(v := value.get(k), str) and 0 < len(v) <= 24 and " " not in v), "")
-    return f"{action} {found.strip()}"
+    return call_target(value, DEFAULT_TARGET_KEYS, ()) or None

@@ -28,7 +28,7 @@ from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import upstream_failure
 from gateway.protocols.streaming import HOLDING
-from gateway.web.responses import RelayStream
+from gateway.web.responses import RelayStream, uncommented
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
@@ -37,13 +37,19 @@ KEEPALIVE_S = 15.0  # while an answer is held, a comment keeps idle-timeout prox
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
-        return _Guarded(ex, ex.verdict.headers(upstream.headers), _held(ex, upstream), upstream)
+        return _Guarded(ex, ex.verdict.headers(upstream.headers), noted(ex, _held(ex, upstream)), upstream)
     judge = StreamJudge(ex)
     tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
-    chunks = _attempt(ex, upstream, judge, tool_filter, last=True)
+    chunks = noted(ex, _attempt(ex, upstream, judge, tool_filter, last=True))
     if tool_filter.holds_whole:
         return _Decided(ex, upstream, chunks)
     return _Guarded(ex, ex.verdict.headers(upstream.headers), chunks, upstream)
+
+
+def noted(ex: Exchange, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The stream as it goes out: with the gateway's SSE notes, unless its protocol's clients
+    cannot skip them."""
+    return chunks if ex.adapter.declared.stream_notes else uncommented(chunks)
 
 
 class _Guarded(RelayStream):

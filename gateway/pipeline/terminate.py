@@ -23,7 +23,7 @@ from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import StreamFailure
 from gateway.protocols.sse import comment
-from gateway.web.responses import RelayStream, relay
+from gateway.web.responses import RelayStream, relay, uncommented
 from gateway.upstream.base import UpstreamResponse
 
 LOOP = "loop_detected"
@@ -50,6 +50,7 @@ async def at_request(ex: Exchange) -> Response:
             ex.verdict.raise_to(Action.TERMINATE, judgement.detector)
             ex.verdict.terminate = ANSWER
             chunks = _answer_stream(ex, final, upstream, judgement)
+            chunks = chunks if ex.adapter.declared.stream_notes else uncommented(chunks)
             return RelayStream(200, ex.verdict.headers([SSE]), chunks, upstream.aclose)
         body = await final.read(upstream) if upstream is not None else None
         if body is not None:

@@ -96,6 +96,24 @@ def test_the_same_result_again_continues_a_no_progress_pattern():
     assert count("ignored_warning", warned_at(trace_of(read, read, read, page, read), 3, detector="no_progress")) == 0
 
 
+def test_an_edit_test_cycle_whose_failures_change_is_not_the_warned_pattern_going_on():
+    """Warned about a test run failing the same way; then each edit makes it fail otherwise:
+    progress, nothing escalates. The same failure again after that does count."""
+    def tests(failure: str) -> tuple[str, dict, str]:
+        return ("bash", {"command": "pytest -q tests/test_io.py"}, f"Error: 1 failed: {failure}\nexit code 1")
+
+    def fix(n: int) -> tuple[str, dict, str]:
+        return ("str_replace_editor", {"command": "str_replace", "path": "io.py", "old_str": f"v{n}",
+                                       "new_str": f"v{n + 1}"}, "The file io.py has been edited.")
+
+    same = tests("AssertionError in test_read")
+    steps = [same, same, same, fix(1), tests("KeyError: 'name'"), fix(2), tests("TypeError: bad operand")]
+    trace = warned_at(trace_of(*steps), 3, detector="error_repeat")
+    assert count("ignored_warning", trace) == 0
+    trace = warned_at(trace_of(*steps, fix(3), tests("TypeError: bad operand")), 3, detector="error_repeat")
+    assert count("ignored_warning", trace) == 1
+
+
 def test_a_short_identical_success_is_not_the_same_answer():
     write = ("write_file", {"path": "a.txt", "content": "x"}, "OK")
     trace = warned_at(trace_of(write, write, write, write), 3, detector="exact_repeat")

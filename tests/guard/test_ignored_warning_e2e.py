@@ -21,6 +21,15 @@ DEFAULT = (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8")
 EDITOR = "str_replace_editor"
 REFUSED = ("ERROR: No replacement was performed, old_str `{old}` did not appear verbatim in "
            "/repo/app.py.")
+# The same refusal as editors write it, with no error flag or prefix (OpenHands, SWE-agent), and
+# one echoing the attempted code in a lint report: read as failures by the trace's vocabulary.
+REFUSALS = [
+    REFUSED,
+    "No replacement was performed, old_str `{old}` did not appear verbatim in /repo/app.py.",
+    "Your proposed edit has introduced new syntax error(s). Please read this error message carefully "
+    "and then retry editing the file.\nERRORS:\n- E999 IndentationError: unexpected indent\n"
+    "This is how your edit would have looked if applied\n{old}",
+]
 
 
 def edit(n: int, path: str = "/repo/app.py") -> tuple[str, str]:
@@ -30,16 +39,16 @@ def edit(n: int, path: str = "/repo/app.py") -> tuple[str, str]:
                                "new_str": "def total(items):\n    return sum(items)"})
 
 
-def editor(args: dict) -> str:
+def editor(args: dict, refused: str = REFUSED) -> str:
     if args.get("command") == "view":
         return f"contents of {args['path']}:\n1 def total(items):\n2     return sum(items) + 1\n"
     if "\\n" in args.get("old_str", ""):
-        return REFUSED.format(old=args["old_str"])
+        return refused.format(old=args["old_str"])
     return f"The file {args['path']} has been edited. Here's the result of running `cat -n`: ..."
 
 
-def tools(**more):
-    return {EDITOR: editor, "run_tests": lambda a: "3 passed in 0.12s", **more}
+def tools(refused: str = REFUSED, **more):
+    return {EDITOR: lambda args: editor(args, refused), "run_tests": lambda a: "3 passed in 0.12s", **more}
 
 
 def run(start_guarded, responder, *, stream=False, max_steps=30, tool_impls=None):
@@ -76,9 +85,12 @@ def edits_run(agent) -> int:
     return agent.executions[EDITOR]
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_a_varying_failing_edit_after_the_warning_is_refused_then_ended(start_guarded, stream):
-    upstream, agent, events, answer = run(start_guarded, stubborn_editor(), stream=stream)
+@pytest.mark.parametrize(("stream", "refused"), [(False, REFUSALS[0]), (True, REFUSALS[0]),
+                                                 (False, REFUSALS[1]), (True, REFUSALS[2])],
+                         ids=["error", "error-streamed", "editor-text", "lint-echo-streamed"])
+def test_a_varying_failing_edit_after_the_warning_is_refused_then_ended(start_guarded, stream, refused):
+    upstream, agent, events, answer = run(start_guarded, stubborn_editor(), stream=stream,
+                                          tool_impls=tools(refused))
 
     assert answer == "I could not apply the edit."
     # Warned after the 3rd refused edit, warned again after the 4th; the 5th and 6th are

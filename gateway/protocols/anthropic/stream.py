@@ -51,6 +51,16 @@ class _ToolBlock:
         return ToolCall(self.id, self.name, text if text else arguments_text(self.start_input))
 
 
+@dataclass(slots=True)
+class _TextBlock:
+    """A text or thinking block held until its round's calls are judged (``hold_text``): a
+    refused round's words are never shown."""
+
+    index: int  # the upstream's block index
+    held: list[tuple[bytes, dict[str, Any]]] = field(default_factory=list)
+    done: bool = False  # the round ended: it goes out, or with an all-refused round, never
+
+
 class ToolUseFilter(StreamDriver):
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
@@ -158,6 +168,11 @@ class ToolUseFilter(StreamDriver):
             self._blocks[index] = tool
             self._held.hold(tool)
             return
+        if self.options.hold_text:
+            text = _TextBlock(index, [(raw, data)])
+            self._blocks[index] = text
+            self._held.hold(text)
+            return
         client = self._next
         self._next += 1
         self._assign(index, client)
@@ -178,6 +193,9 @@ class ToolUseFilter(StreamDriver):
                 self._settle([target], out)
             return
         if target is None:  # a block of a dropped call
+            return
+        if isinstance(target, _TextBlock):
+            target.held.append((raw, data))
             return
         self._emit(data, raw, target, out)
 
@@ -222,7 +240,10 @@ class ToolUseFilter(StreamDriver):
         while held and held[0].done:
             self._write_block(held.popleft(), out)
 
-    def _write_block(self, tool: _ToolBlock, out: list[bytes]) -> None:
+    def _write_block(self, tool: _ToolBlock | _TextBlock, out: list[bytes]) -> None:
+        if isinstance(tool, _TextBlock):
+            self._write_text(tool, out)
+            return
         if tool.position not in self.round.out_index:  # refused, or after the refused call
             self._assign(tool.index, None)
             return
@@ -232,6 +253,16 @@ class ToolUseFilter(StreamDriver):
         for raw, data in tool.held:
             self._emit(data, raw, client, out)
 
+    def _write_text(self, text: _TextBlock, out: list[bytes]) -> None:
+        if self.round.all_dropped:  # the round is asked again or ended: its words never shown
+            self._assign(text.index, None)
+            return
+        client = self._next
+        self._next += 1
+        self._assign(text.index, client)
+        for raw, data in text.held:
+            self._emit(data, raw, client, out)
+
     def _after_verdict(self, tool: _ToolBlock, data: dict, raw: bytes, out: list[bytes]) -> None:
         client = self._blocks.get(tool.index)
         if isinstance(client, int):
@@ -239,9 +270,13 @@ class ToolUseFilter(StreamDriver):
 
     def _close_held(self, out: list[bytes]) -> None:
         """The message ends (or the stream does): blocks still open are complete as they are."""
-        pending = [tool for tool in self._held if not tool.done]
+        pending = [tool for tool in self._held if not tool.done and isinstance(tool, _ToolBlock)]
         if pending:
             self._settle(pending, out)
+        if self.options.hold_text and self._held:  # the round's calls are judged: its words may go
+            for block in self._held:
+                block.done = True
+            self._release(out)
 
     # --- output ---------------------------------------------------------------------------
 
