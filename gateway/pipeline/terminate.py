@@ -117,7 +117,10 @@ async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge,
     yield note(Action.TERMINATE, refusal, used)
     if used == ERROR:  # the protocol's final error: SDKs raise it, and clients do not retry it
         ex.ending = tool_filter.failure_event
-        for chunk in tool_filter.fail(b"", StreamFailure(text(ex, judgement), LOOP, final=True)):
+        ended = tool_filter.fail(b"", StreamFailure(text(ex, judgement), LOOP, final=True))
+        if not ended:  # a filter without error events of its own: the adapter's error payload
+            ended = [ex.adapter.error_event(ex.adapter.error_body(text(ex, judgement), LOOP, LOOP))]
+        for chunk in ended:
             yield chunk
         return
     for chunk in tool_filter.terminate(text(ex, judgement)):
