@@ -47,6 +47,7 @@ class Exchange:
     resent: int = 0  # requests the gateway made itself after the client's (re-asks, retries, the final answer)
     reply: dict[str, Any] | None = None  # the reply that reached the client, when it was read
     items_end: int | None = None  # where the client's last item ends in ``body``, when known
+    ending: str | None = None  # a stream ended with the protocol's error events: which (logged)
 
     def sent_payload(self) -> dict[str, Any]:
         """The body the upstream gets now: the client's, with what the model must see."""

@@ -21,6 +21,7 @@ from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
+from gateway.protocols.failure import StreamFailure
 from gateway.protocols.sse import comment
 from gateway.web.responses import RelayStream, relay, uncommented
 from gateway.upstream.base import UpstreamResponse
@@ -114,8 +115,13 @@ async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge,
     used = _written(decision)
     ex.verdict.record(ex, judgement, Action.TERMINATE, "response", used)
     yield note(Action.TERMINATE, refusal, used)
-    if used == ERROR:  # the SDK raises on an error payload mid-stream
-        yield ex.adapter.error_event(ex.adapter.error_body(text(ex, judgement), LOOP, LOOP))
+    if used == ERROR:  # the protocol's final error: SDKs raise it, and clients do not retry it
+        ex.ending = tool_filter.failure_event
+        ended = tool_filter.fail(b"", StreamFailure(text(ex, judgement), LOOP, final=True))
+        if not ended:  # a filter without error events of its own: the adapter's error payload
+            ended = [ex.adapter.error_event(ex.adapter.error_body(text(ex, judgement), LOOP, LOOP))]
+        for chunk in ended:
+            yield chunk
         return
     for chunk in tool_filter.terminate(text(ex, judgement)):
         yield chunk

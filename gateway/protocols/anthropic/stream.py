@@ -72,6 +72,7 @@ class ToolUseFilter(StreamDriver):
         self._next = 0  # the client's next content block index
         self._carried: Any = None  # usage of earlier rounds of this client message
         self._started = False
+        self._ended = False  # the upstream sent message_stop (or its own error event)
         super().__init__(judge, options)
 
     # --- the driver's hooks -------------------------------------------------------------
@@ -99,6 +100,18 @@ class ToolUseFilter(StreamDriver):
         self._next += 1
         out += events.message_end("end_turn", self._totals())
         return out
+
+    failure_event = "error"
+
+    def _failed(self, failure: Any) -> list[bytes]:
+        """One ``error`` event, the end of the stream: the SDKs raise it, and nothing may follow
+        it (a ``message_stop`` after it reads as a finished answer). A stopped loop is an invalid
+        request (not retried); a failed upstream an API error (retried by clients that retry)."""
+        kind = "invalid_request_error" if failure.final else "api_error"
+        return [events.event({"type": "error", "error": {"type": kind, "message": failure.message}})]
+
+    def _complete(self) -> bool:
+        return self._ended
 
     def _owed(self, out: list[bytes], undecided: bool) -> None:
         """A closing ``message_delta`` / ``message_stop`` nobody decided on."""
@@ -128,6 +141,7 @@ class ToolUseFilter(StreamDriver):
         kind = data.get("type") if isinstance(data, dict) else None
         handler = self._HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None:  # ping, error, and anything newer than this code: relayed
+            self._ended = self._ended or kind == "error"  # the upstream's own terminal error
             out.append(raw)
             return
         handler(self, data, raw, out)
@@ -203,6 +217,7 @@ class ToolUseFilter(StreamDriver):
         out.append(events.event({**data, "usage": self._totals()}))
 
     def _on_message_stop(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+        self._ended = True
         if not self.round.finish_withheld:
             out.append(raw)
 
