@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -74,12 +75,59 @@ class UpstreamConfig(_Strict):
                                           "replacing the client's credentials; unset: each "
                                           "client's own key is forwarded")
 
-    def for_anthropic(self) -> UpstreamConfig:
-        """The same transport settings aimed at the Anthropic API (the provider-specific key and
-        headers stay behind: they belong to the other provider)."""
-        root = self.anthropic_base_url.rstrip("/")
-        return self.model_copy(update={"base_url": root if root.endswith("/v1") else root + "/v1",
-                                       "api_key": None, "headers": {}})
+    # Other providers' settings are ``<provider>_base_url`` / ``<provider>_api_key`` keys, one
+    # pair per protocol adapter that names its own upstream (``UpstreamSpec.config``): a new
+    # protocol needs no new field here. Their shape is checked at load; that a protocol reads
+    # them, when the app is built (``unclaimed``). Held here, gathered from the section's keys.
+    providers: dict[str, str] = Field({}, description="other providers' settings, written as "
+                                      "`<provider>_base_url` / `<provider>_api_key` keys of this section "
+                                      "(`gemini_base_url`, ...); env `LOOPGUARD_<PROVIDER>_BASE_URL` overrides")
+
+    def provider(self, name: str, default_base_url: str, root_suffix: str = "",
+                 env: Mapping[str, str] | None = None) -> UpstreamConfig:
+        """The same transport settings aimed at provider ``name``: ``<name>_base_url`` (env
+        ``LOOPGUARD_<NAME>_BASE_URL`` first, else the default), with ``root_suffix`` appended to a
+        base URL given as the API root. The OpenAI key and headers stay behind: they belong to
+        the other provider."""
+        env = os.environ if env is None else env
+        root = (env.get(f"LOOPGUARD_{name.upper()}_BASE_URL") or self.setting(name, "base_url")
+                or default_base_url).rstrip("/")
+        if root_suffix and not root.endswith(root_suffix):
+            root += root_suffix
+        return self.model_copy(update={"base_url": root, "api_key": None, "headers": {}})
+
+    def setting(self, provider: str, key: str) -> str | None:
+        """``<provider>_<key>`` (``base_url``, ``api_key``), or None when unset."""
+        value = getattr(self, f"{provider}_{key}", None) or self.providers.get(f"{provider}_{key}")
+        return value if isinstance(value, str) and value else None
+
+    def unclaimed(self, providers: Iterable[str]) -> list[str]:
+        """Provider keys set here that no protocol reads (a misspelt provider)."""
+        known = {f"{p}_{k}" for p in providers for k in _PROVIDER_KEYS}
+        return sorted(k for k in self.providers if k not in known)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_providers(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        own = set(cls.model_fields)
+        found = {k: v for k, v in data.items() if k not in own and isinstance(k, str) and _PROVIDER_KEY.fullmatch(k)}
+        if not found:
+            return data
+        given = data.get("providers")
+        return {**{k: v for k, v in data.items() if k not in found},
+                "providers": {**(given if isinstance(given, dict) else {}), **found}}
+
+    @field_validator("providers")
+    @classmethod
+    def _provider_values(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            if not _PROVIDER_KEY.fullmatch(key):
+                raise ValueError(f"{key!r} is not <provider>_base_url or <provider>_api_key")
+            if key.endswith("_api_key"):
+                _header_value(text, key)
+        return value
 
     # Checked here, not per request: a value HTTP cannot carry would fail every request (500s
     # for non-Latin-1, 502s for line breaks) instead of failing once, at startup, with its key.
@@ -101,6 +149,8 @@ class UpstreamConfig(_Strict):
 
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_PROVIDER_KEYS = ("base_url", "api_key")
+_PROVIDER_KEY = re.compile(r"[a-z][a-z0-9]*_(base_url|api_key)")
 
 
 def _header_value(value: str, name: str = "the value") -> None:

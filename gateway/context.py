@@ -12,6 +12,7 @@ from gateway.guard.history import HistoryCache
 from gateway.judge import JudgeService
 from gateway.metrics.registry import GatewayMetrics
 from gateway.policy.holder import PolicyHolder
+from gateway.protocols.declaration import UpstreamSpec
 from gateway.protocols.grown import GrownBodies
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
@@ -39,25 +40,44 @@ class Gateway:
         return self.upstreams.get(protocol, self.upstream)
 
     def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool,
-                        protocol: str = "chat") -> list[tuple[bytes, bytes]]:
+                        spec: UpstreamSpec | None = None) -> list[tuple[bytes, bytes]]:
+        """The client's headers for the upstream of ``spec`` (None: the default upstream)."""
         up = self.config.upstream
-        if protocol == "anthropic":
-            return anthropic_headers(client, up.anthropic_api_key, identity)
-        return request_headers(client, up.headers, up.api_key, identity)
+        if spec is None or spec.config is None:
+            return request_headers(client, up.headers, up.api_key, identity)
+        return provider_headers(client, spec, up.setting(spec.config, "api_key"), identity)
+
+    def forward_query(self, query: bytes, spec: UpstreamSpec | None = None) -> bytes:
+        if spec is None or spec.config is None:
+            return query
+        return forward_query(query, spec, self.config.upstream.setting(spec.config, "api_key"))
 
 
-def anthropic_headers(client: list[tuple[bytes, bytes]], api_key: str | None,
-                      identity: bool) -> list[tuple[bytes, bytes]]:
-    """Client headers for the Anthropic API (x-api-key, anthropic-version, anthropic-beta
-    untouched). A server-side key is sent as x-api-key and replaces the client's credentials,
-    Authorization included: neither goes to the provider next to the operator's key."""
+def provider_headers(client: list[tuple[bytes, bytes]], spec: UpstreamSpec, api_key: str | None,
+                     identity: bool) -> list[tuple[bytes, bytes]]:
+    """Client headers for a provider's API (its version and beta headers untouched). A
+    server-side key is sent the provider's way and replaces every credential the client sent:
+    none goes to the provider next to the operator's key."""
     if not api_key:
         return request_headers(client, {}, None, identity)
-    out = request_headers(client, {"x-api-key": api_key}, None, identity)
-    return [(k, v) for k, v in out if k != b"authorization"]
+    out = request_headers(client, {spec.key_header: spec.key_prefix + api_key}, None, identity)
+    drop = {name.encode("latin-1") for name in spec.credentials} - {spec.key_header.encode("latin-1")}
+    return [(k, v) for k, v in out if k not in drop]
 
 
-def upstream_path(path: str) -> str:
-    """Clients may use base URLs with or without /v1; the upstream base URL carries its own."""
+def forward_query(query: bytes, spec: UpstreamSpec, api_key: str | None) -> bytes:
+    """The client's query string for the upstream: a server-side key replaces a key the client
+    put in the query (``spec.credential_query``), which is then left out."""
+    if not api_key or not spec.credential_query or not query:
+        return query
+    names = tuple(name.encode("latin-1") + b"=" for name in spec.credential_query)
+    return b"&".join(p for p in query.split(b"&") if not p.startswith(names))
+
+
+def upstream_path(path: str, spec: UpstreamSpec | None = None) -> str:
+    """Clients may use base URLs with or without /v1; the upstream base URL carries its own
+    (a protocol whose paths name their version, ``strip_v1=False``, sends the path whole)."""
+    if spec is not None and not spec.strip_v1:
+        return path
     path = path.lstrip("/")
     return path[3:] if path.startswith("v1/") else path

@@ -14,9 +14,11 @@ from typing import Any
 import structlog
 
 from gateway import untrusted
+from gateway.protocols.registry import SECRET_HEADERS, SECRET_QUERY
 
-# Keys whose values must never reach a log line, whatever the caller passed.
-_SECRET_KEYS = frozenset({"authorization", "api_key", "api-key", "x-api-key", "proxy-authorization"})
+# Keys whose values must never reach a log line, whatever the caller passed: every header and
+# query parameter a protocol carries a key in (``Declaration``), and the config's spelling.
+_SECRET_KEYS = frozenset({"api_key", "proxy-authorization", *SECRET_HEADERS, *SECRET_QUERY})
 
 
 def redact_secrets(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:

@@ -16,12 +16,23 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.process import child_env, free_port, gateway_process
 
 
-def _workers(parent: int) -> list[int]:
-    """The parent's worker processes (multiprocessing's resource tracker is no worker)."""
-    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-    return [int(pid) for pid in children
-            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-            and b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+def _workers(parent: int, expected: int | None = None) -> list[int]:
+    """The parent's worker processes (multiprocessing's resource tracker is no worker);
+    ``expected``: wait until that many are up (the parent answers before its last one starts)."""
+    def found() -> list[int]:
+        children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+        return [int(pid) for pid in children if _is_worker(int(pid))]
+    if expected is None:
+        return found()
+    return _until(lambda: (workers := found()) and len(workers) == expected and workers) or found()
+
+
+def _is_worker(pid: int) -> bool:
+    try:  # a child may exit (or still be exec'ing) between the listing and this read
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"spawn_main" in cmdline and b"resource_tracker" not in cmdline
 
 
 def _sockets(port: int, state: str) -> set[str]:
@@ -37,9 +48,19 @@ def _sockets(port: int, state: str) -> set[str]:
 
 def _owned(pid: int, inodes: set[str]) -> int:
     """How many of these sockets process ``pid`` holds."""
-    fds = Path(f"/proc/{pid}/fd")
-    links = (os.readlink(fd) for fd in fds.iterdir())
-    return sum(link.startswith("socket:[") and link[8:-1] in inodes for link in links)
+    return sum(link.startswith("socket:[") and link[8:-1] in inodes for link in _links(pid))
+
+
+def _links(pid: int) -> list[str]:
+    """What the process's descriptors point to; one closed between the listing and its read
+    (the process keeps working meanwhile) is skipped, not an error."""
+    links = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            links.append(os.readlink(fd))
+        except OSError:
+            continue
+    return links
 
 
 def _until(check, timeout: float = 20.0):
@@ -75,7 +96,7 @@ def _two_workers(tmp_path, upstream, port: int, **env: str):
 def test_two_workers_serve_one_port_and_a_scrape_counts_both(tmp_path, upstream):
     port = free_port()
     with _two_workers(tmp_path, upstream, port) as gw:
-        workers = _workers(gw.process.pid)
+        workers = _workers(gw.process.pid, expected=2)
         assert len(workers) == 2
         shared = Path(_environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"])
         # A connection per request, so the kernel spreads them over both workers.
@@ -98,7 +119,7 @@ def test_a_metrics_directory_the_operator_gave_is_used_and_kept(tmp_path, upstre
     shared.mkdir()
     port = free_port()
     with _two_workers(tmp_path, upstream, port, PROMETHEUS_MULTIPROC_DIR=str(shared)) as gw:
-        workers = _workers(gw.process.pid)
+        workers = _workers(gw.process.pid, expected=2)
         for _ in range(40):  # a connection each: both workers answer some, and count them there
             assert httpx.get(gw.url + "/healthz", headers={"connection": "close"}).status_code == 200
         assert {f"counter_{pid}.db" for pid in workers} <= {f.name for f in shared.iterdir()}
@@ -123,7 +144,8 @@ def test_keep_alive_connections_spread_over_the_workers(tmp_path, upstream):
     first: with one shared socket, half the bursts of 32 went to a single worker."""
     port = free_port()
     with _two_workers(tmp_path, upstream, port) as gw:
-        workers = _workers(gw.process.pid)
+        workers = _workers(gw.process.pid, expected=2)
+        assert len(workers) == 2
         assert _until(lambda: all(_owned(pid, _sockets(port, "0A")) for pid in workers))
         assert _owned(gw.process.pid, _sockets(port, "0A")) == 0  # the parent only holds the port
         clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(32)]

@@ -23,7 +23,7 @@ from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
     chain, comparable, failed, failed_or_same_result, no_outcome, repeats_tool, skipped, steps_of, window,
 )
-from gateway.detectors.values import differing_values, numbers_only, value_like
+from gateway.detectors.values import differing_values, item_pair, numbers_only
 from gateway.trace.model import ToolEvent, Trace
 
 NAME = "similar_repeat"
@@ -85,12 +85,13 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
 
 def _alternatives(a: ToolEvent, b: ToolEvent) -> bool:
     """Retry with variation: the same fields with other values (an id, an amount, a payment
-    method) answered by a different error each time. The agent is trying alternatives and
-    learning something from each refusal; that is not a loop."""
+    method, one word of a command: `pytest -k roundtrip`, then `-k unicode`) answered by a
+    different error each time. The agent is trying alternatives and learning something from
+    each refusal; that is not a loop."""
     if a.args_hash == b.args_hash or not (failed(a) and failed(b)) or a.result_hash == b.result_hash:
         return False
     leaves = differing_values(a.args, b.args)
-    return bool(leaves) and all(value_like(v) for pair in leaves for v in pair)
+    return bool(leaves) and all(item_pair(x, y) for x, y in leaves)
 
 
 def _informative(event: ToolEvent, min_chars: int) -> bool:

@@ -6,7 +6,9 @@ every call, so no repeat detector sees a repeat, and reads of other things come 
 target (ToolEvent.target: a path, URL, query, element, or a shell command's head) is what stays.
 
 Count = the latest call and its predecessors in the window with the same tool and target, all
-failed (a vetoed or proposed one counts: the model insisting), walking back over:
+failed (a vetoed or proposed one counts: the model insisting), provided the latest failure's
+shape (its refusal without the attempt it echoes) occurs at least twice among them, walking back
+over:
 
 - reads (read-only looking calls), neutral calls and calls that failed or brought nothing new
   (another refusal): stepped over. Reads mark the count as gathered across reads, which may
@@ -52,8 +54,12 @@ def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:
     if comparable(latest) is not None and not failed(latest):
         return None
     members = _members(events, latest)
-    if sum(1 for m in members if failed(m)) < 2:
-        return None  # one failure and the model's insisting is not yet a pattern on the target
+    failures = [m.failure_hash for m in members if failed(m)]
+    if len(failures) < 2 or failures.count(failures[0]) < 2:
+        # One failure and the model's insisting is not yet a pattern on the target; nor are
+        # failures that are all different (each test selected fails its own way, each run names
+        # another missing module): the agent is finding things out.
+        return None
     count, warn_only = members.count(settings)
     if count < 2:
         return None

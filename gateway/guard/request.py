@@ -176,15 +176,16 @@ def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
                    verdict=plan.trace.verdict)
 
 
-def veto_record(plan: RequestPlan, exchange: list[Any]) -> VetoRecord:
+def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = frozenset({"id"})) -> VetoRecord:
     """Remember a refused call's ``exchange`` (``Adapter.veto_exchange``) so later requests of
-    the conversation show it to the model, right after the client items of this request."""
+    the conversation show it to the model, right after the client items of this request.
+    ``ids``: the adapter's id fields (``Declaration.id_fields``)."""
     anchor = plan.client_messages
     digest = plan.client_hash
     if digest is None:
         digest = prefix.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
     # Stored bounded in bytes (``state.bounds``): this request showed the exchange whole.
-    return VetoRecord(len(anchor), digest, tuple(bounded(exchange, VETO_TEXT_CHARS)))
+    return VetoRecord(len(anchor), digest, tuple(bounded(exchange, VETO_TEXT_CHARS)), ids)
 
 
 def _protocol_session(adapter: Adapter, session: str) -> str:

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from gateway.audit.events import InterventionEvent
 from gateway.metrics.recovery import RecoveryMonitor
 from gateway.policy.engine import EngineStats, Judgement
+from gateway.protocols.registry import ADAPTERS, EXACT, PATTERNS, guarded_route, protocol_of
 from gateway.untrusted import BoundedLabel
 
 # The gateway's own work per request is sub-millisecond to a few ms; the upstream is seconds to
@@ -33,19 +34,20 @@ FAMILIES = frozenset({
 })
 
 
-# Routes with a label value of their own: the guarded protocols (each spelling a client may use),
-# health and metrics. Every other /v1/* path is one value, anything else another, so a client
-# cannot grow the label set of the request counter or the latency histograms.
-_EXACT = frozenset({
-    "/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", "/v1/messages", "/messages",
-    "/healthz", "/readyz", "/metrics",
-})
+# Routes with a label value of their own: the guarded protocols' (each spelling a client may use;
+# a declared pattern such as ``/v1beta/models/{model}:generateContent`` is one value), health
+# and metrics. Every other /v1/* path is one value, anything else another, so a client cannot
+# grow the label set of the request counter or the latency histograms.
+_EXACT = frozenset({*EXACT, "/healthz", "/readyz", "/metrics"})
 
 
 def route_of(path: str) -> str:
     """A bounded label: the known routes, every other /v1/* path as one, the rest as "other"."""
     if path in _EXACT:
         return path
+    found = guarded_route(path) if PATTERNS else None
+    if found is not None:
+        return found[0]
     return "/v1/*" if path.startswith("/v1/") else "other"
 
 
@@ -63,7 +65,10 @@ def family_of(path: str) -> str:
     route does not match) -> ``chat``."""
     parts = path.strip("/").split("/")
     first = parts[1] if parts[0] == "v1" and len(parts) > 1 else parts[0]
-    return first if first in FAMILIES else "other"
+    if first in FAMILIES:
+        return first
+    protocol = protocol_of(path)  # a guarded protocol's other paths: its name
+    return protocol.name if protocol is not None else "other"
 
 
 class GatewayMetrics:
@@ -170,7 +175,7 @@ class GatewayMetrics:
             self.judge_checks.labels(outcome)
         for kind in ("prompt", "completion"):
             self.judge_tokens.labels(kind)
-        for family in FAMILIES:
+        for family in FAMILIES | {a.name for a in ADAPTERS if a.declared.relays}:
             self.unguarded_requests.labels(family)
         for route in routes:
             self.overhead.labels(route)

@@ -7,13 +7,14 @@ actions taken in ``verdict.Verdict``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway.guard.expectation import TurnGuard
 from gateway.guard.request import RequestPlan
 from gateway.pipeline.timing import Clock
 from gateway.pipeline.verdict import Verdict
+from gateway.policy.actions import Action
 from gateway.protocols import codec
 from gateway.protocols.base import Adapter, StreamOptions
 from gateway.protocols.grown import appended
@@ -46,6 +47,7 @@ class Exchange:
     resent: int = 0  # requests the gateway made itself after the client's (re-asks, retries, the final answer)
     reply: dict[str, Any] | None = None  # the reply that reached the client, when it was read
     items_end: int | None = None  # where the client's last item ends in ``body``, when known
+    ending: str | None = None  # a stream ended with the protocol's error events: which (logged)
 
     def sent_payload(self) -> dict[str, Any]:
         """The body the upstream gets now: the client's, with what the model must see."""
@@ -61,8 +63,14 @@ class Exchange:
         return self.adapter.with_items(self.payload, items, kept, self.namespace)
 
     def stream_options(self) -> StreamOptions:
-        """How this request's stream filter runs (``streaming`` in the config)."""
-        return _FAST if self.gateway.config.streaming.fast_paths else _GENERAL
+        """How this request's stream filter runs (``streaming`` in the config). A conversation
+        already at warn level or above holds each round's text until its calls are judged, so a
+        refused round's words never reach the client (the stream then reads like the reply)."""
+        options = _FAST if self.gateway.config.streaming.fast_paths else _GENERAL
+        plan = self.plan
+        if plan is not None and plan.judgement.action >= Action.WARN:
+            return replace(options, hold_text=True)
+        return options
 
     def sent_body(self) -> bytes:
         sent = self.sent_payload()

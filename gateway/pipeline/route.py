@@ -26,13 +26,18 @@ from gateway.upstream.errors import UpstreamError
 class Guarded:
     """The ASGI app of one guarded protocol."""
 
-    __slots__ = ("adapter", "gateway")
+    __slots__ = ("adapter", "gateway", "unguarded")
 
-    def __init__(self, adapter: Adapter, gateway: Gateway) -> None:
+    def __init__(self, adapter: Adapter, gateway: Gateway, unguarded: Any = None) -> None:
         self.adapter, self.gateway = adapter, gateway
+        self.unguarded = unguarded  # the ASGI app of a request the adapter does not guard
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        response = await run(self.adapter, self.gateway, scope, receive)
+        adapter = self.adapter.at(scope)
+        if adapter is None:
+            await self.unguarded(scope, receive, send)
+            return
+        response = await run(adapter, self.gateway, scope, receive)
         await response(scope, receive, send)
 
 
@@ -85,9 +90,10 @@ def _exchange(gateway: Gateway, adapter: Adapter, scope: dict[str, Any], headers
               body: bytes, started: float) -> Exchange:
     path = scope["path"]
     request_id = new_request_id(headers)
+    spec = adapter.declared.upstream
     outgoing = UpstreamRequest(
-        method="POST", path=upstream_path(path), query=scope.get("query_string", b""),
-        headers=gateway.forward_headers(scope["headers"], identity=True, protocol=adapter.name), body=body,
+        method="POST", path=upstream_path(path, spec), query=gateway.forward_query(scope.get("query_string", b""), spec),
+        headers=gateway.forward_headers(scope["headers"], identity=True, spec=spec), body=body,
     )
     return Exchange(gateway, adapter, request_id, path, payload, body, adapter.stream(payload),
                     gateway.upstream_for(adapter.name), outgoing,

@@ -26,8 +26,9 @@ from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
+from gateway.protocols.failure import upstream_failure
 from gateway.protocols.streaming import HOLDING
-from gateway.web.responses import RelayStream
+from gateway.web.responses import RelayStream, uncommented
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
@@ -36,13 +37,19 @@ KEEPALIVE_S = 15.0  # while an answer is held, a comment keeps idle-timeout prox
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
-        return _Guarded(ex, ex.verdict.headers(upstream.headers), _held(ex, upstream), upstream)
+        return _Guarded(ex, ex.verdict.headers(upstream.headers), noted(ex, _held(ex, upstream)), upstream)
     judge = StreamJudge(ex)
     tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
-    chunks = _attempt(ex, upstream, judge, tool_filter, last=True)
+    chunks = noted(ex, _attempt(ex, upstream, judge, tool_filter, last=True))
     if tool_filter.holds_whole:
         return _Decided(ex, upstream, chunks)
     return _Guarded(ex, ex.verdict.headers(upstream.headers), chunks, upstream)
+
+
+def noted(ex: Exchange, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The stream as it goes out: with the gateway's SSE notes, unless its protocol's clients
+    cannot skip them."""
+    return chunks if ex.adapter.declared.stream_notes else uncommented(chunks)
 
 
 class _Guarded(RelayStream):
@@ -139,6 +146,20 @@ async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes
     await remember(ex)  # before the stream ends: the client may continue the chain at once
 
 
+def _is_sse(upstream: UpstreamResponse) -> bool:
+    """An event stream (an upstream may answer a stream request with one JSON body: relayed)."""
+    return any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in upstream.headers)
+
+
+def _failed(ex: Exchange, tool_filter: StreamFilter, exc: UpstreamError | None) -> list[bytes]:
+    """The client stream ends with its protocol's error events, and the log says which."""
+    failure = upstream_failure(exc)
+    ex.log.warning("upstream_stream_failed", error=type(exc).__name__ if exc else "truncated",
+                   code=failure.code, ending=tool_filter.failure_event)
+    ex.ending = tool_filter.failure_event
+    return tool_filter.fail(b"", failure)
+
+
 async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge | None = None,
                    tool_filter: StreamFilter | None = None, last: bool = False) -> AsyncIterator[bytes]:
     """One answer: the upstream stream and its re-asks, relayed through one stream filter
@@ -153,14 +174,23 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
     feed, clock, current = tool_filter.feed, ex.clock, upstream
     try:
         while True:
-            async for raw in current.aiter_raw():
-                started = time.perf_counter()
-                out = feed(raw)
-                clock.took(started)
-                if out:  # one write for what one read brought: each write is a trip through the server
-                    yield out[0] if len(out) == 1 else b"".join(out)
+            try:
+                async for raw in current.aiter_raw():
+                    started = time.perf_counter()
+                    out = feed(raw)
+                    clock.took(started)
+                    if out:  # one write for what one read brought: each write is a trip through the server
+                        yield out[0] if len(out) == 1 else b"".join(out)
+            except UpstreamError as exc:  # reset, closed, or silent past the idle timeout
+                for chunk in _failed(ex, tool_filter, exc):
+                    yield chunk
+                break
             for chunk in tool_filter.end_upstream():
                 yield chunk
+            if not tool_filter.complete and _is_sse(current):  # ended cleanly, before its terminal event
+                for chunk in _failed(ex, tool_filter, None):
+                    yield chunk
+                break
             if tool_filter.round.judge_errors:
                 fail_open(ex, "stream_judge")
             judge.record_shadowed()

@@ -21,8 +21,9 @@ from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
+from gateway.protocols.failure import StreamFailure
 from gateway.protocols.sse import comment
-from gateway.web.responses import RelayStream, relay
+from gateway.web.responses import RelayStream, relay, uncommented
 from gateway.upstream.base import UpstreamResponse
 
 LOOP = "loop_detected"
@@ -49,6 +50,7 @@ async def at_request(ex: Exchange) -> Response:
             ex.verdict.raise_to(Action.TERMINATE, judgement.detector)
             ex.verdict.terminate = ANSWER
             chunks = _answer_stream(ex, final, upstream, judgement)
+            chunks = chunks if ex.adapter.declared.stream_notes else uncommented(chunks)
             return RelayStream(200, ex.verdict.headers([SSE]), chunks, upstream.aclose)
         body = await final.read(upstream) if upstream is not None else None
         if body is not None:
@@ -113,8 +115,13 @@ async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge,
     used = _written(decision)
     ex.verdict.record(ex, judgement, Action.TERMINATE, "response", used)
     yield note(Action.TERMINATE, refusal, used)
-    if used == ERROR:  # the SDK raises on an error payload mid-stream
-        yield ex.adapter.error_event(ex.adapter.error_body(text(ex, judgement), LOOP, LOOP))
+    if used == ERROR:  # the protocol's final error: SDKs raise it, and clients do not retry it
+        ex.ending = tool_filter.failure_event
+        ended = tool_filter.fail(b"", StreamFailure(text(ex, judgement), LOOP, final=True))
+        if not ended:  # a filter without error events of its own: the adapter's error payload
+            ended = [ex.adapter.error_event(ex.adapter.error_body(text(ex, judgement), LOOP, LOOP))]
+        for chunk in ended:
+            yield chunk
         return
     for chunk in tool_filter.terminate(text(ex, judgement)):
         yield chunk

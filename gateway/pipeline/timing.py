@@ -35,6 +35,8 @@ class LogWhenSent:
 def log_request(ex, status: int) -> None:
     """The request line operators count requests by (``ex``: the exchange)."""
     clock = ex.clock
+    extra = {"ending": ex.ending} if ex.ending is not None else {}
     ex.log.info("request", method="POST", status=status, stream=ex.stream, action=ex.verdict.action.label,
-                upstream_ms=round(clock.upstream_s * 1000, 3), overhead_ms=round(clock.overhead_s * 1000, 3))
+                upstream_ms=round(clock.upstream_s * 1000, 3), overhead_ms=round(clock.overhead_s * 1000, 3),
+                **extra)
     ex.gateway.metrics.exchange_done(ex.adapter.name, clock.overhead_s, clock.upstream_s)

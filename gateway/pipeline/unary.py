@@ -21,7 +21,7 @@ from gateway.protocols import codec
 from gateway.web.refused import upstream_failed
 from gateway.web.responses import relay
 from gateway.upstream.base import UpstreamResponse
-from gateway.upstream.errors import UpstreamError
+from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ def _parsed(ex: Exchange, status: int, content: bytes) -> dict[str, Any] | None:
     try:
         data = codec.loads(content)
     except codec.DecodeError:
-        return None  # not JSON: the agent gets it as the upstream sent it
+        raise UpstreamInvalidReply("the upstream answered 200 with a body that is not JSON") from None
     finally:
         ex.clock.took(started)
     return data if isinstance(data, dict) else None

@@ -23,7 +23,7 @@ async def veto(ex: Exchange, refusal: Refusal) -> str:
     ex.verdict.record(ex, refusal.judgement, Action.REJECT, "response")
     exchange = ex.adapter.veto_exchange(refusal.call, observation)
     try:
-        await ex.gateway.store.add_veto(plan.session, veto_record(plan, exchange))
+        await ex.gateway.store.add_veto(plan.session, veto_record(plan, exchange, ex.adapter.declared.id_fields))
     except Exception as exc:  # the veto still holds for this request; later ones may not see it
         ex.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
     show(ex, exchange)

@@ -9,9 +9,29 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+import orjson
+
 from gateway.state.base import StateStore
 
-__all__ = ["PayloadFields", "Recent", "WholeConversations"]
+__all__ = ["PayloadFields", "Recent", "WholeConversations", "newest_within"]
+
+
+def newest_within(items: list[Any], max_bytes: int) -> int:
+    """Where the newest of ``items`` that fit in ``max_bytes`` (as JSON) start: a server-side
+    conversation's record keeps those."""
+    sizes = [_size(item) for item in items]
+    total, start = sum(sizes), 0
+    while total > max_bytes and start < len(items):
+        total -= sizes[start]
+        start += 1
+    return start
+
+
+def _size(item: Any) -> int:
+    try:
+        return len(orjson.dumps(item))
+    except (TypeError, orjson.JSONEncodeError):
+        return len(str(item))
 
 
 class Recent(OrderedDict):
@@ -30,7 +50,11 @@ class Recent(OrderedDict):
 
 
 class PayloadFields:
-    """Request fields all three APIs spell alike: ``stream``, ``model``, ``user``."""
+    """Request fields all three OpenAI and Anthropic APIs spell alike: ``stream``, ``model``,
+    ``user``; the request's path says nothing more (``at``)."""
+
+    def at(self, scope: dict[str, Any]) -> Any:
+        return self
 
     def stream(self, payload: dict[str, Any]) -> bool:
         return payload.get("stream") is True

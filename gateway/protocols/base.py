@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gateway.protocols.declaration import Declaration
 from gateway.state.base import StateStore
 from gateway.trace.model import Conversation, ToolCall
 
@@ -132,7 +133,8 @@ class Answer:
 class Adapter(Protocol):
     """One protocol. The pipeline (``gateway.pipeline``) calls these in order; see each stage."""
 
-    name: str  # "chat", "responses", "anthropic": metrics label, log field
+    name: str  # "chat", "responses", "anthropic": metrics label, log field, replay key
+    declared: Declaration  # routes, upstream, id fields, ...: what the rest of the gateway reads
     # True when the upstream keeps conversations the request only refers to (Responses'
     # ``previous_response_id``): the pipeline then calls ``history`` and ``remember``.
     chains: bool
@@ -141,6 +143,12 @@ class Adapter(Protocol):
     # The payload fields ``conversation`` reads besides the items (declared tools, a system
     # prompt field): while they are unchanged, so are its head turns and declared tools.
     payload_fields: tuple[str, ...]
+
+    def at(self, scope: dict[str, Any]) -> Adapter | None:
+        """The adapter for one request on a declared route: itself, or one bound to what the
+        path says (Google's model and streaming live in the path, not the body). None: the
+        request is the protocol's but not guarded (relayed untouched to its upstream)."""
+        ...
 
     # --- the request ----------------------------------------------------------------------
 

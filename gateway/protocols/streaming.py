@@ -18,8 +18,10 @@ subclasses ``StreamDriver`` and supplies only event parsing and event writing, a
 - ``_cut(upstream)``: the events closing what the client has open after a broken-off read;
 - ``_end_with(text, model)``: the events ending the client stream with ``text``;
 - ``_owed(out, undecided)``: the closing events still owed once the client stream is over;
-- ``_failed(error)``: the protocol's terminal events for an upstream that failed mid-stream
-  (``fail``); by default none, and the stream ends as it was cut.
+- ``_failed(failure)``: the protocol's terminal error events (``fail``): for an upstream that
+  failed mid-stream, or ended without its terminal event, and for the policy's error ending;
+  the stream is over after them (``final`` adds nothing);
+- ``_complete()``: the upstream stream ended with its protocol's terminal event.
 
 Holding text (``options.hold_text``): a protocol may hold a round's text too, until the round's
 calls are judged (``hold_text`` tells it to; the driver's queue and keepalive serve it alike).
@@ -87,6 +89,7 @@ class StreamDriver:
     # True: nothing reaches the client before every call of the stream is judged (the
     # pipeline then sends the headers with the first bytes, naming the decision).
     holds_whole = False
+    failure_event = "none"  # what ``_failed`` writes, named for the log and the audit
     keepalive = HOLDING  # what a keepalive writes: a comment, or an event the protocol's SDKs skip
 
     def __init__(self, judge: Judge, options: StreamOptions | None = None) -> None:
@@ -95,6 +98,7 @@ class StreamDriver:
         self._fast_paths = options.fast_paths
         self.rounds: list[RoundState] = []
         self._continuation = self._saw_done = self._terminated = self._final = False
+        self.failure: Any = None  # the StreamFailure the client stream ended with (``fail``)
         self._new_round()
 
     # --- the contract ---------------------------------------------------------------------
@@ -147,12 +151,23 @@ class StreamDriver:
         self._decoder = SSEDecoder()
         return self._cut(upstream)
 
-    def fail(self, upstream: bytes, error: Any) -> list[bytes]:
-        """The upstream failed mid-stream (``error``: what failed): ``cut``, then the
-        protocol's terminal events for it (``_failed``), and the stream is over."""
+    def fail(self, upstream: bytes, failure: Any) -> list[bytes]:
+        """End the client stream with an error (``failure``: a ``protocols.failure.StreamFailure``):
+        ``cut``, then the protocol's terminal error events (``_failed``); nothing follows them."""
+        if self._terminated or self._final:
+            return []
         out = self.cut(upstream)
-        out += self._failed(error)
+        self._held.clear()
+        self.round.ended = True
+        self._terminated = True
+        self.failure = failure
+        out += self._failed(failure)
         return out
+
+    @property
+    def complete(self) -> bool:
+        """The upstream stream ended with its protocol's terminal event (else it was truncated)."""
+        return self._complete()
 
     def begin_continuation(self) -> None:
         """The next bytes fed come from a re-ask: relay them as the rest of the same stream."""
@@ -176,6 +191,9 @@ class StreamDriver:
     def final(self) -> list[bytes]:
         """The client stream is over: whatever closing events are still owed, exactly once."""
         if self._final:
+            return []
+        if self.failure is not None:  # the error events were the end
+            self._final = True
             return []
         out = self.end_upstream()
         undecided = self.needs_decision  # nobody decided: never leave the client unclosed
@@ -221,5 +239,8 @@ class StreamDriver:
         """Append the closing events still owed; ``undecided``: the round's calls were all
         dropped and nobody decided, so the stream must still end well-formed."""
 
-    def _failed(self, error: Any) -> list[bytes]:
+    def _failed(self, failure: Any) -> list[bytes]:
         return []
+
+    def _complete(self) -> bool:
+        return True

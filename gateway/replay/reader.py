@@ -1,7 +1,5 @@
-"""Recorded traffic in: JSONL of request bodies (or a JSON list of them) of a guarded protocol:
-chat completions (``{"messages": [...]}``), Anthropic Messages (``messages`` with a top-level
-``system``, ``input_schema`` tools or ``tool_use`` / ``tool_result`` blocks) or the Responses API
-(``{"input": ...}``). An agent
+"""Recorded traffic in: JSONL of request bodies (or a JSON list of them) of a guarded protocol,
+each recognised by its adapter (``Declaration.reads``, asked in the registry's order). An agent
 sends one growing body per step, so bodies whose items are a prefix of a longer one are the same
 conversation: only the longest is kept. (A Responses body continuing a stored response, with
 ``previous_response_id``, carries only its new items: it is judged on what it carries.)"""
@@ -16,16 +14,11 @@ from typing import Any
 
 import orjson
 
-from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.base import Adapter
-from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.responses import parse as responses
-from gateway.protocols.responses.adapter import RESPONSES
+from gateway.protocols.registry import BY_NAME, reader_of
 from gateway.trace.model import Conversation
 
 _WRAPPERS = ("body", "request")  # recorders often wrap the body: {"request": {...}, "response": ...}
-ADAPTERS: dict[str, Adapter] = {"chat": CHAT, "responses": RESPONSES, "anthropic": ANTHROPIC}
-PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "anthropic": "/v1/messages"}
 
 
 @dataclass(slots=True)
@@ -33,8 +26,8 @@ class Recorded:
     source: str  # file name
     position: int  # line (JSONL) or 1-based index (JSON list)
     body: dict[str, Any]
+    protocol: str  # the adapter's name (``gateway.protocols.registry.BY_NAME``)
     requests: int = 1  # how many recorded bodies were this conversation
-    protocol: str = "chat"  # a key of ADAPTERS
 
     @property
     def label(self) -> str:
@@ -43,16 +36,16 @@ class Recorded:
     @property
     def adapter(self) -> Adapter:
         """The protocol the body speaks."""
-        return ADAPTERS[self.protocol]
+        return BY_NAME[self.protocol]
 
     @property
     def path(self) -> str:
-        """The route the body was sent to (policies may match on it)."""
-        return PATHS[self.protocol]
+        """The route the body was sent to (policies may match on it): its protocol's first."""
+        return self.adapter.declared.routes[0]
 
     @property
     def messages(self) -> list[Any]:
-        """The body's conversation items (chat or Anthropic messages, Responses input items)."""
+        """The body's conversation items (``Adapter.items``)."""
         return self.adapter.items(self.body)
 
     def conversation(self) -> Conversation:
@@ -119,24 +112,8 @@ def _body(item: Any) -> tuple[str, dict[str, Any]] | None:
 def _protocol(body: Any) -> str | None:
     if not isinstance(body, dict):
         return None
-    if isinstance(body.get("messages"), list) and body["messages"]:
-        return "anthropic" if is_anthropic(body) else "chat"
-    if "messages" not in body and responses.input_items(body):
-        return "responses"
-    return None
-
-
-def is_anthropic(body: dict[str, Any]) -> bool:
-    """An Anthropic Messages body: a top-level ``system``, tools declared with ``input_schema``,
-    or ``tool_use`` / ``tool_result`` content blocks (chat bodies have none of these)."""
-    if "system" in body:
-        return True
-    tools = body.get("tools")
-    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
-        return True
-    return any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
-               for m in body.get("messages", ()) if isinstance(m, dict) and isinstance(m.get("content"), list)
-               for b in m["content"])
+    adapter = reader_of(body)
+    return adapter.name if adapter is not None else None
 
 
 def longest_per_conversation(bodies: list[Recorded]) -> list[Recorded]:

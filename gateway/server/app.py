@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
-from gateway.config import Config
+from gateway.config import Config, ConfigError
 from gateway.console import console
 from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
@@ -22,10 +22,8 @@ from gateway.metrics.savings import add_savings
 from gateway.pricing import configured
 from gateway.pipeline.route import Guarded
 from gateway.policy.holder import PolicyHolder
-from gateway.protocols.anthropic.adapter import ANTHROPIC
-from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.grown import GrownBodies
-from gateway.protocols.responses.adapter import RESPONSES
+from gateway.protocols.registry import ADAPTERS, PATTERNS, relay_route
 from gateway.server.auth import ClientAuth
 from gateway.context import Gateway
 from gateway.server.front import Front
@@ -33,7 +31,7 @@ from gateway.server import owned
 from gateway.server.health import healthz, readyz
 from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough, passthrough_for
-from gateway.server.paths import PathGuard
+from gateway.server.paths import GuardedSpellings, PathGuard
 from gateway.state.base import StateStore
 from gateway.state import build_store
 from gateway.upstream.base import Upstream
@@ -63,7 +61,7 @@ def build_app(
         metrics=GatewayMetrics(),
         history=HistoryCache(max_bytes=config.limits.history_cache_bytes),
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
-        upstreams={"anthropic": build_upstream(config.upstream.for_anthropic())},
+        upstreams=provider_upstreams(config),
     )
     gateway.judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
     ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
@@ -92,19 +90,15 @@ def build_app(
             await gateway.store.aclose()
 
     # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline).
-    guarded = {path: Guarded(adapter, gateway) for adapter, paths in (
-        (CHAT, ("/v1/chat/completions", "/chat/completions")),
-        (RESPONSES, ("/v1/responses", "/responses")),
-        (ANTHROPIC, ("/v1/messages", "/messages")),
-    ) for path in paths}
-    gateway.metrics.start_at_zero(DETECTORS, {route.adapter.name for route in guarded.values()}, guarded)
+    # The protocols' other paths (relayed to their own upstreams, errors in their shape) come
+    # before every other /v1/* route (relayed to the default upstream).
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *ui,
-        Route("/v1/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
-        Route("/messages/{rest:path}", passthrough_for(ANTHROPIC), methods=_ALL_METHODS),
+        *(Route(path, passthrough_for(adapter), methods=methods or _ALL_METHODS)
+          for adapter in ADAPTERS for path, methods in map(relay_route, adapter.declared.relays)),
         # Routes naming a tenant's server-side objects: checked against the caller's tenant.
         Route("/v1/responses/{ident}", owned.of("response"), methods=_ALL_METHODS),
         Route("/v1/responses/{ident}/{rest:path}", owned.of("response"), methods=_ALL_METHODS),
@@ -114,17 +108,38 @@ def build_app(
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)
+    # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline). A request
+    # its adapter does not guard (``Adapter.at``) goes on to the other routes.
+    guarded = {path: Guarded(adapter, gateway, others)
+               for adapter in ADAPTERS for path in adapter.declared.routes if "{" not in path}
+    patterns = tuple((regex, Guarded(adapter, gateway, others)) for regex, _, adapter in PATTERNS)
+    gateway.metrics.start_at_zero(DETECTORS, {adapter.name for adapter in ADAPTERS},
+                                  [path for adapter in ADAPTERS for path in adapter.declared.routes])
     others.state.gateway = gateway
-    # Paths and header values are made canonical before authentication, both before any route.
-    gates = (PathGuard(), ClientAuth(config.auth))
+    # Paths and header values are made canonical before authentication, both before any route;
+    # a guarded route is then reached only by its own spelling and methods.
+    gates = (PathGuard(), ClientAuth(config.auth), GuardedSpellings(guarded))
     front = Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
-                  config.limits.max_inflight_bytes)
+                  config.limits.max_inflight_bytes, patterns)
     app = GatewayApp(front, others)
     if config.telemetry.enabled:  # OpenTelemetry is imported only then
         from gateway.telemetry import instrument, provider_for
 
         instrument(app, provider_for(config.telemetry))
     return app
+
+
+def provider_upstreams(config: Config) -> dict[str, Upstream]:
+    """An upstream per protocol served by another provider (``UpstreamSpec.config``), by adapter
+    name. A provider key in the config that no protocol reads is refused: it is misspelt."""
+    specs = {a.name: a.declared.upstream for a in ADAPTERS if a.declared.upstream.config is not None}
+    unclaimed = config.upstream.unclaimed({spec.config for spec in specs.values()})
+    if unclaimed:
+        known = ", ".join(sorted({f"{s.config}_base_url, {s.config}_api_key" for s in specs.values()}))
+        raise ConfigError("<config>", f"upstream.{unclaimed[0]}", f"no protocol reads it (known: {known})",
+                          tuple((f"upstream.{key}", "no protocol reads it") for key in unclaimed[1:]))
+    return {name: build_upstream(config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix))
+            for name, spec in specs.items()}
 
 
 class GatewayApp:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 
 from gateway.config import AuthConfig, TenantKey
-from gateway.server.refusal import Refusal, is_anthropic
-from gateway.web.keys import CREDENTIALS, allowed, credential, digests, key_digest
+from gateway.server.refusal import Refusal, protocol_at
+from gateway.web.keys import CREDENTIALS, allowed, credential, digests, key_digest, without_query_keys
 
 CLIENT_HEADER = b"x-loopguard-client"
 TENANT_HEADER = b"x-loopguard-tenant"  # the tenant the key belongs to (``auth.keys`` entries)
@@ -45,7 +45,8 @@ class ClientAuth:
     def __call__(self, scope: dict) -> dict | Refusal:
         if _console(scope["path"]):
             return scope  # never forwarded anywhere; the console checks operator keys itself
-        token = credential(scope["headers"])
+        query = scope.get("query_string", b"")
+        token = credential(scope["headers"], query)
         if token == b"":
             return _unauthorized(scope, "The Authorization header has an empty bearer token.")
         digest = hashlib.sha256(token).digest() if token is not None else None
@@ -53,7 +54,10 @@ class ClientAuth:
         if scope["path"] != "/healthz" and required and not allowed(digest, required):
             what = "No API key was provided" if token is None else "The API key is not valid for this gateway"
             return _unauthorized(scope, f"{what} (Authorization: Bearer <key> or x-api-key).")
-        return {**scope, "headers": self._headers(scope["headers"], digest)}
+        checked = {**scope, "headers": self._headers(scope["headers"], digest)}
+        if self.keys and query:  # a key in the query is the gateway's, no upstream's
+            checked["query_string"] = without_query_keys(query)
+        return checked
 
     def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
         drop = {CLIENT_HEADER, TENANT_HEADER}
@@ -76,5 +80,5 @@ def _console(path: str) -> bool:
 
 
 def _unauthorized(scope: dict, message: str) -> Refusal:
-    kind = "authentication_error" if is_anthropic(scope["path"]) else "invalid_request_error"
+    kind = protocol_at(scope["path"]).declared.auth_error_type
     return Refusal(401, message, kind, "invalid_api_key", ((b"www-authenticate", b'Bearer realm="loopguard"'),))

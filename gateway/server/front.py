@@ -17,6 +17,7 @@ request counter).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -36,8 +37,10 @@ Gate = Callable[[dict], "dict | Refusal"]
 
 class Front:
     def __init__(self, guarded: dict[str, ASGIApp], fallback: Any, gates: tuple[Gate, ...],
-                 metrics: GatewayMetrics, body_timeout_s: float, max_inflight_bytes: int = 256 * 1024 * 1024) -> None:
+                 metrics: GatewayMetrics, body_timeout_s: float, max_inflight_bytes: int = 256 * 1024 * 1024,
+                 patterns: tuple[tuple[re.Pattern[str], ASGIApp], ...] = ()) -> None:
         self.guarded = guarded  # exact path -> the protocol's app, POST only
+        self.patterns = patterns  # then path patterns (a model named in the path), POST only
         self.fallback = fallback
         self.gates = gates
         self.metrics = metrics
@@ -66,6 +69,8 @@ class Front:
                     return
                 scope = checked
             app = self.guarded.get(scope["path"]) if scope["method"] == "POST" else None
+            if app is None and self.patterns and scope["method"] == "POST":
+                app = next((a for regex, a in self.patterns if regex.match(scope["path"])), None)
             if app is not None:
                 self.started += 1
             with counting_into(self.metrics.engine):  # this app's fail-opens are this app's

@@ -9,15 +9,18 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.context import Gateway, upstream_path
+from gateway.context import Gateway, forward_query, upstream_path
 from gateway.protocols.base import Adapter
+from gateway.protocols.declaration import UpstreamSpec
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
 from gateway.web.refused import read_or_refuse, upstream_failed
 from gateway.web.responses import RelayStream, Shape, openai_shape
 
 
-async def passthrough(request: Request, protocol: str = "chat", shape: Shape = openai_shape) -> Response:
+async def passthrough(request: Request, protocol: str = "", shape: Shape = openai_shape,
+                      spec: UpstreamSpec | None = None) -> Response:
+    """``protocol`` (an adapter's name) and ``spec``: a protocol served by its own provider."""
     gateway: Gateway = request.app.state.gateway
     started = time.perf_counter()
     body = await read_or_refuse(gateway, request.scope, request.receive, started, shape)
@@ -25,9 +28,9 @@ async def passthrough(request: Request, protocol: str = "chat", shape: Shape = o
         return body
     outgoing = UpstreamRequest(
         method=request.method,
-        path=upstream_path(request.url.path),
-        query=request.scope.get("query_string", b""),
-        headers=gateway.forward_headers(request.headers.raw, identity=False, protocol=protocol),
+        path=upstream_path(request.url.path, spec),
+        query=gateway.forward_query(request.scope.get("query_string", b""), spec),
+        headers=gateway.forward_headers(request.headers.raw, identity=False, spec=spec),
         body=body,
     )
     gateway.metrics.unguarded(request.url.path)
@@ -47,7 +50,7 @@ def passthrough_for(adapter: Adapter) -> Callable[[Request], Awaitable[Response]
     """Sub-routes of a guarded protocol that another provider serves (Anthropic's
     /v1/messages/count_tokens): relayed untouched to that provider, errors in its shape."""
     async def endpoint(request: Request) -> Response:
-        return await passthrough(request, adapter.name, adapter.error_body)
+        return await passthrough(request, adapter.name, adapter.error_body, adapter.declared.upstream)
 
     endpoint.__name__ = f"passthrough_{adapter.name}"
     return endpoint

@@ -13,6 +13,7 @@ malformed escape is refused; one trailing slash is dropped. Refusals are 400s.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from urllib.parse import unquote
 
 from gateway.server.refusal import Refusal
@@ -76,3 +77,47 @@ class PathGuard:
         if path != raw:
             return {**scope, "path": unquote(path.decode("latin-1")), "raw_path": path}
         return scope
+
+
+# Methods besides POST that a protocol defines on a guarded path (relayed untouched): listing
+# stored chat completions. Every other method there is refused: relayed, it would reach the
+# upstream's model endpoint unjudged.
+OTHER_METHODS: dict[str, tuple[str, ...]] = {"/v1/chat/completions": ("GET",), "/chat/completions": ("GET",)}
+
+
+def routing_key(path: str) -> str:
+    """What some upstream's router may read ``path`` as: case folded, each segment without its
+    ``;parameters``, trailing dots and blanks, empty segments gone, and every leading ``v1``
+    dropped (an upstream whose base URL lacks ``/v1`` turns ``/v1/v1/chat/completions`` into its
+    real chat route)."""
+    segments = [s.split(";", 1)[0].strip().rstrip(". ").lower() for s in path.split("/")]
+    segments = [s for s in segments if s]
+    while segments and segments[0] == "v1":
+        segments.pop(0)
+    return "/".join(segments)
+
+
+class GuardedSpellings:
+    """A request gate: a guarded route is reached only by its own spelling and method. Another
+    spelling an upstream could route to it is refused (400), and a method the protocol does not
+    define there is refused (405): relayed, either would reach the model unjudged."""
+
+    def __init__(self, guarded: Iterable[str], other_methods: dict[str, tuple[str, ...]] = OTHER_METHODS) -> None:
+        self.guarded = frozenset(guarded)
+        self.keys = {routing_key(path): path for path in sorted(self.guarded, key=len)}
+        self.other_methods = other_methods
+
+    def __call__(self, scope: dict) -> dict | Refusal:
+        path = scope["path"]
+        if path in self.guarded:
+            method = scope["method"]
+            if method == "POST" or method in self.other_methods.get(path, ()):
+                return scope
+            allow = ", ".join(("POST", *self.other_methods.get(path, ())))
+            return Refusal(405, f"{method} is not allowed on {path} (allowed: {allow}).",
+                           "invalid_request_error", "method_not_allowed", ((b"allow", allow.encode()),))
+        canonical = self.keys.get(routing_key(path))
+        if canonical is None:
+            return scope
+        return Refusal(400, f"The request path is not allowed: it is another spelling of {canonical}.",
+                       "invalid_request_error", "invalid_path")

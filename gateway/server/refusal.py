@@ -1,8 +1,9 @@
 """Answers the gateway gives before any route runs, in the protocol's error shape.
 
-A client only parses errors shaped the way its own API shapes them: the Anthropic SDK reads
-``{"type": "error", "error": {...}}``, the OpenAI SDKs ``{"error": {...}}``. Which one a
-request expects is known from its path alone, so a refusal needs nothing else.
+A client only parses errors shaped the way its own API shapes them (each adapter's
+``error_body``). Which one a request expects is known from its path alone (the protocol that
+declares it, ``gateway.protocols.registry``; the default upstream's for any other), so a refusal
+needs nothing else.
 """
 
 from __future__ import annotations
@@ -14,20 +15,19 @@ from typing import Any
 import orjson
 import structlog
 
-from gateway.errors import error_body
+from gateway.protocols.base import Adapter
+from gateway.protocols.registry import DEFAULT, protocol_of
 
-_ANTHROPIC_ROUTES = ("/v1/messages", "/messages")
 _log = structlog.get_logger("loopguard")
 
 
-def is_anthropic(path: str) -> bool:
-    return any(path == route or path.startswith(route + "/") for route in _ANTHROPIC_ROUTES)
+def protocol_at(path: str) -> Adapter:
+    """The protocol whose errors a request on ``path`` expects."""
+    return protocol_of(path) or DEFAULT
 
 
 def error_json(path: str, message: str, type: str, code: str | None = None) -> bytes:
-    if is_anthropic(path):
-        return orjson.dumps({"type": "error", "error": {"type": type, "message": message}})
-    return orjson.dumps(error_body(message, type, None, code))
+    return orjson.dumps(protocol_at(path).error_body(message, type, code))
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ counts it in ``degradations``, because a request must never fail for lack of sta
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -43,6 +43,9 @@ class VetoRecord:
     anchor_len: int  # number of client messages in the prefix the exchange follows
     anchor_hash: str  # prefix_hash() of those messages
     messages: tuple[dict[str, Any], ...]  # the wire messages to show: the call, then our observation
+    # Keys whose values are ids the model made up, in these messages (the adapter's
+    # ``Declaration.id_fields``): left out of ``identity``. Not stored: only new records need it.
+    ids: frozenset[str] = field(default=frozenset({"id"}), compare=False)
 
     def dumps(self) -> bytes:
         return codec.dumps({"n": self.anchor_len, "h": self.anchor_hash, "m": self.messages,
@@ -53,7 +56,7 @@ class VetoRecord:
         """Equal for the same refusal at the same point of the same history, whatever ids the
         model gave the call: parallel requests of one session veto the same call, and the
         stores keep it once (every copy would be shown to the model again)."""
-        plain = codec.dumps([self.anchor_len, self.anchor_hash, _without_ids(self.messages)])
+        plain = codec.dumps([self.anchor_len, self.anchor_hash, _without_ids(self.messages, self.ids)])
         return hashlib.blake2b(plain, digest_size=16).hexdigest()
 
     @classmethod
@@ -62,14 +65,11 @@ class VetoRecord:
         return cls(int(data["n"]), str(data["h"]), tuple(data["m"]))
 
 
-_ID_KEYS = frozenset({"id", "tool_call_id", "call_id", "tool_use_id"})
-
-
-def _without_ids(value: Any) -> Any:
+def _without_ids(value: Any, ids: frozenset[str]) -> Any:
     if isinstance(value, dict):
-        return {k: _without_ids(v) for k, v in value.items() if k not in _ID_KEYS}
+        return {k: _without_ids(v, ids) for k, v in value.items() if k not in ids}
     if isinstance(value, (list, tuple)):
-        return [_without_ids(v) for v in value]
+        return [_without_ids(v, ids) for v in value]
     return value
 
 

@@ -20,6 +20,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from gateway.config import SessionsConfig
 from gateway.metrics.registry import route_of
 from gateway.pipeline.published import SESSION
+from gateway.protocols.registry import guarded_route
 from gateway.state.session import session_id
 from gateway.telemetry.sink import session_hash
 from gateway.trace.model import Conversation
@@ -27,12 +28,6 @@ from gateway.trace.model import Conversation
 _W3C = TraceContextTextMapPropagator()
 _NO_TURNS = Conversation(())
 _UNTRACED = frozenset({"/healthz", "/readyz", "/metrics"})
-# The wire protocol of each guarded route; every other /v1/* route is relayed as it is.
-PROTOCOLS = {
-    "/v1/chat/completions": "openai.chat_completions", "/chat/completions": "openai.chat_completions",
-    "/v1/responses": "openai.responses", "/responses": "openai.responses",
-    "/v1/messages": "anthropic.messages", "/messages": "anthropic.messages",
-}
 
 
 class TracingMiddleware:
@@ -72,11 +67,18 @@ class TracingMiddleware:
     def _request_attributes(self, scope: dict, route: str, headers: dict[str, str]) -> dict[str, Any]:
         attributes: dict[str, Any] = {
             "http.request.method": scope["method"], "url.path": scope["path"], "http.route": route,
-            "loopguard.protocol": PROTOCOLS.get(scope["path"], "passthrough"),
+            "loopguard.protocol": _protocol(scope["path"]),
         }
         if any(headers.get(name) for name in self.sessions.headers):  # the guard's own rule
             attributes["loopguard.session_hash"] = session_hash(session_id(headers, {}, _NO_TURNS, self.sessions))
         return attributes
+
+
+def _protocol(path: str) -> str:
+    """The wire protocol of a guarded route (``Declaration.family``); every other route is
+    relayed as it is."""
+    found = guarded_route(path)
+    return found[1].declared.family if found is not None else "passthrough"
 
 
 def _response_attributes(span: trace.Span, message: dict) -> None:

@@ -3,9 +3,9 @@
 Editors and linters refuse an edit by quoting it ("No replacement was performed, old_str `x = 1`
 did not appear verbatim in /repo/a.py", SWE-agent's "This is how your edit would have looked"
 window): each new attempt makes the refusal's text new, so comparing texts reads a loop of
-refusals as progress. The shape drops every line the arguments contain (line-number prefixes
-ignored), every quoted argument value, and digits (line numbers, counts); two refusals of the
-same kind, on the same file, have the same shape whatever the attempt was.
+refusals as progress. The shape drops every argument value quoted whole, every line the
+arguments contain (line-number prefixes ignored), and digits (line numbers, counts); two refusals
+of the same kind, on the same file, have the same shape whatever the attempt was.
 """
 
 from __future__ import annotations
@@ -23,17 +23,14 @@ def failure_shape(result: str, value: Any, raw_args: str) -> str:
     """The result's text without the echo of the call's arguments (parsed ``value``; the raw
     text when not JSON), digits folded, whitespace collapsed, lower-case."""
     strings = sorted(_strings(value) if value is not None else [raw_args], key=len, reverse=True)
-    echoed = {line.strip() for s in strings for line in s.splitlines() if len(line.strip()) >= _MIN_ECHO}
-    kept = []
-    for line in result[:SHAPE_CHARS].splitlines():
-        body = _LINE_NUMBER.sub("", line).strip()
-        if body and body not in echoed:
-            kept.append(line)
-    text = "\n".join(kept)
-    for s in strings:
-        if len(s) >= _MIN_ECHO and "\n" not in s:
+    text = result[:SHAPE_CHARS]
+    for s in strings:  # quoted whole, longest first: "old_str `<the attempt>` did not appear"
+        if len(s) >= _MIN_ECHO:
             text = text.replace(s, "")
-    return " ".join(_DIGITS.sub("#", text).lower().split())
+    # Shown line by line, with line numbers: "This is how your edit would have looked".
+    echoed = {line.strip() for s in strings for line in s.splitlines() if len(line.strip()) >= _MIN_ECHO}
+    kept = [line for line in text.splitlines() if (body := _LINE_NUMBER.sub("", line).strip()) and body not in echoed]
+    return " ".join(_DIGITS.sub("#", "\n".join(kept)).lower().split())
 
 
 def _strings(value: Any) -> list[str]:

@@ -68,7 +68,9 @@ DEFAULT_FAILURE_PATTERNS: tuple[str, ...] = (
     "apply_patch verification failed",  # Codex apply_patch
     r"Failed to find (?:expected lines|context)",
     r"(?m:^error: patch failed)",  # git apply
-    r"(?m:^\s*[A-Z]\w*(?:Error|Exception): )",  # a Python failure's last line: "SyntaxError: ..."
+    # A Python failure's last line, unindented ("SyntaxError: ..."); indented, it is a
+    # docstring's "Raises:" entry in a file being read.
+    r"(?m:^[A-Z]\w*(?:Error|Exception): )",
     # Linter reports (flake8 / ruff codes, as SWE-agent echoes them), tsc.
     r"(?m:^[^\s:]+:\d+:\d+: [EF]\d{3}\b)",
     r"(?m:^- [EF]\d{3}\b)",

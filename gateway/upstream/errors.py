@@ -14,6 +14,13 @@ class UpstreamConnectError(UpstreamError):
     """Connection refused, reset or dropped: 502 Bad Gateway."""
 
 
+class UpstreamInvalidReply(UpstreamError):
+    """A 200 whose body is not the JSON the protocol promises: relayed, a client would take a
+    broken answer for a success."""
+
+    code = "upstream_invalid_response"
+
+
 class UpstreamTimeout(UpstreamError):
     """No answer within ``upstream.timeout_s``: 504 Gateway Timeout."""
 

@@ -40,7 +40,8 @@ def upstream_failed(gateway: Gateway, exc: UpstreamError, path: str, method: str
     # The request line of a failed request: operators count requests by status from these.
     gateway.log.warning("request", method=method, path=path, status=exc.status, action="pass",
                         error=type(exc).__name__, detail=str(exc)[:300])
-    kind = "timed out" if exc.status == 504 else "could not be reached"
+    kind = {"upstream_timeout": "timed out", "upstream_invalid_response": "answered with a body that is not JSON"}.get(
+        exc.code, "could not be reached")
     return error_response(exc.status, f"The upstream model provider {kind}.", type="upstream_error",
                           code=exc.code, shape=shape)
 

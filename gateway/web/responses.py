@@ -38,6 +38,19 @@ def relay(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> Respo
     return response
 
 
+async def uncommented(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``chunks`` without the ones that are SSE comments (the gateway writes each on its own),
+    for a protocol whose clients cannot skip them (``Declaration.stream_notes``)."""
+    try:
+        async for chunk in chunks:
+            if not chunk.startswith(b":"):
+                yield chunk
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 class RelayStream(Response):
     """Streams chunks as they come; however it ends, closes the producer and then ``on_close``.
 

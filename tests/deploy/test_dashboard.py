@@ -14,6 +14,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from support.protocols import all_protocols, one_of_each
 
+from gateway.protocols.registry import ADAPTERS
+
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "loopguard.json"
 _METRIC = re.compile(r"\bloopguard_[a-z0-9_]+")
 _GROUPED = re.compile(r"\bby \(([^)]*)\)")  # sum by (le, route) (...)
@@ -98,7 +100,7 @@ def test_each_protocol_has_a_panel_from_startup(gateway):
     assert repeated and all('route="$protocol"' in t["expr"] for p in repeated for t in p["targets"])
     values = {sample.labels[label] for family in text_string_to_metric_families(httpx.get(gateway + "/metrics").text)
               for sample in family.samples if sample.name == metric}
-    assert values == {"chat", "responses", "anthropic"}
+    assert values == {adapter.name for adapter in ADAPTERS}  # chat, responses, anthropic, gemini
 
 
 def test_panels_have_unique_ids_and_a_datasource():

@@ -179,7 +179,7 @@ def _die_mid_stream(conn: socket.socket) -> None:
 
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
-def test_upstream_dying_mid_stream_breaks_the_client_stream(raw_upstream, path):
+def test_upstream_dying_mid_stream_ends_the_client_stream_with_an_error(raw_upstream, path):
     # Directly, the client sees a broken stream; through the gateway it must too. Ending the relay
     # cleanly would hand the agent a truncated answer (half a tool call) as if it were complete.
     up = raw_upstream(_die_mid_stream)
@@ -187,30 +187,33 @@ def test_upstream_dying_mid_stream_breaks_the_client_stream(raw_upstream, path):
     with pytest.raises(httpx.HTTPError):
         with httpx.stream("POST", up.url + path.removeprefix("/v1"), json=body) as response:
             response.read()
-    with gateway_for(up.url) as url:
-        with pytest.raises(httpx.HTTPError):
-            with httpx.stream("POST", url + path, json=body) as response:
-                assert response.status_code == 200
-                response.read()
+    with gateway_for(up.url) as url:  # through the gateway: ended with the protocol's error
+        with httpx.stream("POST", url + path, json=body) as response:
+            assert response.status_code == 200
+            events = response.read().split(b"\n\n")[:-1]
+    ending = {"/v1/chat/completions": b'data: {"error"', "/v1/responses": b"event: response.failed"}[path]
+    last = events[-2] if path == "/v1/chat/completions" else events[-1]
+    assert last.startswith(ending) and b"upstream_unavailable" in last
 
 
 def test_sdk_stream_raises_when_upstream_dies_mid_stream(raw_upstream):
     up = raw_upstream(_die_mid_stream)
     with gateway_for(up.url) as url:
         stream = sdk(url + "/v1").chat.completions.create(model="m", messages=[], stream=True)
-        with pytest.raises(openai.APIConnectionError):
+        with pytest.raises(openai.APIError) as caught:  # the error chunk, raised by the SDK
             for _ in stream:
                 pass
+    assert caught.value.code == "upstream_unavailable"
 
 
-def test_read_timeout_mid_stream_breaks_the_client_stream(make_gateway, upstream):
-    url = make_gateway(upstream={"timeout_s": 0.3})
+def test_silence_mid_stream_ends_the_client_stream_with_a_timeout_error(make_gateway, upstream):
+    url = make_gateway(upstream={"timeout_s": 0.3})  # the idle timeout too, when unset
     upstream.queue(Reply(content="a" * 20, chunk_delay=1.0))
-    with pytest.raises(httpx.HTTPError):
-        with httpx.stream("POST", url + "/v1/chat/completions", json={"model": "m", "messages": [], "stream": True},
-                          timeout=10) as response:
-            assert response.status_code == 200
-            response.read()
+    with httpx.stream("POST", url + "/v1/chat/completions", json={"model": "m", "messages": [], "stream": True},
+                      timeout=10) as response:
+        assert response.status_code == 200
+        body = response.read()
+    assert body.endswith(b"data: [DONE]\n\n") and b'"code":"upstream_timeout"' in body
 
 
 # ---- the upstream's own errors pass through as they are -------------------------------------------

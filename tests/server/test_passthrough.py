@@ -114,7 +114,9 @@ def test_passthrough_streams_without_buffering(gateway, upstream):
                 finished_at_first = upstream.finished_streams
             arrivals.append(time.monotonic())
             received += chunk
-    assert received == b"".join(events)
+    # relayed as they came; the stream ended without response.completed, so the gateway closes
+    # it with response.failed
+    assert received.startswith(b"".join(events)) and b"response.failed" in received[len(b"".join(events)):]
     assert finished_at_first == 0
     assert arrivals[-1] - arrivals[0] > 1.2  # ~1.8 s unbuffered, ~0 buffered
 

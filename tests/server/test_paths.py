@@ -54,3 +54,45 @@ def test_canonical_path_rules():
     for bad in (b"/a//b", b"//", b"/a/./b", b"/a/%2E", b"/a%2F", b"a/b", b"/a%"):
         with pytest.raises(PathError):
             canonical_path(bad)
+
+
+@pytest.mark.parametrize("target", [
+    "/v1/v1/chat/completions", "/v1/;/chat/completions", "/v1/%3B/chat/completions", "/v1/chat/completions;x",
+    "/V1/Chat/Completions", "/v1/CHAT/completions", "/v1/chat/completions.", "/v1/v1/responses", "/v1/v1/messages",
+    "/v1/chat;a=b/completions", "/v1/v1/v1/chat/completions",
+])
+def test_a_spelling_some_upstream_routes_to_a_guarded_endpoint_is_refused(any_gateway, upstream, target):
+    """A base URL without /v1 makes /v1/v1/chat/completions the upstream's chat route, routers that
+    drop ;parameters or fold case do the same with the others: relayed, they would go unjudged."""
+    for method, body in (("GET", b""), ("POST", CHAT)):
+        response = send(any_gateway, method, target, [("Content-Type", "application/json")], body)
+        assert response.status == 400, (target, method, response.status, response.body)
+        assert response.json()["error"]["code"] == "invalid_path"
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize(("target", "method"), [
+    ("/v1/chat/completions", "PUT"), ("/v1/chat/completions", "PATCH"), ("/v1/chat/completions", "DELETE"),
+    ("/chat/completions", "PUT"), ("/v1/responses", "GET"), ("/v1/responses", "PATCH"), ("/responses", "PUT"),
+    ("/v1/messages", "GET"), ("/v1/messages", "PUT"), ("/v1/chat/completions", "HEAD"),
+])
+def test_methods_the_protocol_does_not_define_on_a_guarded_path_get_405(any_gateway, upstream, target, method):
+    response = send(any_gateway, method, target, [("Content-Type", "application/json")], CHAT)
+    assert response.status == 405, (target, method, response.status, response.body)
+    assert "POST" in response.headers["allow"]
+    if method != "HEAD":
+        body = response.json()
+        error = body["error"]
+        assert error["type"] == "invalid_request_error"
+        assert (body.get("type") == "error") == target.endswith("messages")  # Anthropic's shape there
+    assert upstream.requests == []
+
+
+def test_methods_the_protocol_defines_are_relayed(any_gateway, upstream):
+    """Listing stored chat completions is GET /v1/chat/completions; a response is read and deleted
+    at /v1/responses/{id}."""
+    assert send(any_gateway, "GET", "/v1/chat/completions?limit=2").status == 200
+    assert send(any_gateway, "GET", "/v1/responses/resp_1").status == 200
+    assert send(any_gateway, "DELETE", "/v1/responses/resp_1").status == 200
+    assert [r["path"] for r in upstream.requests] == ["/v1/chat/completions", "/v1/responses/resp_1",
+                                                      "/v1/responses/resp_1"]

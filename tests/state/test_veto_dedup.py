@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from gateway.protocols.chat.adapter import CHAT
 from gateway.state import MemoryStore, VetoRecord
 from gateway.state.redis import RedisStore
 
@@ -12,7 +13,7 @@ def veto(call_id: str, args: str = '{"path": "a"}', anchor: int = 3) -> VetoReco
     call = {"role": "assistant", "content": None, "tool_calls": [
         {"id": call_id, "type": "function", "function": {"name": "read", "arguments": args}}]}
     observation = {"role": "tool", "tool_call_id": call_id, "content": "[loopguard] refused"}
-    return VetoRecord(anchor, "h3", (call, observation))
+    return VetoRecord(anchor, "h3", (call, observation), CHAT.declared.id_fields)
 
 
 async def _hundred_parallel(store) -> None:

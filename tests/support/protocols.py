@@ -1,6 +1,6 @@
-"""One real gateway guarding all three protocols at once, each in front of its scripted model:
-chat completions and the Responses API on one OpenAI-style upstream, Anthropic Messages on its
-own. For tests of what the protocols share (metrics by route, tracing)."""
+"""One real gateway guarding every protocol at once, each in front of its scripted model:
+chat completions and the Responses API on one OpenAI-style upstream, Anthropic Messages and the
+Gemini API on their own. For tests of what the protocols share (metrics by route, tracing)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ import anthropic
 import openai
 from starlette.applications import Starlette
 from support.anthropic_upstream import AnthropicUpstream, Said
+from support.gemini_gateway import client_for
+from support.gemini_upstream import GeminiUpstream
+from support.gemini_upstream import Said as GeminiSaid
 from support.looping import RespondingUpstream
 from support.policies import ladder_policy
 from support.responses_upstream import Answer, ResponsesUpstream
@@ -34,6 +37,7 @@ class Protocols:
     chat: RespondingUpstream
     responses: ResponsesUpstream
     messages: AnthropicUpstream
+    gemini: GeminiUpstream
 
     def openai(self, **headers: str) -> openai.OpenAI:
         return openai.OpenAI(base_url=self.url + "/v1", api_key="sk-test", max_retries=0, timeout=10,
@@ -51,18 +55,20 @@ def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = N
     chat = RespondingUpstream(lambda request: Reply(content=ANSWER))
     responses = ResponsesUpstream(lambda conversation, body: Answer(ANSWER))
     messages = AnthropicUpstream(lambda body: Said(text=ANSWER))
+    gemini = GeminiUpstream(lambda body: GeminiSaid(text=ANSWER))
     chat_route = next(r for r in chat.app.routes if r.path == "/v1/chat/completions")
     openai_style = Starlette(routes=[chat_route, *responses.app.routes])  # chat first: responses has a catch-all
     policy = tmp_path / "policy.yaml"
     policy.write_text(ladder_policy())
-    with serve(openai_style) as openai_url, serve(messages.app) as anthropic_url:
+    with serve(openai_style) as openai_url, serve(messages.app) as anthropic_url, serve(gemini.app) as gemini_url:
         config = Config.model_validate({"upstream": {"base_url": openai_url + "/v1",
-                                                     "anthropic_base_url": anthropic_url}})
+                                                     "anthropic_base_url": anthropic_url,
+                                                     "gemini_base_url": gemini_url}})
         app = build_app(config, policies=PolicyHolder(policy))
         if prepare is not None:
             prepare(app)
         with serve(app, **SERVER_OPTIONS) as url:
-            yield Protocols(url, app, chat, responses, messages)
+            yield Protocols(url, app, chat, responses, messages, gemini)
 
 
 def one_of_each(protocols: Protocols, stream: bool = False) -> None:
@@ -72,11 +78,15 @@ def one_of_each(protocols: Protocols, stream: bool = False) -> None:
     said = "".join(c.choices[0].delta.content or "" for c in chat if c.choices) if stream \
         else chat.choices[0].message.content
     assert said == ANSWER
+    client = client_for(protocols.url)  # held: the SDK closes its connections when collected
+    gemini = client.models
     if stream:
         with protocols.openai().responses.stream(model="m", input="hi") as events:
             assert events.get_final_response().output_text == ANSWER
         with protocols.anthropic().messages.stream(model="m", max_tokens=5, messages=hi) as events:
             assert events.get_final_text() == ANSWER
+        assert "".join(c.text or "" for c in gemini.generate_content_stream(model="m", contents="hi")) == ANSWER
         return
+    assert gemini.generate_content(model="m", contents="hi").text == ANSWER
     assert protocols.openai().responses.create(model="m", input="hi").output_text == ANSWER
     assert protocols.anthropic().messages.create(model="m", max_tokens=5, messages=hi).content[0].text == ANSWER

@@ -75,6 +75,16 @@ class Reply:
         return out
 
 
+def _dumps(value: Any) -> bytes:
+    """orjson, or the stdlib for what orjson refuses: a fuzzed request's ``model`` echoed back
+    may be an integer beyond 64 bits or hold a lone surrogate, and the scripted model must still
+    answer (a 500 from it would look like the gateway's)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()
+
+
 class ScriptedUpstream:
     def __init__(self) -> None:
         self.script: deque[Reply] = deque()
@@ -124,7 +134,7 @@ class ScriptedUpstream:
             response = StreamingResponse(self._sse(reply, model), media_type="text/event-stream", headers=reply.headers)
             response.raw_headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers)
             return response
-        return self._respond(reply, reply.body if reply.body is not None else orjson.dumps(reply.completion(model)))
+        return self._respond(reply, reply.body if reply.body is not None else _dumps(reply.completion(model)))
 
     @staticmethod
     def _respond(reply: Reply, content: bytes) -> Response:
@@ -149,7 +159,7 @@ class ScriptedUpstream:
                     await asyncio.sleep(reply.chunk_delay)
             else:
                 for chunk in reply.chunks(model):
-                    yield b"data: " + orjson.dumps(chunk) + b"\n\n"
+                    yield b"data: " + _dumps(chunk) + b"\n\n"
                     await asyncio.sleep(reply.chunk_delay)
                 yield b"data: [DONE]\n\n"
             self.finished_streams += 1

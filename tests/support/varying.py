@@ -232,6 +232,14 @@ def same_file_explored():
     return ["explain the engine", *steps]
 
 
+def docstrings_read_in_ranges():
+    # Google-style docstrings list "ValueError: ..." entries: reading them is no failure.
+    return ["document the errors", *[("Read", {"file_path": "/repo/src/parse.py", "offset": 40 * i, "limit": 40},
+                                      f"def parse_{i}(text):\n    \"\"\"Parse part {i}.\n\n    Raises:\n"
+                                      f"        ValueError: if part {i} is empty.\n        KeyError: if it names no field.\n    \"\"\"")
+                                     for i in range(8)]]
+
+
 def paginated_scrolling():
     return ["read the whole log", *[("browser_scroll", {"direction": "down", "page": p},
                                      f"{'=' * 40} APP LOG {'=' * 40}\n" + "\n".join(f"[{p * 20 + k}] event {p}-{k}" for k in range(5)))
@@ -282,6 +290,14 @@ def missing_modules():
                    f"ModuleNotFoundError: No module named '{module}'\nexit code 1"),
                   ("bash", {"command": f"pip install {module}"}, f"Collecting {module}\nSuccessfully installed {module}-1.0")]
     return ["run the analysis", *steps, ("bash", {"command": "python analyze.py"}, "mean=3.2 std=0.4")]
+
+
+def failing_tests_one_by_one():
+    tests = ["roundtrip", "unicode", "empty_file", "large_file", "permissions", "symlink", "timeout"]
+    return ["find out why the io tests fail", *[
+        ("bash", {"command": f"python -m pytest tests/test_io.py -q -k {t}"},
+         f"F\nFAILED tests/test_io.py::test_{t} - AssertionError: {t} mismatch\n1 failed in 0.2s\nexit code 1")
+        for t in tests]]
 
 
 def maze_batch():
@@ -337,12 +353,14 @@ HEALTHY = {
     "many files edited": many_files_edited,
     "the same file read in line ranges while exploring": same_file_explored,
     "paginated scrolling": paginated_scrolling,
+    "reading a file's docstrings (Raises: ValueError: ...) in ranges": docstrings_read_in_ranges,
     "a web agent visiting 17 similar pages for 17 items": web_agent_17_items,
     "a browser visiting 17 similar pages": browser_17_pages,
     "an edit/test cycle whose output changes": edit_test_cycle_changing_output,
     "a payment retried with other methods": payment_methods,
     "installing one missing module, then re-running": missing_modules,
     "a batch over ids (the same script, maze 2..10)": maze_batch,
+    "running the failing tests one by one": failing_tests_one_by_one,
     "a batch over files (maze_2.txt ...)": maze_files_batch,
     "a hyper-parameter sweep timing out": sweep_timeouts,
     "tmux new-session then three split-window": tmux_panes,

@@ -41,6 +41,8 @@ SUCCESSES = {
     "edited": "The file /workspace/a.py has been edited. Here's the result of running `cat -n` on a snippet:\n 1\tx = 2",
     "code mentioning errors": "def handle(err):\n    raise ValueError(err)  # an error path\n",
     "a linter's clean report": "All checks passed!",
+    "a docstring's Raises entry": 'def f(x):\n    """Parse x.\n\n    Raises:\n        ValueError: if x is empty.\n    """',
+    "an except clause": "try:\n    run()\nexcept ValueError: pass",
 }
 
 

@@ -57,7 +57,7 @@ class Turn:
         self.record(refusal.judgement, Action.REJECT, "response")
         exchange = self.adapter.veto_exchange(refusal.call, observation)
         try:
-            await self.runtime.store.add_veto(plan.session, veto_record(plan, exchange))
+            await self.runtime.store.add_veto(plan.session, veto_record(plan, exchange, self.adapter.declared.id_fields))
         except Exception as exc:  # the veto still holds for this request; later ones may not see it
             self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
         plan.messages = [*plan.messages, *exchange]

@@ -19,6 +19,7 @@ from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent
 from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.declaration import Declaration, UpstreamSpec
 from gateway.state.base import ChainRecord, StateStore
 from gateway.trace.model import Conversation, ToolCall
 
@@ -31,6 +32,18 @@ class AnthropicAdapter(PayloadFields):
     payload_fields = ("system", "tools")  # see Adapter.payload_fields
     # Message threads (``thread``) keep the conversation server-side: see ``thread``.
     chains = True
+    declared = Declaration(
+        family="anthropic.messages",
+        routes=("/v1/messages", "/messages"),
+        # The key goes as x-api-key (its SDK's ``ANTHROPIC_BASE_URL`` is the API root).
+        upstream=UpstreamSpec(config="anthropic", default_base_url="https://api.anthropic.com",
+                              key_header="x-api-key", key_prefix="", credentials=("x-api-key", "authorization"),
+                              root_suffix="/v1"),
+        relays=("/v1/messages/{rest:path}", "/messages/{rest:path}"),  # count_tokens
+        id_fields=frozenset({"id", "tool_use_id"}),
+        auth_error_type="authentication_error",
+        reads=parse.is_messages_body,
+    )
 
     def __init__(self) -> None:
         # Keyed like the records (the client's namespace and the message id).

@@ -123,3 +123,20 @@ def _result_turn(block: dict[str, Any], index: int) -> Turn:
 
 def _is(block: Any, kind: str) -> bool:
     return isinstance(block, dict) and block.get("type") == kind
+
+
+def is_messages_body(body: Any) -> bool:
+    """A recorded Anthropic Messages body: ``messages`` with a top-level ``system``, tools
+    declared with ``input_schema``, or ``tool_use`` / ``tool_result`` content blocks (chat
+    bodies have none of these)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not messages:
+        return False
+    if "system" in body:
+        return True
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        return True
+    return any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+               for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
+               for b in m["content"])

@@ -51,6 +51,16 @@ class _ToolBlock:
         return ToolCall(self.id, self.name, text if text else arguments_text(self.start_input))
 
 
+@dataclass(slots=True)
+class _TextBlock:
+    """A text or thinking block held until its round's calls are judged (``hold_text``): a
+    refused round's words are never shown."""
+
+    index: int  # the upstream's block index
+    held: list[tuple[bytes, dict[str, Any]]] = field(default_factory=list)
+    done: bool = False  # the round ended: it goes out, or with an all-refused round, never
+
+
 class ToolUseFilter(StreamDriver):
     """Feed upstream bytes in, write the returned bytes to the client, in order."""
 
@@ -62,6 +72,7 @@ class ToolUseFilter(StreamDriver):
         self._next = 0  # the client's next content block index
         self._carried: Any = None  # usage of earlier rounds of this client message
         self._started = False
+        self._ended = False  # the upstream sent message_stop (or its own error event)
         super().__init__(judge, options)
 
     # --- the driver's hooks -------------------------------------------------------------
@@ -74,7 +85,10 @@ class ToolUseFilter(StreamDriver):
                 and b"content_block_start" not in data and b"message_" not in data)
 
     def _cut(self, upstream: bytes) -> list[bytes]:
-        return self.feed(events.closing(upstream))
+        out = self.feed(events.closing(upstream))
+        if self.options.hold_text and self._held:  # broken off: the words so far go out, closed
+            self._close_held(out)
+        return out
 
     def _continue(self) -> None:
         self._carried = add_usage(self._carried, self._usage)
@@ -86,6 +100,18 @@ class ToolUseFilter(StreamDriver):
         self._next += 1
         out += events.message_end("end_turn", self._totals())
         return out
+
+    failure_event = "error"
+
+    def _failed(self, failure: Any) -> list[bytes]:
+        """One ``error`` event, the end of the stream: the SDKs raise it, and nothing may follow
+        it (a ``message_stop`` after it reads as a finished answer). A stopped loop is an invalid
+        request (not retried); a failed upstream an API error (retried by clients that retry)."""
+        kind = "invalid_request_error" if failure.final else "api_error"
+        return [events.event({"type": "error", "error": {"type": kind, "message": failure.message}})]
+
+    def _complete(self) -> bool:
+        return self._ended
 
     def _owed(self, out: list[bytes], undecided: bool) -> None:
         """A closing ``message_delta`` / ``message_stop`` nobody decided on."""
@@ -115,6 +141,7 @@ class ToolUseFilter(StreamDriver):
         kind = data.get("type") if isinstance(data, dict) else None
         handler = self._HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None:  # ping, error, and anything newer than this code: relayed
+            self._ended = self._ended or kind == "error"  # the upstream's own terminal error
             out.append(raw)
             return
         handler(self, data, raw, out)
@@ -144,6 +171,11 @@ class ToolUseFilter(StreamDriver):
             self._blocks[index] = tool
             self._held.hold(tool)
             return
+        if self.options.hold_text:
+            text = _TextBlock(index, [(raw, data)])
+            self._blocks[index] = text
+            self._held.hold(text)
+            return
         client = self._next
         self._next += 1
         self._assign(index, client)
@@ -165,6 +197,9 @@ class ToolUseFilter(StreamDriver):
             return
         if target is None:  # a block of a dropped call
             return
+        if isinstance(target, _TextBlock):
+            target.held.append((raw, data))
+            return
         self._emit(data, raw, target, out)
 
     def _on_message_delta(self, data: dict, raw: bytes, out: list[bytes]) -> None:
@@ -182,6 +217,7 @@ class ToolUseFilter(StreamDriver):
         out.append(events.event({**data, "usage": self._totals()}))
 
     def _on_message_stop(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+        self._ended = True
         if not self.round.finish_withheld:
             out.append(raw)
 
@@ -207,7 +243,10 @@ class ToolUseFilter(StreamDriver):
         while held and held[0].done:
             self._write_block(held.popleft(), out)
 
-    def _write_block(self, tool: _ToolBlock, out: list[bytes]) -> None:
+    def _write_block(self, tool: _ToolBlock | _TextBlock, out: list[bytes]) -> None:
+        if isinstance(tool, _TextBlock):
+            self._write_text(tool, out)
+            return
         if tool.position not in self.round.out_index:  # refused, or after the refused call
             self._assign(tool.index, None)
             return
@@ -217,6 +256,16 @@ class ToolUseFilter(StreamDriver):
         for raw, data in tool.held:
             self._emit(data, raw, client, out)
 
+    def _write_text(self, text: _TextBlock, out: list[bytes]) -> None:
+        if self.round.all_dropped:  # the round is asked again or ended: its words never shown
+            self._assign(text.index, None)
+            return
+        client = self._next
+        self._next += 1
+        self._assign(text.index, client)
+        for raw, data in text.held:
+            self._emit(data, raw, client, out)
+
     def _after_verdict(self, tool: _ToolBlock, data: dict, raw: bytes, out: list[bytes]) -> None:
         client = self._blocks.get(tool.index)
         if isinstance(client, int):
@@ -224,9 +273,13 @@ class ToolUseFilter(StreamDriver):
 
     def _close_held(self, out: list[bytes]) -> None:
         """The message ends (or the stream does): blocks still open are complete as they are."""
-        pending = [tool for tool in self._held if not tool.done]
+        pending = [tool for tool in self._held if not tool.done and isinstance(tool, _ToolBlock)]
         if pending:
             self._settle(pending, out)
+        if self.options.hold_text and self._held:  # the round's calls are judged: its words may go
+            for block in self._held:
+                block.done = True
+            self._release(out)
 
     # --- output ---------------------------------------------------------------------------
 

@@ -32,8 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
+from gateway.protocols.adapters import newest_within
 from gateway.protocols.anthropic.rewrite import with_messages
 from gateway.state.base import ChainRecord
 
@@ -117,11 +116,7 @@ def bounded(messages: list[Any]) -> list[Any]:
     """The newest messages within MAX_MESSAGES and MAX_BYTES, opening with a user turn that is
     no tool result (a cut conversation must still be one the API accepts)."""
     messages = messages[-MAX_MESSAGES:]
-    sizes = [_size(m) for m in messages]
-    total, start = sum(sizes), 0
-    while total > MAX_BYTES and start < len(messages):
-        total -= sizes[start]
-        start += 1
+    start = newest_within(messages, MAX_BYTES)
     while start < len(messages) and start and not _opens(messages[start]):
         start += 1
     return messages[start:]
@@ -133,10 +128,3 @@ def _opens(message: Any) -> bool:
     content = message.get("content")
     return not (isinstance(content, list) and any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
-
-
-def _size(message: Any) -> int:
-    try:
-        return len(orjson.dumps(message))
-    except (TypeError, orjson.JSONEncodeError):
-        return len(str(message))

@@ -14,6 +14,7 @@ from gateway.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, WholeConversations
 from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.declaration import Declaration
 from gateway.protocols.chat import answers, replies, rewrite
 from gateway.protocols.chat.choices import ChoicesFilter
 from gateway.protocols.chat.parse import declared_tools, turn_from_message
@@ -29,6 +30,12 @@ class ChatAdapter(PayloadFields, WholeConversations):
     name = "chat"
     items_field = "messages"  # see Adapter.items_field
     payload_fields = ("tools", "functions")  # see Adapter.payload_fields
+    declared = Declaration(
+        family="openai.chat_completions",
+        routes=("/v1/chat/completions", "/chat/completions"),
+        id_fields=frozenset({"id", "tool_call_id"}),
+        reads=lambda body: isinstance(body.get("messages"), list) and bool(body["messages"]),
+    )
 
     # --- the request ----------------------------------------------------------------------
 

@@ -70,6 +70,17 @@ class ToolCallFilter(StreamDriver):
         chunks = [content_chunk(env, text, role=not self._emitted), finish_chunk(env, "stop")]
         return [data_event(chunk) for chunk in chunks]
 
+    failure_event = "error_chunk"
+
+    def _failed(self, failure: Any) -> list[bytes]:
+        """An ``error`` chunk (the SDKs raise it) and ``[DONE]``."""
+        error = {"message": failure.message, "type": "upstream_error" if not failure.final else "invalid_request_error",
+                 "param": None, "code": failure.code}
+        return [data_event({"error": error}), DONE]
+
+    def _complete(self) -> bool:
+        return self._saw_done
+
     def _owed(self, out: list[bytes], undecided: bool) -> None:
         """A finish nobody decided on, held usage, then ``[DONE]`` once (if the upstream sent it)."""
         env = self.envelope or Envelope.new("")

@@ -17,6 +17,7 @@ from gateway.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent
 from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.declaration import Declaration
 from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.state.base import StateStore
@@ -31,6 +32,12 @@ class ResponsesAdapter(PayloadFields):
     items_field = "input"  # see Adapter.items_field
     payload_fields = ("instructions", "tools")  # see Adapter.payload_fields
     chains = True
+    declared = Declaration(
+        family="openai.responses",
+        routes=("/v1/responses", "/responses"),
+        id_fields=frozenset({"id", "call_id"}),
+        reads=lambda body: "messages" not in body and bool(parse.input_items(body)),
+    )
 
     def __init__(self) -> None:
         self.custom_calls = Recent()  # call id -> None: a refused call is re-shown as its own kind

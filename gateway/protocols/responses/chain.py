@@ -31,9 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from gateway import untrusted
+from gateway.protocols.adapters import newest_within
 from gateway.protocols.responses.parse import CALL_TYPES, OUTPUT_TYPES, content_text, input_items, item_type
 from gateway.protocols.responses.rewrite import veto_exchange
 from gateway.state.base import ChainRecord
@@ -171,11 +170,7 @@ def owed_tail(history: list[Any]) -> list[Any]:
 def bounded(items: list[Any]) -> list[Any]:
     """The newest items within MAX_ITEMS and MAX_BYTES."""
     items = items[-MAX_ITEMS:]
-    sizes = [_size(item) for item in items]
-    total, start = sum(sizes), 0
-    while total > MAX_BYTES and start < len(items):
-        total -= sizes[start]
-        start += 1
+    start = newest_within(items, MAX_BYTES)
     while start < len(items) and item_type(items[start]) in OUTPUT_TYPES:
         start += 1  # an output whose call was cut off would look owed
     return items[start:]
@@ -187,10 +182,3 @@ def _is_observation(item: Any) -> bool:
     output = item.get("output")
     text = output if isinstance(output, str) else content_text(output)
     return text.lstrip().startswith(VETO_MARKER)
-
-
-def _size(item: Any) -> int:
-    try:
-        return len(orjson.dumps(item))
-    except (TypeError, orjson.JSONEncodeError):
-        return len(str(item))

@@ -127,6 +127,27 @@ class ResponsesStreamFilter(StreamDriver):
         self._report_withheld()
         return out
 
+    failure_event = "response.failed"
+
+    def _failed(self, failure: Any) -> list[bytes]:
+        """``response.failed`` with the error, numbered after what the client got, and nothing
+        after it. A stopped loop carries ``invalid_prompt``: Codex shows that error once and
+        stops, where it retries other codes (five times) and takes a trailing
+        ``response.completed`` for a finished task."""
+        view = self.view
+        base = self._withheld or self.response or response_object({"model": self._model}, [], "in_progress")
+        out: list[bytes] = []
+        if not view.started:
+            out += [view.write({"type": kind, "response": base}) for kind in _OPENING]
+        error = {"code": "invalid_prompt" if failure.final else failure.code, "message": failure.message}
+        failed = {**base, "status": "failed", "output": view.shown, "error": error,
+                  "incomplete_details": None, **view.identity(base)}
+        out.append(view.write({"type": "response.failed", "response": failed}))
+        return out
+
+    def _complete(self) -> bool:
+        return self.round.finish_reason is not None
+
     def _owed(self, out: list[bytes], undecided: bool) -> None:
         """A withheld closing event nobody decided on, then the upstream's ``[DONE]`` (some
         compatible servers send one)."""

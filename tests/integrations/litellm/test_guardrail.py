@@ -157,3 +157,12 @@ def test_each_of_several_answers_is_judged_on_its_own(client):
     first, second = (choice.message for choice in completion.choices)
     assert not first.tool_calls
     assert [c.function.name for c in second.tool_calls] == ["list_dir"]
+
+
+def test_litellms_metrics_serve_loopguards_counters_from_the_start(proxy):
+    text = httpx.get(proxy.url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}).text
+    names = {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
+    for name in ("loopguard_interventions_total", "loopguard_warn_outcomes_total", "loopguard_tokens_saved_total",
+                 "loopguard_cost_saved_usd_total", "loopguard_detector_errors_total",
+                 "loopguard_audit_sink_errors_total", "loopguard_fail_open_errors_total"):
+        assert name in names

@@ -1,0 +1,66 @@
+"""What a protocol declares about itself, as data: everything the rest of the gateway needs to
+know about a protocol without reading its wire format.
+
+The server builds its route table, its upstreams and its refusals from these; metrics,
+telemetry and replay take their labels and paths from them; the state store its id fields; the
+log filter its secret headers. None of them names a protocol: a new one is an adapter carrying
+a ``Declaration`` plus its line in ``gateway.protocols.registry``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSpec:
+    """Where the protocol's traffic goes and how the operator's key is sent there.
+
+    ``config``: the prefix of its settings, ``upstream.<config>_base_url`` /
+    ``upstream.<config>_api_key`` (env ``LOOPGUARD_<CONFIG>_BASE_URL``); None: the default
+    upstream (``upstream.base_url`` / ``upstream.api_key``, the OpenAI-compatible one).
+    A server-side key replaces every credential the client sent (``credentials`` headers and
+    ``credential_query`` parameters): neither goes to the provider next to the operator's key.
+    """
+
+    config: str | None = None
+    default_base_url: str = ""
+    key_header: str = "authorization"  # where the server-side key goes
+    key_prefix: str = "Bearer "
+    credentials: tuple[str, ...] = ("authorization", "api-key")  # client headers carrying a key
+    credential_query: tuple[str, ...] = ()  # query parameters carrying a key (Google's ``?key=``)
+    # The gateway path's leading ``/v1`` is dropped: the base URL carries its version (OpenAI's
+    # ``https://api.openai.com/v1``). False: the path goes whole (Google's ``/v1beta/...``).
+    strip_v1: bool = True
+    root_suffix: str = ""  # appended to a base URL given as the API root (Anthropic's ``/v1``)
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """A protocol's facts. ``name`` is the adapter's (metrics label, log field, replay key)."""
+
+    family: str  # the wire protocol's name in traces: "openai.chat_completions", "gemini.generate_content"
+    # The paths it is guarded on (POST), in Starlette's path syntax: ``{model}`` matches one
+    # path segment or what precedes its ``:method`` suffix (Google's
+    # ``/v1beta/models/{model}:generateContent``); parameters reach ``Adapter.at``.
+    routes: tuple[str, ...]
+    upstream: UpstreamSpec = field(default_factory=UpstreamSpec)
+    # Other paths of the protocol, relayed untouched to its upstream with errors in its shape
+    # (Anthropic's ``/v1/messages/{rest:path}``: count_tokens), in the same syntax; a leading
+    # method (``POST /v1/models/{model}:{method}``) limits one to it.
+    relays: tuple[str, ...] = ()
+    id_fields: frozenset[str] = frozenset({"id"})  # keys whose values are ids the model made up
+    auth_error_type: str = "invalid_request_error"  # the error type of a refused key (401)
+    # Whether its event streams may carry SSE comments (the gateway's decision notes and
+    # keepalives). False for clients that read every line they do not know as data (google-genai).
+    stream_notes: bool = True
+    # Whether a recorded request body (``loopguard replay``) is one of this protocol's. The
+    # registry asks the adapters in its order: the most specific reader first.
+    reads: Callable[[Mapping[str, Any]], bool] = lambda body: False
+
+    @property
+    def secret_headers(self) -> frozenset[str]:
+        """Request headers never written to a log: they carry a key."""
+        return frozenset((*self.upstream.credentials, self.upstream.key_header))

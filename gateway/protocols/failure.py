@@ -1,0 +1,24 @@
+"""Why a client stream ends with an error instead of the model's end: the protocol's stream
+filter writes its terminal error events from this (``StreamDriver.fail``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFailure:
+    message: str
+    code: str  # upstream_error | upstream_timeout | upstream_truncated | loop_detected
+    # The client should not retry: the run was ended on purpose (a stopped loop). Protocols
+    # whose clients retry some errors pick a code those clients treat as final.
+    final: bool = False
+
+
+def upstream_failure(exc: BaseException | None) -> StreamFailure:
+    """An upstream that broke off (``exc``) or ended without its terminal event (None)."""
+    if exc is None:
+        return StreamFailure("The upstream model provider ended the stream before its end.", "upstream_truncated")
+    code = getattr(exc, "code", "upstream_error")
+    kind = "stopped answering" if code == "upstream_timeout" else "broke off the stream"
+    return StreamFailure(f"The upstream model provider {kind}.", code)

@@ -1,0 +1,1 @@
+"""The Gemini API (generateContent, streamGenerateContent) as a guarded protocol."""

@@ -1,0 +1,98 @@
+"""Gemini replies (``GenerateContentResponse``): read, amended, written.
+
+A reply is ``{"candidates": [{"content": {"role": "model", "parts": [...]}, "finishReason",
+"index"}], "usageMetadata": {...}, "modelVersion", "responseId"}``; each candidate is an
+alternative answer. Errors are Google's: ``{"error": {"code", "message", "status"}}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.protocols.base import Answer
+from gateway.protocols.gemini.parse import calls_of, parts_of, text_of
+from gateway.trace.model import ToolCall
+
+# The gateway's error types (OpenAI's names, the pipeline's vocabulary) as Google's HTTP code and
+# status; ``code`` names the few the type does not tell apart.
+_STATUS = {
+    "invalid_request_error": (400, "INVALID_ARGUMENT"),
+    "authentication_error": (401, "UNAUTHENTICATED"),
+    "permission_error": (403, "PERMISSION_DENIED"),
+    "not_found_error": (404, "NOT_FOUND"),
+    "rate_limit_error": (429, "RESOURCE_EXHAUSTED"),
+    "upstream_error": (502, "UNAVAILABLE"),
+}
+_CODES = {
+    "request_too_large": (413, "INVALID_ARGUMENT"),
+    "request_timeout": (408, "DEADLINE_EXCEEDED"),
+    "upstream_timeout": (504, "DEADLINE_EXCEEDED"),
+    "loop_detected": (422, "FAILED_PRECONDITION"),  # the policy's status (interventions.terminate.status)
+}
+
+
+def candidates(reply: Any) -> list[dict[str, Any]]:
+    found = reply.get("candidates") if isinstance(reply, dict) else None
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def proposed_calls(reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
+    """One tuple per candidate (at least one: a reply without candidates proposes nothing)."""
+    found = [tuple(calls_of(parts_of(c.get("content")), f"r{n}")) for n, c in enumerate(candidates(reply))]
+    return found or [()]
+
+
+def keep_calls(reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
+    out = []
+    for n, candidate in enumerate(candidates(reply)):
+        limit = keep[n] if n < len(keep) else None
+        out.append(candidate if limit is None else _keep(candidate, limit))
+    return {**reply, "candidates": out}
+
+
+def _keep(candidate: dict[str, Any], limit: int) -> dict[str, Any]:
+    parts, seen = [], 0
+    for part in parts_of(candidate.get("content")):
+        if isinstance(part.get("functionCall"), dict):
+            seen += 1
+            if seen > limit:
+                continue
+        parts.append(part)
+    if seen <= limit:
+        return candidate
+    return {**candidate, "content": {**candidate.get("content", {}), "parts": parts}}
+
+
+def answer(reply: dict[str, Any]) -> Answer | None:
+    found = candidates(reply)
+    if not found:
+        return None
+    content = found[0].get("content")
+    return Answer(any(True for _ in calls_of(parts_of(content), 0)), text_of(content))
+
+
+def prepend_text(reply: dict[str, Any], text: str) -> dict[str, Any]:
+    found = candidates(reply)
+    if not found:
+        return reply
+    first = found[0]
+    content = first.get("content") if isinstance(first.get("content"), dict) else {"role": "model"}
+    content = {**content, "parts": [{"text": text + "\n\n"}, *parts_of(content)]}
+    return {**reply, "candidates": [{**first, "content": content}, *found[1:]]}
+
+
+def termination(text: str, model: str) -> dict[str, Any]:
+    """A complete reply whose only content is ``text``: what the SDKs read as a final answer."""
+    reply: dict[str, Any] = {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+    }
+    if model:
+        reply["modelVersion"] = model
+    return reply
+
+
+def error_body(message: str, type: str, code: str | None = None) -> dict[str, Any]:
+    status, name = _CODES.get(code or "") or _STATUS.get(type, (400, "INVALID_ARGUMENT"))
+    return {"error": {"code": status, "message": message, "status": name}}

@@ -1,0 +1,135 @@
+"""Gemini streams (``:streamGenerateContent?alt=sse``): each SSE event is a whole
+``GenerateContentResponse`` chunk, and a ``functionCall`` part arrives whole in one chunk, so a
+call is judged the moment its chunk arrives; nothing is held longer than that chunk.
+
+A chunk whose calls are all kept goes out byte for byte. A refused call and every later call of
+the round are cut from their chunks (a chunk left empty is dropped). When every call was dropped,
+the chunk that ends the answer (``finishReason``) is withheld and the pipeline decides: a re-ask
+(its chunks continue the same client stream) or ``terminate`` (a closing text chunk). Only
+candidate 0 is judged. No SSE comment is ever written into these streams: google-genai reads a
+line it does not know as JSON, so a comment would break the client's stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.protocols import codec
+from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.gemini.parse import calls_of, parts_of, text_of
+from gateway.protocols.gemini.replies import termination
+from gateway.protocols.sse import SSEEvent, json_events
+from gateway.protocols.streaming import StreamDriver
+from gateway.trace.model import ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class _Proposed:
+    """A ``functionCall`` part as ``RoundState.settle`` takes it."""
+
+    position: int
+    call: ToolCall
+
+    def to_call(self) -> ToolCall:
+        return self.call
+
+
+def event(chunk: dict[str, Any]) -> bytes:
+    return b"data: " + codec.dumps(chunk) + b"\r\n\r\n"
+
+
+class GeminiStreamFilter(StreamDriver):
+    def __init__(self, judge: Judge, options: StreamOptions | None = None, model: str = "") -> None:
+        self._model = model
+        self._usage: Any = None  # the last usage the upstream reported, for a closing chunk
+        super().__init__(judge, options)
+
+    def _start_round(self) -> None:
+        self._withheld: dict[str, Any] | None = None  # the closing chunk, every call dropped
+        self._calls = 0
+
+    def _on_event(self, sse: SSEEvent, out: list[bytes]) -> None:
+        try:
+            chunk = codec.loads(sse.data) if sse.data else None
+        except codec.DecodeError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            out.append(sse.raw)  # not a chunk this filter reads: as it came
+            return
+        if isinstance(chunk.get("usageMetadata"), dict):
+            self._usage = chunk["usageMetadata"]
+        candidates = chunk.get("candidates")
+        first = candidates[0] if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict) else None
+        if first is None:
+            out.append(sse.raw)
+            return
+        parts = parts_of(first.get("content"))
+        kept_parts = self._judged(parts)
+        closing = first.get("finishReason") is not None
+        state = self.round
+        if closing and state.all_dropped:
+            state.finish_withheld = True
+            self._withheld = _with_parts(chunk, first, kept_parts)
+            return
+        if len(kept_parts) == len(parts):
+            out.append(sse.raw)
+        elif kept_parts or closing or len(candidates) > 1:
+            out.append(event(_with_parts(chunk, first, kept_parts)))
+
+    def _judged(self, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The parts that go out: a call refused here, and every call after one, is cut."""
+        if not any(isinstance(p.get("functionCall"), dict) for p in parts):
+            return parts
+        state, kept = self.round, []
+        for part in parts:
+            calls = list(calls_of([part], f"s{len(self.rounds)}.{self._calls}"))
+            if not calls:
+                kept.append(part)
+                continue
+            before = len(state.kept)
+            state.settle((_Proposed(self._calls, calls[0]),), self._judge, 0)
+            self._calls += 1
+            if len(state.kept) > before:
+                kept.append(part)
+        return kept
+
+    def _close_held(self, out: list[bytes]) -> None:
+        """Nothing is held: a chunk goes out (or is withheld) as it is read."""
+
+    def _end_with(self, text: str, model: str | None) -> list[bytes]:
+        closing = termination(text, model or self._model)
+        if self._usage is not None:
+            closing["usageMetadata"] = self._usage
+        return [event(closing)]
+
+    def _owed(self, out: list[bytes], undecided: bool) -> None:
+        if undecided and self._withheld is not None:
+            out.append(event(self._withheld))
+
+
+def _with_parts(chunk: dict[str, Any], first: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    content = first.get("content") if isinstance(first.get("content"), dict) else {"role": "model"}
+    return {**chunk, "candidates": [{**first, "content": {**content, "parts": parts}}, *chunk["candidates"][1:]]}
+
+
+def stream_answer(stream: bytes) -> Answer | None:
+    texts, calls, seen = [], False, False
+    for _, chunk in json_events(stream):
+        if not isinstance(chunk, dict):
+            continue
+        if "error" in chunk:
+            return None
+        candidates = chunk.get("candidates")
+        if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
+            continue
+        seen = True
+        content = candidates[0].get("content")
+        texts.append(text_of(content))
+        calls = calls or any(True for _ in calls_of(parts_of(content), 0))
+    return Answer(calls, "".join(texts)) if seen else None
+
+
+def stream_prepend_text(stream: bytes, text: str) -> bytes:
+    lead = {"candidates": [{"content": {"role": "model", "parts": [{"text": text + "\n\n"}]}, "index": 0}]}
+    return event(lead) + stream
