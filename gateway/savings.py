@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.pricing.table import Price, PriceTable, read_table
-from gateway.pricing.tokens import Tokenizers, encoding_name, message_tokens
+from gateway.pricing.tokens import Tokenizers, encoding_name, item_tokens
+from gateway.protocols.base import Adapter, ItemText
+from gateway.protocols.chat.adapter import CHAT
+
+# Messages whose protocol is not named (LiteLLM's guardrail hands every model's history over in
+# OpenAI chat shape) are read as chat.
+DEFAULT: Adapter = CHAT
 
 CHARS_PER_TOKEN = 4
 
@@ -63,9 +69,9 @@ class Pricer:
                 self._table = PriceTable(read_table(), self.configured)
             return self._table
 
-    def savings(self, messages: list[Any], model: str | None) -> Savings:
-        """Tokens of ``messages`` and their price: assistant messages at the output rate,
-        everything else at the input rate."""
+    def savings(self, messages: list[Any], model: str | None, adapter: Adapter = DEFAULT) -> Savings:
+        """Tokens of ``messages`` (items of ``adapter``'s protocol) and their price: what the
+        model wrote at the output rate, everything else at the input rate."""
         model = self.model_override or model or ""
         price = self.load().price(model) if model else None
         encoding = encoding_name(model, price) if model else None
@@ -74,8 +80,9 @@ class Pricer:
                                                      price.source if price is not None else "none")
         tokens_in = tokens_out = 0
         for message in messages:
-            tokens = message_tokens(count, message) if count is not None else _estimate(message)
-            if isinstance(message, dict) and message.get("role") == "assistant":
+            piece = adapter.item_text(message)
+            tokens = item_tokens(count, piece) if count is not None else _estimate(piece)
+            if piece.output:
                 tokens_out += tokens
             else:
                 tokens_in += tokens
@@ -83,24 +90,18 @@ class Pricer:
         return Savings(tokens_in + tokens_out, cost, count is None)
 
 
-def estimate(messages: list[Any]) -> Savings:
+def estimate(messages: list[Any], adapter: Adapter = DEFAULT) -> Savings:
     """Tokens as characters / 4, unpriced."""
-    return Savings(sum(_estimate(m) for m in messages), None, True)
+    return Savings(sum(_estimate(adapter.item_text(m)) for m in messages), None, True)
 
 
-def one_round(messages: list[Any]) -> list[Any]:
+def one_round(messages: list[Any], adapter: Adapter = DEFAULT) -> list[Any]:
     """The work one more looping round costs: the history sent again (input) and the model
-    repeating its last call (output). A lower bound: a loop left alone runs many rounds."""
-    last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "assistant"), None)
+    repeating its last item (output). A lower bound: a loop left alone runs many rounds."""
+    last = next((m for m in reversed(messages) if adapter.item_text(m).output), None)
     return [*messages, last] if last is not None else list(messages)
 
 
-def _estimate(message: Any) -> int:
-    if not isinstance(message, dict):
-        return len(str(message)) // CHARS_PER_TOKEN
-    size = len(str(message.get("content") or ""))
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            size += len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
+def _estimate(piece: ItemText) -> int:
+    size = len(piece.text) + sum(len(part) for part in piece.calls)
     return max(1, size // CHARS_PER_TOKEN)

@@ -77,3 +77,31 @@ def test_pricing_never_imports_litellm():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# The same loop in each protocol's own shape: the estimate counts its text through the adapter
+# (a reader of chat keys would see ~1 token per item of these).
+ANTHROPIC_HISTORY = [
+    {"role": "user", "content": [{"type": "text", "text": "summarise a.txt " * 20}]},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.txt"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "the same text " * 50}]},
+]
+GEMINI_HISTORY = [
+    {"role": "user", "parts": [{"text": "summarise a.txt " * 20}]},
+    {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": "a.txt"}}}]},
+    {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"result": "the same text " * 50}}}]},
+]
+
+
+@pytest.mark.parametrize("protocol, history", [("anthropic", ANTHROPIC_HISTORY), ("gemini", GEMINI_HISTORY)])
+def test_other_protocols_count_their_text_and_repeat_the_models_call(protocol, history):
+    from gateway.protocols.registry import BY_NAME
+
+    adapter = BY_NAME[protocol]
+    assert one_round(history, adapter) == [*history, history[1]]
+    chat = estimate(one_round(HISTORY)).tokens
+    mine = estimate(one_round(history, adapter), adapter).tokens
+    assert mine > 200 and abs(mine - chat) < chat * 0.1, (mine, chat)
+    priced = Pricer(configured=configured({"my-llama": ModelPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=2.0)}))
+    saved = priced.savings(one_round(history, adapter), "my-llama", adapter)
+    assert saved.tokens == mine and saved.cost and saved.cost > mine * 1e-6  # the repeated call at the output rate

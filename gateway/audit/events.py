@@ -22,6 +22,7 @@ class StoppedWork:
 
     model: str
     messages: list[Any]
+    protocol: str | None = None  # the adapter that reads ``messages``; None: OpenAI chat
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,8 @@ from gateway.audit.bus import AuditBus, Sink
 from gateway.audit.events import InterventionEvent, SavingsEvent, StoppedWork, now_iso
 from gateway.metrics.registry import GatewayMetrics
 from gateway.pricing.table import Price
-from gateway.savings import Pricer, Savings, one_round
+from gateway.protocols.registry import BY_NAME
+from gateway.savings import DEFAULT, Pricer, Savings, one_round
 from gateway.untrusted import OTHER
 
 _STOP = object()
@@ -82,7 +83,8 @@ class SavingsSink:
 
     def _one(self, item: _Item) -> None:
         event, work = item
-        savings = self.pricer.savings(one_round(work.messages), work.model)
+        adapter = BY_NAME.get(work.protocol or "", DEFAULT)
+        savings = self.pricer.savings(one_round(work.messages, adapter), work.model, adapter)
         self._count(event, work, savings)
         self._send(event, work, savings)
 

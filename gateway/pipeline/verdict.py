@@ -33,7 +33,8 @@ class Verdict:
         if plan is not None:
             audit(ex.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
                   action=action, bus=ex.gateway.audit, agent=plan.policy.agent, trace=plan.trace,
-                  request_id=ex.request_id, work=StoppedWork(ex.adapter.model(ex.payload), plan.messages),
+                  request_id=ex.request_id,
+                  work=StoppedWork(ex.adapter.model(ex.payload), plan.messages, ex.adapter.name),
                   terminate=terminate, effective=plan.policy, protocol=ex.adapter.name)
         self.raise_to(action, judgement.detector)
         if terminate is not None:

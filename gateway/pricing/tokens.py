@@ -17,9 +17,8 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
 from gateway.pricing.table import Price, package_dir
+from gateway.protocols.base import ItemText
 
 CACHE_ENV = "TIKTOKEN_CACHE_DIR"
 BUNDLED = "litellm_core_utils/tokenizers"  # inside the litellm package
@@ -90,24 +89,10 @@ def _bundled() -> Path | None:
     return found / BUNDLED if found is not None and (found / BUNDLED).is_dir() else None
 
 
-def message_tokens(count: Count, message: Any) -> int:
-    """A chat message as litellm counts it: 3 tokens of framing, its text, its calls' names and
-    arguments, its name."""
-    if not isinstance(message, dict):
-        return 3 + count(str(message))
-    total = 3 + count(_text(message.get("content")))
-    if isinstance(message.get("name"), str):
-        total += 1 + count(message["name"])
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            total += count(str(function.get("name") or "")) + count(str(function.get("arguments") or ""))
-    return total
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: their text
-        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
+def item_tokens(count: Count, piece: ItemText) -> int:
+    """One conversation item as litellm counts a chat message: 3 tokens of framing, its text,
+    its author name, its calls' names and arguments (``piece``: the item read by its protocol)."""
+    total = 3 + count(piece.text)
+    if piece.name is not None:
+        total += 1 + count(piece.name)
+    return total + sum(count(part) for part in piece.calls)

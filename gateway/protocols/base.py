@@ -130,6 +130,17 @@ class Answer:
     text: str  # the answer's text
 
 
+@dataclass(frozen=True, slots=True)
+class ItemText:
+    """What one conversation item costs in tokens, read by its protocol: the savings estimate
+    counts these pieces and never reads a wire key itself."""
+
+    output: bool  # the model wrote it (priced at the output rate; one more round repeats it)
+    text: str  # the text the model reads or wrote
+    name: str | None = None  # an author name the protocol sends beside the text
+    calls: tuple[str, ...] = ()  # each tool call's name and arguments, as sent
+
+
 class Adapter(Protocol):
     """One protocol. The pipeline (``gateway.pipeline``) calls these in order; see each stage."""
 
@@ -310,4 +321,8 @@ class Adapter(Protocol):
     def output_tokens(self, answer: bytes) -> int | None:
         """The output tokens the upstream reported for one answer (a JSON reply or a complete
         event stream, as the upstream sent it); None when it reported none."""
+        ...
+
+    def item_text(self, item: Any) -> ItemText:
+        """One conversation item's text pieces, for the savings token estimate."""
         ...

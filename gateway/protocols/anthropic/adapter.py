@@ -18,7 +18,8 @@ from gateway.protocols.anthropic import answers, assemble, parse, replies, rewri
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent
-from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
+from gateway.protocols.anthropic import tokens
 from gateway.protocols.declaration import Declaration, UpstreamSpec
 from gateway.state.base import ChainRecord, StateStore
 from gateway.trace.model import Conversation, ToolCall
@@ -189,6 +190,9 @@ class AnthropicAdapter(PayloadFields):
 
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
         return rewrite.without_tools(payload)
+
+    def item_text(self, item: Any) -> ItemText:
+        return tokens.item_text(item)
 
     def output_tokens(self, answer: bytes) -> int | None:
         return usage.reported(answer, ("usage", "output_tokens"), ("message", "usage", "output_tokens"))

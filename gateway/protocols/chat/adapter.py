@@ -13,7 +13,8 @@ from typing import Any
 from gateway.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, WholeConversations
-from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
+from gateway.protocols.chat import tokens
 from gateway.protocols.declaration import Declaration
 from gateway.protocols.chat import answers, replies, rewrite
 from gateway.protocols.chat.choices import ChoicesFilter
@@ -123,6 +124,9 @@ class ChatAdapter(PayloadFields, WholeConversations):
         if "tools" in out:  # "none" is only accepted next to declared tools
             out["tool_choice"] = "none"
         return out
+
+    def item_text(self, item: Any) -> ItemText:
+        return tokens.item_text(item)
 
     def output_tokens(self, answer: bytes) -> int | None:
         return usage.reported(answer, ("usage", "completion_tokens"))

@@ -13,7 +13,8 @@ from typing import Any
 
 from gateway.protocols import usage
 from gateway.protocols.adapters import WholeConversations
-from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
+from gateway.protocols.gemini import tokens
 from gateway.protocols.declaration import Declaration, UpstreamSpec
 from gateway.protocols.gemini import parse, replies, rewrite, stream
 from gateway.protocols.sse import data_event
@@ -135,6 +136,9 @@ class GeminiAdapter(WholeConversations):
 
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
         return rewrite.without_tools(payload)
+
+    def item_text(self, item: Any) -> ItemText:
+        return tokens.item_text(item)
 
     def output_tokens(self, answer: bytes) -> int | None:
         return usage.reported(answer, ("usageMetadata", "candidatesTokenCount"))

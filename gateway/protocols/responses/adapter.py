@@ -16,7 +16,8 @@ import structlog
 from gateway.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent
-from gateway.protocols.base import Answer, Judge, StreamOptions
+from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
+from gateway.protocols.responses import tokens
 from gateway.protocols.declaration import Declaration
 from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
@@ -262,6 +263,9 @@ class ResponsesAdapter(PayloadFields):
 
     def without_tools(self, payload: dict[str, Any]) -> dict[str, Any]:
         return rewrite.without_tools(payload)
+
+    def item_text(self, item: Any) -> ItemText:
+        return tokens.item_text(item)
 
     def output_tokens(self, answer: bytes) -> int | None:
         return usage.reported(answer, ("usage", "output_tokens"), ("response", "usage", "output_tokens"))
