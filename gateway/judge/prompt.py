@@ -9,6 +9,7 @@ from typing import Any
 
 from gateway.detectors.judge import LlmJudgeSettings
 from gateway.protocols import codec
+from gateway.protocols.chat.adapter import CHAT
 from gateway.trace.model import ToolEvent, Trace
 
 SYSTEM = (
@@ -68,11 +69,8 @@ def read_answer(body: bytes) -> tuple[Answer | None, int, int]:
     data = codec.loads(body)
     usage = data.get("usage") if isinstance(data, dict) else None
     prompt, completion = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
-    try:
-        content = data["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        return None, prompt, completion
-    return _verdict(content), prompt, completion
+    reply = CHAT.answer(data) if isinstance(data, dict) else None  # the judge speaks chat completions
+    return (_verdict(reply.text) if reply is not None else None), prompt, completion
 
 
 def _verdict(content: Any) -> Answer | None:

@@ -27,6 +27,7 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
+from gateway.protocols.chat.adapter import CHAT
 from gateway.replay.insist import ending, insists
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
@@ -36,7 +37,7 @@ from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import Conversation, Trace, Turn
 from gateway.trace.normalize import args_info
 
-CHAT_PATH = "/v1/chat/completions"
+CHAT_PATH = CHAT.declared.routes[0]
 
 
 class _Enforced:

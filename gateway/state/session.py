@@ -8,6 +8,7 @@ from typing import Any
 
 from gateway import untrusted
 from gateway.config import SessionsConfig
+from gateway.protocols.registry import CREDENTIALS
 from gateway.trace.model import Conversation
 
 DEFAULT_SOURCES = SessionsConfig()
@@ -17,6 +18,8 @@ SESSION_HEADERS = DEFAULT_SOURCES.headers
 # Set by the gateway's client authentication for every request: the SHA-256 of the credential
 # the client sent (a client-sent value is dropped first, so it cannot be forged).
 CLIENT_HEADER = "x-loopguard-client"
+# Key headers besides the bearer one, in the order the protocols declare them (as web/keys.py).
+_KEY_HEADERS = tuple(name for name in CREDENTIALS if name != "authorization")
 
 
 def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
@@ -50,11 +53,12 @@ def client_namespace(headers: Mapping[str, str]) -> str:
 
 def _credential_hash(headers: Mapping[str, str]) -> str | None:
     """What the client authentication would set, for callers that run before it (e.g. a
-    tracing middleware): the SHA-256 of the bearer token, else of ``x-api-key`` / ``api-key``."""
+    tracing middleware): the SHA-256 of the bearer token, else of the first key header a
+    protocol declares (``x-api-key``, ``api-key``, ...), in the same order."""
     auth = headers.get("authorization")
     scheme, _, token = (auth or "").partition(" ")
     if scheme.lower() != "bearer":
-        token = headers.get("x-api-key") or headers.get("api-key") or auth or ""
+        token = next((headers[name] for name in _KEY_HEADERS if headers.get(name)), auth or "")
     token = token.strip()
     return hashlib.sha256(token.encode("latin-1", "replace")).hexdigest() if token else None
 

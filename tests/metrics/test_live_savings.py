@@ -57,7 +57,7 @@ class GatedPricer(Pricer):
         self.gate = threading.Event()
         self.threads: list[str] = []
 
-    def savings(self, messages, model) -> Savings:
+    def savings(self, messages, model, adapter=None) -> Savings:
         self.threads.append(threading.current_thread().name)
         self.gate.wait(60)
         return Savings(1000, 0.25, False)
