@@ -3,6 +3,7 @@
 import httpx
 import orjson
 import pytest
+from gateway.audit.memory_sink import MemorySink
 from support.seen import observations
 from support.upstream import Reply
 from support.waiting import wait_for
@@ -171,6 +172,8 @@ def test_a_refused_call_in_a_later_choice_reports_what_the_client_received(start
     reply = Reply(raw_stream=parallel_round_stream()) if stream else \
         Reply(body=completion(calls_message(FRESH, LOOPING), calls_message(LOOPING)))
     upstream, client, _ = start_guarded(lambda r: reply)
+    audit = MemorySink()
+    client.gateway_app.state.gateway.audit.add(audit)
     kwargs = {"model": "m", "n": 2, "messages": looping_history(executed)}
     if stream:
         with client.chat.completions.with_streaming_response.create(stream=True, **kwargs) as response:
@@ -186,4 +189,6 @@ def test_a_refused_call_in_a_later_choice_reports_what_the_client_received(start
     assert headers["x-loopguard-action"] == "reject"
     assert headers["x-loopguard-detector"] == "no_progress"
     assert "x-loopguard-terminate" not in headers
+    responded = [(e.action, e.tool) for e in audit.events if e.phase == "response"]
+    assert responded == [("reject", "read_file")] * 2  # one per choice, each left out of it
     assert len(upstream.requests) == 1
