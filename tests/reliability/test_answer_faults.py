@@ -74,3 +74,16 @@ def test_a_broken_unary_answer_becomes_the_template(start_guarded, broken):
     assert raw.parse().choices[0].message.content.startswith(TEMPLATE)
     assert raw.headers["x-loopguard-terminate"] == "reply"
     assert [(e.phase, e.terminate) for e in events.events if e.action == "terminate"] == [("request", "reply")]
+
+
+@pytest.mark.parametrize("broken", list(BROKEN), ids=list(BROKEN))
+def test_a_broken_answer_after_a_veto_mid_stream_becomes_the_template(start_guarded, broken):
+    from support.agent import Agent
+
+    _, client, _ = start_guarded(closing(BROKEN[broken]), POLICY)
+    events = audited(client)
+    agent = Agent(client, tools={"read_file": lambda a: "same"}, stream=True)
+    final = agent.run("summarize a.txt")
+    assert TEMPLATE in final and "Bad gateway" not in final
+    assert agent.finish_reasons[-1] == "stop"
+    assert [(e.phase, e.terminate) for e in events.events if e.action == "terminate"] == [("response", "reply")]
