@@ -9,6 +9,8 @@ import openai
 import pytest
 from pipeline.bodies import looping_history
 from support.agent import TOOLS
+from support.anthropic_upstream import Said
+from support.claude_gateway import start_claude  # noqa: F401 - the fixture
 from support.fixtures import start_guarded  # noqa: F401 - the fixture
 from support.policies import ladder_policy
 from support.upstream import Reply
@@ -87,3 +89,44 @@ def test_a_broken_answer_after_a_veto_mid_stream_becomes_the_template(start_guar
     assert TEMPLATE in final and "Bad gateway" not in final
     assert agent.finish_reasons[-1] == "stop"
     assert [(e.phase, e.terminate) for e in events.events if e.action == "terminate"] == [("response", "reply")]
+
+
+# --- Anthropic Messages: the same through the anthropic SDK ---------------------------------
+
+CLAUDE_BROKEN = {
+    # message_start, ping, the text block's start and first delta, then half an event.
+    "cut mid-event": Said(text="I read a.txt and it never changed.", cut_after=4),
+    "not SSE": Said(raw_stream=b"<html><body>Bad gateway</body></html>"),
+}
+
+
+def claude_request(times: int) -> dict:
+    messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
+    for i in range(times):
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "same"}]})
+    return {"model": "claude-test", "max_tokens": 1024, "messages": messages,
+            "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]}
+
+
+@pytest.mark.parametrize("broken", list(CLAUDE_BROKEN), ids=list(CLAUDE_BROKEN))
+def test_a_broken_anthropic_answer_becomes_the_template(start_claude, broken):
+    def respond(body: dict) -> Said:
+        if body.get("tool_choice") == {"type": "none"}:
+            return CLAUDE_BROKEN[broken]
+        return Said(calls=[("read_file", {"path": "a.txt"})])
+
+    _, client, _ = start_claude(respond, POLICY)
+    with client.messages.stream(**claude_request(5)) as streamed:
+        message = streamed.get_final_message()
+        header = streamed.response.headers["x-loopguard-terminate"]
+    assert message.stop_reason == "end_turn"  # message_delta and message_stop: a whole message
+    texts = [b.text for b in message.content if b.type == "text"]
+    assert texts and texts[-1].startswith(TEMPLATE) and not any("Bad gateway" in t for t in texts)
+    # Not SSE: nothing went out before it failed, the header waited and names the template. Cut:
+    # the answer's start went out first (kept, its block closed), the template follows it.
+    assert header == ("reply" if broken == "not SSE" else "answer")
+    if broken != "not SSE":
+        assert texts[0] == "I read a" and len(texts) == 2
