@@ -5,7 +5,8 @@ first (the policy's ``answer`` text, placed like a warning) and tools disabled t
 (``Adapter.without_tools``). Its reply is the final one: a unary reply is relayed as the upstream
 wrote it, a stream is relayed through the adapter's stream filter as it arrives. The template
 (mode ``reply``) takes its place when the upstream fails, does not finish within
-``answer_timeout_s``, writes no text, or still calls a tool (a closed tool is never relayed).
+``answer_timeout_s``, writes no text, ends before its protocol's terminal event (cut, or a 200
+that is not the protocol's JSON/SSE), or still calls a tool (a closed tool is never relayed).
 """
 
 from __future__ import annotations
@@ -119,6 +120,12 @@ class FinalAnswer:
                     if held:
                         yield held.pop()
                     held.append(out)
+            if not tool_filter.complete:
+                # Ended cleanly but before its terminal event (cut mid-event, or a 200 that is
+                # not the protocol's SSE): a truncated answer is no answer, the template follows.
+                self._fail("truncated")
+                held += tool_filter.cut(bytes(raw))
+                return
             held += tool_filter.end_upstream()
         except (UpstreamError, TimeoutError) as exc:
             self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")

@@ -7,12 +7,14 @@ is judged call by call as the adapter's stream filter completes them (``StreamJu
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from gateway.guard.decision import Judged, judge_round
 from gateway.guard.response import ProposalJudge, Refusal
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.verdict import fail_open
+from gateway.policy.actions import Action
 from gateway.trace.model import ToolCall
 
 
@@ -31,6 +33,14 @@ def judge_reply(ex: Exchange, reply: dict[str, Any]) -> Judged | None:
     for held in judged.shadowed:
         ex.verdict.record(ex, held, held.action, "response")
     return judged if judged.refused else None
+
+
+def record_dropped(ex: Exchange, refusals: Sequence[Refusal]) -> None:
+    """The other answers' refused calls: each left out of its answer, which is what the audit
+    and the headers say (``reject``), whatever level the call reached: the run goes on, so a
+    terminate-level finding in a later answer never reports ``terminate``."""
+    for other in refusals:
+        ex.verdict.record(ex, other.judgement, Action.REJECT, "response")
 
 
 class StreamJudge:
@@ -79,9 +89,7 @@ class StreamJudge:
 
     def record_others(self) -> None:
         """The other answers' refusals (withheld by the filter): audited, not re-asked."""
-        ex = self.ex
-        for other in self._refusals()[1:]:
-            ex.verdict.record(ex, other.judgement, other.judgement.action, "response")
+        record_dropped(self.ex, self._refusals()[1:])
 
     def record_shadowed(self) -> None:
         for judge in self.judges.values():

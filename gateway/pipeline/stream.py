@@ -185,8 +185,13 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
                 for chunk in _failed(ex, tool_filter, exc):
                     yield chunk
                 break
-            for chunk in tool_filter.end_upstream():
-                yield chunk
+            released = tool_filter.end_upstream()
+            # A stream held whole releases its round only after the decision, so the headers
+            # that wait for its first bytes name what the client receives.
+            if not (tool_filter.holds_whole and tool_filter.complete):
+                for chunk in released:
+                    yield chunk
+                released = []
             if not tool_filter.complete and _is_sse(current):  # ended cleanly, before its terminal event
                 for chunk in _failed(ex, tool_filter, None):
                     yield chunk
@@ -197,14 +202,20 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
             plan = ex.plan
             decision = decide(judge.judged(tool_filter.needs_decision), plan.policy if plan else None, ex.reasks)
             if decision.move == Move.PASS:
+                for chunk in released:
+                    yield chunk
                 break
             judge.record_others()
             refusal = decision.refusal
             assert refusal is not None
             if decision.move == Move.DROP:
                 await veto(ex, refusal)  # the calls before it went out; the rest are dropped
+                for chunk in released:
+                    yield chunk
                 yield terminate.note(Action.REJECT, refusal)
                 break
+            for chunk in released:  # nothing: a re-asked or ended round was withheld whole
+                yield chunk
             if decision.move == Move.TERMINATE:
                 async for chunk in terminate.stream(ex, tool_filter, judge, decision):
                     yield chunk

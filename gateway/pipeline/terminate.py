@@ -50,6 +50,12 @@ async def at_request(ex: Exchange) -> Response:
             ex.verdict.raise_to(Action.TERMINATE, judgement.detector)
             ex.verdict.terminate = ANSWER
             chunks = _answer_stream(ex, final, upstream, judgement)
+            # The headers wait for the first piece: an answer that failed before any of it was
+            # sent (cut, not SSE, late) is the template, and the header says so.
+            first = await anext(chunks, None)
+            if final.failed is not None:
+                ex.verdict.terminate = REPLY
+            chunks = _after(first, chunks)
             chunks = chunks if ex.adapter.declared.stream_notes else uncommented(chunks)
             return RelayStream(200, ex.verdict.headers([SSE]), chunks, upstream.aclose)
         body = await final.read(upstream) if upstream is not None else None
@@ -171,4 +177,13 @@ def _reply(ex: Exchange, final: str, used: str) -> Response:
 
 async def _iterate(chunks: list[bytes]) -> AsyncIterator[bytes]:
     for chunk in chunks:
+        yield chunk
+
+
+async def _after(first: bytes | None, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``first`` (already read) then ``rest``."""
+    if first is None:
+        return
+    yield first
+    async for chunk in rest:
         yield chunk

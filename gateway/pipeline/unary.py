@@ -12,7 +12,7 @@ from starlette.responses import Response
 from gateway.guard.decision import Move, decide
 from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.judging import judge_reply
+from gateway.pipeline.judging import judge_reply, record_dropped
 from gateway.pipeline.remember import remember
 from gateway.pipeline.timing import LogWhenSent
 from gateway.pipeline.verdict import fail_open
@@ -67,8 +67,7 @@ async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
             return await terminate.unary(ex, decision)
         assert decision.refusal is not None
         await veto(ex, decision.refusal)
-        for other in decision.others:
-            ex.verdict.record(ex, other.judgement, other.judgement.action, "response")
+        record_dropped(ex, decision.others)
         if decision.move == Move.DROP:  # the calls before it go to the agent; the rest are dropped
             return _edited(ex, reply, ex.adapter.keep_calls(reply.parsed, decision.keep))
         current = await reask(ex)

@@ -3,6 +3,7 @@
 import httpx
 import orjson
 import pytest
+from gateway.audit.memory_sink import MemorySink
 from support.seen import observations
 from support.upstream import Reply
 from support.waiting import wait_for
@@ -149,3 +150,45 @@ def test_a_failed_re_ask_of_several_streamed_choices_still_ends_the_stream_well_
     assert {c["index"]: c["finish_reason"] for ch in chunks for c in ch["choices"] if c["finish_reason"]} == \
         {0: "stop", 1: "stop"}
     assert response.text.count("data: [DONE]") == 1 and len(upstream.requests) == 2
+
+
+def parallel_round_stream() -> list[bytes]:
+    """Choice 0: list_dir then read_file (a parallel round); choice 1: read_file."""
+    entries = [{"index": i, **call} for i, call in enumerate((FRESH, LOOPING))]
+    return sse([
+        chunk(0, {"role": "assistant", "content": None}), chunk(1, {"role": "assistant", "content": None}),
+        chunk(0, {"tool_calls": entries[:1]}), chunk(1, {"tool_calls": [{"index": 0, **LOOPING}]}),
+        chunk(0, {"tool_calls": entries[1:]}),
+        chunk(0, {}, "tool_calls"), chunk(1, {}, "tool_calls"),
+    ])
+
+
+@pytest.mark.parametrize("executed", [3, 4])  # the proposed read_file: reject-level, terminate-level
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_refused_call_in_a_later_choice_reports_what_the_client_received(start_guarded, stream, executed):
+    """The first choice keeps a fresh call: the run goes on, each refused call (terminate-level
+    or not) is left out of its choice, and the headers say ``reject``, streamed too: a stream of
+    several choices is held whole and its headers wait for the decision, not the warned request."""
+    reply = Reply(raw_stream=parallel_round_stream()) if stream else \
+        Reply(body=completion(calls_message(FRESH, LOOPING), calls_message(LOOPING)))
+    upstream, client, _ = start_guarded(lambda r: reply)
+    audit = MemorySink()
+    client.gateway_app.state.gateway.audit.add(audit)
+    kwargs = {"model": "m", "n": 2, "messages": looping_history(executed)}
+    if stream:
+        with client.chat.completions.with_streaming_response.create(stream=True, **kwargs) as response:
+            headers = response.headers
+            calls = [c for chunk in response.parse() for c in chunk.choices if c.delta.tool_calls]
+        names = [(c.index, e.function.name) for c in calls for e in c.delta.tool_calls]
+        assert names == [(0, "list_dir")]  # both looping calls were dropped
+    else:
+        raw = client.chat.completions.with_raw_response.create(**kwargs)
+        headers, first, second = raw.headers, *raw.parse().choices
+        assert [c.function.name for c in first.message.tool_calls] == ["list_dir"]
+        assert not second.message.tool_calls and second.finish_reason == "stop"
+    assert headers["x-loopguard-action"] == "reject"
+    assert headers["x-loopguard-detector"] == "no_progress"
+    assert "x-loopguard-terminate" not in headers
+    responded = [(e.action, e.tool) for e in audit.events if e.phase == "response"]
+    assert responded == [("reject", "read_file")] * 2  # one per choice, each left out of it
+    assert len(upstream.requests) == 1

@@ -33,6 +33,8 @@ class Said:
     error_type: str = "overloaded_error"
     split: int = 6  # stream tool input in pieces of this many characters
     chunk_delay: float = 0.0  # seconds between streamed events (a slow model, for timeouts)
+    cut_after: int | None = None  # stream only this many events, then half of the next (a cut)
+    raw_stream: bytes | None = None  # these bytes instead of the events (a 200 that is not SSE)
 
     def blocks(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [{"type": "text", "text": self.text}] if self.text else []
@@ -105,6 +107,10 @@ class AnthropicUpstream:
             return Response(orjson.dumps(error), said.status, media_type="application/json")
         if body.get("stream"):
             events = said.events(model)
+            if said.cut_after is not None:
+                events = events[:said.cut_after] + [events[said.cut_after][:20]]
+            if said.raw_stream is not None:
+                events = [said.raw_stream]
             self.sent.append(b"".join(events))
 
             async def pieces():

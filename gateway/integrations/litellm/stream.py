@@ -90,7 +90,7 @@ async def relay(turn: Turn, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
             return
         await turn.veto(decision.refusal)
         for other in decision.others:
-            turn.record(other.judgement, other.judgement.action, "response")
+            turn.record(other.judgement, Action.REJECT, "response")  # left out of its answer
         if decision.move == Move.DROP:  # the calls before it went out; the rest are dropped
             break
         current = await turn.reask(stream=True)

@@ -11,6 +11,7 @@ from typing import Any
 from gateway.guard.decision import Judged, Move, decide, judge_round
 from gateway.integrations.litellm import ending
 from gateway.integrations.litellm.turn import Turn
+from gateway.policy.actions import Action
 
 
 async def respond(turn: Turn, response: Any) -> Any:
@@ -28,7 +29,7 @@ async def respond(turn: Turn, response: Any) -> Any:
             return await ending.unary(turn, decision.judgement)
         await turn.veto(decision.refusal)
         for other in decision.others:
-            turn.record(other.judgement, other.judgement.action, "response")
+            turn.record(other.judgement, Action.REJECT, "response")  # left out of its answer
         if decision.move == Move.DROP:  # the calls before it go to the agent; the rest are dropped
             return turn.wire.response(turn.adapter.keep_calls(reply, decision.keep))
         response = await turn.reask(stream=False)

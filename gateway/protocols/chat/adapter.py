@@ -92,7 +92,9 @@ class ChatAdapter(PayloadFields, WholeConversations):
         n = payload.get("n")
         if type(n) is int and n > 1:  # several answers, interleaved: each one judged
             return ChoicesFilter(judge, model=self.model(payload), options=options, choices=n)
-        reader = ToolCallFilter if options is not None and not options.fast_paths else FastToolCallFilter
+        # Held text is read event by event: the fast paths relay unread what it must hold.
+        general = options is not None and (not options.fast_paths or options.hold_text)
+        reader = ToolCallFilter if general else FastToolCallFilter
         return reader(judge, options=options, model=self.model(payload))
 
     def stream_answer(self, stream: bytes) -> Answer | None:

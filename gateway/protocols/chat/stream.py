@@ -43,6 +43,7 @@ class _Held:
     rest: dict[str, Any]  # delta fields that have not gone out yet (a role)
     usage: Any
     raw_ok: bool  # nothing was taken out of the event or changed in it
+    text: list[bytes] | None = None  # held words (``hold_text``): the bytes they go out as
 
 
 class ToolCallFilter(StreamDriver):
@@ -96,6 +97,7 @@ class ToolCallFilter(StreamDriver):
 
     def _start_round(self) -> None:
         self._asm = ToolCallAssembler()
+        self._judged = False  # the round's calls are all judged: its held words may go (or not)
 
     def _on_done(self, out: list[bytes]) -> None:
         """``[DONE]`` is withheld while anything may still follow it: a re-ask's continuation or
@@ -142,14 +144,29 @@ class ToolCallFilter(StreamDriver):
         has_tools = bool(delta.get("tool_calls")) or delta.get("function_call") is not None
         if choice is not None and (has_tools or (choice.get("finish_reason") and self._asm.calls)):
             self._hold(chunk, raw, choice, delta, out)
+        elif self.options.hold_text and choice is not None and not choice.get("finish_reason"):
+            self._hold_words(chunk, lambda now: self._plain(chunk, raw, choice, delta, now))
         else:
+            if self.options.hold_text and choice is not None:  # a round without calls ends
+                self._judged = True
+                self._release(out)
             self._plain(chunk, raw, choice, delta, out)
+
+    def _hold_words(self, chunk: dict[str, Any], write: Any) -> None:
+        """Words of a round in a conversation at warn level or above: held, in order with its
+        calls, until they are judged, so a refused round's words never reach the client."""
+        now: list[bytes] = []
+        emitted = self._emitted
+        write(now)
+        self._emitted = emitted  # nothing reached the client yet
+        if now:
+            self._held.hold(_Held(b"", chunk, {}, [], {}, None, False, now))
 
     def _plain(self, chunk: dict, raw: bytes, choice: dict | None, delta: dict, out: list[bytes]) -> None:
         """An event without tool calls: relayed as it is unless a re-ask or held usage changes it."""
         if choice is not None:
             self._flush_role(out)
-        strip = self._continuation and "role" in delta
+        strip = self._role_sent() and "role" in delta
         usage, usage_changed = self._usage(chunk.get("usage"))
         if not (self._continuation or usage_changed):
             self._relay(raw, out)
@@ -167,21 +184,27 @@ class ToolCallFilter(StreamDriver):
         # Most tool-call deltas carry nothing else: no copy of the delta for them.
         rest = {} if len(delta) == 1 and "tool_calls" in delta else {
             k: v for k, v in delta.items() if k not in _TOOL_FIELDS}
-        if self._continuation:
+        if self._role_sent():
             rest.pop("role", None)
         usage = chunk.get("usage")
         raw_ok = not self._continuation and usage is None
         if len(chunk["choices"]) > 1 or _meaningful(rest, choice):  # content goes out now; the tool part waits
-            self._flush_role(out)
-            now = {**choice, "delta": rest, "finish_reason": None} if rest or choice.get("logprobs") else None
-            choices = [now if c is choice else c for c in chunk["choices"]]
-            self._emit_piece({**_head(chunk), "choices": [c for c in choices if c is not None]}, out)
+            def write(now: list[bytes], rest: dict = rest) -> None:
+                self._flush_role(now)
+                piece = {**choice, "delta": rest, "finish_reason": None} if rest or choice.get("logprobs") else None
+                choices = [piece if c is choice else c for c in chunk["choices"]]
+                self._emit_piece({**_head(chunk), "choices": [c for c in choices if c is not None]}, now)
+            if self.options.hold_text:
+                self._hold_words(chunk, write)
+            else:
+                write(out)
             rest, raw_ok = {}, False
         held = _Held(raw, chunk, choice, [], rest, usage, raw_ok)
         completed = self._add_entries(held, delta)
         if choice.get("finish_reason"):
             self.round.finish_reason = choice["finish_reason"]
             completed += self._asm.close()
+            self._judged = True
         self._held.hold(held)
         self._settle(completed)
         self._release(out)
@@ -206,6 +229,7 @@ class ToolCallFilter(StreamDriver):
 
     def _close_held(self, out: list[bytes]) -> None:
         self._settle(self._asm.close())
+        self._judged = True
         self._release(out)
 
     def _settle(self, completed: list[PartialCall]) -> None:
@@ -218,6 +242,14 @@ class ToolCallFilter(StreamDriver):
         while held:
             first = held[0]
             entries = first.entries
+            if first.text is not None:  # held words: out once the round is judged, unless refused
+                if not self._judged:
+                    return
+                held.popleft()
+                if not state.all_dropped:
+                    self._emitted = True
+                    out.extend(first.text)
+                continue
             if len(entries) == 1:  # the usual event: one call's delta
                 entry, call = entries[0]
                 if not call.done:
@@ -273,6 +305,11 @@ class ToolCallFilter(StreamDriver):
                 choice = {"index": 0, "delta": held.rest, "logprobs": None, "finish_reason": None}
                 self._emit_piece({**_head(held.chunk), "choices": [choice]}, out)
                 held.rest, held.raw_ok = {}, False
+
+    def _role_sent(self) -> bool:
+        """A continuation's role is the first round's; held words of a refused round took the
+        role with them, and then the continuation's goes out."""
+        return self._continuation and (self._emitted or not self.options.hold_text)
 
     def _usage(self, usage: Any) -> tuple[Any, bool]:
         """Usage of a dropped round is held and added to the next one, so the client sees all."""
