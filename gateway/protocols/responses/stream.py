@@ -80,15 +80,17 @@ class ResponsesStreamFilter(StreamDriver):
 
     ``on_custom`` learns the call ids of custom tool calls, ``on_withheld`` the calls a closing
     response the client got had withheld (the upstream still waits for their outputs), and
-    ``on_alias`` the upstream's own id for a re-ask's answer the client knows by the first id.
+    ``on_alias`` the upstream's own id for a re-ask's answer the client knows by the first id,
+    ``on_round`` that an upstream round begins (the first stream, and each re-ask's).
     """
 
     def __init__(self, judge: Judge, options: StreamOptions | None = None,
                  on_custom: Callable[[set[str]], None] | None = None,
                  on_withheld: Callable[[str, list[ToolCall]], None] | None = None,
-                 on_alias: Callable[[str, str], None] | None = None, model: str = "") -> None:
+                 on_alias: Callable[[str, str], None] | None = None, model: str = "",
+                 on_round: Callable[[], None] | None = None) -> None:
         self._model = model  # for a terminate message before the upstream said anything
-        self._on_custom, self._on_withheld = on_custom, on_withheld
+        self._on_custom, self._on_withheld, self._on_round = on_custom, on_withheld, on_round
         self.view = ClientView(on_alias)
         self.response: dict[str, Any] | None = None  # the latest response object the upstream sent
         self.closing: dict[str, Any] | None = None  # the upstream's last closing response
@@ -184,6 +186,8 @@ class ResponsesStreamFilter(StreamDriver):
         self._calls: dict[int, _Call] = {}  # every call of the round, by upstream output_index
         self._withheld_event: dict[str, Any] = {}
         self._judged = False  # the round ended and its calls are judged: held words may go (or not)
+        if self._on_round is not None:
+            self._on_round()
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         data = event.data
