@@ -191,9 +191,8 @@ def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = fr
 def _protocol_session(adapter: Adapter, session: str) -> str:
     """Each protocol's conversations are sessions of their own: a session's stored vetoed
     exchanges are entries in its protocol's wire format, and two protocols may see the same
-    session header or conversation opening. Chat ids stay bare, as stored before other
-    protocols were guarded."""
-    return session if adapter.name == "chat" else f"{adapter.name}:{session}"  # "responses:f:..."
+    session header or conversation opening (``Declaration.session_prefix``)."""
+    return f"{adapter.name}:{session}" if adapter.declared.session_prefix else session  # "responses:f:..."
 
 
 def _key_hash(authorization: str | None) -> str | None:

@@ -20,7 +20,7 @@ from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
 from gateway.protocols.anthropic import tokens
-from gateway.protocols.declaration import Declaration, UpstreamSpec
+from gateway.protocols.declaration import Declaration, Owned, UpstreamSpec
 from gateway.state.base import ChainRecord, StateStore
 from gateway.trace.model import Conversation, ToolCall
 
@@ -44,6 +44,8 @@ class AnthropicAdapter(PayloadFields):
         id_fields=frozenset({"id", "tool_use_id"}),
         auth_error_type="authentication_error",
         reads=parse.is_messages_body,
+        # A thread's previous message; ``thread_not_found`` makes the SDK send the whole history.
+        owned=(Owned("thread", "Thread message", "thread_not_found"),),
     )
 
     def __init__(self) -> None:

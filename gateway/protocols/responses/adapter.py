@@ -18,7 +18,7 @@ from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
 from gateway.protocols.responses import tokens
-from gateway.protocols.declaration import Declaration
+from gateway.protocols.declaration import Declaration, Owned
 from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.state.base import StateStore
@@ -38,6 +38,10 @@ class ResponsesAdapter(PayloadFields):
         routes=("/v1/responses", "/responses"),
         id_fields=frozenset({"id", "call_id"}),
         reads=lambda body: "messages" not in body and bool(parse.input_items(body)),
+        # Stored responses (GET, DELETE, input_items) and the Conversations API.
+        owned=(Owned("response", "Previous response", "previous_response_not_found", "/v1/responses"),
+               Owned("conversation", "Conversation", "conversation_not_found", "/v1/conversations",
+                     creates=lambda answer: answer.get("id") if isinstance(answer, dict) else None)),
     )
 
     def __init__(self) -> None:
