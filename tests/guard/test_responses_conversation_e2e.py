@@ -11,7 +11,8 @@ import httpx  # noqa: F401 - loaded before the servers start: the SDK reads it f
 import openai
 import pytest
 from support.responses_agent import ResponsesAgent
-from support.responses_upstream import finishing, guarded, stubborn
+from support.policies import example_policy
+from support.responses_upstream import Answer, finishing, guarded, stubborn
 
 MODES = ["unary", "stream", "helper"]
 
@@ -60,3 +61,37 @@ def test_a_healthy_conversation_goes_upstream_as_the_client_sent_it(start):
     assert len(posted) == 4
     sent_by_client = [r["raw"] for r in posted]
     assert all(b'"conversation"' in raw for raw in sent_by_client)
+
+
+PORTFOLIO = [{"type": "function", "name": "portfolio", "description": "The user's holdings.", "strict": False,
+              "parameters": {"type": "object", "properties": {"mode": {"type": "string"}}}}]
+PROMPT = "what do i hold"
+
+
+def forgetful(conversation: list, body: dict) -> Answer:
+    """Guesses instead of calling the required tool, until the gateway's corrective message."""
+    last = conversation[-1]
+    if last.get("type") == "function_call_output":
+        return Answer("You hold 100 shares of 600519.")
+    if last.get("role") == "user" and str(last.get("content")).lower().startswith("[loopguard]"):
+        return Answer(calls=[("portfolio", '{"mode": "view"}')])
+    return Answer("I guess you hold some stocks.")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_corrective_re_ask_continues_the_conversation_without_resending_the_clients_items(tmp_path, mode):
+    """The model's plain answer is held in the conversation already: the re-ask adds only the
+    corrective message, streamed or not (a round without calls is a round the upstream holds)."""
+    with guarded(forgetful, tmp_path, example_policy("portfolio")) as (upstream, url):
+        api = client(url)
+        talk = api.conversations.create().id
+        agent = ResponsesAgent(api, tools={"portfolio": lambda a: "| 600519 | 100 |"}, mode=mode,
+                               conversation=talk, specs=PORTFOLIO)
+        assert agent.run(PROMPT) == "You hold 100 shares of 600519."
+
+    assert agent.executions["portfolio"] == 1
+    held = upstream.conversations[talk]
+    assert [i.get("content") for i in held if i.get("role") == "user"][0] == PROMPT
+    assert sum(i.get("content") == PROMPT for i in held) == 1  # sent once, never again
+    reasked = [r["json"]["input"] for r in upstream.requests if r["path"] == "/v1/responses"][1]
+    assert [i.get("role") for i in reasked] == ["user"] and reasked[0]["content"] != PROMPT

@@ -230,14 +230,18 @@ class ResponsesAdapter(PayloadFields):
     def stream_filter(self, judge: Judge, payload: dict[str, Any],
                       options: StreamOptions | None = None) -> ResponsesStreamFilter:
         talk = conversation.conversation_id(payload)
-        if talk is not None:  # the calls of each round are noted: a re-ask answers them
+        on_round = None
+        if talk is not None:  # each round and its calls are noted: a re-ask answers them
             inner = judge
 
             def judge(call: ToolCall, position: int, *rest: Any) -> bool:
                 self._proposed(talk, (call,), False)
                 return inner(call, position, *rest)
+
+            def on_round() -> None:  # the upstream holds the request now, even for a round without calls
+                self._proposed(talk, (), True)
         return ResponsesStreamFilter(judge, options, on_custom=self._custom_seen, on_withheld=self.withheld.put,
-                                     on_alias=self.aliases.put, model=self.model(payload))
+                                     on_alias=self.aliases.put, model=self.model(payload), on_round=on_round)
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         return answers.stream_answer(stream)
