@@ -79,12 +79,6 @@ class PathGuard:
         return scope
 
 
-# Methods besides POST that a protocol defines on a guarded path (relayed untouched): listing
-# stored chat completions. Every other method there is refused: relayed, it would reach the
-# upstream's model endpoint unjudged.
-OTHER_METHODS: dict[str, tuple[str, ...]] = {"/v1/chat/completions": ("GET",), "/chat/completions": ("GET",)}
-
-
 def routing_key(path: str) -> str:
     """What some upstream's router may read ``path`` as: case folded, each segment without its
     ``;parameters``, trailing dots and blanks, empty segments gone, and every leading ``v1``
@@ -102,7 +96,9 @@ class GuardedSpellings:
     spelling an upstream could route to it is refused (400), and a method the protocol does not
     define there is refused (405): relayed, either would reach the model unjudged."""
 
-    def __init__(self, guarded: Iterable[str], other_methods: dict[str, tuple[str, ...]] = OTHER_METHODS) -> None:
+    def __init__(self, guarded: Iterable[str], other_methods: dict[str, tuple[str, ...]]) -> None:
+        """``other_methods``: path -> the methods besides POST its protocol defines there
+        (``Declaration.other_methods``), relayed untouched."""
         self.guarded = frozenset(guarded)
         self.keys = {routing_key(path): path for path in sorted(self.guarded, key=len)}
         self.other_methods = other_methods

@@ -11,14 +11,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import structlog
-
 from gateway.errors import error_body
 from gateway.protocols import usage
-from gateway.protocols.adapters import PayloadFields, Recent
+from gateway.protocols.adapters import PayloadFields, Recent, stored_record
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
 from gateway.protocols.responses import tokens
-from gateway.protocols.declaration import Declaration
+from gateway.protocols.declaration import Declaration, Owned
 from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.state.base import StateStore
@@ -38,6 +36,10 @@ class ResponsesAdapter(PayloadFields):
         routes=("/v1/responses", "/responses"),
         id_fields=frozenset({"id", "call_id"}),
         reads=lambda body: "messages" not in body and bool(parse.input_items(body)),
+        # Stored responses (GET, DELETE, input_items) and the Conversations API.
+        owned=(Owned("response", "Previous response", "previous_response_not_found", "/v1/responses"),
+               Owned("conversation", "Conversation", "conversation_not_found", "/v1/conversations",
+                     creates=lambda answer: answer.get("id") if isinstance(answer, dict) else None)),
     )
 
     def __init__(self) -> None:
@@ -126,13 +128,9 @@ class ResponsesAdapter(PayloadFields):
         if previous is None:
             return []
         key = chain.key(namespace, previous)
-        record = await store.response_chain(key)
-        if record is None:  # unknown, expired, or another client's
-            if key not in self.unknown:
-                self.unknown.put(key)
-                structlog.get_logger("loopguard").info(
-                    "chain_unknown", previous_response_id=previous,
-                    detail="judging only the items the request carries")
+        record = await stored_record(store, key, self.unknown, "chain_unknown", previous_response_id=previous,
+                                     detail="judging only the items the request carries")
+        if record is None:
             return []
         items = [*record.items, *record.owed]  # owed outputs last: with_items sends them
         self.history_sizes.put(key, (len(items), record.upstream_id, chain.fingerprint(items)))
