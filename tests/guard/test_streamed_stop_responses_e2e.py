@@ -53,14 +53,21 @@ def streamed_texts(agent: ResponsesAgent) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("chain", [False, True])
+def agent(url: str, mode: str, history: str) -> ResponsesAgent:
+    """``history``: sent whole, chained by ``previous_response_id``, or kept in a conversation."""
+    api = client(url)
+    talk = api.conversations.create().id if history == "conversation" else None
+    return ResponsesAgent(api, mode=mode, chain=history == "chain", conversation=talk)
+
+
+@pytest.mark.parametrize("history", ["whole", "chain", "conversation"])
 @pytest.mark.parametrize("mode", ["stream", "helper"])
-def test_a_streamed_responses_stop_reads_exactly_like_the_non_streamed_one(start, mode, chain):
+def test_a_streamed_responses_stop_reads_exactly_like_the_non_streamed_one(start, mode, history):
     _, unary_url = start(chatty)
-    unary = ResponsesAgent(client(unary_url), mode="unary", chain=chain)
+    unary = agent(unary_url, "unary", history)
     unary_answer = unary.run("summarize a.txt")
     _, stream_url = start(chatty)
-    streamed = ResponsesAgent(client(stream_url), mode=mode, chain=chain)
+    streamed = agent(stream_url, mode, history)
     answer = streamed.run("summarize a.txt")
 
     assert answer == unary_answer and SAYING not in answer
