@@ -9,6 +9,7 @@ import pytest
 from google.genai import errors, types
 from support.gemini_gateway import client_for, start_gemini  # noqa: F401 - the fixture
 from support.gemini_upstream import Said, healthy, stubborn
+from support.rawhttp import send
 from support.policies import ladder_policy
 
 MODEL = "gemini-test"
@@ -214,3 +215,26 @@ def test_a_server_side_upstream_error_keeps_its_shape(start_gemini):
     with pytest.raises(errors.ServerError) as caught:
         client.models.generate_content(model=MODEL, contents="hi")
     assert caught.value.code == 503
+
+
+@pytest.mark.parametrize("target", [
+    f"/v1beta/models/{MODEL}:GenerateContent", f"/V1BETA/models/{MODEL}:streamGenerateContent?alt=sse",
+    f"/v1beta/models/{MODEL}:generateContent;x", f"/v1/models/{MODEL}:generateContent.",
+    f"/v1beta/Models/{MODEL}:generateContent", f"/v1/v1beta/models/{MODEL}:generateContent",
+])
+def test_another_spelling_of_a_gemini_route_is_refused(start_gemini, target):
+    """Google's router (or a proxy before it) may read these as the guarded route: relayed, they
+    would reach the model unjudged."""
+    upstream, _, gateway = start_gemini(stubborn())
+    body = orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    response = send(gateway, "POST", target, [("Content-Type", "application/json")], body)
+    assert response.status == 400, (target, response.status, response.body)
+    assert "another spelling" in response.json()["error"]["message"]
+    assert upstream.requests == []
+
+
+def test_a_method_gemini_does_not_define_on_its_route_gets_405(start_gemini):
+    upstream, _, gateway = start_gemini(stubborn())
+    response = send(gateway, "GET", f"/v1beta/models/{MODEL}:generateContent")
+    assert response.status == 405 and response.headers["allow"] == "POST"
+    assert upstream.requests == []
