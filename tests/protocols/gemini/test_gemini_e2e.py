@@ -8,7 +8,7 @@ import orjson
 import pytest
 from google.genai import errors, types
 from support.gemini_gateway import client_for, start_gemini  # noqa: F401 - the fixture
-from support.gemini_upstream import Said, healthy, stubborn
+from support.gemini_upstream import Said, healthy, stubborn, tools_closed
 from support.rawhttp import send
 from support.policies import ladder_policy
 
@@ -83,6 +83,32 @@ def test_a_looping_agent_is_warned_refused_then_ended_with_the_models_answer(sta
     assert len(upstream.requests) == 6
     assert all(r["path"].endswith(":streamGenerateContent" if stream else ":generateContent")
                for r in upstream.requests)
+
+
+SAYING = "Let me read a.txt again."
+
+
+def chatty(body: dict) -> Said:
+    """Loops, saying so next to each call; with tools closed, its final answer."""
+    return Said(text=FINAL) if tools_closed(body) else Said(text=SAYING, calls=[("read_file", {"path": "a.txt"})])
+
+
+def test_a_streamed_stop_reads_exactly_like_the_non_streamed_one(start_gemini):
+    """From the warned step on, a round's words are held until its call is judged: the refused
+    round's "Let me read a.txt again." never reaches the streaming client either."""
+    _, unary_client, _ = start_gemini(chatty)
+    unary = manual_run(unary_client, False)
+    _, stream_client, _ = start_gemini(chatty)
+    streamed = manual_run(stream_client, True)
+
+    assert streamed == unary == (FINAL, 3)
+
+
+def test_automatic_function_calling_streams_the_executed_steps_words_only(start_gemini):
+    """The SDK streams every step's chunks: the three executed steps' words, then the answer;
+    the refused steps' words never."""
+    _, client, _ = start_gemini(chatty)
+    assert automatic_run(client, True) == (SAYING * 3 + FINAL, 3)
 
 
 @pytest.mark.parametrize("stream", [False, True])
