@@ -115,7 +115,8 @@ def build_app(
     # Paths and header values are made canonical before authentication, both before any route;
     # a guarded route is then reached only by its own spelling and methods.
     other_methods = {path: adapter.declared.other_methods for adapter in ADAPTERS for path in adapter.declared.routes}
-    gates = (PathGuard(), ClientAuth(config.auth), GuardedSpellings(guarded, other_methods))
+    gates = (PathGuard(), ClientAuth(config.auth),
+             GuardedSpellings(guarded, other_methods, [pattern for _, pattern, _ in PATTERNS]))
     front = Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
                   config.limits.max_inflight_bytes, patterns)
     app = GatewayApp(front, others)
