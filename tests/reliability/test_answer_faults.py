@@ -130,3 +130,64 @@ def test_a_broken_anthropic_answer_becomes_the_template(start_claude, broken):
     assert header == ("reply" if broken == "not SSE" else "answer")
     if broken != "not SSE":
         assert texts[0] == "I read a" and len(texts) == 2
+
+
+# --- Responses: the same through the openai SDK's Responses stream ----------------------------
+
+def _responses_upstream(broken: str):
+    """A Responses upstream whose model calls read_file until tools are closed; its closed-tools
+    answer is ``broken``: cut inside an event, or a stream that ends before ``response.completed``."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+    from support.responses_wire import encode, function_call, message, stream_events
+
+    async def create(request: Request) -> StreamingResponse:
+        body = await request.json()
+        if body.get("tool_choice") != "none":
+            events = [encode(e) for e in stream_events([function_call("read_file", '{"path": "a.txt"}', "call_x")])]
+        else:
+            events = [encode(e) for e in stream_events([message("I read a.txt and it never changed.")])][:-1]
+            events = events[:4] + [events[4][:30]] if broken == "cut mid-event" else events
+
+        async def pieces():
+            for event in events:
+                yield event
+        return StreamingResponse(pieces(), media_type="text/event-stream")
+    return Starlette(routes=[Route("/v1/responses", create, methods=["POST"])])
+
+
+def responses_request(times: int) -> dict:
+    items: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
+    for i in range(times):
+        items.append({"type": "function_call", "call_id": f"call_{i}", "name": "read_file",
+                      "arguments": '{"path": "a.txt"}'})
+        items.append({"type": "function_call_output", "call_id": f"call_{i}", "output": "same"})
+    return {"model": "m", "input": items,
+            "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]}
+
+
+RESPONSES_BROKEN = ["cut mid-event", "no response.completed"]
+
+
+@pytest.mark.parametrize("times", [5, 4], ids=["at the request", "mid-stream"])
+@pytest.mark.parametrize("broken", RESPONSES_BROKEN)
+def test_a_broken_responses_answer_becomes_the_template(child_gateway, broken, times):
+    from support.servers import serve
+
+    with serve(_responses_upstream(broken)) as upstream_url:
+        child = child_gateway(upstream_url, POLICY)
+        client = openai.OpenAI(base_url=child.url + "/v1", api_key="k", max_retries=0)
+        with client.responses.stream(**responses_request(times)) as stream:
+            events = list(stream)
+            final = stream.get_final_response()  # response.completed: a whole response
+        assert events[-1].type == "response.completed"
+        assert [e.type for e in events].count("response.completed") == 1
+        numbers = [e.sequence_number for e in events]
+        assert numbers == sorted(set(numbers))
+        assert TEMPLATE in final.output_text
+        assert not any(item.type == "function_call" for item in final.output)  # the closed tool never shows
+        (terminated,) = [e for e in child.audit() if e["event"] == "loop_intervention" and e["action"] == "terminate"]
+        assert terminated["terminate"] == "reply"
+        assert terminated["phase"] == ("request" if times == 5 else "response")
