@@ -11,6 +11,7 @@ from pipeline.bodies import looping_history
 from support.agent import TOOLS
 from support.anthropic_upstream import Said
 from support.claude_gateway import start_claude  # noqa: F401 - the fixture
+from support.loop_bodies import claude_request, responses_request
 from support.fixtures import start_guarded  # noqa: F401 - the fixture
 from support.policies import ladder_policy
 from support.upstream import Reply
@@ -100,17 +101,6 @@ CLAUDE_BROKEN = {
 }
 
 
-def claude_request(times: int) -> dict:
-    messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
-    for i in range(times):
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "same"}]})
-    return {"model": "claude-test", "max_tokens": 1024, "messages": messages,
-            "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]}
-
-
 @pytest.mark.parametrize("broken", list(CLAUDE_BROKEN), ids=list(CLAUDE_BROKEN))
 def test_a_broken_anthropic_answer_becomes_the_template(start_claude, broken):
     def respond(body: dict) -> Said:
@@ -156,16 +146,6 @@ def _responses_upstream(broken: str):
                 yield event
         return StreamingResponse(pieces(), media_type="text/event-stream")
     return Starlette(routes=[Route("/v1/responses", create, methods=["POST"])])
-
-
-def responses_request(times: int) -> dict:
-    items: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
-    for i in range(times):
-        items.append({"type": "function_call", "call_id": f"call_{i}", "name": "read_file",
-                      "arguments": '{"path": "a.txt"}'})
-        items.append({"type": "function_call_output", "call_id": f"call_{i}", "output": "same"})
-    return {"model": "m", "input": items,
-            "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]}
 
 
 RESPONSES_BROKEN = ["cut mid-event", "no response.completed"]

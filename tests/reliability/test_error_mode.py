@@ -12,6 +12,7 @@ import openai
 import pytest
 from support.anthropic_upstream import AnthropicUpstream
 from support.anthropic_upstream import stubborn as claude_stubborn
+from support.loop_bodies import chat_request, claude_request, responses_request
 from support.looping import RespondingUpstream, stubborn
 from support.policies import ladder_policy
 from support.responses_upstream import ResponsesUpstream
@@ -20,37 +21,18 @@ from support.servers import serve
 
 POLICY = ladder_policy("interventions:\n  terminate:\n    mode: error\n")
 CALLS = 4  # executed identical calls in the history: the model's next identical one is the 5th
-ARGS = '{"path": "a.txt"}'
 
 
 def chat_body() -> dict:
-    messages: list[dict] = [{"role": "user", "content": "read a.txt"}]
-    for i in range(CALLS):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": "read_file", "arguments": ARGS}}]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": "same text"})
-    return {"model": "m", "messages": messages, "stream": True,
-            "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]}
+    return {**chat_request(CALLS), "stream": True}
 
 
 def responses_body() -> dict:
-    items: list[dict] = [{"role": "user", "content": "read a.txt"}]
-    for i in range(CALLS):
-        items.append({"type": "function_call", "call_id": f"call_{i}", "name": "read_file", "arguments": ARGS})
-        items.append({"type": "function_call_output", "call_id": f"call_{i}", "output": "same text"})
-    return {"model": "m", "input": items, "stream": True,
-            "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]}
+    return {**responses_request(CALLS), "stream": True}
 
 
 def claude_body() -> dict:
-    messages: list[dict] = [{"role": "user", "content": "read a.txt"}]
-    for i in range(CALLS):
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "same text"}]})
-    return {"model": "claude-test", "max_tokens": 1024, "messages": messages, "stream": True,
-            "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]}
+    return {**claude_request(CALLS), "stream": True}
 
 
 def raw_events(url: str, path: str, body: dict) -> list[bytes]:

@@ -9,6 +9,7 @@ import threading
 
 import httpx
 import pytest
+from support.loop_bodies import CLAUDE_TEXT_END, CLAUDE_TEXT_START
 from support.responses_wire import encode, message, stream_events
 from support.waiting import wait_for
 
@@ -19,19 +20,7 @@ CHAT_EVENTS = [
     b'"delta":{},"finish_reason":"stop"}]}\n\n',
     b"data: [DONE]\n\n",
 ]
-ANTHROPIC_EVENTS = [
-    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
-    b'"role":"assistant","model":"claude","content":[],"stop_reason":null,"stop_sequence":null,'
-    b'"usage":{"input_tokens":1,"output_tokens":0}}}\n\n',
-    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
-    b'"content_block":{"type":"text","text":""}}\n\n',
-    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
-    b'"delta":{"type":"text_delta","text":"done"}}\n\n',
-    b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
-    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn",'
-    b'"stop_sequence":null},"usage":{"output_tokens":1}}\n\n',
-    b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
-]
+ANTHROPIC_EVENTS = CLAUDE_TEXT_START + CLAUDE_TEXT_END
 CASES = {
     "responses": ("/v1/responses", [encode(e) for e in stream_events([message("done")])],
                   {"model": "m", "input": "hi", "stream": True}, b"response.completed"),

@@ -17,17 +17,10 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
+from support.loop_bodies import CLAUDE_TEXT_START
 from support.waiting import wait_for
 
-ANTHROPIC_EVENTS = [
-    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
-    b'"role":"assistant","model":"claude","content":[],"stop_reason":null,"stop_sequence":null,'
-    b'"usage":{"input_tokens":1,"output_tokens":0}}}\n\n',
-    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
-    b'"content_block":{"type":"text","text":""}}\n\n',
-    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
-    b'"delta":{"type":"text_delta","text":"half an ans"}}\n\n',
-]
+ANTHROPIC_EVENTS = CLAUDE_TEXT_START
 CHAT_EVENTS = [
     b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
     b'"delta":{"role":"assistant","content":"one"},"finish_reason":null}]}\n\n',
