@@ -14,6 +14,7 @@ from gateway.metrics.registry import GatewayMetrics
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.declaration import UpstreamSpec
 from gateway.protocols.grown import GrownBodies
+from gateway.protocols.registry import DEFAULT
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.headers import request_headers
@@ -42,9 +43,10 @@ class Gateway:
     def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool,
                         spec: UpstreamSpec | None = None) -> list[tuple[bytes, bytes]]:
         """The client's headers for the upstream of ``spec`` (None: the default upstream)."""
+        spec = spec or DEFAULT.declared.upstream
         up = self.config.upstream
-        if spec is None or spec.config is None:
-            return request_headers(client, up.headers, up.api_key, identity)
+        if spec.config is None:  # the default upstream: its configured extra headers too
+            return provider_headers(client, spec, up.api_key, identity, up.headers)
         return provider_headers(client, spec, up.setting(spec.config, "api_key"), identity)
 
     def forward_query(self, query: bytes, spec: UpstreamSpec | None = None) -> bytes:
@@ -54,15 +56,15 @@ class Gateway:
 
 
 def provider_headers(client: list[tuple[bytes, bytes]], spec: UpstreamSpec, api_key: str | None,
-                     identity: bool) -> list[tuple[bytes, bytes]]:
+                     identity: bool, extra: dict[str, str] | None = None) -> list[tuple[bytes, bytes]]:
     """Client headers for a provider's API (its version and beta headers untouched). A
-    server-side key is sent the provider's way and replaces every credential the client sent:
-    none goes to the provider next to the operator's key."""
-    if not api_key:
-        return request_headers(client, {}, None, identity)
-    out = request_headers(client, {spec.key_header: spec.key_prefix + api_key}, None, identity)
-    drop = {name.encode("latin-1") for name in spec.credentials} - {spec.key_header.encode("latin-1")}
-    return [(k, v) for k, v in out if k not in drop]
+    server-side key is sent the provider's way (``spec.key_header``) and replaces every
+    credential the client sent: none goes to the provider next to the operator's key."""
+    key = None
+    if api_key:
+        key = (spec.key_header.encode("latin-1"), (spec.key_prefix + api_key).encode("latin-1"))
+    credentials = (name.encode("latin-1") for name in spec.credentials)
+    return request_headers(client, extra or {}, identity, key, credentials)
 
 
 def forward_query(query: bytes, spec: UpstreamSpec, api_key: str | None) -> bytes:

@@ -5,7 +5,6 @@ every edit (anchor, replaced result, re-shown vetoed exchange)."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,7 +16,7 @@ from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.base import Adapter
 from gateway.state.bounds import VETO_TEXT_CHARS, bounded
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
-from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
+from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, credential_hash, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation, Trace, Turn, WarnedCall
 
@@ -51,8 +50,8 @@ async def plan_request(
     after the entries ``Adapter.history`` supplied)."""
     policy = policies.resolve(
         agent=headers.get("x-loopguard-agent"),
-        api_key_sha256=headers.get("x-loopguard-client") or _key_hash(headers.get("authorization")),
-        model=payload.get("model") if isinstance(payload.get("model"), str) else None,
+        api_key_sha256=headers.get(CLIENT_HEADER) or credential_hash(headers),
+        model=adapter.model(payload) or None,  # Google's is in the path
         path=path,
     )
     length = len(items)
@@ -191,14 +190,5 @@ def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = fr
 def _protocol_session(adapter: Adapter, session: str) -> str:
     """Each protocol's conversations are sessions of their own: a session's stored vetoed
     exchanges are entries in its protocol's wire format, and two protocols may see the same
-    session header or conversation opening. Chat ids stay bare, as stored before other
-    protocols were guarded."""
-    return session if adapter.name == "chat" else f"{adapter.name}:{session}"  # "responses:f:..."
-
-
-def _key_hash(authorization: str | None) -> str | None:
-    """Agents may be matched by API key without the policy (or a log) ever holding the key."""
-    if not authorization:
-        return None
-    token = authorization.split(" ", 1)[-1].strip()
-    return hashlib.sha256(token.encode()).hexdigest() if token else None
+    session header or conversation opening (``Declaration.session_prefix``)."""
+    return f"{adapter.name}:{session}" if adapter.declared.session_prefix else session  # "responses:f:..."

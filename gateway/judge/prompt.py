@@ -9,7 +9,7 @@ from typing import Any
 
 from gateway.detectors.judge import LlmJudgeSettings
 from gateway.protocols import codec
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.chat import asking
 from gateway.trace.model import ToolEvent, Trace
 
 SYSTEM = (
@@ -33,8 +33,7 @@ class Answer:
 
 
 def request_body(trace: Trace, settings: LlmJudgeSettings, model: str) -> bytes:
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": transcript(trace, settings)}]
-    return codec.dumps({"model": model, "messages": messages, "max_tokens": settings.max_tokens, "stream": False})
+    return asking.question(model, SYSTEM, transcript(trace, settings), settings.max_tokens)
 
 
 def transcript(trace: Trace, settings: LlmJudgeSettings) -> str:
@@ -66,11 +65,8 @@ def _cut(text: str, limit: int) -> str:
 
 def read_answer(body: bytes) -> tuple[Answer | None, int, int]:
     """(the verdict or None when the reply holds none, prompt tokens, completion tokens)."""
-    data = codec.loads(body)
-    usage = data.get("usage") if isinstance(data, dict) else None
-    prompt, completion = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
-    reply = CHAT.answer(data) if isinstance(data, dict) else None  # the judge speaks chat completions
-    return (_verdict(reply.text) if reply is not None else None), prompt, completion
+    text, prompt, completion = asking.reply(body)  # the judge speaks chat completions
+    return (_verdict(text) if text is not None else None), prompt, completion
 
 
 def _verdict(content: Any) -> Answer | None:
@@ -89,7 +85,3 @@ def _verdict(content: Any) -> Answer | None:
     reason = value.get("reason")
     return Answer(looping, confidence, _cut(reason, 300) if isinstance(reason, str) else "")
 
-
-def _tokens(usage: Any, key: str) -> int:
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and value >= 0 else 0

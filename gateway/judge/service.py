@@ -17,6 +17,7 @@ from gateway.config import UpstreamConfig
 from gateway.detectors.judge import NAME, LlmJudgeSettings
 from gateway.judge import prompt, schedule
 from gateway.policy.engine import EffectivePolicy, Judgement
+from gateway.protocols.chat import asking
 from gateway.state.base import StateStore
 from gateway.trace.model import Trace
 from gateway.upstream.base import Upstream, UpstreamRequest
@@ -98,7 +99,7 @@ class JudgeService:
         own = [(b"content-type", b"application/json"), (b"accept-encoding", b"identity")]
         key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
         if key:
-            own.append((b"authorization", b"Bearer " + key.encode("latin-1")))
+            own.append(asking.key_header(key))
         return upstream, own
 
     async def aclose(self) -> None:

@@ -94,7 +94,9 @@ class FinalAnswer:
             ex.clock.waited(started)
         try:
             reply = codec.loads(content)
-            said = ex.adapter.answer(reply) if isinstance(reply, dict) else None
+            # A dict, or what else its protocol answers whole (Gemini's streamed JSON array);
+            # an adapter raises on what it cannot read (then: unreadable).
+            said = ex.adapter.answer(reply)
             calls = said is None or said.calls or any(ex.adapter.proposed_calls(reply))
         except Exception:  # noqa: BLE001 - an unreadable answer: the template instead
             return self._fail("unreadable")

@@ -17,22 +17,16 @@ from gateway.pipeline.exchange import Exchange
 from gateway.web.responses import error_response
 from gateway.state import owned
 
-# kind -> (what the message calls it, the error code the protocol's SDKs know)
-_NOT_FOUND = {
-    "response": ("Previous response", "previous_response_not_found"),
-    "conversation": ("Conversation", "conversation_not_found"),
-    "thread": ("Thread message", "thread_not_found"),
-}
-
 
 async def foreign(ex: Exchange) -> Response | None:
     """The 404 for the first named id the caller's tenant did not create; None when all are its own."""
     gateway, adapter = ex.gateway, ex.adapter
-    if not owned.enforced(gateway.config, adapter.name):
+    if not owned.enforced(gateway.config, adapter.declared.upstream):
         return None
     for kind, ident in adapter.references(ex.payload):
         if not await _owned(ex, kind, ident):
-            what, code = _NOT_FOUND.get(kind, ("Object", "not_found"))
+            declared = next((o for o in adapter.declared.owned if o.kind == kind), None)
+            what, code = (declared.called, declared.code) if declared else ("Object", "not_found")
             ex.log.info("reference_refused", kind=kind, detail="not created in the caller's tenant")
             return error_response(404, f"{what} with id '{ident}' not found.", "not_found_error", code,
                                   shape=adapter.error_body)
@@ -40,7 +34,7 @@ async def foreign(ex: Exchange) -> Response | None:
 
 
 async def claim_created(ex: Exchange, reply: dict[str, Any]) -> None:
-    if not owned.enforced(ex.gateway.config, ex.adapter.name):
+    if not owned.enforced(ex.gateway.config, ex.adapter.declared.upstream):
         return
     for kind, ident in ex.adapter.created(ex.payload, reply):
         await owned.claim(ex.gateway.store, ex.namespace, kind, ident)

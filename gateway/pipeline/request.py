@@ -75,7 +75,7 @@ def _ask_judge(ex: Exchange) -> None:
     if judge is None or plan is None or plan.action == Action.TERMINATE:
         return
     headers = ex.outgoing.headers if ex.upstream is ex.gateway.upstream else []
-    judge.consider(plan.policy, plan.session, plan.trace, plan.judgement, ex.payload.get("model"), headers)
+    judge.consider(plan.policy, plan.session, plan.trace, plan.judgement, ex.adapter.model(ex.payload) or None, headers)
 
 
 def _chain_rewrites(ex: Exchange) -> bool:

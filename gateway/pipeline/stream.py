@@ -27,13 +27,10 @@ from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import upstream_failure
-from gateway.protocols.streaming import HOLDING
+from gateway.protocols.streaming import Held
 from gateway.web.responses import uncommented
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
-
-KEEPALIVE_S = 15.0  # while an answer is held, a comment keeps idle-timeout proxies patient
-
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
@@ -102,28 +99,32 @@ async def _resumed(first: list[bytes], failure: UpstreamError | None,
 
 
 async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
-    current, mark = upstream, time.monotonic()
+    """Each attempt held whole until the model's answer is known; while it is, the client gets
+    the stream driver's keepalive (``Held``: every ``keepalive_s`` of a quiet hold)."""
+    current, held = upstream, Held(ex.stream_options().keepalive_s)
     while True:
-        held = bytearray()
+        held.clear()
         try:
             async for chunk in _attempt(ex, current):
-                held += chunk
-                if time.monotonic() - mark >= KEEPALIVE_S:
-                    mark = time.monotonic()
-                    yield HOLDING
+                held.hold(chunk)
+                owed: list[bytes] = []
+                held.keepalive(owed)
+                for keepalive in owed:
+                    yield keepalive
         finally:
             if current is not upstream:
                 await current.aclose()
-        said = expect.plain_answer(ex, stream=bytes(held)) if ex.verdict.action != Action.TERMINATE else None
+        whole = b"".join(held)
+        said = expect.plain_answer(ex, stream=whole) if ex.verdict.action != Action.TERMINATE else None
         if said is None:
-            yield bytes(held)
+            yield whole
             break
         if (retry := await expect.retry(ex, said)) is not None:
             assert ex.expectation is not None
             yield expect.note(ex.expectation, Action.REJECT)
             current = retry
             continue
-        for chunk in expect.warn_stream(ex, bytes(held)):
+        for chunk in expect.warn_stream(ex, whole):
             yield chunk
         break
     await remember(ex)  # before the stream ends: the client may continue the chain at once

@@ -10,10 +10,11 @@ from collections import OrderedDict
 from typing import Any
 
 import orjson
+import structlog
 
-from gateway.state.base import StateStore
+from gateway.state.base import ChainRecord, StateStore
 
-__all__ = ["PayloadFields", "Recent", "WholeConversations", "newest_within"]
+__all__ = ["PayloadFields", "Recent", "WholeConversations", "newest_within", "stored_record"]
 
 
 def newest_within(items: list[Any], max_bytes: int) -> int:
@@ -47,6 +48,17 @@ class Recent(OrderedDict):
         self.move_to_end(key)
         while len(self) > self.limit:
             self.popitem(last=False)
+
+
+async def stored_record(store: StateStore, key: str, unknown: Recent, event: str, **said: Any) -> ChainRecord | None:
+    """The stored record a request's previous id names (``key``), or None when it is unknown,
+    expired, or another client's: then the request is judged on what it carries alone, and
+    that is logged once per key (``unknown`` remembers which were), as ``event`` with ``said``."""
+    record = await store.response_chain(key)
+    if record is None and key not in unknown:
+        unknown.put(key)
+        structlog.get_logger("loopguard").info(event, **said)
+    return record
 
 
 class PayloadFields:

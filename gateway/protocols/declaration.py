@@ -38,6 +38,25 @@ class UpstreamSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Owned:
+    """A kind of server-side object a tenant creates through the protocol and later names by id.
+
+    With the operator's key every tenant's objects live in one upstream account, so an id the
+    caller's tenant did not create is refused (404) before anything is relayed or judged.
+    """
+
+    kind: str  # the claim's key and the relayed refusal's word: "response"
+    called: str  # how a refused request names it: "Previous response"
+    code: str  # the error code the protocol's SDKs know: "previous_response_not_found"
+    # Relayed paths naming one by id, ``{collection}/{ident}`` and what hangs below it (any
+    # method), are checked against the tenant; "": named only inside guarded requests.
+    collection: str = ""
+    # How the answer to a relayed ``POST {collection}`` names the object it created (then
+    # claimed for the tenant); None: the collection creates none.
+    creates: Callable[[Any], str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Declaration:
     """A protocol's facts. ``name`` is the adapter's (metrics label, log field, replay key)."""
 
@@ -56,6 +75,15 @@ class Declaration:
     # Whether its event streams may carry SSE comments (the gateway's decision notes and
     # keepalives). False for clients that read every line they do not know as data (google-genai).
     stream_notes: bool = True
+    # Methods besides POST the protocol defines on its guarded paths, relayed untouched (chat's
+    # GET lists stored completions). Any other method there is refused (405): relayed, it would
+    # reach the upstream's model endpoint unjudged.
+    other_methods: tuple[str, ...] = ()
+    owned: tuple[Owned, ...] = ()  # its tenant-owned objects (``Owned``)
+    # Whether its sessions' stored keys carry the adapter's name ("responses:f:..."): each
+    # protocol's conversations are sessions of their own. False only for the protocol whose
+    # keys were stored before any other was guarded (chat), so they stay as stored.
+    session_prefix: bool = True
     # Whether a recorded request body (``loopguard replay``) is one of this protocol's. The
     # registry asks the adapters in its order: the most specific reader first.
     reads: Callable[[Mapping[str, Any]], bool] = lambda body: False

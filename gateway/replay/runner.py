@@ -52,9 +52,9 @@ class _Enforced:
         return dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
 
 
-def effective(policy: Policy, body: dict[str, Any], agent: str | None, path: str = CHAT_PATH) -> EffectivePolicy:
-    """The policy the gateway would resolve for this body, enforcing."""
-    model = body.get("model") if isinstance(body.get("model"), str) else None
+def effective(policy: Policy, agent: str | None, path: str = CHAT_PATH, model: str | None = None) -> EffectivePolicy:
+    """The policy the gateway would resolve for a request, enforcing (``model``: as its
+    adapter reads it; None: the request names none)."""
     return _Enforced(policy).resolve(agent=agent, model=model, path=path)
 
 
@@ -65,11 +65,11 @@ def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: 
 
 async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
-    eff = effective(policy, body, agent, recorded.path)
+    model = recorded.adapter.model(body) or None
+    eff = effective(policy, agent, recorded.path, model)
     conv = recorded.conversation()
     rows, where = _rows(conv, eff)
-    result = Result(recorded.label, body.get("model") if isinstance(body.get("model"), str) else None,
-                    len(recorded.messages), recorded.requests, rows)
+    result = Result(recorded.label, model, len(recorded.messages), recorded.requests, rows)
     request = _Requests(recorded, _Enforced(policy), store, {"x-loopguard-agent": agent} if agent else {})
     for turn in conv.turns:
         if turn.role == "assistant":

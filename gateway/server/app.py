@@ -100,11 +100,7 @@ def build_app(
         *(Route(path, passthrough_for(adapter), methods=methods or _ALL_METHODS)
           for adapter in ADAPTERS for path, methods in map(relay_route, adapter.declared.relays)),
         # Routes naming a tenant's server-side objects: checked against the caller's tenant.
-        Route("/v1/responses/{ident}", owned.of("response"), methods=_ALL_METHODS),
-        Route("/v1/responses/{ident}/{rest:path}", owned.of("response"), methods=_ALL_METHODS),
-        Route("/v1/conversations", owned.create_conversation, methods=["POST"]),
-        Route("/v1/conversations/{ident}", owned.of("conversation"), methods=_ALL_METHODS),
-        Route("/v1/conversations/{ident}/{rest:path}", owned.of("conversation"), methods=_ALL_METHODS),
+        *(route for adapter in ADAPTERS for route in owned.routes(adapter, _ALL_METHODS)),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)
@@ -118,7 +114,9 @@ def build_app(
     others.state.gateway = gateway
     # Paths and header values are made canonical before authentication, both before any route;
     # a guarded route is then reached only by its own spelling and methods.
-    gates = (PathGuard(), ClientAuth(config.auth), GuardedSpellings(guarded))
+    other_methods = {path: adapter.declared.other_methods for adapter in ADAPTERS for path in adapter.declared.routes}
+    gates = (PathGuard(), ClientAuth(config.auth),
+             GuardedSpellings(guarded, other_methods, [pattern for _, pattern, _ in PATTERNS]))
     front = Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
                   config.limits.max_inflight_bytes, patterns)
     app = GatewayApp(front, others)

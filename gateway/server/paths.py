@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import unquote
 
+from gateway.protocols.registry import compile_route
 from gateway.server.refusal import Refusal
 from gateway.upstream.headers import unsendable_header
 
@@ -79,12 +80,6 @@ class PathGuard:
         return scope
 
 
-# Methods besides POST that a protocol defines on a guarded path (relayed untouched): listing
-# stored chat completions. Every other method there is refused: relayed, it would reach the
-# upstream's model endpoint unjudged.
-OTHER_METHODS: dict[str, tuple[str, ...]] = {"/v1/chat/completions": ("GET",), "/chat/completions": ("GET",)}
-
-
 def routing_key(path: str) -> str:
     """What some upstream's router may read ``path`` as: case folded, each segment without its
     ``;parameters``, trailing dots and blanks, empty segments gone, and every leading ``v1``
@@ -100,24 +95,37 @@ def routing_key(path: str) -> str:
 class GuardedSpellings:
     """A request gate: a guarded route is reached only by its own spelling and method. Another
     spelling an upstream could route to it is refused (400), and a method the protocol does not
-    define there is refused (405): relayed, either would reach the model unjudged."""
+    define there is refused (405): relayed, either would reach the model unjudged. Declared
+    patterns (Google's ``/v1beta/models/{model}:generateContent``) are held to it alike."""
 
-    def __init__(self, guarded: Iterable[str], other_methods: dict[str, tuple[str, ...]] = OTHER_METHODS) -> None:
+    def __init__(self, guarded: Iterable[str], other_methods: dict[str, tuple[str, ...]],
+                 patterns: Iterable[str] = ()) -> None:
+        """``other_methods``: path or pattern -> the methods besides POST its protocol defines
+        there (``Declaration.other_methods``), relayed untouched."""
         self.guarded = frozenset(guarded)
         self.keys = {routing_key(path): path for path in sorted(self.guarded, key=len)}
         self.other_methods = other_methods
+        patterns = tuple(patterns)
+        self.patterns = tuple((compile_route(p), p) for p in patterns)
+        self.pattern_keys = tuple((compile_route(routing_key(p)), p) for p in patterns)
 
     def __call__(self, scope: dict) -> dict | Refusal:
         path = scope["path"]
-        if path in self.guarded:
+        declared = path if path in self.guarded else _first(self.patterns, path)
+        if declared is not None:
             method = scope["method"]
-            if method == "POST" or method in self.other_methods.get(path, ()):
+            if method == "POST" or method in self.other_methods.get(declared, ()):
                 return scope
-            allow = ", ".join(("POST", *self.other_methods.get(path, ())))
+            allow = ", ".join(("POST", *self.other_methods.get(declared, ())))
             return Refusal(405, f"{method} is not allowed on {path} (allowed: {allow}).",
                            "invalid_request_error", "method_not_allowed", ((b"allow", allow.encode()),))
-        canonical = self.keys.get(routing_key(path))
+        key = routing_key(path)
+        canonical = self.keys.get(key) or _first(self.pattern_keys, key)
         if canonical is None:
             return scope
         return Refusal(400, f"The request path is not allowed: it is another spelling of {canonical}.",
                        "invalid_request_error", "invalid_path")
+
+
+def _first(patterns: tuple[tuple[re.Pattern[str], str], ...], path: str) -> str | None:
+    return next((declared for regex, declared in patterns if regex.match(path)), None)

@@ -47,11 +47,11 @@ def client_namespace(headers: Mapping[str, str]) -> str:
     tenant = headers.get(TENANT_HEADER)
     if tenant:
         return "t:" + hashlib.sha256(tenant.encode("utf-8", "replace")).hexdigest()[:24] + ":"
-    client = headers.get(CLIENT_HEADER) or _credential_hash(headers)
+    client = headers.get(CLIENT_HEADER) or credential_hash(headers)
     return f"c:{client[:24]}:" if client else ""
 
 
-def _credential_hash(headers: Mapping[str, str]) -> str | None:
+def credential_hash(headers: Mapping[str, str]) -> str | None:
     """What the client authentication would set, for callers that run before it (e.g. a
     tracing middleware): the SHA-256 of the bearer token, else of the first key header a
     protocol declares (``x-api-key``, ``api-key``, ...), in the same order."""

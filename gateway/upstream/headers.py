@@ -37,29 +37,30 @@ def strip_hop_by_hop(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes
 def request_headers(
     client: Iterable[tuple[bytes, bytes]],
     extra: dict[str, str],
-    api_key: str | None,
     identity: bool,
+    key: tuple[bytes, bytes] | None = None,
+    credentials: Iterable[bytes] = (),
 ) -> list[tuple[bytes, bytes]]:
     """Client headers to forward upstream, with the configured key and extra headers applied.
 
+    ``key``: the operator's key as the (header, value) its protocol sends it in; it replaces
+    every client header in ``credentials``, so no client key goes upstream next to it.
     ``identity`` asks for an unencoded body: the gateway must read chat responses to judge the
     tool calls in them, so it cannot relay a gzip stream it would have to decode anyway.
     """
     pairs = [(k.lower(), v) for k, v in client]
     named = _connection_tokens(pairs)
-    replaced = {k.lower().encode("latin-1") for k in extra}
-    if api_key:
-        replaced |= {b"authorization", b"api-key"}
-    if identity:
-        replaced.add(b"accept-encoding")
+    # The key and identity win over a configured header of the same name: each is sent once.
+    forced = ({key[0]} if key else set()) | ({b"accept-encoding"} if identity else set())
+    replaced = {k.lower().encode("latin-1") for k in extra} | forced
+    if key:
+        replaced |= set(credentials)
     out = [(k, v) for k, v in pairs
            if k not in _REQUEST_DROP and k not in named and k not in replaced and not k.startswith(_OWN_PREFIX)]
-    # The key and identity win over a configured header of the same name: each is sent once.
-    forced = ({b"authorization", b"api-key"} if api_key else set()) | ({b"accept-encoding"} if identity else set())
     extra_pairs = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
     out += [(k, v) for k, v in extra_pairs if k not in forced]
-    if api_key:
-        out.append((b"authorization", b"Bearer " + api_key.encode("latin-1")))
+    if key:
+        out.append(key)
     if identity:
         out.append((b"accept-encoding", b"identity"))
     return out

@@ -2,6 +2,7 @@
 are never shown in another's request."""
 
 import asyncio
+from dataclasses import replace
 
 import structlog
 
@@ -16,6 +17,7 @@ from gateway.trace.model import ToolCall
 
 class OtherProtocol(ChatAdapter):
     name = "other"
+    declared = replace(CHAT.declared, session_prefix=True)  # every protocol but chat prefixes its keys
 
 
 def plan(adapter, payload, store):
@@ -32,6 +34,7 @@ def test_a_vetoed_exchange_stays_in_its_protocol():
     asyncio.run(store.add_veto(first.session, veto_record(first, exchange)))
     assert len(plan(CHAT, payload, store).messages) == 3  # shown again in its own protocol
     other = plan(OtherProtocol(), payload, store)
+    assert first.session == "h:run-1"  # chat keys stay bare, as stored before other protocols
     assert other.session == "other:" + first.session and other.messages == payload["messages"]
 
 

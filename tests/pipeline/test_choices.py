@@ -192,3 +192,56 @@ def test_a_refused_call_in_a_later_choice_reports_what_the_client_received(start
     responded = [(e.action, e.tool) for e in audit.events if e.phase == "response"]
     assert responded == [("reject", "read_file")] * 2  # one per choice, each left out of it
     assert len(upstream.requests) == 1
+
+
+SAYING = "Let me read a.txt again."
+
+
+def said_and_called(stream: bool, *choices: tuple[str, dict | None]) -> Reply:
+    """Each choice's words, then its call (None: words only), as the upstream answers them."""
+    if not stream:
+        return Reply(body=completion(*({"role": "assistant", "content": text, **(
+            {"tool_calls": [call]} if call else {})} for text, call in choices)))
+    chunks = [chunk(i, {"role": "assistant", "content": ""}) for i in range(len(choices))]
+    chunks += [chunk(i, {"content": text}) for i, (text, _) in enumerate(choices)]
+    chunks += [chunk(i, {"tool_calls": [{"index": 0, **call}]}) for i, (_, call) in enumerate(choices) if call]
+    chunks += [chunk(i, {}, "tool_calls" if call else "stop") for i, (_, call) in enumerate(choices)]
+    return Reply(raw_stream=sse(chunks))
+
+
+def choice_texts(response: httpx.Response, stream: bool) -> dict[int, str]:
+    if not stream:
+        return {c["index"]: c["message"]["content"] for c in response.json()["choices"]}
+    texts: dict[int, str] = {}
+    for piece in read_stream(response):
+        for c in piece["choices"]:
+            texts[c["index"]] = texts.get(c["index"], "") + (c["delta"].get("content") or "")
+    return texts
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_refused_rounds_words_are_never_shown_in_any_choice(start_guarded, stream):
+    """At warn level, a round refused in every choice is asked again: the words written next to
+    the refused calls never reach the client, streamed or not (a stream of several choices is
+    held until all of it is judged), and the stream's texts are the reply's."""
+    def respond(request: dict) -> Reply:
+        if observations(request):
+            return said_and_called(stream, ("done", None), ("done too", None))
+        return said_and_called(stream, (SAYING, LOOPING), (SAYING, LOOPING))
+
+    upstream, client, _ = start_guarded(respond)
+    response = post(client, orjson.dumps({"model": "m", "n": 2, "stream": stream, "messages": looping_history()}))
+    assert SAYING not in response.text
+    assert choice_texts(response, stream) == {0: "done", 1: "done too"}
+    assert len(upstream.requests) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_choice_that_keeps_its_call_keeps_the_round_and_its_words(start_guarded, stream):
+    """One choice keeps a fresh call: the round is not asked again, and each choice reads the
+    same streamed or not (the refused choice's words stay, its call is left out)."""
+    reply = said_and_called(stream, ("Listing.", FRESH), (SAYING, LOOPING))
+    upstream, client, _ = start_guarded(lambda r: reply)
+    response = post(client, orjson.dumps({"model": "m", "n": 2, "stream": stream, "messages": looping_history()}))
+    assert choice_texts(response, stream) == {0: "Listing.", 1: SAYING}
+    assert response.headers["x-loopguard-action"] == "reject" and len(upstream.requests) == 1

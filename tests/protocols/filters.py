@@ -15,8 +15,8 @@ from gateway.protocols.responses.stream import ResponsesStreamFilter
 FAST = True  # set by the fixture for the test running
 
 
-def options(keepalive_s: float | None = 15.0) -> StreamOptions:
-    return StreamOptions(keepalive_s=keepalive_s, fast_paths=FAST)
+def options(keepalive_s: float | None = 15.0, hold_text: bool = False) -> StreamOptions:
+    return StreamOptions(keepalive_s=keepalive_s, fast_paths=FAST, hold_text=hold_text)
 
 
 def chat_filter(judge: Any, keepalive_s: float | None = 15.0, **kwargs: Any) -> ToolCallFilter:
@@ -28,5 +28,6 @@ def anthropic_filter(judge: Any, keepalive_s: float | None = 15.0, **kwargs: Any
     return ToolUseFilter(judge, options=options(keepalive_s), **kwargs)
 
 
-def responses_filter(judge: Any, keepalive_s: float | None = 15.0, **kwargs: Any) -> ResponsesStreamFilter:
-    return ResponsesStreamFilter(judge, options(keepalive_s), **kwargs)
+def responses_filter(judge: Any, keepalive_s: float | None = 15.0, hold_text: bool = False,
+                     **kwargs: Any) -> ResponsesStreamFilter:
+    return ResponsesStreamFilter(judge, options(keepalive_s, hold_text), **kwargs)

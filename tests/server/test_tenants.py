@@ -16,6 +16,8 @@ import anthropic
 import httpx  # noqa: F401 - loaded before the servers start: the SDKs read it from sys.modules
 import openai
 import pytest
+from anthropic import beta_tool
+from support.anthropic_upstream import Said
 from support.anthropic_upstream import stubborn as claude_stubborn
 from support.policies import ladder_policy
 from support.responses_agent import ResponsesAgent
@@ -119,13 +121,79 @@ class Rotating:
         return next(self.clients).responses
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_another_tenant_gets_404_for_a_thread_message_streamed_too(gateway, stream):
+    _, upstream, url = gateway(claude=lambda body: Said(text="Hello."))
+    mine = claude(url, "sk-a1").beta.messages.create(
+        model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "hi"}],
+        thread={"type": "create"}, betas=["message-threads-2026-08-12"])
+    more = {"model": "claude-test", "max_tokens": 64, "messages": [{"role": "user", "content": "more"}],
+            "thread": {"type": "continue", "previous_message_id": mine.id}, "betas": ["message-threads-2026-08-12"]}
+
+    with pytest.raises(anthropic.NotFoundError):
+        reply = claude(url, "sk-b").beta.messages.create(stream=stream, **more)
+        list(reply) if stream else reply
+    assert len(upstream.requests) == 1  # nothing of B's reached the upstream
+    sibling = claude(url, "sk-a2").beta.messages.create(stream=stream, **more)
+    assert list(sibling) if stream else sibling.id  # the tenant's other key continues it
+
+
+@beta_tool
+def read_file(path: str) -> str:
+    """Read a file of the repository."""
+    return f"contents of {path}: nothing new"
+
+
+def rotating_claude(url: str, keys: list[str], sent: list[str]) -> anthropic.Anthropic:
+    """An anthropic client whose requests carry its keys in turn (the SDK's tool runner keeps
+    one client; the key changes under it on every request); ``sent`` gets each key used."""
+    turn = itertools.cycle(keys)
+
+    def rotate(request) -> None:
+        request.headers["x-api-key"] = next(turn)
+        sent.append(request.headers["x-api-key"])
+
+    http = anthropic.DefaultHttpxClient(event_hooks={"request": [rotate]}, timeout=20)
+    return anthropic.Anthropic(base_url=url, api_key=keys[0], max_retries=0, http_client=http)
+
+
+def run_claude(client: anthropic.Anthropic, threaded: bool, stream: bool) -> list:
+    runner = client.beta.messages.tool_runner(
+        model="claude-test", max_tokens=512, tools=[read_file], max_iterations=15, stream=stream,
+        system="You fix bugs.", messages=[{"role": "user", "content": "summarize a.txt"}],
+        **({} if threaded else {"thread": False}))
+    return [each.get_final_message() for each in runner] if stream else list(runner)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_thread_rotated_between_two_keys_of_one_tenant_is_ended_like_a_whole_history_loop(gateway, stream):
+    _, whole_upstream, url = gateway()
+    whole = run_claude(claude(url, "sk-a1"), threaded=False, stream=stream)
+    _, threaded_upstream, url = gateway()
+    sent: list[str] = []
+    rotated = run_claude(rotating_claude(url, ["sk-a1", "sk-a2"], sent), threaded=True, stream=stream)
+
+    assert len(rotated) == len(whole) < 15  # ended by the gateway, not by max_iterations
+    assert rotated[-1].stop_reason == whole[-1].stop_reason == "end_turn"
+    assert [b.text for b in rotated[-1].content if b.type == "text"] == \
+        [b.text for b in whole[-1].content if b.type == "text"]
+    assert threaded_upstream.rejections == []  # every request was valid for the thread's rules
+    assert len(threaded_upstream.requests) == len(whole_upstream.requests)
+    assert sent[:4] == ["sk-a1", "sk-a2", "sk-a1", "sk-a2"]
+    keys = [r["headers"].get("x-api-key") for r in threaded_upstream.requests]
+    assert set(keys) == {"sk-ant-server"}  # the server's key upstream, whichever key the client sent
+
+
+@pytest.mark.parametrize("history", ["chain", "conversation"])
 @pytest.mark.parametrize("mode", ["unary", "stream"])
-def test_a_chain_rotated_between_two_keys_of_one_tenant_is_ended_like_a_whole_history_loop(gateway, mode):
+def test_a_chain_rotated_between_two_keys_of_one_tenant_is_ended_like_a_whole_history_loop(gateway, mode, history):
+    """``previous_response_id`` chains and ``conversation``s alike."""
     _, _, url = gateway(stubborn())
     whole = ResponsesAgent(openai_client(url, "sk-a1"), mode=mode)
     whole.run("Summarize a.txt", max_steps=19)
     _, _, url = gateway(stubborn())
-    rotating = ResponsesAgent(Rotating(url, ["sk-a1", "sk-a2"]), mode=mode, chain=True)
+    talk = openai_client(url, "sk-a2").conversations.create().id if history == "conversation" else None
+    rotating = ResponsesAgent(Rotating(url, ["sk-a1", "sk-a2"]), mode=mode, chain=history == "chain", conversation=talk)
     rotating.run("Summarize a.txt", max_steps=19)
 
     assert rotating.executions == whole.executions and rotating.executions["read_file"] == 3

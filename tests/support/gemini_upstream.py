@@ -2,7 +2,7 @@
 
 It speaks ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``
 (chunks as the API sends them: text in pieces, each ``functionCall`` whole, ``finishReason`` and
-usage on the last), ``/v1/models/...`` alike, and ``/v1beta/models/{model}:countTokens``; it
+usage on the last; without ``alt=sse`` the same chunks as one JSON array), ``/v1/models/...`` alike, and ``/v1beta/models/{model}:countTokens``; it
 records every request it receives and the exact bytes of every answer.
 """
 
@@ -41,13 +41,17 @@ class Said:
                                   "totalTokenCount": 120 if last else 101},
                 "modelVersion": model, "responseId": "resp-up"}
 
-    def events(self, model: str) -> list[bytes]:
+    def chunks(self, model: str) -> list[dict[str, Any]]:
+        """The reply streamed: text in pieces of 8 characters, then one chunk per call."""
         pieces: list[list[dict[str, Any]]] = []
         if self.text:
             pieces += [[{"text": self.text[i:i + 8]}] for i in range(0, len(self.text), 8)]
         pieces += [[{"functionCall": {"name": n, "args": a}}] for n, a in self.calls]
         pieces = pieces or [[{"text": ""}]]
-        return [_event(self.reply(model, p, i == len(pieces) - 1)) for i, p in enumerate(pieces)]
+        return [self.reply(model, p, i == len(pieces) - 1) for i, p in enumerate(pieces)]
+
+    def events(self, model: str) -> list[bytes]:
+        return [_event(chunk) for chunk in self.chunks(model)]
 
 
 def _event(data: dict[str, Any]) -> bytes:
@@ -103,6 +107,10 @@ class GeminiUpstream:
         if said.status != 200:
             error = {"error": {"code": said.status, "message": "scripted", "status": "UNAVAILABLE"}}
             return Response(orjson.dumps(error), said.status, media_type="application/json")
+        if method == "streamGenerateContent" and request.query_params.get("alt") != "sse":
+            content = json.dumps(said.chunks(model), indent=2).encode()  # Google's JSON array
+            self.sent.append(content)
+            return Response(content, media_type="application/json")
         if method == "streamGenerateContent":
             events = said.events(model)
             self.sent.append(b"".join(events))

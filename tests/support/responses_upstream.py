@@ -13,18 +13,20 @@ import asyncio
 import dataclasses
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import openai
 import orjson
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from support.policies import ladder_policy
-from support.responses_wire import encode, function_call, message, response, stream_events
+from support.responses_wire import encode, function_call, message, reasoning, response, stream_events
 from support.servers import serve
 
 from gateway.config import Config
@@ -38,16 +40,20 @@ OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 
 @dataclass
 class Answer:
-    """One model turn: optional text, then tool calls as (name, arguments) pairs."""
+    """One model turn: optional reasoning summary and text, then tool calls as (name, arguments)
+    pairs; ``raw_stream``: the exact bytes a streamed request gets instead."""
 
     text: str | None = None
     calls: list[tuple[str, str]] = field(default_factory=list)
     pieces: int = 3  # streamed text and arguments in this many deltas each
     chunk_delay: float = 0.0  # seconds between streamed events (a slow model, for timeouts)
+    thought: str | None = None
+    raw_stream: bytes | None = None
 
     def output(self) -> list[dict[str, Any]]:
         n = next(_ids)
-        items = [message(self.text, f"msg_{n}")] if self.text else []
+        items = [reasoning(f"rs_{n}", self.thought)] if self.thought else []
+        items += [message(self.text, f"msg_{n}")] if self.text else []
         items += [function_call(name, args, f"call_{n}_{i}", f"fc_{n}_{i}") for i, (name, args) in enumerate(self.calls)]
         return items
 
@@ -103,6 +109,8 @@ class ResponsesUpstream:
         if talk is not None:  # the input and the output join the conversation
             self.conversations[talk] = [*conversation, *output]
             fields["conversation"] = {"id": talk}
+        if body.get("stream") and answer.raw_stream is not None:
+            return StreamingResponse(_paced([answer.raw_stream], 0), media_type="text/event-stream")
         if body.get("stream"):
             events = stream_events(output, response_id, pieces=answer.pieces)
             if fields:
@@ -179,3 +187,15 @@ def guarded(responder: Responder, tmp_path: Path, policy_text: str | None = None
         config = Config.model_validate({"upstream": {"base_url": upstream_url + "/v1"}})
         with serve(build_app(config, policies=PolicyHolder(policy)), **SERVER_OPTIONS) as url:
             yield upstream, url
+
+
+@pytest.fixture
+def start_responses(tmp_path):
+    """(upstream, gateway URL) for a responder, behind the ladder policy (warn 3, reject 4, end 5)."""
+    with ExitStack() as stack:
+        yield lambda responder, policy=None: stack.enter_context(guarded(responder, tmp_path, policy))
+
+
+def sdk(url: str) -> openai.OpenAI:
+    """The openai SDK through the gateway at ``url``, without retries."""
+    return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)

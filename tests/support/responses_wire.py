@@ -29,8 +29,10 @@ def custom_call(name: str, text: str, call_id: str) -> dict[str, Any]:
             "call_id": call_id, "name": name, "input": text}
 
 
-def reasoning(item_id: str = "rs_1") -> dict[str, Any]:
-    return {"id": item_id, "type": "reasoning", "summary": []}
+def reasoning(item_id: str = "rs_1", summary: str | None = None) -> dict[str, Any]:
+    """A reasoning item; ``summary``: its one summary text (streamed as summary deltas)."""
+    parts = [{"type": "summary_text", "text": summary}] if summary else []
+    return {"id": item_id, "type": "reasoning", "summary": parts}
 
 
 def response(output: list[dict[str, Any]], response_id: str = "resp_1", status: str = "completed",
@@ -71,6 +73,15 @@ def item_events(item: dict[str, Any], index: int, pieces: int = 3) -> list[dict[
                    "item": {**item, "status": "in_progress", field: ""}}]
         events += [{"type": f"response.{stem}.delta", **where, "delta": d} for d in _split(item[field], pieces)]
         events.append({"type": f"response.{stem}.done", **where, field: item[field]})
+    elif kind == "reasoning" and item["summary"]:
+        part = item["summary"][0]
+        where = {**where, "summary_index": 0}
+        events = [{"type": "response.output_item.added", "output_index": index, "item": {**item, "summary": []}},
+                  {"type": "response.reasoning_summary_part.added", **where, "part": {**part, "text": ""}}]
+        events += [{"type": "response.reasoning_summary_text.delta", **where, "delta": d}
+                   for d in _split(part["text"], pieces)]
+        events += [{"type": "response.reasoning_summary_text.done", **where, "text": part["text"]},
+                   {"type": "response.reasoning_summary_part.done", **where, "part": part}]
     else:
         events = [{"type": "response.output_item.added", "output_index": index, "item": item}]
     events.append({"type": "response.output_item.done", "output_index": index, "item": item})

@@ -2,7 +2,9 @@
 by the gateway's decision core.
 
 Each chunk goes through the same filter as the gateway's own streams (as the SSE event it stands
-for): content is relayed at once, tool-call chunks are held until their call is judged. A chunk
+for): content is relayed at once, tool-call chunks are held until their call is judged. As there,
+a conversation already at warn level or above holds each round's content too, until its calls
+are judged, so a refused round's words never reach the client. A chunk
 the filter lets through unchanged goes out as the very object LiteLLM gave; what the filter
 rewrites (renumbered or dropped calls, the termination text) is rebuilt as LiteLLM's chunk type.
 A refused first call is re-asked through the proxy's router and its stream continues the
@@ -22,9 +24,12 @@ from gateway.guard.response import ProposalJudge
 from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
-from gateway.protocols.base import StreamFilter
+from gateway.protocols.base import StreamFilter, StreamOptions
 from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.trace.model import ToolCall
+
+
+_HOLD_TEXT = StreamOptions(hold_text=True)
 
 
 class _Judge:
@@ -65,7 +70,8 @@ def judges(turn: Turn) -> bool:
 
 async def relay(turn: Turn, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
     judge = _Judge(turn, closed=turn.answering is not None)
-    bridge = _Bridge(turn.adapter.stream_filter(judge, turn.payload), turn)
+    options = _HOLD_TEXT if turn.plan.judgement.action >= Action.WARN else None
+    bridge = _Bridge(turn.adapter.stream_filter(judge, turn.payload, options), turn)
     if turn.answering is not None:  # the request path asked for the run's final answer
         async for out in _answer(turn, turn.answering, upstream, "request", bridge):
             yield out

@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import structlog
-
 from gateway.protocols.anthropic import answers, assemble, parse, replies, rewrite, thread
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols import usage
-from gateway.protocols.adapters import PayloadFields, Recent
+from gateway.protocols.adapters import PayloadFields, Recent, stored_record
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
 from gateway.protocols.anthropic import tokens
-from gateway.protocols.declaration import Declaration, UpstreamSpec
+from gateway.protocols.declaration import Declaration, Owned, UpstreamSpec
 from gateway.state.base import ChainRecord, StateStore
 from gateway.trace.model import Conversation, ToolCall
 
@@ -44,6 +42,8 @@ class AnthropicAdapter(PayloadFields):
         id_fields=frozenset({"id", "tool_use_id"}),
         auth_error_type="authentication_error",
         reads=parse.is_messages_body,
+        # A thread's previous message; ``thread_not_found`` makes the SDK send the whole history.
+        owned=(Owned("thread", "Thread message", "thread_not_found"),),
     )
 
     def __init__(self) -> None:
@@ -94,13 +94,9 @@ class AnthropicAdapter(PayloadFields):
         if previous is None:
             return []
         key = thread.key(namespace, previous)
-        record = await store.response_chain(key)
-        if record is None:  # unknown, expired, or another client's
-            if key not in self.unknown:
-                self.unknown.put(key)
-                structlog.get_logger("loopguard").info(
-                    "thread_unknown", previous_message_id=previous,
-                    detail="judging only the messages the request carries")
+        record = await stored_record(store, key, self.unknown, "thread_unknown", previous_message_id=previous,
+                                     detail="judging only the messages the request carries")
+        if record is None:
             return []
         self.records.put(key, record)
         return list(record.items)

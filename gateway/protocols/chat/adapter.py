@@ -36,6 +36,8 @@ class ChatAdapter(PayloadFields, WholeConversations):
         routes=("/v1/chat/completions", "/chat/completions"),
         id_fields=frozenset({"id", "tool_call_id"}),
         reads=lambda body: isinstance(body.get("messages"), list) and bool(body["messages"]),
+        other_methods=("GET",),  # lists stored completions
+        session_prefix=False,  # its session keys were stored bare before other protocols came
     )
 
     # --- the request ----------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 The model and whether the reply streams are in the path (``/v1beta/models/{model}:
 streamGenerateContent?alt=sse``), not the body: ``at`` binds an adapter to them per request. A
-stream asked for without ``alt=sse`` is a JSON array, not events: it is relayed untouched.
+stream asked for without ``alt=sse`` is a JSON array, not events: its request is judged like any
+other (warn, the vetoed calls shown again, terminate), and the array, read whole, is relayed
+untouched; a terminated one is answered with a one-element array.
 Items are the request's ``contents``; ``systemInstruction`` is read as the system prompt.
 """
 
@@ -48,14 +50,15 @@ class GeminiAdapter(WholeConversations):
         stream_notes=False,  # google-genai reads a comment line as a JSON chunk
     )
 
-    def __init__(self, model: str = "", streaming: bool = False) -> None:
-        self._model, self._streaming = model, streaming
+    def __init__(self, model: str = "", streaming: bool = False, array: bool = False) -> None:
+        # ``array``: streamed as a JSON array (no ``alt=sse``): read whole, like a unary reply.
+        self._model, self._streaming, self._array = model, streaming, array
 
-    def at(self, scope: dict[str, Any]) -> GeminiAdapter | None:
+    def at(self, scope: dict[str, Any]) -> GeminiAdapter:
         name, _, method = scope["path"].rpartition("/")[2].partition(":")
         streaming = method == _STREAMING[1:]
         if streaming and b"alt=sse" not in scope.get("query_string", b"").split(b"&"):
-            return None
+            return GeminiAdapter(name, array=True)
         return GeminiAdapter(name, streaming)
 
     # --- the request ----------------------------------------------------------------------
@@ -99,13 +102,13 @@ class GeminiAdapter(WholeConversations):
     # --- the reply (candidates are alternative answers) ---------------------------------------
 
     def proposed_calls(self, reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
-        return replies.proposed_calls(reply)
+        return replies.proposed_calls(replies.merged(reply) if isinstance(reply, list) else reply)
 
     def keep_calls(self, reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
         return replies.keep_calls(reply, keep)
 
     def answer(self, reply: dict[str, Any]) -> Answer | None:
-        return replies.answer(reply)
+        return replies.answer(replies.merged(reply) if isinstance(reply, list) else reply)
 
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return replies.prepend_text(reply, text)
@@ -122,8 +125,9 @@ class GeminiAdapter(WholeConversations):
 
     # --- replies the gateway writes ---------------------------------------------------------
 
-    def termination_reply(self, text: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return replies.termination(text, self._model)
+    def termination_reply(self, text: str, payload: dict[str, Any]) -> Any:
+        reply = replies.termination(text, self._model)
+        return [reply] if self._array else reply
 
     def termination_stream(self, text: str, payload: dict[str, Any]) -> list[bytes]:
         return [stream.event(replies.termination(text, self._model))]

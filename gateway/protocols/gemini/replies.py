@@ -37,6 +37,30 @@ def candidates(reply: Any) -> list[dict[str, Any]]:
     return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
 
 
+def merged(chunks: list[Any]) -> dict[str, Any]:
+    """A reply streamed as a JSON array (``streamGenerateContent`` without ``alt=sse``) as one
+    reply: its first candidate's parts in order, adjacent text pieces joined, and the last
+    chunk's other fields (finish reason, usage)."""
+    parts: list[dict[str, Any]] = []
+    for chunk in chunks:
+        for part in (parts_of(c.get("content")) for c in candidates(chunk)[:1]):
+            for piece in part:
+                if parts and _joins(parts[-1], piece):
+                    parts[-1] = {**parts[-1], "text": parts[-1]["text"] + piece["text"]}
+                else:
+                    parts.append(piece)
+    last = chunks[-1] if chunks and isinstance(chunks[-1], dict) else {}
+    first = (candidates(last)[:1] or [{}])[0]
+    return {**last, "candidates": [{**first, "content": {"role": "model", "parts": parts}}]}
+
+
+def _joins(before: dict[str, Any], piece: dict[str, Any]) -> bool:
+    """Two text pieces of one streamed text (both plain, or both thoughts)."""
+    return (set(before) <= {"text", "thought"} and set(piece) <= {"text", "thought"}
+            and isinstance(before.get("text"), str) and isinstance(piece.get("text"), str)
+            and before.get("thought") == piece.get("thought"))
+
+
 def proposed_calls(reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
     """One tuple per candidate (at least one: a reply without candidates proposes nothing)."""
     found = [tuple(calls_of(parts_of(c.get("content")), f"r{n}")) for n, c in enumerate(candidates(reply))]

@@ -8,6 +8,11 @@ the chunk that ends the answer (``finishReason``) is withheld and the pipeline d
 (its chunks continue the same client stream) or ``terminate`` (a closing text chunk). Only
 candidate 0 is judged. No SSE comment is ever written into these streams: google-genai reads a
 line it does not know as JSON, so a comment would break the client's stream.
+
+Holding text (``options.hold_text``, a conversation already at warn level or above): chunks are
+held until the round's fate is known, so a refused round's words are never shown. The first call
+decides it (a kept first call keeps the round; a refused one drops every later call with it),
+and a round without calls is kept when it ends. Held chunks get no keepalive (no comment fits).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class GeminiStreamFilter(StreamDriver):
     def _start_round(self) -> None:
         self._withheld: dict[str, Any] | None = None  # the closing chunk, every call dropped
         self._calls = 0
+        self._words: list[bytes] = []  # chunks held until the round is known to be kept (``hold_text``)
         self._ended = False  # a candidate's finishReason, or the upstream's own error, came
 
     failure_event = "error"
@@ -87,11 +93,29 @@ class GeminiStreamFilter(StreamDriver):
         if closing and state.all_dropped:
             state.finish_withheld = True
             self._withheld = _with_parts(chunk, first, kept_parts)
+            self._words.clear()
             return
         if len(kept_parts) == len(parts):
-            out.append(sse.raw)
+            piece: bytes | None = sse.raw
         elif kept_parts or closing or len(candidates) > 1:
-            out.append(event(_with_parts(chunk, first, kept_parts)))
+            piece = event(_with_parts(chunk, first, kept_parts))
+        else:
+            piece = None
+        if self.options.hold_text:
+            if state.all_dropped:  # the round is refused: none of it is shown
+                self._words.clear()
+                return
+            if not state.kept and not closing:  # its fate is not known yet
+                if piece is not None:
+                    self._words.append(piece)
+                return
+            self._release(out)
+        if piece is not None:
+            out.append(piece)
+
+    def _release(self, out: list[bytes]) -> None:
+        out += self._words
+        self._words.clear()
 
     def _judged(self, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The parts that go out: a call refused here, and every call after one, is cut."""
@@ -111,9 +135,16 @@ class GeminiStreamFilter(StreamDriver):
         return kept
 
     def _close_held(self, out: list[bytes]) -> None:
-        """Nothing is held: a chunk goes out (or is withheld) as it is read."""
+        """The stream ended without a closing chunk: the round's words (``hold_text``) are kept."""
+        self._release(out)
+
+    def _cut(self, upstream: bytes) -> list[bytes]:
+        out: list[bytes] = []
+        self._release(out)  # broken off: the words so far go out
+        return out
 
     def _end_with(self, text: str, model: str | None) -> list[bytes]:
+        self._words.clear()  # dropped with the stream, as whatever else is unread
         closing = termination(text, model or self._model)
         if self._usage is not None:
             closing["usageMetadata"] = self._usage

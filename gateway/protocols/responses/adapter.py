@@ -11,14 +11,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import structlog
-
 from gateway.errors import error_body
 from gateway.protocols import usage
-from gateway.protocols.adapters import PayloadFields, Recent
+from gateway.protocols.adapters import PayloadFields, Recent, stored_record
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
 from gateway.protocols.responses import tokens
-from gateway.protocols.declaration import Declaration
+from gateway.protocols.declaration import Declaration, Owned
 from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.state.base import StateStore
@@ -38,6 +36,10 @@ class ResponsesAdapter(PayloadFields):
         routes=("/v1/responses", "/responses"),
         id_fields=frozenset({"id", "call_id"}),
         reads=lambda body: "messages" not in body and bool(parse.input_items(body)),
+        # Stored responses (GET, DELETE, input_items) and the Conversations API.
+        owned=(Owned("response", "Previous response", "previous_response_not_found", "/v1/responses"),
+               Owned("conversation", "Conversation", "conversation_not_found", "/v1/conversations",
+                     creates=lambda answer: answer.get("id") if isinstance(answer, dict) else None)),
     )
 
     def __init__(self) -> None:
@@ -126,13 +128,9 @@ class ResponsesAdapter(PayloadFields):
         if previous is None:
             return []
         key = chain.key(namespace, previous)
-        record = await store.response_chain(key)
-        if record is None:  # unknown, expired, or another client's
-            if key not in self.unknown:
-                self.unknown.put(key)
-                structlog.get_logger("loopguard").info(
-                    "chain_unknown", previous_response_id=previous,
-                    detail="judging only the items the request carries")
+        record = await stored_record(store, key, self.unknown, "chain_unknown", previous_response_id=previous,
+                                     detail="judging only the items the request carries")
+        if record is None:
             return []
         items = [*record.items, *record.owed]  # owed outputs last: with_items sends them
         self.history_sizes.put(key, (len(items), record.upstream_id, chain.fingerprint(items)))
@@ -232,14 +230,18 @@ class ResponsesAdapter(PayloadFields):
     def stream_filter(self, judge: Judge, payload: dict[str, Any],
                       options: StreamOptions | None = None) -> ResponsesStreamFilter:
         talk = conversation.conversation_id(payload)
-        if talk is not None:  # the calls of each round are noted: a re-ask answers them
+        on_round = None
+        if talk is not None:  # each round and its calls are noted: a re-ask answers them
             inner = judge
 
             def judge(call: ToolCall, position: int, *rest: Any) -> bool:
                 self._proposed(talk, (call,), False)
                 return inner(call, position, *rest)
+
+            def on_round() -> None:  # the upstream holds the request now, even for a round without calls
+                self._proposed(talk, (), True)
         return ResponsesStreamFilter(judge, options, on_custom=self._custom_seen, on_withheld=self.withheld.put,
-                                     on_alias=self.aliases.put, model=self.model(payload))
+                                     on_alias=self.aliases.put, model=self.model(payload), on_round=on_round)
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         return answers.stream_answer(stream)

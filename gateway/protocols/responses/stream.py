@@ -1,6 +1,7 @@
 """Relay a Responses event stream while holding each tool call until it has been judged.
 
-Text deltas, reasoning and every other event go to the client at once. A tool call's events
+Text deltas, reasoning and every other event go to the client at once (unless ``hold_text``,
+below). A tool call's events
 (``response.output_item.added`` of a ``function_call`` / ``custom_tool_call`` item, its argument
 or input deltas and done event, its ``response.output_item.done``) are held until the call is
 complete (its item is done, the response closes, or the stream ends) and judged; then they are
@@ -10,6 +11,11 @@ and every later call of the round. When every call was dropped, the closing even
 (``response.completed`` / ``incomplete`` / ``failed``) is withheld and the pipeline decides:
 re-ask and relay the new stream as the rest of this one (its ``response.created`` and
 ``response.in_progress`` left out), or terminate with a final message.
+
+Holding text (``options.hold_text``, a conversation already at warn level or above): the events
+of every other output item of a round (its message text, its reasoning) are held too, in order
+with its calls, until the round ends and its calls are judged; a round whose calls were all
+refused is never shown, so the stream reads like the non-streamed reply.
 
 What the client sees and how it is numbered is ``view.ClientView``'s: gap-free numbers, one
 response id, and once the stream was changed, a closing response listing what it was shown.
@@ -66,6 +72,7 @@ class _Call:
 class _Event:
     obj: dict[str, Any] | None  # None: not JSON, relayed as it is
     raw: bytes
+    text: bool = False  # an output item's event held until its round is judged (``hold_text``)
 
 
 class ResponsesStreamFilter(StreamDriver):
@@ -73,15 +80,17 @@ class ResponsesStreamFilter(StreamDriver):
 
     ``on_custom`` learns the call ids of custom tool calls, ``on_withheld`` the calls a closing
     response the client got had withheld (the upstream still waits for their outputs), and
-    ``on_alias`` the upstream's own id for a re-ask's answer the client knows by the first id.
+    ``on_alias`` the upstream's own id for a re-ask's answer the client knows by the first id,
+    ``on_round`` that an upstream round begins (the first stream, and each re-ask's).
     """
 
     def __init__(self, judge: Judge, options: StreamOptions | None = None,
                  on_custom: Callable[[set[str]], None] | None = None,
                  on_withheld: Callable[[str, list[ToolCall]], None] | None = None,
-                 on_alias: Callable[[str, str], None] | None = None, model: str = "") -> None:
+                 on_alias: Callable[[str, str], None] | None = None, model: str = "",
+                 on_round: Callable[[], None] | None = None) -> None:
         self._model = model  # for a terminate message before the upstream said anything
-        self._on_custom, self._on_withheld = on_custom, on_withheld
+        self._on_custom, self._on_withheld, self._on_round = on_custom, on_withheld, on_round
         self.view = ClientView(on_alias)
         self.response: dict[str, Any] | None = None  # the latest response object the upstream sent
         self.closing: dict[str, Any] | None = None  # the upstream's last closing response
@@ -103,7 +112,10 @@ class ResponsesStreamFilter(StreamDriver):
         return True
 
     def _cut(self, upstream: bytes) -> list[bytes]:
-        return self.feed(wire.closing(upstream))
+        out = self.feed(wire.closing(upstream))
+        if self.options.hold_text and self._held:  # broken off: the words so far go out, closed
+            self._close_held(out)
+        return out
 
     def _continue(self) -> None:
         self.view.add_usage(self._withheld)
@@ -173,6 +185,9 @@ class ResponsesStreamFilter(StreamDriver):
         self._open: dict[int, _Call] = {}  # calls not judged yet, by upstream output_index
         self._calls: dict[int, _Call] = {}  # every call of the round, by upstream output_index
         self._withheld_event: dict[str, Any] = {}
+        self._judged = False  # the round ended and its calls are judged: held words may go (or not)
+        if self._on_round is not None:
+            self._on_round()
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         data = event.data
@@ -201,6 +216,8 @@ class ResponsesStreamFilter(StreamDriver):
                 self._held.append(_Event(obj, event.raw))
         elif kind in _CLOSING:
             self._close(obj, event.raw)
+        elif type(index) is int and self.options.hold_text:
+            self._held.hold(_Event(obj, event.raw, True))
         else:
             if kind in _OPENING and isinstance(obj.get("response"), dict):
                 self.response = obj["response"]
@@ -232,6 +249,7 @@ class ResponsesStreamFilter(StreamDriver):
 
     def _close(self, obj: dict[str, Any], raw: bytes) -> None:
         self._settle(list(self._open.values()))
+        self._judged = True
         response = obj.get("response")
         if isinstance(response, dict):
             self.response = self.closing = response
@@ -247,6 +265,7 @@ class ResponsesStreamFilter(StreamDriver):
 
     def _close_held(self, out: list[bytes]) -> None:
         self._settle(list(self._open.values()))
+        self._judged = True
         self._release(out)
 
     def _settle(self, calls: list[_Call]) -> None:
@@ -273,6 +292,15 @@ class ResponsesStreamFilter(StreamDriver):
                     out.extend(view.relay(obj, raw) for obj, raw in head.events)
                 else:
                     view.altered = True
+                continue
+            if head.text:  # held words: out once the round is judged, unless it was all refused
+                if not self._judged:
+                    return
+                queue.popleft()
+                if self.round.all_dropped:
+                    view.altered = True
+                else:
+                    out.append(view.relay(head.obj, head.raw))
                 continue
             queue.popleft()
             kind = head.obj.get("type") if head.obj is not None else None

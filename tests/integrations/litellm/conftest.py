@@ -21,6 +21,8 @@ from support.upstream import Reply
 
 HEALTHY = "healthy:"  # prompts starting with this get a model that reads three files and answers
 TWO_ANSWERS = "two answers:"  # with n=2: one answer repeats the loop's call, the other moves on
+CHATTY = "chatty:"  # the loop's model says SAYING next to each call
+SAYING = "Let me read a.txt again."
 FINAL = "Final answer, tools closed: a.txt says the same text every time."  # the model's own answer
 
 
@@ -31,6 +33,8 @@ def model(request: dict) -> Reply:
         return Reply(content=FINAL)
     if prompt.startswith(TWO_ANSWERS) and request.get("n") == 2:
         return Reply(body=orjson.dumps(two_answers(request.get("model", ""))))
+    if prompt.startswith(CHATTY):
+        return Reply(content=SAYING, tool_calls=[("read_file", '{"path": "a.txt"}')])
     if not prompt.startswith(HEALTHY):
         return Reply(tool_calls=[("read_file", '{"path": "a.txt"}')])  # loops whatever it is told
     done = sum(1 for m in messages if m.get("role") == "tool")

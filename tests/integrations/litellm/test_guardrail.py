@@ -13,7 +13,7 @@ from support.waiting import wait_for
 
 from support.responses_agent import ResponsesAgent
 
-from .conftest import CLAUDE_FINAL, FINAL, HEALTHY, TWO_ANSWERS, sdk
+from .conftest import CHATTY, CLAUDE_FINAL, FINAL, HEALTHY, SAYING, TWO_ANSWERS, sdk
 
 pytestmark = pytest.mark.litellm_proxy
 
@@ -53,6 +53,19 @@ def test_a_looping_agent_is_warned_vetoed_and_ended_with_the_models_own_answer(c
     assert reask[-1]["role"] == "tool" and reask[-1]["content"].startswith("[loopguard]")
     # the client's history holds only the three executed calls and the final answer
     assert [m["role"] for m in agent.messages] == ["user"] + ["assistant", "tool"] * 3 + ["assistant"]
+
+
+def test_a_streamed_stop_reads_like_the_non_streamed_one(client):
+    """From the warned step on, a round's words are held with its calls: the refused round's
+    "Let me read a.txt again." never reaches the streaming client, as it never reaches the
+    non-streaming one."""
+    runs = {}
+    for stream in (False, True):
+        agent = Agent(client, tools={"read_file": lambda a: "the same text"}, stream=stream)
+        agent.run(f"{CHATTY} summarise a.txt ({'stream' if stream else 'unary'})")
+        runs[stream] = [m["content"] for m in agent.messages if m["role"] == "assistant" and m.get("content")]
+    assert runs[True] == runs[False]
+    assert runs[True] == [SAYING] * 3 + [FINAL]  # the executed steps' words, then the answer
 
 
 def test_savings_show_up_in_litellms_metrics(client, proxy):

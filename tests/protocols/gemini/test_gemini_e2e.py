@@ -8,7 +8,8 @@ import orjson
 import pytest
 from google.genai import errors, types
 from support.gemini_gateway import client_for, start_gemini  # noqa: F401 - the fixture
-from support.gemini_upstream import Said, healthy, stubborn
+from support.gemini_upstream import Said, healthy, stubborn, tools_closed
+from support.rawhttp import send
 from support.policies import ladder_policy
 
 MODEL = "gemini-test"
@@ -84,6 +85,32 @@ def test_a_looping_agent_is_warned_refused_then_ended_with_the_models_answer(sta
                for r in upstream.requests)
 
 
+SAYING = "Let me read a.txt again."
+
+
+def chatty(body: dict) -> Said:
+    """Loops, saying so next to each call; with tools closed, its final answer."""
+    return Said(text=FINAL) if tools_closed(body) else Said(text=SAYING, calls=[("read_file", {"path": "a.txt"})])
+
+
+def test_a_streamed_stop_reads_exactly_like_the_non_streamed_one(start_gemini):
+    """From the warned step on, a round's words are held until its call is judged: the refused
+    round's "Let me read a.txt again." never reaches the streaming client either."""
+    _, unary_client, _ = start_gemini(chatty)
+    unary = manual_run(unary_client, False)
+    _, stream_client, _ = start_gemini(chatty)
+    streamed = manual_run(stream_client, True)
+
+    assert streamed == unary == (FINAL, 3)
+
+
+def test_automatic_function_calling_streams_the_executed_steps_words_only(start_gemini):
+    """The SDK streams every step's chunks: the three executed steps' words, then the answer;
+    the refused steps' words never."""
+    _, client, _ = start_gemini(chatty)
+    assert automatic_run(client, True) == (SAYING * 3 + FINAL, 3)
+
+
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("run", [manual_run, automatic_run])
 def test_a_healthy_agent_is_relayed_untouched(start_gemini, run, stream):
@@ -156,8 +183,57 @@ def test_other_gemini_paths_are_relayed_to_the_gemini_upstream(start_gemini):
     assert client.models.count_tokens(model=MODEL, contents="hi").total_tokens == 7
     raw = httpx.post(gateway + f"/v1beta/models/{MODEL}:streamGenerateContent", headers={"x-goog-api-key": "k"},
                      json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
-    assert raw.status_code == 200 and raw.content == upstream.sent[-1]  # no alt=sse: not events, relayed
+    assert raw.status_code == 200 and raw.content == upstream.sent[-1]  # no alt=sse: an array, relayed whole
     assert upstream.last["path"] == f"/v1beta/models/{MODEL}:streamGenerateContent"
+
+
+def array_run(gateway: str) -> tuple[list, int]:
+    """A REST client streaming without ``alt=sse`` (Google answers a JSON array): the agent
+    loop of one that runs its function itself: (the last array, executions)."""
+    contents = [{"role": "user", "parts": [{"text": "summarize a.txt"}]}]
+    tools = [{"functionDeclarations": [{"name": "read_file", "description": "Read a file."}]}]
+    executions = 0
+    for _ in range(20):
+        answer = httpx.post(gateway + f"/v1beta/models/{MODEL}:streamGenerateContent", headers={"x-goog-api-key": "k"},
+                            json={"contents": contents, "tools": tools}, timeout=30)
+        assert answer.status_code == 200
+        chunks = answer.json()
+        said = [p for chunk in chunks for c in chunk["candidates"] for p in c["content"]["parts"]]
+        calls = [p for p in said if "functionCall" in p]
+        if not calls:
+            return chunks, executions
+        contents.append({"role": "model", "parts": said})
+        executions += len(calls)
+        contents.append({"role": "user", "parts": [
+            {"functionResponse": {"name": "read_file", "response": {"result": "the same content"}}} for _ in calls]})
+    raise AssertionError("the run never ended")
+
+
+def test_a_stream_without_alt_sse_is_judged_on_its_request(start_gemini):
+    upstream, _, gateway = start_gemini(stubborn(final=FINAL))
+    chunks, executions = array_run(gateway)
+    # Ended on the request path (terminate at 5 executed calls) with the model's tools-closed
+    # answer, as the array the client asked for.
+    assert executions == 5 and "".join(p["text"] for c in chunks for p in c["candidates"][0]["content"]["parts"]) == FINAL
+    warned, closing = upstream.requests[3]["json"], upstream.requests[-1]["json"]
+    assert any("[LoopGuard]" in p.get("text", "") for p in warned["contents"][-1]["parts"])
+    assert closing["toolConfig"]["functionCallingConfig"]["mode"] == "NONE" and len(upstream.requests) == 6
+    assert all(r["path"].endswith(":streamGenerateContent") and "alt" not in r["query"] for r in upstream.requests)
+
+
+def test_a_terminated_stream_without_alt_sse_gets_a_one_element_array(start_gemini):
+    policy = ladder_policy("interventions:\n  terminate: {mode: reply}\n")
+    upstream, _, gateway = start_gemini(stubborn(final=FINAL), policy)
+    chunks, executions = array_run(gateway)
+    assert executions == 5 and len(chunks) == 1 and "read_file" in chunks[0]["candidates"][0]["content"]["parts"][0]["text"]
+    assert not any(r["json"].get("toolConfig") for r in upstream.requests)  # the template, no answer asked
+
+
+def test_a_healthy_stream_without_alt_sse_is_relayed_byte_for_byte(start_gemini):
+    upstream, _, gateway = start_gemini(healthy(steps=2))
+    chunks, executions = array_run(gateway)
+    assert executions == 2 and len(upstream.requests) == 3
+    assert chunks == orjson.loads(upstream.sent[-1])
 
 
 def test_a_server_side_upstream_error_keeps_its_shape(start_gemini):
@@ -165,3 +241,26 @@ def test_a_server_side_upstream_error_keeps_its_shape(start_gemini):
     with pytest.raises(errors.ServerError) as caught:
         client.models.generate_content(model=MODEL, contents="hi")
     assert caught.value.code == 503
+
+
+@pytest.mark.parametrize("target", [
+    f"/v1beta/models/{MODEL}:GenerateContent", f"/V1BETA/models/{MODEL}:streamGenerateContent?alt=sse",
+    f"/v1beta/models/{MODEL}:generateContent;x", f"/v1/models/{MODEL}:generateContent.",
+    f"/v1beta/Models/{MODEL}:generateContent", f"/v1/v1beta/models/{MODEL}:generateContent",
+])
+def test_another_spelling_of_a_gemini_route_is_refused(start_gemini, target):
+    """Google's router (or a proxy before it) may read these as the guarded route: relayed, they
+    would reach the model unjudged."""
+    upstream, _, gateway = start_gemini(stubborn())
+    body = orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    response = send(gateway, "POST", target, [("Content-Type", "application/json")], body)
+    assert response.status == 400, (target, response.status, response.body)
+    assert "another spelling" in response.json()["error"]["message"]
+    assert upstream.requests == []
+
+
+def test_a_method_gemini_does_not_define_on_its_route_gets_405(start_gemini):
+    upstream, _, gateway = start_gemini(stubborn())
+    response = send(gateway, "GET", f"/v1beta/models/{MODEL}:generateContent")
+    assert response.status == 405 and response.headers["allow"] == "POST"
+    assert upstream.requests == []

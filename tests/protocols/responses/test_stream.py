@@ -209,6 +209,64 @@ def test_incomplete_closing_is_kept_as_the_upstream_sent_it():
     assert seen[-1]["type"] == "response.incomplete"
 
 
+# --- holding text (a conversation at warn level) ---------------------------------------------
+
+def held(judge=keep_all) -> ResponsesStreamFilter:
+    return responses_filter(judge, keepalive_s=None, hold_text=True)
+
+
+@pytest.mark.parametrize("size", [None, 0, 7])
+@pytest.mark.parametrize("output", UNCHANGED.values(), ids=UNCHANGED.keys())
+def test_held_text_of_a_kept_round_goes_out_byte_for_byte(output, size):
+    filt = held()
+    out = relay(filt, sse(stream_events(output)), size) + b"".join(filt.final())
+    assert out == sse(stream_events(output))
+
+
+def test_held_text_waits_for_the_round_to_be_judged():
+    filt = held()
+    events = stream_events([reasoning("rs_1", "Thinking."), message("Let me read it."), READ])
+    closing = len(events) - 1
+    out = b"".join(filt.feed(sse(events[:closing])))
+    assert [e["type"] for e in client_events(out)] == ["response.created", "response.in_progress"]
+    out += b"".join(filt.feed(sse(events[closing:])))
+    assert out == sse(events)
+
+
+def test_a_refused_rounds_text_and_reasoning_are_never_shown():
+    filt = held(refuse("read_file"))
+    out = relay(filt, sse(stream_events([reasoning("rs_1", "Again."), message("Let me read it."), READ])), 0)
+    assert filt.needs_decision
+    filt.begin_continuation()
+    out += relay(filt, sse(stream_events([message("Reading the list.", "msg_9"), LIST], "resp_2")), 5)
+    out += b"".join(filt.final())
+    events = client_events(out)
+    check_numbering(events)
+    assert b"Let me read it." not in out and b"Again." not in out
+    assert [i["id"] for i in events[-1]["response"]["output"]] == ["msg_9", "fc_call_3"]
+
+
+def test_a_refused_round_ended_by_the_final_text_shows_only_that_text():
+    filt = held(refuse("read_file"))
+    out = relay(filt, sse(stream_events([message("Let me read it."), READ])))
+    out += b"".join(filt.terminate("Stopping here.")) + b"".join(filt.final())
+    events = client_events(out)
+    check_numbering(events)
+    texts = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+    assert "".join(texts) == "Stopping here."
+    assert [i["type"] for i in events[-1]["response"]["output"]] == ["message"]
+
+
+def test_a_held_round_cut_short_shows_its_words_closed():
+    filt = held()
+    events = stream_events([message("Half of it")])
+    cut = sse(events[:-3])  # the text streamed; its done events and the closing never came
+    out = b"".join(filt.feed(cut)) + b"".join(filt.cut(cut))
+    seen = client_events(out)
+    assert "".join(e["delta"] for e in seen if e["type"] == "response.output_text.delta") == "Half of it"
+    assert seen[-1]["type"] == "response.output_item.done" and seen[-1]["item"]["status"] == "incomplete"
+
+
 # --- what upstreams send besides the common case ------------------------------------------------
 
 def test_stream_ending_inside_a_call_judges_what_arrived():
@@ -322,12 +380,12 @@ def build(kinds: list[str], prefix: str) -> list[dict]:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(ITEMS, max_size=5), st.lists(ITEMS, max_size=4), st.sets(st.integers(0, 4)),
-       st.integers(0, 200), st.booleans())
-def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, second, refused, size, reask):
+       st.integers(0, 200), st.booleans(), st.booleans())
+def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, second, refused, size, reask, hold):
     def judge(call: ToolCall, position: int) -> bool:
         return position not in refused
 
-    filt = responses_filter(judge, keepalive_s=None)
+    filt = responses_filter(judge, keepalive_s=None, hold_text=hold)
     out = relay(filt, sse(stream_events(build(first, "a"))), size)
     if filt.needs_decision and reask:
         filt.begin_continuation()
@@ -342,6 +400,10 @@ def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, sec
                    if e["type"] == "response.output_item.done" and "call_id" in e["item"]]
     kept = [c.id for r in filt.rounds for c in r.kept]
     assert shown_calls == kept
+    if hold:  # a round all of whose calls were refused shows nothing
+        shown = {e["item"]["id"] for e in events if e["type"] == "response.output_item.done"}
+        for state, items in zip(filt.rounds, (build(first, "a"), build(second, "b")), strict=False):
+            assert not (state.all_dropped and shown & {i["id"] for i in items})
 
 
 ODD = st.one_of(
