@@ -53,6 +53,8 @@ def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:
         return None
     if comparable(latest) is not None and not failed(latest):
         return None
+    if sum(1 for e in events if e.target == latest.target and e.tool == latest.tool and failed(e)) < 2:
+        return None  # a pattern needs two failures on the target; most calls' targets have none
     members = _members(events, latest)
     failures = [m.failure_hash for m in members if failed(m)]
     if len(failures) < 2 or failures.count(failures[0]) < 2:

@@ -21,49 +21,32 @@ from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import StreamJudge
 from gateway.pipeline.remember import remember
-from gateway.pipeline.timing import log_request
+from gateway.pipeline.timing import LoggedStream
 from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import upstream_failure
 from gateway.protocols.streaming import Held
-from gateway.web.responses import RelayStream, uncommented
+from gateway.web.responses import uncommented
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
-        return _Guarded(ex, ex.verdict.headers(upstream.headers), noted(ex, _held(ex, upstream)), upstream)
+        return LoggedStream(ex, ex.verdict.headers(upstream.headers), noted(ex, _held(ex, upstream)), upstream.aclose)
     judge = StreamJudge(ex)
     tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
     chunks = noted(ex, _attempt(ex, upstream, judge, tool_filter, last=True))
     if tool_filter.holds_whole:
         return _Decided(ex, upstream, chunks)
-    return _Guarded(ex, ex.verdict.headers(upstream.headers), chunks, upstream)
+    return LoggedStream(ex, ex.verdict.headers(upstream.headers), chunks, upstream.aclose)
 
 
 def noted(ex: Exchange, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """The stream as it goes out: with the gateway's SSE notes, unless its protocol's clients
     cannot skip them."""
     return chunks if ex.adapter.declared.stream_notes else uncommented(chunks)
-
-
-class _Guarded(RelayStream):
-    """A guarded stream: relayed as its chunks come; the request line is logged once the last
-    byte went out (or when the upstream broke the stream off)."""
-
-    def __init__(self, ex: Exchange, headers: list[tuple[bytes, bytes]], chunks: AsyncIterator[bytes],
-                 upstream: UpstreamResponse) -> None:
-        super().__init__(200, headers, chunks, upstream.aclose)
-        self._ex = ex
-
-    def ended(self) -> None:
-        log_request(self._ex, 200)
-
-    def broken(self, exc: UpstreamError) -> None:
-        self._ex.log.warning("upstream_stream_broken", error=type(exc).__name__)
-        log_request(self._ex, 200)
 
 
 class _Decided(Response):
@@ -95,7 +78,7 @@ class _Decided(Response):
                 await self._upstream.aclose()
             raise
         headers = self._ex.verdict.headers(self._upstream.headers)
-        relay = _Guarded(self._ex, headers, _resumed(first, failure, self._chunks), self._upstream)
+        relay = LoggedStream(self._ex, headers, _resumed(first, failure, self._chunks), self._upstream.aclose)
         await relay(scope, receive, send)
 
 

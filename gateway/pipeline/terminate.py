@@ -16,14 +16,14 @@ from gateway.pipeline.answer import FinalAnswer, closed
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import StreamJudge
 from gateway.pipeline.remember import remember
-from gateway.pipeline.timing import log_request
+from gateway.pipeline.timing import LoggedStream, log_request
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import StreamFailure
 from gateway.protocols.sse import comment
-from gateway.web.responses import RelayStream, relay, uncommented
+from gateway.web.responses import relay, uncommented
 from gateway.upstream.base import UpstreamResponse
 
 LOOP = "loop_detected"
@@ -57,7 +57,7 @@ async def at_request(ex: Exchange) -> Response:
                 ex.verdict.terminate = REPLY
             chunks = _after(first, chunks)
             chunks = chunks if ex.adapter.declared.stream_notes else uncommented(chunks)
-            return RelayStream(200, ex.verdict.headers([SSE]), chunks, upstream.aclose)
+            return LoggedStream(ex, ex.verdict.headers([SSE]), chunks, upstream.aclose)
         body = await final.read(upstream) if upstream is not None else None
         if body is not None:
             ex.verdict.record(ex, judgement, Action.TERMINATE, "request", ANSWER)
@@ -66,10 +66,10 @@ async def at_request(ex: Exchange) -> Response:
             return relay(200, ex.verdict.headers([JSON]), body)
     used = _written(decision)
     ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)
-    log_request(ex, 200)
     if ex.stream and used != ERROR:
         chunks = ex.adapter.termination_stream(text(ex, judgement), ex.payload)
-        return RelayStream(200, ex.verdict.headers([SSE]), _iterate(chunks))
+        return LoggedStream(ex, ex.verdict.headers([SSE]), _iterate(chunks))
+    log_request(ex, 200)
     return _reply(ex, text(ex, judgement), used)
 
 
@@ -150,7 +150,6 @@ async def _answer_stream(ex: Exchange, final: FinalAnswer, upstream: UpstreamRes
     ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)  # before the stream ends
     ex.reply = tool_filter.reply
     await remember(ex)
-    log_request(ex, 200)
     for chunk in final.closing:
         yield chunk
     if used == REPLY:

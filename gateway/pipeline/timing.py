@@ -4,7 +4,11 @@ one request log line plus timing metrics written when the exchange is over."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+
+from gateway.web.responses import UPSTREAM_BROKEN, RelayStream
+from gateway.upstream.errors import UpstreamError
 
 
 @dataclass(slots=True)
@@ -32,10 +36,28 @@ class LogWhenSent:
         log_request(self.ex, self.status)
 
 
-def log_request(ex, status: int) -> None:
-    """The request line operators count requests by (``ex``: the exchange)."""
+class LoggedStream(RelayStream):
+    """A guarded stream: its request line is written once it is over, however it ended (the
+    last byte out, the client gone, the upstream broken off), with ``ending`` saying which."""
+
+    def __init__(self, ex, headers: list[tuple[bytes, bytes]], chunks: AsyncIterator[bytes],
+                 on_close: Callable[[], Awaitable[None]] | None = None) -> None:
+        super().__init__(200, headers, chunks, on_close)
+        self._ex = ex
+
+    def broken(self, exc: UpstreamError) -> None:
+        self._ex.log.warning("upstream_stream_broken", error=type(exc).__name__)
+
+    def over(self, ending: str) -> None:
+        log_request(self._ex, 200, ending)
+
+
+def log_request(ex, status: int, ending: str | None = None) -> None:
+    """The request line operators count requests by (``ex``: the exchange). A stream's says how
+    it ended: the protocol's error event the gateway ended it with, else ``ending``."""
     clock = ex.clock
-    extra = {"ending": ex.ending} if ex.ending is not None else {}
+    ending = ex.ending if ex.ending is not None and ending != UPSTREAM_BROKEN else ending
+    extra = {"ending": ending} if ending is not None else {}
     ex.log.info("request", method="POST", status=status, stream=ex.stream, action=ex.verdict.action.label,
                 upstream_ms=round(clock.upstream_s * 1000, 3), overhead_ms=round(clock.overhead_s * 1000, 3),
                 **extra)

@@ -51,6 +51,12 @@ async def uncommented(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
             await aclose()
 
 
+# How a relayed stream ended, as the ``request`` log line's ``ending`` says it.
+COMPLETED = "completed"  # its last byte went out
+CLIENT_CLOSED = "client_closed"  # the client left first (after the terminal event, or before)
+UPSTREAM_BROKEN = "upstream_broken"  # the upstream broke off; the client's is left unfinished
+
+
 class RelayStream(Response):
     """Streams chunks as they come; however it ends, closes the producer and then ``on_close``.
 
@@ -78,17 +84,22 @@ class RelayStream(Response):
             await self._close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Until the last byte is out, the client may leave: its disconnect cancels this task
+        # (a client that hangs up right after the protocol's terminal event, as Codex does,
+        # lands here while the upstream's last read is pending), and a write may fail.
+        ending = CLIENT_CLOSED
         try:
-            ended = await self._stream(send)
+            ending = await self._stream(send)
         except OSError:
-            return  # the client went away mid-write: nothing left to tell it
+            pass  # the client went away mid-write: nothing left to tell it
         finally:
-            await self._close()
-        if ended:
-            self.ended()
+            try:
+                await self._close()
+            finally:
+                self.over(ending)
 
-    async def _stream(self, send: Send) -> bool:
-        """Whether the stream ended whole."""
+    async def _stream(self, send: Send) -> str:
+        """How the stream ended: ``COMPLETED`` (whole) or ``UPSTREAM_BROKEN``."""
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         try:
             async for chunk in self._chunks:
@@ -99,17 +110,19 @@ class RelayStream(Response):
             # connection and the client sees a broken stream, as it would without the gateway.
             # Ending it cleanly would pass a truncated answer (half a tool call) off as complete.
             self.broken(exc)
-            return False
+            return UPSTREAM_BROKEN
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-        return True
+        return COMPLETED
 
     def broken(self, exc: UpstreamError) -> None:
         """Hook: the upstream's body broke off mid-stream (the client's is left unfinished)."""
 
-    def ended(self) -> None:
-        """Hook: the stream ended whole; its last byte went out and the upstream is closed.
-        (A method, not a callback attribute: a bound method stored on the response would make a
-        reference cycle that keeps every request's objects alive until the collector runs.)"""
+    def over(self, ending: str) -> None:
+        """Hook: the stream is over, however it ended (``COMPLETED``, ``CLIENT_CLOSED``,
+        ``UPSTREAM_BROKEN``), and the upstream is closed. Runs on a cancelled task too, so it
+        must not await. (A method, not a callback attribute: a bound method stored on the
+        response would make a reference cycle that keeps every request's objects alive until
+        the collector runs.)"""
 
     async def _close(self) -> None:
         # Runs once the request is cancelled too: asyncio delivers a cancel once, so these

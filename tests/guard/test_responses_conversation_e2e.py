@@ -5,30 +5,17 @@ conversation). A looping agent on a conversation is ended like one sending its w
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import httpx  # noqa: F401 - loaded before the servers start: the SDK reads it from sys.modules
-import openai
 import pytest
 from support.responses_agent import ResponsesAgent
 from support.policies import example_policy
-from support.responses_upstream import Answer, finishing, guarded, stubborn
+from support.responses_upstream import Answer, finishing, guarded, sdk, start_responses, stubborn  # noqa: F401
 
 MODES = ["unary", "stream", "helper"]
 
 
-@pytest.fixture
-def start(tmp_path):
-    with ExitStack() as stack:
-        yield lambda responder: stack.enter_context(guarded(responder, tmp_path))
-
-
-def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)
-
-
 def run(url: str, mode: str, in_conversation: bool) -> ResponsesAgent:
-    api = client(url)
+    api = sdk(url)
     talk = api.conversations.create().id if in_conversation else None
     agent = ResponsesAgent(api, tools={"read_file": lambda a: "contents of a.txt"}, mode=mode, conversation=talk)
     agent.run("Summarize a.txt", max_steps=19)
@@ -36,10 +23,10 @@ def run(url: str, mode: str, in_conversation: bool) -> ResponsesAgent:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_looping_agent_on_a_conversation_is_ended_like_one_sending_its_whole_history(start, mode):
-    _, whole_url = start(stubborn())
+def test_a_looping_agent_on_a_conversation_is_ended_like_one_sending_its_whole_history(start_responses, mode):
+    _, whole_url = start_responses(stubborn())
     whole = run(whole_url, mode, in_conversation=False)
-    upstream, url = start(stubborn())
+    upstream, url = start_responses(stubborn())
     talking = run(url, mode, in_conversation=True)
 
     assert talking.executions == whole.executions and talking.executions["read_file"] == 3
@@ -52,8 +39,8 @@ def test_a_looping_agent_on_a_conversation_is_ended_like_one_sending_its_whole_h
     assert all(len(r["json"]["input"]) <= 3 for r in posted)
 
 
-def test_a_healthy_conversation_goes_upstream_as_the_client_sent_it(start):
-    upstream, url = start(finishing(3))
+def test_a_healthy_conversation_goes_upstream_as_the_client_sent_it(start_responses):
+    upstream, url = start_responses(finishing(3))
     agent = run(url, "unary", in_conversation=True)
 
     assert agent.executions["read_file"] == 3 and agent.responses[-1].output_text
@@ -83,7 +70,7 @@ def test_a_corrective_re_ask_continues_the_conversation_without_resending_the_cl
     """The model's plain answer is held in the conversation already: the re-ask adds only the
     corrective message, streamed or not (a round without calls is a round the upstream holds)."""
     with guarded(forgetful, tmp_path, example_policy("portfolio")) as (upstream, url):
-        api = client(url)
+        api = sdk(url)
         talk = api.conversations.create().id
         agent = ResponsesAgent(api, tools={"portfolio": lambda a: "| 600519 | 100 |"}, mode=mode,
                                conversation=talk, specs=PORTFOLIO)

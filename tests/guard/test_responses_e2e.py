@@ -3,15 +3,14 @@ the real gateway, a scripted upstream that keeps response chains as the real API
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import httpx
 import openai
 import orjson
 import pytest
 from support.policies import ladder_policy
 from support.responses_agent import ResponsesAgent
-from support.responses_upstream import Answer, finishing, guarded, stubborn
+from support.responses_upstream import Answer, finishing, stubborn, start_responses  # noqa: F401 - the fixture
+from support.responses_upstream import sdk as client
 from support.responses_wire import encode, response, stream_events
 
 MARK = "[loopguard]"  # anchors start with "[LoopGuard]", observations with "[loopguard]"
@@ -19,14 +18,8 @@ MODES = [("unary", False), ("stream", False), ("helper", False), ("unary", True)
 
 
 @pytest.fixture
-def start(tmp_path):
-    """(upstream, gateway URL) for a responder, behind the ladder policy (warn 3, reject 4, end 5)."""
-    with ExitStack() as stack:
-        yield lambda responder, policy=None: stack.enter_context(guarded(responder, tmp_path, policy))
-
-
-def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)
+def start(start_responses):
+    return start_responses
 
 
 def texts(body: dict) -> list[str]:

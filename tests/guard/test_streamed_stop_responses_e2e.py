@@ -6,13 +6,10 @@ gets stay numbered without gaps. Healthy streams are still relayed byte for byte
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import httpx
-import openai
 import pytest
 from support.responses_agent import ResponsesAgent
-from support.responses_upstream import Answer, guarded
+from support.responses_upstream import Answer, sdk, start_responses  # noqa: F401 - the fixture
 from support.responses_wire import message, reasoning, sse, stream_events
 
 SAYING = "Let me read a.txt again."
@@ -23,16 +20,6 @@ def chatty(conversation: list, body: dict) -> Answer:
     if body.get("tool_choice") == "none":
         return Answer(ANSWER)
     return Answer(SAYING, calls=[("read_file", '{"path": "a.txt"}')])
-
-
-@pytest.fixture
-def start(tmp_path):
-    with ExitStack() as stack:
-        yield lambda responder: stack.enter_context(guarded(responder, tmp_path))
-
-
-def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)
 
 
 def texts(agent: ResponsesAgent) -> list[str]:
@@ -53,14 +40,21 @@ def streamed_texts(agent: ResponsesAgent) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("chain", [False, True])
+def agent_for(url: str, mode: str, history: str) -> ResponsesAgent:
+    """``history``: sent whole, chained by ``previous_response_id``, or kept in a conversation."""
+    api = sdk(url)
+    talk = api.conversations.create().id if history == "conversation" else None
+    return ResponsesAgent(api, mode=mode, chain=history == "chain", conversation=talk)
+
+
+@pytest.mark.parametrize("history", ["whole", "chain", "conversation"])
 @pytest.mark.parametrize("mode", ["stream", "helper"])
-def test_a_streamed_responses_stop_reads_exactly_like_the_non_streamed_one(start, mode, chain):
-    _, unary_url = start(chatty)
-    unary = ResponsesAgent(client(unary_url), mode="unary", chain=chain)
+def test_a_streamed_responses_stop_reads_exactly_like_the_non_streamed_one(start_responses, mode, history):
+    _, unary_url = start_responses(chatty)
+    unary = agent_for(unary_url, "unary", history)
     unary_answer = unary.run("summarize a.txt")
-    _, stream_url = start(chatty)
-    streamed = ResponsesAgent(client(stream_url), mode=mode, chain=chain)
+    _, stream_url = start_responses(chatty)
+    streamed = agent_for(stream_url, mode, history)
     answer = streamed.run("summarize a.txt")
 
     assert answer == unary_answer and SAYING not in answer
@@ -74,14 +68,14 @@ def test_a_streamed_responses_stop_reads_exactly_like_the_non_streamed_one(start
         assert added == list(range(len(added)))
 
 
-def test_a_refused_rounds_reasoning_is_never_shown(start):
+def test_a_refused_rounds_reasoning_is_never_shown(start_responses):
     """Reasoning is held with the text: the stop's stream shows the answer's thinking only."""
     def thinking(conversation: list, body: dict) -> Answer:
         said = chatty(conversation, body)
         return Answer(said.text, said.calls, thought="The file may have changed.")
 
-    upstream, url = start(thinking)
-    agent = ResponsesAgent(client(url), mode="helper")
+    upstream, url = start_responses(thinking)
+    agent = ResponsesAgent(sdk(url), mode="helper")
     assert agent.run("summarize a.txt") == ANSWER
     assert len(upstream.requests) == 6  # the 4th step refused, asked again with tools closed
     last = agent.events[-1]
@@ -92,10 +86,10 @@ def test_a_refused_rounds_reasoning_is_never_shown(start):
     assert [item.type for item in agent.responses[-1].output] == ["reasoning", "message"]
 
 
-def test_a_healthy_responses_stream_is_relayed_byte_for_byte(start):
+def test_a_healthy_responses_stream_is_relayed_byte_for_byte(start_responses):
     raw = sse(stream_events([reasoning("rs_1", "Nothing to do."), message("all fine", "msg_1")], "resp_1"))
     start_answer = Answer("unused", raw_stream=raw)
-    _, url = start(lambda conversation, body: start_answer)
+    _, url = start_responses(lambda conversation, body: start_answer)
     body = {"model": "m", "stream": True, "input": "hi"}
     with httpx.stream("POST", url + "/v1/responses", json=body,
                       headers={"authorization": "Bearer sk-test"}) as reply:

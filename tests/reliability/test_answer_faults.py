@@ -11,6 +11,7 @@ from pipeline.bodies import looping_history
 from support.agent import TOOLS
 from support.anthropic_upstream import Said
 from support.claude_gateway import start_claude  # noqa: F401 - the fixture
+from support.loop_bodies import claude_request, responses_request
 from support.fixtures import start_guarded  # noqa: F401 - the fixture
 from support.policies import ladder_policy
 from support.upstream import Reply
@@ -100,17 +101,6 @@ CLAUDE_BROKEN = {
 }
 
 
-def claude_request(times: int) -> dict:
-    messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
-    for i in range(times):
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "same"}]})
-    return {"model": "claude-test", "max_tokens": 1024, "messages": messages,
-            "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]}
-
-
 @pytest.mark.parametrize("broken", list(CLAUDE_BROKEN), ids=list(CLAUDE_BROKEN))
 def test_a_broken_anthropic_answer_becomes_the_template(start_claude, broken):
     def respond(body: dict) -> Said:
@@ -130,3 +120,54 @@ def test_a_broken_anthropic_answer_becomes_the_template(start_claude, broken):
     assert header == ("reply" if broken == "not SSE" else "answer")
     if broken != "not SSE":
         assert texts[0] == "I read a" and len(texts) == 2
+
+
+# --- Responses: the same through the openai SDK's Responses stream ----------------------------
+
+def _responses_upstream(broken: str):
+    """A Responses upstream whose model calls read_file until tools are closed; its closed-tools
+    answer is ``broken``: cut inside an event, or a stream that ends before ``response.completed``."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+    from support.responses_wire import encode, function_call, message, stream_events
+
+    async def create(request: Request) -> StreamingResponse:
+        body = await request.json()
+        if body.get("tool_choice") != "none":
+            events = [encode(e) for e in stream_events([function_call("read_file", '{"path": "a.txt"}', "call_x")])]
+        else:
+            events = [encode(e) for e in stream_events([message("I read a.txt and it never changed.")])][:-1]
+            events = events[:4] + [events[4][:30]] if broken == "cut mid-event" else events
+
+        async def pieces():
+            for event in events:
+                yield event
+        return StreamingResponse(pieces(), media_type="text/event-stream")
+    return Starlette(routes=[Route("/v1/responses", create, methods=["POST"])])
+
+
+RESPONSES_BROKEN = ["cut mid-event", "no response.completed"]
+
+
+@pytest.mark.parametrize("times", [5, 4], ids=["at the request", "mid-stream"])
+@pytest.mark.parametrize("broken", RESPONSES_BROKEN)
+def test_a_broken_responses_answer_becomes_the_template(child_gateway, broken, times):
+    from support.servers import serve
+
+    with serve(_responses_upstream(broken)) as upstream_url:
+        child = child_gateway(upstream_url, POLICY)
+        client = openai.OpenAI(base_url=child.url + "/v1", api_key="k", max_retries=0)
+        with client.responses.stream(**responses_request(times)) as stream:
+            events = list(stream)
+            final = stream.get_final_response()  # response.completed: a whole response
+        assert events[-1].type == "response.completed"
+        assert [e.type for e in events].count("response.completed") == 1
+        numbers = [e.sequence_number for e in events]
+        assert numbers == sorted(set(numbers))
+        assert TEMPLATE in final.output_text
+        assert not any(item.type == "function_call" for item in final.output)  # the closed tool never shows
+        (terminated,) = [e for e in child.audit() if e["event"] == "loop_intervention" and e["action"] == "terminate"]
+        assert terminated["terminate"] == "reply"
+        assert terminated["phase"] == ("request" if times == 5 else "response")

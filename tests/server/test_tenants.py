@@ -184,13 +184,16 @@ def test_a_thread_rotated_between_two_keys_of_one_tenant_is_ended_like_a_whole_h
     assert set(keys) == {"sk-ant-server"}  # the server's key upstream, whichever key the client sent
 
 
+@pytest.mark.parametrize("history", ["chain", "conversation"])
 @pytest.mark.parametrize("mode", ["unary", "stream"])
-def test_a_chain_rotated_between_two_keys_of_one_tenant_is_ended_like_a_whole_history_loop(gateway, mode):
+def test_a_chain_rotated_between_two_keys_of_one_tenant_is_ended_like_a_whole_history_loop(gateway, mode, history):
+    """``previous_response_id`` chains and ``conversation``s alike."""
     _, _, url = gateway(stubborn())
     whole = ResponsesAgent(openai_client(url, "sk-a1"), mode=mode)
     whole.run("Summarize a.txt", max_steps=19)
     _, _, url = gateway(stubborn())
-    rotating = ResponsesAgent(Rotating(url, ["sk-a1", "sk-a2"]), mode=mode, chain=True)
+    talk = openai_client(url, "sk-a2").conversations.create().id if history == "conversation" else None
+    rotating = ResponsesAgent(Rotating(url, ["sk-a1", "sk-a2"]), mode=mode, chain=history == "chain", conversation=talk)
     rotating.run("Summarize a.txt", max_steps=19)
 
     assert rotating.executions == whole.executions and rotating.executions["read_file"] == 3

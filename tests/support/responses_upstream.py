@@ -13,12 +13,14 @@ import asyncio
 import dataclasses
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import openai
 import orjson
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -185,3 +187,15 @@ def guarded(responder: Responder, tmp_path: Path, policy_text: str | None = None
         config = Config.model_validate({"upstream": {"base_url": upstream_url + "/v1"}})
         with serve(build_app(config, policies=PolicyHolder(policy)), **SERVER_OPTIONS) as url:
             yield upstream, url
+
+
+@pytest.fixture
+def start_responses(tmp_path):
+    """(upstream, gateway URL) for a responder, behind the ladder policy (warn 3, reject 4, end 5)."""
+    with ExitStack() as stack:
+        yield lambda responder, policy=None: stack.enter_context(guarded(responder, tmp_path, policy))
+
+
+def sdk(url: str) -> openai.OpenAI:
+    """The openai SDK through the gateway at ``url``, without retries."""
+    return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)

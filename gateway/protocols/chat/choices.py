@@ -26,6 +26,7 @@ from typing import Any
 from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk
+from gateway.protocols.chat.stream import failed_events
 from gateway.protocols.sse import DONE, SSEEvent, data_event, json_events
 from gateway.protocols.streaming import StreamDriver
 from gateway.trace.model import ToolCall
@@ -57,7 +58,17 @@ class ChoicesFilter(StreamDriver):
     # --- the driver's hooks: every event is held until the stream ends ----------------------
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
+        if event.data == "[DONE]":
+            self._saw_done = True
         self._held.hold(event.raw)
+
+    failure_event = "error_chunk"
+
+    def _failed(self, failure: Any) -> list[bytes]:
+        return failed_events(failure)
+
+    def _complete(self) -> bool:
+        return self._saw_done
 
     def _close_held(self, out: list[bytes]) -> None:
         """The stream ended: judge every choice, then release it, or withhold it whole."""

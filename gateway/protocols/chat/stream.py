@@ -74,10 +74,7 @@ class ToolCallFilter(StreamDriver):
     failure_event = "error_chunk"
 
     def _failed(self, failure: Any) -> list[bytes]:
-        """An ``error`` chunk (the SDKs raise it) and ``[DONE]``."""
-        error = {"message": failure.message, "type": "upstream_error" if not failure.final else "invalid_request_error",
-                 "param": None, "code": failure.code}
-        return [data_event({"error": error}), DONE]
+        return failed_events(failure)
 
     def _complete(self) -> bool:
         return self._saw_done
@@ -350,3 +347,10 @@ def _meaningful(rest: dict[str, Any], choice: dict[str, Any]) -> bool:
 
 def _usage_field(chunk: dict[str, Any], usage: Any) -> dict[str, Any]:
     return {"usage": usage} if usage is not None or "usage" in chunk else {}
+
+
+def failed_events(failure: Any) -> list[bytes]:
+    """A chat stream's error ending: an ``error`` chunk (the SDKs raise it) and ``[DONE]``."""
+    error = {"message": failure.message, "type": "upstream_error" if not failure.final else "invalid_request_error",
+             "param": None, "code": failure.code}
+    return [data_event({"error": error}), DONE]

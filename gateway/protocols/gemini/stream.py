@@ -23,7 +23,7 @@ from typing import Any
 from gateway.protocols import codec
 from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.protocols.gemini.parse import calls_of, parts_of, text_of
-from gateway.protocols.gemini.replies import termination
+from gateway.protocols.gemini.replies import error_body, termination
 from gateway.protocols.sse import SSEEvent, json_events
 from gateway.protocols.streaming import StreamDriver
 from gateway.trace.model import ToolCall
@@ -54,6 +54,19 @@ class GeminiStreamFilter(StreamDriver):
         self._withheld: dict[str, Any] | None = None  # the closing chunk, every call dropped
         self._calls = 0
         self._words: list[bytes] = []  # chunks held until the round is known to be kept (``hold_text``)
+        self._ended = False  # a candidate's finishReason, or the upstream's own error, came
+
+    failure_event = "error"
+
+    def _failed(self, failure: Any) -> list[bytes]:
+        """One chunk that is Google's error object, as the API itself ends a stream it cannot
+        finish: google-genai raises it (``APIError`` by its ``code``)."""
+        kind = "invalid_request_error" if failure.final else "upstream_error"
+        return [event(error_body(failure.message, kind, failure.code))]
+
+    def _complete(self) -> bool:
+        # Gemini has no end-of-stream event: its last chunk carries a finishReason.
+        return self._ended
 
     def _on_event(self, sse: SSEEvent, out: list[bytes]) -> None:
         try:
@@ -63,6 +76,8 @@ class GeminiStreamFilter(StreamDriver):
         if not isinstance(chunk, dict):
             out.append(sse.raw)  # not a chunk this filter reads: as it came
             return
+        if "error" in chunk:
+            self._ended = True
         if isinstance(chunk.get("usageMetadata"), dict):
             self._usage = chunk["usageMetadata"]
         candidates = chunk.get("candidates")
@@ -73,6 +88,7 @@ class GeminiStreamFilter(StreamDriver):
         parts = parts_of(first.get("content"))
         kept_parts = self._judged(parts)
         closing = first.get("finishReason") is not None
+        self._ended = self._ended or closing
         state = self.round
         if closing and state.all_dropped:
             state.finish_withheld = True
