@@ -353,6 +353,10 @@ class StreamingConfig(_Strict):
                              "event where that is safe (whole reads relayed as they came, argument "
                              "deltas matched by their bytes, a whole round judged in one pass); "
                              "`false`: every event is decoded and read one way, slower")
+    keepalive_s: float = Field(15.0, gt=0, description="while the gateway holds part of a stream (a "
+                               "tool call until judged, a required-tool answer until known), an SSE "
+                               "keepalive comment goes out after this many quiet seconds, so "
+                               "idle-timeout proxies keep the connection")
 
 
 class Config(_Strict):

@@ -17,6 +17,7 @@ from gateway.console.access import COOKIE, SESSION_S, OperatorAccess
 from gateway.console.assets import ASSETS, page
 from gateway.console.status import status
 from gateway.context import Gateway
+from gateway.protocols.errors import error_body
 
 # Bearer, not Basic (which is accepted all the same): a Basic challenge makes a browser ask in a
 # dialog of its own, for the page and for each of its requests, instead of showing the form.
@@ -44,9 +45,8 @@ class Console:
             if self.access.allows(request):
                 return await handler(request)
             if request.url.path.startswith("/ui/api/") or "text/html" not in request.headers.get("accept", ""):
-                return JSONResponse({"error": {"message": "An operator key is required (auth.metrics_keys).",
-                                               "type": "invalid_request_error", "code": "invalid_api_key"}},
-                                    status_code=401, headers=_CHALLENGE)
+                return JSONResponse(error_body("An operator key is required (auth.metrics_keys).",
+                                               code="invalid_api_key"), status_code=401, headers=_CHALLENGE)
             return _login_page(request.url.path + (f"?{request.url.query}" if request.url.query else ""), "")
         return checked
 

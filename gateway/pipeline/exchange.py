@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from gateway.guard.expectation import TurnGuard
@@ -22,7 +23,10 @@ from gateway.context import Gateway
 from gateway.upstream.base import Upstream, UpstreamRequest
 
 
-_FAST, _GENERAL = StreamOptions(), StreamOptions(fast_paths=False)
+@lru_cache(maxsize=16)
+def _options(fast_paths: bool, keepalive_s: float) -> StreamOptions:
+    """The stream filters' options of the ``streaming`` settings, built once per setting."""
+    return StreamOptions(keepalive_s=keepalive_s, fast_paths=fast_paths)
 
 
 @dataclass(slots=True)
@@ -66,7 +70,8 @@ class Exchange:
         """How this request's stream filter runs (``streaming`` in the config). A conversation
         already at warn level or above holds each round's text until its calls are judged, so a
         refused round's words never reach the client (the stream then reads like the reply)."""
-        options = _FAST if self.gateway.config.streaming.fast_paths else _GENERAL
+        streaming = self.gateway.config.streaming
+        options = _options(streaming.fast_paths, streaming.keepalive_s)
         plan = self.plan
         if plan is not None and plan.judgement.action >= Action.WARN:
             return replace(options, hold_text=True)

@@ -10,7 +10,7 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from gateway.errors import error_body
+from gateway.protocols.errors import error_body
 from gateway.upstream.errors import UpstreamError
 
 _JSON = (b"content-type", b"application/json")

@@ -10,6 +10,8 @@ from support.agent import Agent, declare
 from support.policies import example_policy
 from support.upstream import Reply
 
+from gateway.protocols.streaming import HOLDING
+
 MARK = "[loopguard]"
 HOLDINGS = "| 代码 | 名称 | 持股 | 成本价 |\n| 600519 | 贵州茅台 | 100 | 1500 |"
 
@@ -123,3 +125,24 @@ def test_warn_only_policies_skip_the_reasks(start_guarded):
     upstream, client, _ = start_guarded(never_calls, policy)
     answer = agent_for(client, stream=False).run("我买了啥")
     assert len(upstream.requests) == 1 and answer.startswith("[LoopGuard 提醒]")
+
+
+def test_a_held_required_tool_answer_keeps_the_connection_alive(start_guarded):
+    """The answer is held until it is known to call the tool; meanwhile the client gets the
+    stream driver's keepalive comments (``streaming.keepalive_s`` of a quiet hold), then the
+    answer whole."""
+    def slow(request: dict) -> Reply:
+        reply = forgetful(request)
+        reply.chunk_delay = 0.2  # each chunk after a quiet wait longer than the keepalive
+        return reply
+
+    upstream, client, _ = start_guarded(slow, example_policy("portfolio"), config={"streaming": {"keepalive_s": 0.05}})
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "我有什么持仓？"}],
+            "tools": declare("portfolio")}
+    raw = httpx.post(client.gateway_url + "/v1/chat/completions", json=body, timeout=30,
+                     headers={"authorization": "Bearer sk-test"}).content
+    assert HOLDING in raw.partition(b"data:")[0]  # before any of the answer
+    events = [orjson.loads(line[6:]) for line in raw.split(b"\n") if line.startswith(b"data: {")]
+    calls = [c for e in events for choice in e["choices"] for c in choice["delta"].get("tool_calls") or ()]
+    assert calls and calls[0]["function"]["name"] == "portfolio"  # the re-asked answer, the guess never shown
+    assert len(upstream.requests) == 2

@@ -18,7 +18,7 @@ def start_guarded(tmp_path):
     """Start (responding upstream, gateway) with a policy text; returns (upstream, client, holder)."""
     contexts = []
 
-    def start(responder, policy_text: str | None = None, registry=None):
+    def start(responder, policy_text: str | None = None, registry=None, config: dict | None = None):
         upstream = RespondingUpstream(responder)
         ctx = serve(upstream.app)
         upstream.url = ctx.__enter__()
@@ -26,7 +26,7 @@ def start_guarded(tmp_path):
         policy_file = tmp_path / "policy.yaml"
         policy_file.write_text(policy_text or ladder_policy())
         holder = PolicyHolder(policy_file, registry)
-        config = Config.model_validate({"upstream": {"base_url": upstream.url + "/v1"}})
+        config = Config.model_validate({"upstream": {"base_url": upstream.url + "/v1"}, **(config or {})})
         app = build_app(config, policies=holder)
         ctx = serve(app)
         url = ctx.__enter__()

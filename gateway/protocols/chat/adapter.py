@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.errors import error_body
+from gateway.protocols.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, WholeConversations
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gateway.errors import error_body
+from gateway.protocols.errors import error_body
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk, role_chunk, usage_chunk
 from gateway.protocols.sse import DONE, data_event
 from gateway.trace.model import ToolCall

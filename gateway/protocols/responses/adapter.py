@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gateway.errors import error_body
+from gateway.protocols.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent, stored_record
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions

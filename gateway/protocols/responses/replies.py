@@ -11,7 +11,7 @@ import secrets
 import time
 from typing import Any
 
-from gateway.errors import error_body
+from gateway.protocols.errors import error_body
 from gateway.protocols.responses.parse import CALL_TYPES, call_from_item, content_text, item_type
 from gateway.trace.model import ToolCall
 

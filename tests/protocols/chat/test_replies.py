@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
-from gateway.errors import error_body
+from gateway.protocols.errors import error_body
 from gateway.protocols.chat.chunks import Envelope
 from gateway.protocols.chat.replies import (
     assistant_message_for,
