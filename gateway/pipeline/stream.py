@@ -11,6 +11,7 @@ the last one goes to the client, so it receives one valid stream.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -169,6 +170,14 @@ async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge 
                 for chunk in _failed(ex, tool_filter, exc):
                     yield chunk
                 break
+            except asyncio.CancelledError:
+                # The client left while the upstream's end of body was on its way. One that had
+                # the closing response (Codex hangs up as soon as it has ``response.completed``)
+                # may continue from it: it is remembered before the cancel goes on.
+                if last and current is upstream and tool_filter.complete and tool_filter.reply is not None:
+                    ex.reply = tool_filter.reply
+                    await remember(ex)
+                raise
             released = tool_filter.end_upstream()
             # A stream held whole releases its round only after the decision, so the headers
             # that wait for its first bytes name what the client receives.

@@ -79,3 +79,22 @@ def test_a_stream_read_to_its_end_is_logged_once_as_completed(raw_upstream, chil
     assert wait_for(lambda: child.events("request"), timeout=30)
     (line,) = child.events("request")
     assert line["ending"] == "completed"
+
+
+def test_a_responses_client_hanging_up_after_completed_can_continue_the_chain(raw_upstream, child_gateway):
+    path, events, body, terminal = CASES["responses"]
+    upstream = LingeringUpstream(events)
+    child = child_gateway(raw_upstream(upstream).url.removesuffix("/v1"))
+    try:
+        with httpx.stream("POST", child.url + path, json=body, timeout=30) as response:
+            for line in response.iter_lines():
+                if terminal in line.encode():
+                    break
+        assert wait_for(lambda: child.events("request"), timeout=30)
+    finally:
+        upstream.released.set()
+    with httpx.stream("POST", child.url + path, json={**body, "previous_response_id": "resp_1"},
+                      timeout=30) as response:
+        response.read()
+    assert wait_for(lambda: len(child.events("request")) == 2, timeout=30)
+    assert child.events("chain_unknown") == []
