@@ -53,7 +53,8 @@ class GeminiStreamFilter(StreamDriver):
     def _start_round(self) -> None:
         self._withheld: dict[str, Any] | None = None  # the closing chunk, every call dropped
         self._calls = 0
-        self._words: list[bytes] = []  # chunks held until the round is known to be kept (``hold_text``)
+        # Chunks held until the round is known to be kept (``hold_text``): (bytes, the round's words)
+        self._words: list[tuple[bytes, bool]] = []
         self._ended = False  # a candidate's finishReason, or the upstream's own error, came
 
     failure_event = "error"
@@ -74,7 +75,7 @@ class GeminiStreamFilter(StreamDriver):
         except codec.DecodeError:
             chunk = None
         if not isinstance(chunk, dict):
-            out.append(sse.raw)  # not a chunk this filter reads: as it came
+            self._as_it_came(sse.raw, out)  # not a chunk this filter reads
             return
         if "error" in chunk:
             self._ended = True
@@ -83,7 +84,7 @@ class GeminiStreamFilter(StreamDriver):
         candidates = chunk.get("candidates")
         first = candidates[0] if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict) else None
         if first is None:
-            out.append(sse.raw)
+            self._as_it_came(sse.raw, out)
             return
         parts = parts_of(first.get("content"))
         kept_parts = self._judged(parts)
@@ -93,7 +94,7 @@ class GeminiStreamFilter(StreamDriver):
         if closing and state.all_dropped:
             state.finish_withheld = True
             self._withheld = _with_parts(chunk, first, kept_parts)
-            self._words.clear()
+            self._drop_words(out)
             return
         if len(kept_parts) == len(parts):
             piece: bytes | None = sse.raw
@@ -102,19 +103,30 @@ class GeminiStreamFilter(StreamDriver):
         else:
             piece = None
         if self.options.hold_text:
-            if state.all_dropped:  # the round is refused: none of it is shown
-                self._words.clear()
+            if state.all_dropped:  # the round is refused: none of its words are shown
+                self._drop_words(out)
                 return
             if not state.kept and not closing:  # its fate is not known yet
                 if piece is not None:
-                    self._words.append(piece)
+                    self._words.append((piece, True))
                 return
             self._release(out)
         if piece is not None:
             out.append(piece)
 
+    def _as_it_came(self, raw: bytes, out: list[bytes]) -> None:
+        """A chunk without a candidate: in order behind held words, never dropped with them."""
+        if self._words:
+            self._words.append((raw, False))
+        else:
+            out.append(raw)
+
     def _release(self, out: list[bytes]) -> None:
-        out += self._words
+        out += [raw for raw, _ in self._words]
+        self._words.clear()
+
+    def _drop_words(self, out: list[bytes]) -> None:
+        out += [raw for raw, words in self._words if not words]
         self._words.clear()
 
     def _judged(self, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:

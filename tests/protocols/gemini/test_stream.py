@@ -55,3 +55,13 @@ def test_a_stream_broken_off_shows_the_words_so_far():
     for raw in WORDS:
         filt.feed(raw)
     assert filt.cut(b"") == WORDS
+
+
+def test_a_chunk_without_a_candidate_keeps_its_place_and_outlives_a_refused_round():
+    usage = b'data: {"usageMetadata": {"promptTokenCount": 1}}\r\n\r\n'
+    kept = GeminiStreamFilter(judge_refusing(), HOLD)
+    out = [piece for raw in [WORDS[0], usage, WORDS[1], CALL] for piece in kept.feed(raw)]
+    assert out == [WORDS[0], usage, WORDS[1], CALL]
+    refused = GeminiStreamFilter(judge_refusing("read_file"), HOLD)
+    out = [piece for raw in [WORDS[0], usage, WORDS[1], CALL] for piece in refused.feed(raw)]
+    assert out == [usage]
