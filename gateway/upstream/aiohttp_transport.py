@@ -55,8 +55,11 @@ class AiohttpResponse:
         idle = self._idle
         try:
             while True:
-                async with asyncio.timeout(idle):
-                    chunk = await content.readany()
+                # What is already buffered is taken without a timer: only a wait can be too long.
+                chunk = content.read_nowait()
+                if not chunk and not content.is_eof():
+                    async with asyncio.timeout(idle):
+                        chunk = await content.readany()
                 if not chunk:
                     break
                 yield chunk
@@ -66,8 +69,11 @@ class AiohttpResponse:
 
     async def aread(self) -> bytes:
         try:
-            async with asyncio.timeout_at(self._deadline):
+            if self._response.content.is_eof():  # all in already: nothing to wait for, no timer
                 body = await self._response.read()
+            else:
+                async with asyncio.timeout_at(self._deadline):
+                    body = await self._response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise _translate(exc, "upstream read") from exc
         self._done = True
