@@ -13,6 +13,7 @@ import anthropic
 import httpx
 import openai
 import pytest
+from support import loop_bodies
 from support.anthropic_upstream import Said
 from support.claude_gateway import start_claude  # noqa: F401 - the fixture
 from support.policies import ladder_policy
@@ -46,19 +47,8 @@ def closing_claude(body: dict) -> Said:
     return Said(calls=[("read_file", {"path": "a.txt"})])
 
 
-def claude_history(times: int) -> list[dict]:
-    messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
-    for i in range(times):
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "same"}]})
-    return messages
-
-
 def claude_request(times: int) -> dict:
-    return {"model": "claude-test", "max_tokens": 1024, "stream": True, "messages": claude_history(times),
-            "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]}
+    return {**loop_bodies.claude_request(times), "stream": True}
 
 
 def assert_well_formed_message(events: list[tuple[str | None, dict]]) -> list[str]:
