@@ -25,13 +25,13 @@ def responses_request(times: int) -> dict:
             "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]}
 
 
-def claude_request(times: int) -> dict:
+def claude_request(times: int, result: str = "same") -> dict:
     messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
     for i in range(times):
         messages.append({"role": "assistant", "content": [
             {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}]})
         messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "same"}]})
+            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": result}]})
     return {"model": "claude-test", "max_tokens": 1024, "messages": messages,
             "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]}
 

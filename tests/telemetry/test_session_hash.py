@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+from support import loop_bodies
 from support.protocols import all_protocols
 from support.waiting import wait_for
 
@@ -56,13 +57,7 @@ def chat_loop(times: int) -> list[dict]:
 
 
 def claude_loop(times: int) -> list[dict]:
-    messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
-    for i in range(times):
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "hello"}]})
-    return messages
+    return loop_bodies.claude_request(times, result="hello")["messages"]
 
 
 def test_a_passing_chat_request_named_by_the_bodys_user(traced):
