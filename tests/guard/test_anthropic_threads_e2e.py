@@ -12,42 +12,13 @@ import anthropic
 import pytest
 from anthropic import beta_tool
 from support.anthropic_upstream import Said, stubborn
-from support.policies import ladder_policy
-from support.servers import serve
-from support.thread_upstream import ThreadUpstream
-
-from gateway.config import Config
-from gateway.policy.holder import PolicyHolder
-from gateway.server.app import SERVER_OPTIONS, build_app
+from support.thread_upstream import threads  # noqa: F401 - the fixture
 
 
 @beta_tool
 def read_file(path: str) -> str:
     """Read a file of the repository."""
     return f"contents of {path}: nothing new"
-
-
-@pytest.fixture
-def threads(tmp_path):
-    """Start (thread-keeping upstream, anthropic client through the gateway)."""
-    contexts = []
-
-    def start(responder, **config):
-        upstream = ThreadUpstream(responder)
-        ctx = serve(upstream.app)
-        url = ctx.__enter__()
-        contexts.append(ctx)
-        policy = tmp_path / "policy.yaml"
-        policy.write_text(ladder_policy())
-        raw = {"upstream": {"base_url": "http://127.0.0.1:9/v1", "anthropic_base_url": url}, **config}
-        ctx = serve(build_app(Config.model_validate(raw), policies=PolicyHolder(policy)), **SERVER_OPTIONS)
-        gateway = ctx.__enter__()
-        contexts.append(ctx)
-        return upstream, gateway
-
-    yield start
-    for ctx in reversed(contexts):
-        ctx.__exit__(None, None, None)
 
 
 def client(gateway: str, key: str = "sk-ant-client") -> anthropic.Anthropic:

@@ -9,7 +9,8 @@ with only the new messages, and:
 - a thread request without the threads beta header is refused (400).
 Every conversation, threaded or not, must answer each ``tool_use`` with a ``tool_result`` in the
 next user message (400 otherwise), as the API does. The responder sees the whole conversation
-(``messages``, ``system``, ``tools``), so a looping model is one function.
+(``messages``, ``system``, ``tools``), so a looping model is one function. The ``threads``
+fixture starts one with a gateway in front of it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+import pytest
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from support.anthropic_upstream import AnthropicUpstream, Said
+from support.policies import ladder_policy
+from support.servers import serve
+
+from gateway.config import Config
+from gateway.policy.holder import PolicyHolder
+from gateway.server.app import SERVER_OPTIONS, build_app
 
 BETA = "message-threads-2026-08-12"
 
@@ -130,3 +138,27 @@ def _events(message: dict[str, Any]) -> list[bytes]:
 
 def _event(data: dict[str, Any]) -> bytes:
     return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+@pytest.fixture
+def threads(tmp_path):
+    """Start a thread-keeping upstream and a gateway in front of it on the ladder policy;
+    returns (upstream, gateway base URL). Shared by the Python and Node SDK thread tests."""
+    contexts = []
+
+    def start(responder, **config):
+        upstream = ThreadUpstream(responder)
+        ctx = serve(upstream.app)
+        url = ctx.__enter__()
+        contexts.append(ctx)
+        policy = tmp_path / "policy.yaml"
+        policy.write_text(ladder_policy())
+        raw = {"upstream": {"base_url": "http://127.0.0.1:9/v1", "anthropic_base_url": url}, **config}
+        ctx = serve(build_app(Config.model_validate(raw), policies=PolicyHolder(policy)), **SERVER_OPTIONS)
+        gateway = ctx.__enter__()
+        contexts.append(ctx)
+        return upstream, gateway
+
+    yield start
+    for ctx in reversed(contexts):
+        ctx.__exit__(None, None, None)
