@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.anthropic_upstream import stubborn
-from support.thread_upstream import threads  # noqa: F401 - the fixture
+from support.anthropic_upstream import Said, stubborn
+from support.thread_upstream import BETA, threads  # noqa: F401 - the fixture
 
 RUNNER = Path(__file__).resolve().parents[1] / "support" / "node" / "tool_runner.mjs"
 SDK = "@anthropic-ai/sdk"
@@ -71,3 +71,24 @@ def test_the_node_tool_runner_looping_on_a_thread_is_ended_like_one_sending_its_
     assert kinds[0] == "create" and "continue" in kinds  # the SDK did thread, and the healthy part stayed so
     assert all("thread" not in r["json"] for r in whole_upstream.requests)
     assert len(threaded_upstream.requests) == len(whole_upstream.requests)
+
+
+def test_a_node_thread_the_guard_leaves_alone_goes_upstream_byte_for_byte(threads, node_env):  # noqa: F811
+    steps = iter(range(100))
+
+    def healthy(body: dict) -> Said:
+        step = next(steps)
+        return Said(calls=[("read_file", {"path": f"f{step}.py"})]) if step < 4 else Said(text="Done.")
+
+    upstream, gateway = threads(healthy)
+    ended = run(node_env, gateway)
+
+    assert (ended["executions"], ended["final_text"], ended["stop_reason"]) == (4, "Done.", "end_turn")
+    assert upstream.rejections == [] and ended["statuses"] == [200] * 5
+    kinds = [(r["json"].get("thread") or {}).get("type") for r in upstream.requests]
+    assert kinds == ["create"] + ["continue"] * 4
+    continues = upstream.requests[1:]
+    assert all("tools" not in r["json"] and "system" not in r["json"] for r in continues)
+    assert all(len(r["json"]["messages"]) == 1 for r in continues)  # only the new tool_result
+    assert [r["raw"].decode() for r in upstream.requests] == ended["bodies"]
+    assert all(BETA in r["headers"].get("anthropic-beta", "") for r in upstream.requests)

@@ -29,9 +29,12 @@ const readFile = betaTool({
 
 // The status of every answer the SDK got: it replays a turn under a new thread by itself when
 // told `thread_not_found` or `thread_already_continued`, so only this shows a refused turn.
+// And the body of every request it sent, to compare with what reached the upstream.
 const statuses = [];
-const fetchSeen = async (...args) => {
-  const response = await fetch(...args);
+const bodies = [];
+const fetchSeen = async (url, init) => {
+  bodies.push(typeof init?.body === 'string' ? init.body : null);
+  const response = await fetch(url, init);
   statuses.push(response.status);
   return response;
 };
@@ -67,6 +70,7 @@ console.log(
     messages: messages.length,
     executions,
     statuses,
+    bodies,
     stop_reason: last?.stop_reason ?? null,
     final_text: last ? text(last) : null,
   }),
