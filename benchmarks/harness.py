@@ -33,9 +33,10 @@ def answers(url: str) -> Callable[[], bool]:
 
 
 @contextmanager
-def process(command: list[str], ready: Callable[[], bool], env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
-    """Run ``command`` until the block exits; wait (30 s at most) until ``ready()``."""
-    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def process(command: list[str], ready: Callable[[], bool], env: dict[str, str] | None = None,
+            cwd: Path = ROOT) -> Iterator[subprocess.Popen]:
+    """Run ``command`` in ``cwd`` until the block exits; wait (30 s at most) until ``ready()``."""
+    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while not ready():

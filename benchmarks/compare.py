@@ -1,0 +1,97 @@
+"""Gateways built from several source trees, side by side in one run: which change moved the hop.
+
+Two runs of ``overhead.py`` on the same code differ by up to 0.15 in the added-p50 ratio on a
+shared 2-core machine, more than most changes move it, so compare trees in one run instead: one
+canned upstream, the aiohttp relay, and a gateway per tree, requests interleaved round-robin as
+``overhead.py`` sends them. Listing a tree twice shows what the noise is.
+
+    git worktree add /tmp/before HEAD~3
+    python benchmarks/compare.py -n 1000 --tree now=. --tree before=/tmp/before --tree now2=.
+
+Each gateway runs from its own tree as the working directory, because ``python -m gateway`` puts
+the working directory before PYTHONPATH and an installed copy on the import path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import ROOT, answers, free_port, percentile, process  # noqa: E402
+from overhead import conversation, one  # noqa: E402
+
+FLOOR = "aiohttp relay"
+
+
+def servers(trees: dict[str, Path], stack: ExitStack) -> dict[str, str]:
+    """Start the upstream, the relay and one gateway per tree; their base URLs by name."""
+    names = ["direct", FLOOR, *trees]
+    urls = {name: f"http://127.0.0.1:{free_port()}" for name in names}
+    port = {name: url.rsplit(":", 1)[1] for name, url in urls.items()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPGUARD_")}
+    config = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "gateway.yaml"
+    config.write_text(f"upstream:\n  base_url: {urls['direct']}/v1\nlogging:\n  format: json\n  level: info\n")
+    stack.enter_context(process(
+        [sys.executable, "-m", "uvicorn", "benchmarks.overhead:upstream_app", "--port", port["direct"], "--loop",
+         "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log", "--lifespan", "off"],
+        answers(urls["direct"] + "/v1/models"), {**env, "PYTHONPATH": str(ROOT)}))
+    stack.enter_context(process(
+        [sys.executable, str(ROOT / "benchmarks/relay.py"), "--upstream", urls["direct"], "--client", "aiohttp",
+         "--port", port[FLOOR]], answers(urls[FLOOR] + "/v1/models"), env))
+    for name, tree in trees.items():
+        stack.enter_context(process(
+            [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", port[name]],
+            answers(urls[name] + "/healthz"), {**env, "PYTHONPATH": str(tree)}, cwd=tree))
+    return urls
+
+
+def measure(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str, list[float]]:
+    names = list(urls)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    clients = {name: httpx.Client(base_url=url, timeout=60) for name, url in urls.items()}
+    try:
+        for round_ in range(warmup + n):
+            shift = round_ % len(names)
+            for name in names[shift:] + names[:shift]:
+                elapsed, _ = one(clients[name], body)
+                if round_ >= warmup:
+                    samples[name].append(elapsed)
+    finally:
+        for client in clients.values():
+            client.close()
+    return samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", action="append", required=True, metavar="NAME=PATH",
+                        help="a gateway from this source tree (repeatable)")
+    parser.add_argument("-n", type=int, default=1000, help="measured requests per target")
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--stream", action="store_true", help="streamed requests")
+    args = parser.parse_args(argv)
+    trees = {name: Path(path).resolve() for name, path in (t.split("=", 1) for t in args.tree)}
+    body = orjson.dumps({**conversation(), "stream": True} if args.stream else conversation())
+    with ExitStack() as stack:
+        samples = measure(servers(trees, stack), body, args.n, args.warmup)
+    direct = percentile(samples["direct"], 50)
+    floor = percentile(samples[FLOOR], 50) - direct
+    print(f"{'stream' if args.stream else 'unary'}: direct p50 {direct * 1000:.2f} ms, "
+          f"{FLOOR} adds {floor * 1000:.3f} ms")
+    for name in trees:
+        added = percentile(samples[name], 50) - direct
+        print(f"  {name}: adds {added * 1000:.3f} ms p50, {added / floor:.2f}x the relay's")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
