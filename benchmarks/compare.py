@@ -21,12 +21,11 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-import httpx
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import ROOT, answers, free_port, percentile, process  # noqa: E402
+from harness import ROOT, answers, clients, free_port, interleaved, percentile, process  # noqa: E402
 from overhead import conversation, one  # noqa: E402
 
 FLOOR = "aiohttp relay"
@@ -57,17 +56,11 @@ def servers(trees: dict[str, Path], stack: ExitStack) -> dict[str, str]:
 def measure(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str, list[float]]:
     names = list(urls)
     samples: dict[str, list[float]] = {name: [] for name in names}
-    clients = {name: httpx.Client(base_url=url, timeout=60) for name, url in urls.items()}
-    try:
-        for round_ in range(warmup + n):
-            shift = round_ % len(names)
-            for name in names[shift:] + names[:shift]:
-                elapsed, _ = one(clients[name], body)
-                if round_ >= warmup:
-                    samples[name].append(elapsed)
-    finally:
-        for client in clients.values():
-            client.close()
+    with clients(urls) as pool:
+        for round_, name in interleaved(names, warmup + n):
+            elapsed, _ = one(pool[name], body)
+            if round_ >= warmup:
+                samples[name].append(elapsed)
     return samples
 
 

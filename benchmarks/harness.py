@@ -6,7 +6,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -89,6 +89,26 @@ def redis_answers(port: int) -> Callable[[], bool]:
         except OSError:
             return False
     return check
+
+
+@contextmanager
+def clients(urls: dict[str, str]) -> Iterator[dict[str, httpx.Client]]:
+    """One keep-alive client per target, by name; all closed when the block exits."""
+    pool = {name: httpx.Client(base_url=url, timeout=60) for name, url in urls.items()}
+    try:
+        yield pool
+    finally:
+        for client in pool.values():
+            client.close()
+
+
+def interleaved(names: Sequence[str], rounds: int) -> Iterator[tuple[int, str]]:
+    """(round, target) for every target in every round, the starting target rotating each round:
+    a burst of someone else's load lands on all targets alike, not on all samples of one."""
+    for round_ in range(rounds):
+        shift = round_ % len(names)
+        for name in [*names[shift:], *names[:shift]]:
+            yield round_, name
 
 
 def percentile(values: list[float], q: float) -> float:

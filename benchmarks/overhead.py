@@ -51,7 +51,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
 
-from harness import ROOT, answers, cpu_seconds, free_port, machine_cpu, percentile, process, redis_answers  # noqa: E402
+from harness import ROOT, answers, cpu_seconds, free_port, interleaved, machine_cpu, percentile, process, redis_answers  # noqa: E402
 
 LATENCY = ("direct", "httpx relay", "aiohttp relay", "gateway", "gateway redis")
 THROUGHPUT = ("direct", "httpx relay", "aiohttp relay", "gateway", "gateway x2", "gateway redis", "gateway redis x2")
@@ -248,15 +248,12 @@ def latency(urls: dict[str, str], bodies: list[bytes], n: int, warmup: int, expe
     not_pass = 0
     clients = {name: httpx.Client(base_url=urls[name], timeout=60) for name in LATENCY}
     try:
-        for round_ in range(warmup + n):
-            shift = round_ % len(LATENCY)
-            body = bodies[round_ % len(bodies)]
-            for name in LATENCY[shift:] + LATENCY[:shift]:
-                elapsed, action = one(clients[name], body)
-                if name in GATEWAYS and action != expect:
-                    not_pass += 1
-                if round_ >= warmup:
-                    samples[name].append(elapsed)
+        for round_, name in interleaved(LATENCY, warmup + n):
+            elapsed, action = one(clients[name], bodies[round_ % len(bodies)])
+            if name in GATEWAYS and action != expect:
+                not_pass += 1
+            if round_ >= warmup:
+                samples[name].append(elapsed)
     finally:
         for client in clients.values():
             client.close()
@@ -282,10 +279,8 @@ def rounds(urls: dict[str, str], pids: dict[str, int], body_file: Path, concurre
     the median of each measure: a burst of someone else's load then hits one round of each
     target instead of all of one target."""
     runs: dict[str, list[dict]] = {name: [] for name in THROUGHPUT}
-    for round_ in range(args.rounds):
-        shift = round_ % len(THROUGHPUT)
-        for name in THROUGHPUT[shift:] + THROUGHPUT[:shift]:
-            runs[name].append(throughput(urls[name], pids[name], body_file, concurrency, args.seconds))
+    for _, name in interleaved(THROUGHPUT, args.rounds):
+        runs[name].append(throughput(urls[name], pids[name], body_file, concurrency, args.seconds))
     out = {name: {key: statistics.median(run[key] for run in done) for key in ("rps", "p50_ms", "p99_ms", "cpu_ms", "loadgen_cpu_ms", "machine_busy")}
            for name, done in runs.items()}
     for name, done in runs.items():

@@ -35,12 +35,11 @@ from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-import httpx
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
 
-from harness import ROOT, answers, free_port, percentile, process, redis_answers  # noqa: E402
+from harness import ROOT, answers, clients, free_port, interleaved, percentile, process, redis_answers  # noqa: E402
 from overhead import conversation  # noqa: E402 - the same loop-free 60-message history
 
 sys.path.insert(0, str(ROOT))
@@ -112,21 +111,15 @@ HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench
 
 def latency(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {name: [] for name in TARGETS}
-    clients = {name: httpx.Client(base_url=url, timeout=60) for name, url in urls.items()}
-    try:
-        for round_ in range(warmup + n):
-            shift = round_ % len(TARGETS)
-            for name in TARGETS[shift:] + TARGETS[:shift]:
-                started = time.perf_counter()
-                response = clients[name].post("/v1/chat/completions", content=body, headers=HEADERS)
-                elapsed = time.perf_counter() - started
-                if response.status_code != 200 or response.headers.get("x-loopguard-action", "pass") != "pass":
-                    raise RuntimeError(f"{name}: HTTP {response.status_code} {response.text[:200]}")
-                if round_ >= warmup:
-                    samples[name].append(elapsed)
-    finally:
-        for client in clients.values():
-            client.close()
+    with clients(urls) as pool:
+        for round_, name in interleaved(TARGETS, warmup + n):
+            started = time.perf_counter()
+            response = pool[name].post("/v1/chat/completions", content=body, headers=HEADERS)
+            elapsed = time.perf_counter() - started
+            if response.status_code != 200 or response.headers.get("x-loopguard-action", "pass") != "pass":
+                raise RuntimeError(f"{name}: HTTP {response.status_code} {response.text[:200]}")
+            if round_ >= warmup:
+                samples[name].append(elapsed)
     return samples
 
 
