@@ -51,7 +51,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
 
-from harness import ROOT, answers, cpu_seconds, free_port, interleaved, machine_cpu, percentile, process, redis_answers  # noqa: E402
+from harness import ROOT, answers, clients, cpu_seconds, free_port, interleaved, machine_cpu, percentile, process, redis_answers  # noqa: E402
 
 LATENCY = ("direct", "httpx relay", "aiohttp relay", "gateway", "gateway redis")
 THROUGHPUT = ("direct", "httpx relay", "aiohttp relay", "gateway", "gateway x2", "gateway redis", "gateway redis x2")
@@ -246,17 +246,13 @@ def latency(urls: dict[str, str], bodies: list[bytes], n: int, warmup: int, expe
     """Round ``r`` sends ``bodies[r % len(bodies)]`` to every target (a run that grows, or one body)."""
     samples: dict[str, list[float]] = {name: [] for name in LATENCY}
     not_pass = 0
-    clients = {name: httpx.Client(base_url=urls[name], timeout=60) for name in LATENCY}
-    try:
+    with clients({name: urls[name] for name in LATENCY}) as pool:
         for round_, name in interleaved(LATENCY, warmup + n):
-            elapsed, action = one(clients[name], bodies[round_ % len(bodies)])
+            elapsed, action = one(pool[name], bodies[round_ % len(bodies)])
             if name in GATEWAYS and action != expect:
                 not_pass += 1
             if round_ >= warmup:
                 samples[name].append(elapsed)
-    finally:
-        for client in clients.values():
-            client.close()
     return samples, not_pass
 
 
