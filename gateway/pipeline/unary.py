@@ -29,7 +29,7 @@ class Reply:
     status: int
     headers: list[tuple[bytes, bytes]]
     content: bytes
-    parsed: dict[str, Any] | None  # None: not a 200 JSON object, or not judged: relayed as is
+    parsed: Any  # the reply as judged (Adapter.reply_types); None: not such a 200 reply: relayed as is
 
 
 async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
@@ -93,7 +93,7 @@ def _parsed(ex: Exchange, status: int, content: bytes) -> dict[str, Any] | None:
         raise UpstreamInvalidReply("the upstream answered 200 with a body that is not JSON") from None
     finally:
         ex.clock.took(started)
-    return data if isinstance(data, dict) else None
+    return data if isinstance(data, ex.adapter.reply_types) else None
 
 
 def _edited(ex: Exchange, reply: Reply, parsed: dict[str, Any]) -> Reply:

@@ -154,6 +154,10 @@ class Adapter(Protocol):
     # The payload fields ``conversation`` reads besides the items (declared tools, a system
     # prompt field): while they are unchanged, so are its head turns and declared tools.
     payload_fields: tuple[str, ...]
+    # What a 200 reply's JSON must be for the response path to judge it: a JSON object, or, for a
+    # reply that is an array of chunks (Gemini's stream without ``alt=sse``), an array. Any
+    # other reply is relayed as it came.
+    reply_types: tuple[type, ...]
 
     def at(self, scope: dict[str, Any]) -> Adapter | None:
         """The adapter for one request on a declared route: itself, or one bound to what the

@@ -28,6 +28,7 @@ __all__ = ["ANTHROPIC", "AnthropicAdapter"]
 class AnthropicAdapter(PayloadFields):
     name = "anthropic"
     items_field = "messages"  # see Adapter.items_field
+    reply_types = (dict,)  # see Adapter.reply_types
     payload_fields = ("system", "tools")  # see Adapter.payload_fields
     # Message threads (``thread``) keep the conversation server-side: see ``thread``.
     chains = True

@@ -30,6 +30,7 @@ __all__ = ["CHAT", "ChatAdapter"]
 class ChatAdapter(PayloadFields, WholeConversations):
     name = "chat"
     items_field = "messages"  # see Adapter.items_field
+    reply_types = (dict,)  # see Adapter.reply_types
     payload_fields = ("tools", "functions")  # see Adapter.payload_fields
     declared = Declaration(
         family="openai.chat_completions",

@@ -2,9 +2,9 @@
 
 The model and whether the reply streams are in the path (``/v1beta/models/{model}:
 streamGenerateContent?alt=sse``), not the body: ``at`` binds an adapter to them per request. A
-stream asked for without ``alt=sse`` is a JSON array, not events: its request is judged like any
-other (warn, the vetoed calls shown again, terminate), and the array, read whole, is relayed
-untouched; a terminated one is answered with a one-element array.
+stream asked for without ``alt=sse`` is a JSON array, not events: it is read whole and judged
+like a unary reply (its chunks merged into one answer); an untouched one is relayed byte for
+byte, an edited or terminated one is answered with a one-element array.
 Items are the request's ``contents``; ``systemInstruction`` is read as the system prompt.
 """
 
@@ -30,6 +30,7 @@ _STREAMING = ":streamGenerateContent"
 class GeminiAdapter(WholeConversations):
     name = "gemini"
     items_field = "contents"  # see Adapter.items_field
+    reply_types: tuple[type, ...] = (dict,)  # see Adapter.reply_types; an array stream's: list
     payload_fields = ("systemInstruction", "tools")  # see Adapter.payload_fields
     declared = Declaration(
         family="gemini.generate_content",
@@ -51,8 +52,11 @@ class GeminiAdapter(WholeConversations):
     )
 
     def __init__(self, model: str = "", streaming: bool = False, array: bool = False) -> None:
-        # ``array``: streamed as a JSON array (no ``alt=sse``): read whole, like a unary reply.
+        # ``array``: streamed as a JSON array (no ``alt=sse``): read whole and judged like a
+        # unary reply; an edited one goes out as a one-element array.
         self._model, self._streaming, self._array = model, streaming, array
+        if array:
+            self.reply_types = (list,)
 
     def at(self, scope: dict[str, Any]) -> GeminiAdapter:
         name, _, method = scope["path"].rpartition("/")[2].partition(":")
@@ -105,12 +109,16 @@ class GeminiAdapter(WholeConversations):
         return replies.proposed_calls(replies.merged(reply) if isinstance(reply, list) else reply)
 
     def keep_calls(self, reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
+        if isinstance(reply, list):
+            return [replies.keep_calls(replies.merged(reply), keep)]  # type: ignore[return-value]
         return replies.keep_calls(reply, keep)
 
     def answer(self, reply: dict[str, Any]) -> Answer | None:
         return replies.answer(replies.merged(reply) if isinstance(reply, list) else reply)
 
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
+        if isinstance(reply, list):
+            return [replies.prepend_text(replies.merged(reply), text)]  # type: ignore[return-value]
         return replies.prepend_text(reply, text)
 
     def stream_filter(self, judge: Judge, payload: dict[str, Any],

@@ -29,6 +29,7 @@ WITHHELD = f"{VETO_MARKER} This call was not run: the gateway withheld it becaus
 class ResponsesAdapter(PayloadFields):
     name = "responses"
     items_field = "input"  # see Adapter.items_field
+    reply_types = (dict,)  # see Adapter.reply_types
     payload_fields = ("instructions", "tools")  # see Adapter.payload_fields
     chains = True
     declared = Declaration(

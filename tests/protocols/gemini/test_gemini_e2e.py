@@ -209,23 +209,51 @@ def array_run(gateway: str) -> tuple[list, int]:
     raise AssertionError("the run never ended")
 
 
-def test_a_stream_without_alt_sse_is_judged_on_its_request(start_gemini):
+def test_a_stream_without_alt_sse_is_judged_like_any_reply(start_gemini):
+    """The array is read whole and its calls judged before any reaches the client: the same
+    ladder as the other modes (warned, the 4th call refused and re-asked, the insisting 5th
+    ends the run with the model's tools-closed answer), answered as an array."""
     upstream, _, gateway = start_gemini(stubborn(final=FINAL))
     chunks, executions = array_run(gateway)
-    # Ended on the request path (terminate at 5 executed calls) with the model's tools-closed
-    # answer, as the array the client asked for.
-    assert executions == 5 and "".join(p["text"] for c in chunks for p in c["candidates"][0]["content"]["parts"]) == FINAL
-    warned, closing = upstream.requests[3]["json"], upstream.requests[-1]["json"]
+    assert executions == 3 and "".join(p["text"] for c in chunks for p in c["candidates"][0]["content"]["parts"]) == FINAL
+    warned, reasked, closing = (upstream.requests[i]["json"] for i in (3, 4, 5))
     assert any("[LoopGuard]" in p.get("text", "") for p in warned["contents"][-1]["parts"])
+    refused_call, observation = reasked["contents"][-2:]
+    assert refused_call["parts"][0]["functionCall"]["name"] == "read_file"
+    assert "rejected" in observation["parts"][0]["functionResponse"]["response"]["error"]
     assert closing["toolConfig"]["functionCallingConfig"]["mode"] == "NONE" and len(upstream.requests) == 6
     assert all(r["path"].endswith(":streamGenerateContent") and "alt" not in r["query"] for r in upstream.requests)
+
+
+def test_an_array_whose_second_call_is_refused_keeps_the_first_in_a_one_element_array(start_gemini):
+    """A round of two calls, the second a repeat at reject level: the first goes to the client,
+    the second never does; the chunks come back merged into one."""
+    def twice(body: dict) -> Said:
+        done = sum(1 for c in body["contents"] for p in c["parts"] if "functionResponse" in p)
+        if done < 4:
+            return Said(calls=[("read_file", {"path": "a.txt"})])
+        return Said(text="Reading both.", calls=[("list_dir", {"path": "."}), ("read_file", {"path": "a.txt"})])
+    upstream, _, gateway = start_gemini(twice)
+    contents = [{"role": "user", "parts": [{"text": "summarize a.txt"}]}]
+    for _ in range(4):
+        contents.append({"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": "a.txt"}}}]})
+        contents.append({"role": "user", "parts": [{"functionResponse": {"name": "read_file",
+                                                                         "response": {"result": "the same"}}}]})
+    answer = httpx.post(gateway + f"/v1beta/models/{MODEL}:streamGenerateContent", headers={"x-goog-api-key": "k"},
+                        json={"contents": contents}, timeout=30)
+    assert answer.status_code == 200 and answer.headers["x-loopguard-action"] == "reject"
+    chunks = answer.json()
+    assert len(chunks) == 1 and len(orjson.loads(upstream.sent[-1])) > 1  # the upstream's chunks, merged
+    said = chunks[0]["candidates"][0]["content"]["parts"]
+    assert [p["functionCall"]["name"] for p in said if "functionCall" in p] == ["list_dir"]
+    assert "".join(p.get("text", "") for p in said) == "Reading both."
 
 
 def test_a_terminated_stream_without_alt_sse_gets_a_one_element_array(start_gemini):
     policy = ladder_policy("interventions:\n  terminate: {mode: reply}\n")
     upstream, _, gateway = start_gemini(stubborn(final=FINAL), policy)
     chunks, executions = array_run(gateway)
-    assert executions == 5 and len(chunks) == 1 and "read_file" in chunks[0]["candidates"][0]["content"]["parts"][0]["text"]
+    assert executions == 3 and len(chunks) == 1 and "read_file" in chunks[0]["candidates"][0]["content"]["parts"][0]["text"]
     assert not any(r["json"].get("toolConfig") for r in upstream.requests)  # the template, no answer asked
 
 
