@@ -1,4 +1,4 @@
-"""Gateways built from several source trees, side by side in one run: which change moved the hop.
+"""Gateways from several source trees or configs, side by side in one run: what moved the hop.
 
 Two runs of ``overhead.py`` on the same code differ by up to 0.15 in the added-p50 ratio on a
 shared 2-core machine, more than most changes move it, so compare trees in one run instead: one
@@ -10,6 +10,11 @@ canned upstream, the aiohttp relay, and a gateway per tree, requests interleaved
 
 Each gateway runs from its own tree as the working directory, because ``python -m gateway`` puts
 the working directory before PYTHONPATH and an installed copy on the import path.
+
+``--config NAME=FILE`` adds a gateway from this tree whose configuration is the benchmark's with
+FILE's top-level keys put over it: what a policy, a log level or the Redis backend costs.
+
+    python benchmarks/compare.py --tree now=. --config no-detectors=/tmp/no-detectors.yaml
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import orjson
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -31,14 +37,17 @@ from overhead import conversation, one  # noqa: E402
 FLOOR = "aiohttp relay"
 
 
-def servers(trees: dict[str, Path], stack: ExitStack) -> dict[str, str]:
-    """Start the upstream, the relay and one gateway per tree; their base URLs by name."""
-    names = ["direct", FLOOR, *trees]
+Gateways = dict[str, tuple[Path, Path | None]]  # name -> (source tree, config keys put over the base)
+
+
+def servers(gateways: Gateways, stack: ExitStack) -> dict[str, str]:
+    """Start the upstream, the relay and each gateway; their base URLs by name."""
+    names = ["direct", FLOOR, *gateways]
     urls = {name: f"http://127.0.0.1:{free_port()}" for name in names}
     port = {name: url.rsplit(":", 1)[1] for name, url in urls.items()}
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPGUARD_")}
-    config = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "gateway.yaml"
-    config.write_text(f"upstream:\n  base_url: {urls['direct']}/v1\nlogging:\n  format: json\n  level: info\n")
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    base = {"upstream": {"base_url": f"{urls['direct']}/v1"}, "logging": {"format": "json", "level": "info"}}
     stack.enter_context(process(
         [sys.executable, "-m", "uvicorn", "benchmarks.overhead:upstream_app", "--port", port["direct"], "--loop",
          "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log", "--lifespan", "off"],
@@ -46,7 +55,9 @@ def servers(trees: dict[str, Path], stack: ExitStack) -> dict[str, str]:
     stack.enter_context(process(
         [sys.executable, str(ROOT / "benchmarks/relay.py"), "--upstream", urls["direct"], "--client", "aiohttp",
          "--port", port[FLOOR]], answers(urls[FLOOR] + "/v1/models"), env))
-    for name, tree in trees.items():
+    for name, (tree, extra) in gateways.items():
+        config = folder / f"{len(os.listdir(folder))}.yaml"
+        config.write_text(yaml.safe_dump({**base, **(yaml.safe_load(extra.read_text()) or {} if extra else {})}))
         stack.enter_context(process(
             [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", port[name]],
             answers(urls[name] + "/healthz"), {**env, "PYTHONPATH": str(tree)}, cwd=tree))
@@ -66,21 +77,26 @@ def measure(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tree", action="append", required=True, metavar="NAME=PATH",
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
                         help="a gateway from this source tree (repeatable)")
+    parser.add_argument("--config", action="append", default=[], metavar="NAME=FILE",
+                        help="a gateway from this tree, FILE's config keys over the benchmark's (repeatable)")
     parser.add_argument("-n", type=int, default=1000, help="measured requests per target")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--stream", action="store_true", help="streamed requests")
     args = parser.parse_args(argv)
-    trees = {name: Path(path).resolve() for name, path in (t.split("=", 1) for t in args.tree)}
+    gateways: Gateways = {name: (Path(path).resolve(), None) for name, path in (t.split("=", 1) for t in args.tree)}
+    gateways |= {name: (ROOT, Path(path).resolve()) for name, path in (c.split("=", 1) for c in args.config)}
+    if not gateways:
+        parser.error("name at least one --tree or --config")
     body = orjson.dumps({**conversation(), "stream": True} if args.stream else conversation())
     with ExitStack() as stack:
-        samples = measure(servers(trees, stack), body, args.n, args.warmup)
+        samples = measure(servers(gateways, stack), body, args.n, args.warmup)
     direct = percentile(samples["direct"], 50)
     floor = percentile(samples[FLOOR], 50) - direct
     print(f"{'stream' if args.stream else 'unary'}: direct p50 {direct * 1000:.2f} ms, "
           f"{FLOOR} adds {floor * 1000:.3f} ms")
-    for name in trees:
+    for name in gateways:
         added = percentile(samples[name], 50) - direct
         print(f"  {name}: adds {added * 1000:.3f} ms p50, {added / floor:.2f}x the relay's")
     return 0
