@@ -55,9 +55,10 @@ def servers(gateways: Gateways, stack: ExitStack) -> dict[str, str]:
     stack.enter_context(process(
         [sys.executable, str(ROOT / "benchmarks/relay.py"), "--upstream", urls["direct"], "--client", "aiohttp",
          "--port", port[FLOOR]], answers(urls[FLOOR] + "/v1/models"), env))
-    for name, (tree, extra) in gateways.items():
-        config = folder / f"{len(os.listdir(folder))}.yaml"
-        config.write_text(yaml.safe_dump({**base, **(yaml.safe_load(extra.read_text()) or {} if extra else {})}))
+    for number, (name, (tree, extra)) in enumerate(gateways.items()):
+        overrides = (yaml.safe_load(extra.read_text()) or {}) if extra else {}
+        config = folder / f"gateway{number}.yaml"
+        config.write_text(yaml.safe_dump({**base, **overrides}))
         stack.enter_context(process(
             [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", port[name]],
             answers(urls[name] + "/healthz"), {**env, "PYTHONPATH": str(tree)}, cwd=tree))

@@ -105,21 +105,20 @@ class GeminiAdapter(WholeConversations):
 
     # --- the reply (candidates are alternative answers) ---------------------------------------
 
+    # An array stream's reply is read as its chunks merged (``replies.whole``), and an edited
+    # one is written back in the shape it came in (``replies.shaped``).
+
     def proposed_calls(self, reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
-        return replies.proposed_calls(replies.merged(reply) if isinstance(reply, list) else reply)
+        return replies.proposed_calls(replies.whole(reply))
 
     def keep_calls(self, reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
-        if isinstance(reply, list):
-            return [replies.keep_calls(replies.merged(reply), keep)]  # type: ignore[return-value]
-        return replies.keep_calls(reply, keep)
+        return replies.shaped(reply, replies.keep_calls(replies.whole(reply), keep))
 
     def answer(self, reply: dict[str, Any]) -> Answer | None:
-        return replies.answer(replies.merged(reply) if isinstance(reply, list) else reply)
+        return replies.answer(replies.whole(reply))
 
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
-        if isinstance(reply, list):
-            return [replies.prepend_text(replies.merged(reply), text)]  # type: ignore[return-value]
-        return replies.prepend_text(reply, text)
+        return replies.shaped(reply, replies.prepend_text(replies.whole(reply), text))
 
     def stream_filter(self, judge: Judge, payload: dict[str, Any],
                       options: StreamOptions | None = None) -> stream.GeminiStreamFilter:

@@ -54,6 +54,16 @@ def merged(chunks: list[Any]) -> dict[str, Any]:
     return {**last, "candidates": [{**first, "content": {"role": "model", "parts": parts}}]}
 
 
+def whole(reply: Any) -> dict[str, Any]:
+    """A reply as one: an array stream's chunks merged, any other reply as it is."""
+    return merged(reply) if isinstance(reply, list) else reply
+
+
+def shaped(original: Any, edited: dict[str, Any]) -> Any:
+    """``edited`` in the shape ``original`` came in: an array stream's is a one-element array."""
+    return [edited] if isinstance(original, list) else edited
+
+
 def _joins(before: dict[str, Any], piece: dict[str, Any]) -> bool:
     """Two text pieces of one streamed text (both plain, or both thoughts)."""
     return (set(before) <= {"text", "thought"} and set(piece) <= {"text", "thought"}
