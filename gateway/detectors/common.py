@@ -185,22 +185,5 @@ def same_call(event: ToolEvent, member: ToolEvent) -> bool:
     return event.tool == member.tool and event.args_hash == member.args_hash
 
 
-_CALL = attrgetter("tool", "args_hash")
-_TOOL = attrgetter("tool")
-
-
-def repeats_call(events: Sequence[ToolEvent]) -> bool:
-    """Whether the latest event's call (same tool, same canonical arguments) occurs earlier in
-    ``events``. Without that a chain of ``same_call`` members has no second one, so its
-    detector can answer at once: counted at C speed, where the chain walks the window in
-    Python (and a healthy run's latest call is nearly always new)."""
-    return list(map(_CALL, events)).count(_CALL(events[-1])) > 1
-
-
-def repeats_tool(events: Sequence[ToolEvent]) -> bool:
-    """Whether the latest event's tool occurs earlier in ``events`` (see ``repeats_call``)."""
-    return list(map(_TOOL, events)).count(events[-1].tool) > 1
-
-
 def steps_of(events: Sequence[ToolEvent]) -> tuple[int, ...]:
     return tuple(sorted(e.step for e in events))

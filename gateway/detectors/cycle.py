@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import comparable, repeats_call, repeats_tool, skipped, window
+from gateway.detectors.common import comparable, skipped, window
 from gateway.trace.model import ToolEvent, Trace
 
 NAME = "cycle"
@@ -47,10 +47,10 @@ class CycleSettings(DetectorSettings):
 
 def detect(trace: Trace, settings: CycleSettings) -> Finding | None:
     # Neutral calls (think/plan/log) between the calls of a cycle do not break it.
-    recent = window(trace, settings.window)
     # No cycle returns to a call (or tool) that occurs nowhere earlier: most calls of a healthy run.
-    if not recent or not (repeats_tool(recent) if settings.key == "name" else repeats_call(recent)):
+    if not trace.repeats(settings.window, tool_only=settings.key == "name"):
         return None
+    recent = window(trace, settings.window)
     events = [e for e in recent if not (e.neutral or e.neutral_guess)]
     if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling):
         return None

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
-    FAILED, chain, failed_or_same_result, repeats_call, same_call, skipped, steps_of, window,
+    FAILED, chain, failed_or_same_result, same_call, skipped, steps_of, window,
 )
 from gateway.trace.model import Trace
 
@@ -30,8 +30,10 @@ class ErrorRepeatSettings(DetectorSettings):
 
 
 def detect(trace: Trace, settings: ErrorRepeatSettings) -> Finding | None:
+    if not trace.repeats(settings.window):
+        return None
     events = window(trace, settings.window)
-    if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling) or not repeats_call(events):
+    if skipped(events[-1], settings.exempt_tools, settings.skip_polling):
         return None
     members = chain(events, same_call, failed_or_same_result,
                     consecutive=settings.consecutive, stop_on_progress=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import chain, comparable, repeats_call, same_call, skipped, steps_of, window
+from gateway.detectors.common import chain, comparable, same_call, skipped, steps_of, window
 from gateway.trace.model import Trace
 
 NAME = "no_progress"
@@ -36,8 +36,10 @@ class NoProgressSettings(DetectorSettings):
 
 
 def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:
+    if not trace.repeats(settings.window):
+        return None
     events = window(trace, settings.window)
-    if not events or skipped(events[-1], settings.exempt_tools, False) or not repeats_call(events):
+    if skipped(events[-1], settings.exempt_tools, False):
         return None
     latest = events[-1]
     members = chain(events, same_call, comparable, consecutive=settings.consecutive, stop_on_progress=True)

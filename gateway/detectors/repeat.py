@@ -17,7 +17,7 @@ from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
-    chain, comparable, no_outcome, repeats_call, same_call, skipped, steps_of, window,
+    chain, comparable, no_outcome, same_call, skipped, steps_of, window,
 )
 from gateway.trace.model import Trace
 
@@ -39,8 +39,10 @@ class ExactRepeatSettings(DetectorSettings):
 
 
 def detect(trace: Trace, settings: ExactRepeatSettings) -> Finding | None:
+    if not trace.repeats(settings.window):
+        return None
     events = window(trace, settings.window)
-    if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling) or not repeats_call(events):
+    if skipped(events[-1], settings.exempt_tools, settings.skip_polling):
         return None
     members = chain(
         events,

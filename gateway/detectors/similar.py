@@ -21,7 +21,7 @@ from rapidfuzz.distance import Indel, Levenshtein
 
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
-    chain, comparable, failed, failed_or_same_result, no_outcome, repeats_tool, skipped, steps_of, window,
+    chain, comparable, failed, failed_or_same_result, no_outcome, skipped, steps_of, window,
 )
 from gateway.detectors.values import differing_values, item_pair, numbers_only
 from gateway.trace.model import ToolEvent, Trace
@@ -56,8 +56,10 @@ class SimilarRepeatSettings(DetectorSettings):
 
 
 def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
+    if not trace.repeats(settings.window, tool_only=True):
+        return None
     events = window(trace, settings.window)
-    if not events or skipped(events[-1], settings.exempt_tools, settings.skip_polling) or not repeats_tool(events):
+    if skipped(events[-1], settings.exempt_tools, settings.skip_polling):
         return None
     latest = events[-1]
     similar = _similarity(settings)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import comparable, failed, repeats_call, same_call, skipped, steps_of
+from gateway.detectors.common import comparable, failed, same_call, skipped, steps_of
 from gateway.trace.model import ToolEvent, Trace
 
 NAME = "cross_turn"
@@ -42,9 +42,9 @@ def detect(trace: Trace, settings: CrossTurnSettings) -> Finding | None:
         return None
     if comparable(latest) is not None and not failed(latest):
         return None
-    recent = _recent(trace, settings.window)
-    if not repeats_call(recent):
+    if not (trace.repeats(settings.window) or _repeats_before(trace, settings.window)):
         return None
+    recent = _recent(trace, settings.window)
     members = _failures(recent, latest)
     turns = {e.user_turn for e in members}
     if len(members) < 2 or len(turns) < settings.min_turns or not any(map(failed, members)):
@@ -54,6 +54,15 @@ def detect(trace: Trace, settings: CrossTurnSettings) -> Finding | None:
     return Finding(NAME, count, steps_of(current), (latest.tool,),
                    f"`{latest.tool}` failed {count} times with identical arguments and the same "
                    f"error, across {len(turns)} user turns")
+
+
+def _repeats_before(trace: Trace, size: int) -> bool:
+    """Whether the latest call occurs among the earlier user turns' events ``_recent`` reaches."""
+    missing = size - len(trace.events)
+    if missing <= 0 or not trace.prior:
+        return False
+    latest = trace.events[-1]
+    return any(same_call(e, latest) for e in trace.prior[-missing:])
 
 
 def _recent(trace: Trace, size: int) -> tuple[ToolEvent, ...]:

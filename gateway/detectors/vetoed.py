@@ -35,9 +35,9 @@ class VetoedCallSettings(DetectorSettings):
 
 
 def detect(trace: Trace, settings: VetoedCallSettings) -> Finding | None:
-    events = window(trace, settings.window)
-    if not events:
+    if not trace.repeats(settings.window):  # a call refused before and back is a repeat
         return None
+    events = window(trace, settings.window)
     latest = events[-1]
     if latest.vetoed or skipped(latest, settings.exempt_tools, settings.skip_polling):
         return None  # a vetoed latest event is the refusal itself, judged when it was proposed

@@ -7,8 +7,9 @@ Everything here is frozen so a trace can be shared, cached and replayed determin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import attrgetter
 
 # Every error observation the gateway writes in place of a vetoed call starts with this marker
 # (it equals ``gateway.policy.actions.REJECT_MARKER``; defined here too because the policy package
@@ -155,6 +156,9 @@ class Trace:
     # Set by the request path from the session's state: the model judge's latest verdict on
     # this session, if any (the llm_judge detector checks it belongs to this run).
     verdict: JudgeVerdict | None = None
+    # Derived on first use (``repeats``), never part of the value: where each call and each tool
+    # last occurred before the latest event.
+    _seen: _Seen | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def total_events(self) -> int:
@@ -169,6 +173,50 @@ class Trace:
         """This trace with proposed events appended (the response path judges them this way)."""
         # Built field by field: dataclasses.replace inspects the fields on every call, and the
         # response path calls this for every proposed call.
-        return Trace(self.events + extra, self.turns, self.run_start, self.rounds + (1 if extra else 0),
-                     self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned,
-                     self.verdict)
+        trace = Trace(self.events + extra, self.turns, self.run_start, self.rounds + (1 if extra else 0),
+                      self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned,
+                      self.verdict)
+        if self._seen is not None and extra:  # the request's judge read this trace: only the extra is new
+            object.__setattr__(trace, "_seen", self._seen.extended(self.events[-1:] + extra[:-1], len(self.events) - 1))
+        return trace
+
+    def repeats(self, size: int, *, tool_only: bool = False) -> bool:
+        """Whether the latest event's call (same tool, same canonical arguments; with
+        ``tool_only``, the same tool) occurs earlier among the latest ``size`` events. Most
+        detectors need that before anything else, and a healthy run's latest call is nearly
+        always new: one look-up each, from an index made once per trace."""
+        events = self.events
+        if len(events) < 2:
+            return False
+        seen = self._seen
+        if seen is None:
+            seen = _Seen.of(events[:-1])
+            object.__setattr__(self, "_seen", seen)
+        latest = events[-1]
+        at = seen.tools.get(latest.tool) if tool_only else seen.calls.get((latest.tool, latest.args_hash))
+        return at is not None and at >= len(events) - size
+
+
+_CALL = attrgetter("tool", "args_hash")
+_TOOL = attrgetter("tool")
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """Where each call (tool, canonical arguments) and each tool last occurred among some events."""
+
+    calls: dict[tuple[str, str], int]
+    tools: dict[str, int]
+
+    @classmethod
+    def of(cls, events: tuple[ToolEvent, ...]) -> _Seen:
+        # dict() keeps the last position of a repeated key; built at C speed.
+        return cls(dict(zip(map(_CALL, events), range(len(events)))), dict(zip(map(_TOOL, events), range(len(events)))))
+
+    def extended(self, events: tuple[ToolEvent, ...], first: int) -> _Seen:
+        """These positions followed by ``events``, the first of them at position ``first``."""
+        calls, tools = dict(self.calls), dict(self.tools)
+        for at, event in enumerate(events, first):
+            calls[(event.tool, event.args_hash)] = at
+            tools[event.tool] = at
+        return _Seen(calls, tools)
