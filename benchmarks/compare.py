@@ -31,7 +31,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import ROOT, answers, clients, free_port, interleaved, percentile, process  # noqa: E402
+from harness import ROOT, answers, clients, cpu_seconds, free_port, interleaved, percentile, process  # noqa: E402
 from overhead import conversation, one  # noqa: E402
 
 FLOOR = "aiohttp relay"
@@ -40,8 +40,8 @@ FLOOR = "aiohttp relay"
 Gateways = dict[str, tuple[Path, Path | None]]  # name -> (source tree, config keys put over the base)
 
 
-def servers(gateways: Gateways, stack: ExitStack) -> dict[str, str]:
-    """Start the upstream, the relay and each gateway; their base URLs by name."""
+def servers(gateways: Gateways, stack: ExitStack) -> tuple[dict[str, str], dict[str, int]]:
+    """Start the upstream, the relay and each gateway; their base URLs and process ids by name."""
     names = ["direct", FLOOR, *gateways]
     urls = {name: f"http://127.0.0.1:{free_port()}" for name in names}
     port = {name: url.rsplit(":", 1)[1] for name, url in urls.items()}
@@ -52,28 +52,34 @@ def servers(gateways: Gateways, stack: ExitStack) -> dict[str, str]:
         [sys.executable, "-m", "uvicorn", "benchmarks.overhead:upstream_app", "--port", port["direct"], "--loop",
          "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log", "--lifespan", "off"],
         answers(urls["direct"] + "/v1/models"), {**env, "PYTHONPATH": str(ROOT)}))
-    stack.enter_context(process(
+    pids = {FLOOR: stack.enter_context(process(
         [sys.executable, str(ROOT / "benchmarks/relay.py"), "--upstream", urls["direct"], "--client", "aiohttp",
-         "--port", port[FLOOR]], answers(urls[FLOOR] + "/v1/models"), env))
+         "--port", port[FLOOR]], answers(urls[FLOOR] + "/v1/models"), env)).pid}
     for number, (name, (tree, extra)) in enumerate(gateways.items()):
         overrides = (yaml.safe_load(extra.read_text()) or {}) if extra else {}
         config = folder / f"gateway{number}.yaml"
         config.write_text(yaml.safe_dump({**base, **overrides}))
-        stack.enter_context(process(
+        pids[name] = stack.enter_context(process(
             [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", port[name]],
-            answers(urls[name] + "/healthz"), {**env, "PYTHONPATH": str(tree)}, cwd=tree))
-    return urls
+            answers(urls[name] + "/healthz"), {**env, "PYTHONPATH": str(tree)}, cwd=tree)).pid
+    return urls, pids
 
 
-def measure(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str, list[float]]:
+def measure(urls: dict[str, str], pids: dict[str, int], body: bytes, n: int,
+            warmup: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each target's latencies, and the CPU seconds each relay or gateway process spent per
+    measured request (steadier than latency on a shared machine: other load moves it less)."""
     names = list(urls)
     samples: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, float] = {}
     with clients(urls) as pool:
         for round_, name in interleaved(names, warmup + n):
+            if round_ == warmup and name in pids:
+                cpu[name] = -cpu_seconds(pids[name])
             elapsed, _ = one(pool[name], body)
             if round_ >= warmup:
                 samples[name].append(elapsed)
-    return samples
+    return samples, {name: (spent + cpu_seconds(pids[name])) / n for name, spent in cpu.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,14 +98,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("name at least one --tree or --config")
     body = orjson.dumps({**conversation(), "stream": True} if args.stream else conversation())
     with ExitStack() as stack:
-        samples = measure(servers(gateways, stack), body, args.n, args.warmup)
+        samples, cpu = measure(*servers(gateways, stack), body, args.n, args.warmup)
     direct = percentile(samples["direct"], 50)
     floor = percentile(samples[FLOOR], 50) - direct
     print(f"{'stream' if args.stream else 'unary'}: direct p50 {direct * 1000:.2f} ms, "
-          f"{FLOOR} adds {floor * 1000:.3f} ms")
+          f"{FLOOR} adds {floor * 1000:.3f} ms, CPU {cpu[FLOOR] * 1000:.3f} ms a request")
     for name in gateways:
         added = percentile(samples[name], 50) - direct
-        print(f"  {name}: adds {added * 1000:.3f} ms p50, {added / floor:.2f}x the relay's")
+        print(f"  {name}: adds {added * 1000:.3f} ms p50, {added / floor:.2f}x the relay's; "
+              f"CPU {cpu[name] * 1000:.3f} ms a request, {cpu[name] / cpu[FLOOR]:.2f}x")
     return 0
 
 

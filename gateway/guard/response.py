@@ -9,7 +9,7 @@ import structlog
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.trace.builder import proposed_events
-from gateway.trace.model import ToolCall, Trace
+from gateway.trace.model import ToolCall, ToolEvent, Trace
 
 _log = structlog.get_logger("loopguard")
 
@@ -36,6 +36,7 @@ class ProposalJudge:
         self.policy = policy
         self.trace = trace
         self.calls: list[ToolCall] = []
+        self.events: tuple[ToolEvent, ...] = ()  # of ``calls``
         self.refusal: Refusal | None = None
         self.shadowed: list[Judgement] = []  # what shadow mode or max_action held back
 
@@ -43,9 +44,9 @@ class ProposalJudge:
         """True to let the call through to the agent."""
         if self.refusal is not None:
             return False
+        self.events += proposed_events(self.trace, (call,), self.policy.trace_settings, len(self.calls))
         self.calls.append(call)
-        events = proposed_events(self.trace, tuple(self.calls), self.policy.trace_settings)
-        judgement = self.policy.judge_proposal(self.trace.with_events(events))
+        judgement = self.policy.judge_proposal(self.trace.with_events(self.events))
         if judgement.would >= Action.REJECT and judgement.action < Action.REJECT:
             self.shadowed.append(judgement)
         if judgement.action >= Action.REJECT:

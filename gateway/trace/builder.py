@@ -125,10 +125,12 @@ def _events(pairing: Pairing, start: int, first: int, ctx: _Context) -> tuple[To
     return tuple(_event(calls[i], results.get(i), first + i - start, ctx) for i in range(start, len(calls)))
 
 
-def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSettings) -> tuple[ToolEvent, ...]:
+def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSettings,
+                    after: int = 0) -> tuple[ToolEvent, ...]:
     """Events for calls the model proposes in the response being judged: no result yet, one new
-    round (``Trace.with_events`` counts it), steps continuing the trace."""
-    first = trace.total_events + 1
+    round (``Trace.with_events`` counts it), steps continuing the trace. ``after``: calls of the
+    same round already made into events (a stream's calls are judged one by one)."""
+    first = trace.total_events + 1 + after
     round_ = trace.rounds + 1
     ctx = _Context.of(settings, trace.declared_tools)
     user_turn = trace.events[-1].user_turn if trace.events else sum(map(is_genuine_user, trace.turns))

@@ -193,7 +193,7 @@ class Trace:
             seen = _Seen.of(events[:-1])
             object.__setattr__(self, "_seen", seen)
         latest = events[-1]
-        at = seen.tools.get(latest.tool) if tool_only else seen.calls.get((latest.tool, latest.args_hash))
+        at = seen.tool(latest.tool) if tool_only else seen.call((latest.tool, latest.args_hash))
         return at is not None and at >= len(events) - size
 
 
@@ -203,20 +203,28 @@ _TOOL = attrgetter("tool")
 
 @dataclass(frozen=True, slots=True)
 class _Seen:
-    """Where each call (tool, canonical arguments) and each tool last occurred among some events."""
+    """Where each call (tool, canonical arguments) and each tool last occurred among some
+    events; ``earlier``: the same for the events before them (a proposal's trace shares its
+    request trace's index instead of copying it)."""
 
     calls: dict[tuple[str, str], int]
     tools: dict[str, int]
+    earlier: _Seen | None = None
 
     @classmethod
-    def of(cls, events: tuple[ToolEvent, ...]) -> _Seen:
+    def of(cls, events: tuple[ToolEvent, ...], first: int = 0, earlier: _Seen | None = None) -> _Seen:
         # dict() keeps the last position of a repeated key; built at C speed.
-        return cls(dict(zip(map(_CALL, events), range(len(events)))), dict(zip(map(_TOOL, events), range(len(events)))))
+        at = range(first, first + len(events))
+        return cls(dict(zip(map(_CALL, events), at)), dict(zip(map(_TOOL, events), at)), earlier)
 
     def extended(self, events: tuple[ToolEvent, ...], first: int) -> _Seen:
         """These positions followed by ``events``, the first of them at position ``first``."""
-        calls, tools = dict(self.calls), dict(self.tools)
-        for at, event in enumerate(events, first):
-            calls[(event.tool, event.args_hash)] = at
-            tools[event.tool] = at
-        return _Seen(calls, tools)
+        return _Seen.of(events, first, self)
+
+    def call(self, key: tuple[str, str]) -> int | None:
+        at = self.calls.get(key)
+        return at if at is not None or self.earlier is None else self.earlier.call(key)
+
+    def tool(self, name: str) -> int | None:
+        at = self.tools.get(name)
+        return at if at is not None or self.earlier is None else self.earlier.tool(name)

@@ -156,6 +156,8 @@ def test_proposed_events_continue_the_trace():
     assert [e.declared for e in events] == [True, False]
     judged = trace.with_events(events)
     assert judged.rounds == 2 and judged.latest.call_id == "p2"
+    # A stream's calls are made into events one at a time, the same events.
+    assert proposed_events(trace, calls[:1], SETTINGS) + proposed_events(trace, calls[1:], SETTINGS, 1) == events
 
 
 def test_with_events_keeps_every_other_field():
