@@ -192,3 +192,40 @@ def test_proposals_are_judged_only_by_detectors_that_can_block(compile_policy, r
 def test_poll_ladders_count_as_blocking(compile_policy):
     eff = compile_policy("detectors: {always: false, repeat: false}\n").resolve()
     assert [step.name for step in eff.blocking_plan] == ["poll"]
+
+
+def _gated_registry(calls: list[str], gate):
+    def detect(trace: Trace, settings) -> None:
+        calls.append(trace.latest.tool)
+        return None
+
+    return {"gated": Detector("gated", detect, RepeatSettings, gate)}
+
+
+@pytest.mark.parametrize(("tools", "called"), [
+    (("a", "b"), []),  # the latest call occurs nowhere earlier: the gate is closed
+    (("a", "a"), ["a"]),
+    (("a", "b", "c", "a"), []),  # earlier, but outside the window of 3
+    (("a", "b", "a"), ["a"]),
+])
+def test_a_closed_gate_skips_its_detector(compile_policy, tools, called):
+    from gateway.detectors.base import CALL, Gate
+
+    seen: list[str] = []
+    registry = _gated_registry(seen, lambda settings: Gate(CALL, settings.window))
+    eff = compile_policy("detectors: {gated: {window: 3}}\n", registry=registry).resolve()
+    eff.judge(make_trace(*tools))
+    assert seen == called
+
+
+def test_a_failing_gate_fails_open(compile_policy):
+    class Broken:
+        def open(self, trace):
+            raise RuntimeError("boom")
+
+    seen: list[str] = []
+    eff = compile_policy("", registry=_gated_registry(seen, lambda settings: Broken())).resolve()
+    with capture_logs() as logs:
+        judgement = eff.judge(make_trace("a", "a"))
+    assert judgement.action is Action.PASS and seen == []
+    assert any(e.get("detector") == "gated" and e.get("fail_open") for e in logs)
