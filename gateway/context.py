@@ -17,7 +17,7 @@ from gateway.protocols.grown import GrownBodies
 from gateway.protocols.registry import DEFAULT
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
-from gateway.upstream.headers import request_headers
+from gateway.upstream.headers import HeaderRules
 
 
 @dataclass(slots=True)
@@ -36,6 +36,9 @@ class Gateway:
     upstreams: dict[str, Upstream] = field(default_factory=dict)
     # The optional model judge (detectors.llm_judge); None: no policy can ask it.
     judge: JudgeService | None = None
+    # What each upstream's requests carry (``forward_headers``), worked out on first use: the
+    # configuration does not change while the process runs.
+    _header_rules: dict[tuple[UpstreamSpec, bool], HeaderRules] = field(default_factory=dict)
 
     def upstream_for(self, protocol: str) -> Upstream:
         return self.upstreams.get(protocol, self.upstream)
@@ -44,10 +47,15 @@ class Gateway:
                         spec: UpstreamSpec | None = None) -> list[tuple[bytes, bytes]]:
         """The client's headers for the upstream of ``spec`` (None: the default upstream)."""
         spec = spec or DEFAULT.declared.upstream
-        up = self.config.upstream
-        if spec.config is None:  # the default upstream: its configured extra headers too
-            return provider_headers(client, spec, up.api_key, identity, up.headers)
-        return provider_headers(client, spec, up.setting(spec.config, "api_key"), identity)
+        rules = self._header_rules.get((spec, identity))
+        if rules is None:
+            up = self.config.upstream
+            if spec.config is None:  # the default upstream: its configured extra headers too
+                rules = header_rules(spec, up.api_key, identity, up.headers)
+            else:
+                rules = header_rules(spec, up.setting(spec.config, "api_key"), identity)
+            self._header_rules[(spec, identity)] = rules
+        return rules.apply(client)
 
     def forward_query(self, query: bytes, spec: UpstreamSpec | None = None) -> bytes:
         if spec is None or spec.config is None:
@@ -55,8 +63,8 @@ class Gateway:
         return forward_query(query, spec, self.config.upstream.setting(spec.config, "api_key"))
 
 
-def provider_headers(client: list[tuple[bytes, bytes]], spec: UpstreamSpec, api_key: str | None,
-                     identity: bool, extra: dict[str, str] | None = None) -> list[tuple[bytes, bytes]]:
+def header_rules(spec: UpstreamSpec, api_key: str | None, identity: bool,
+                 extra: dict[str, str] | None = None) -> HeaderRules:
     """Client headers for a provider's API (its version and beta headers untouched). A
     server-side key is sent the provider's way (``spec.key_header``) and replaces every
     credential the client sent: none goes to the provider next to the operator's key."""
@@ -64,7 +72,7 @@ def provider_headers(client: list[tuple[bytes, bytes]], spec: UpstreamSpec, api_
     if api_key:
         key = (spec.key_header.encode("latin-1"), (spec.key_prefix + api_key).encode("latin-1"))
     credentials = (name.encode("latin-1") for name in spec.credentials)
-    return request_headers(client, extra or {}, identity, key, credentials)
+    return HeaderRules(extra or {}, identity, key, credentials)
 
 
 def forward_query(query: bytes, spec: UpstreamSpec, api_key: str | None) -> bytes:

@@ -63,11 +63,17 @@ class Judged:
     def of(cls, judges: Sequence[ProposalJudge], proposed: Sequence[int], whole_round: bool | None = None) -> Judged:
         """From each answer's ``ProposalJudge`` and its number of proposed calls.
         ``whole_round``: as a stream filter saw it (None: every answer refused at its first call)."""
-        refusals = tuple(j.refusal for j in judges)
-        keep = tuple(r.position if r is not None else n for r, n in zip(refusals, proposed, strict=True))
+        refusals: list[Refusal | None] = []
+        keep: list[int] = []
+        shadowed: list[Judgement] = []
+        for judge, count in zip(judges, proposed, strict=True):  # one plain pass: every reply runs it
+            refusal = judge.refusal
+            refusals.append(refusal)
+            keep.append(count if refusal is None else refusal.position)
+            shadowed += judge.shadowed
         if whole_round is None:
-            whole_round = bool(refusals) and all(r is not None and r.position == 0 for r in refusals)
-        return cls(refusals, keep, whole_round, tuple(h for j in judges for h in j.shadowed))
+            whole_round = bool(refusals) and None not in refusals and not any(r.position for r in refusals)
+        return cls(tuple(refusals), tuple(keep), whole_round, tuple(shadowed))
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,36 +34,42 @@ def strip_hop_by_hop(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes
     return [(k, v) for k, v in pairs if k not in HOP_BY_HOP and k not in named]
 
 
-def request_headers(
-    client: Iterable[tuple[bytes, bytes]],
-    extra: dict[str, str],
-    identity: bool,
-    key: tuple[bytes, bytes] | None = None,
-    credentials: Iterable[bytes] = (),
-) -> list[tuple[bytes, bytes]]:
-    """Client headers to forward upstream, with the configured key and extra headers applied.
+class HeaderRules:
+    """Which client headers go upstream and what is added, worked out once per upstream: the
+    hot path is then one pass over the client's headers.
 
     ``key``: the operator's key as the (header, value) its protocol sends it in; it replaces
     every client header in ``credentials``, so no client key goes upstream next to it.
     ``identity`` asks for an unencoded body: the gateway must read chat responses to judge the
     tool calls in them, so it cannot relay a gzip stream it would have to decode anyway.
     """
-    pairs = [(k.lower(), v) for k, v in client]
-    named = _connection_tokens(pairs)
-    # The key and identity win over a configured header of the same name: each is sent once.
-    forced = ({key[0]} if key else set()) | ({b"accept-encoding"} if identity else set())
-    replaced = {k.lower().encode("latin-1") for k in extra} | forced
-    if key:
-        replaced |= set(credentials)
-    out = [(k, v) for k, v in pairs
-           if k not in _REQUEST_DROP and k not in named and k not in replaced and not k.startswith(_OWN_PREFIX)]
-    extra_pairs = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
-    out += [(k, v) for k, v in extra_pairs if k not in forced]
-    if key:
-        out.append(key)
-    if identity:
-        out.append((b"accept-encoding", b"identity"))
-    return out
+
+    __slots__ = ("drop", "added")
+
+    def __init__(self, extra: dict[str, str], identity: bool, key: tuple[bytes, bytes] | None = None,
+                 credentials: Iterable[bytes] = ()) -> None:
+        # The key and identity win over a configured header of the same name: each is sent once.
+        forced = ({key[0]} if key else set()) | ({b"accept-encoding"} if identity else set())
+        replaced = {k.lower().encode("latin-1") for k in extra} | forced
+        if key:
+            replaced |= set(credentials)
+        self.drop = frozenset(_REQUEST_DROP | replaced)
+        added = [(k, v) for k, v in ((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items())
+                 if k not in forced]
+        if key:
+            added.append(key)
+        if identity:
+            added.append((b"accept-encoding", b"identity"))
+        self.added = tuple(added)
+
+    def apply(self, client: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        pairs = [(k.lower(), v) for k, v in client]
+        drop = self.drop
+        if any(k == b"connection" for k, _ in pairs):
+            drop = drop | _connection_tokens(pairs)
+        out = [(k, v) for k, v in pairs if k not in drop and not k.startswith(_OWN_PREFIX)]
+        out += self.added
+        return out
 
 
 def _connection_tokens(pairs: list[tuple[bytes, bytes]]) -> frozenset[bytes]:

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.context import provider_headers
+from gateway.context import header_rules
 from gateway.protocols.registry import DEFAULT
 from gateway.upstream.headers import HOP_BY_HOP, strip_hop_by_hop
 
 
 def request_headers(client, extra, api_key, identity):
     """The default upstream's forwarding: its declared key header and credentials."""
-    return provider_headers(client, DEFAULT.declared.upstream, api_key, identity, extra)
+    return header_rules(DEFAULT.declared.upstream, api_key, identity, extra).apply(client)
 
 
 def h(*pairs: tuple[str, str]) -> list[tuple[bytes, bytes]]:
