@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from gateway.trace.model import ToolEvent, Trace
+from gateway.trace.model import Trace
 
 
 class DetectorSettings(BaseModel):
@@ -67,10 +67,6 @@ TOOL = "tool"  # the latest call's tool occurs earlier in the window
 COMPACTED = "compacted"  # the session's history was compacted (Trace.compacted_at)
 WARNED = "warned"  # a warning reached the model in this run (Trace.warned)
 VERDICT = "verdict"  # the model judge answered about this session (Trace.verdict)
-FAILURES = "failures"  # at least two of the window's events failed
-ROUNDS = "rounds"  # the run made at least ``window`` model-tool rounds
-LATEST = "latest"  # ``test(latest event)`` holds
-NEVER = "never"  # settings that can find nothing (no thresholds): the detector is left out
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +77,7 @@ class Gate:
     costs when the process's caches are cold (one request at a time)."""
 
     kind: str
-    window: int = 0  # CALL, TOOL, FAILURES: how many latest events; ROUNDS: the least rounds
-    test: Callable[[ToolEvent], bool] | None = None  # LATEST
+    window: int = 0
 
     def open(self, trace: Trace) -> bool:
         kind = self.kind
@@ -90,20 +85,11 @@ class Gate:
             return trace.repeats(self.window)
         if kind == TOOL:
             return trace.repeats(self.window, tool_only=True)
-        if kind == FAILURES:
-            return trace.failures(self.window) >= 2
-        if kind == LATEST:
-            return trace.latest is not None and self.test is not None and self.test(trace.latest)
-        if kind == ROUNDS:
-            return trace.rounds >= self.window
         if kind == COMPACTED:
             return trace.compacted_at is not None
         if kind == WARNED:
             return bool(trace.warned)
-        if kind == VERDICT:
-            return trace.verdict is not None
-        return False  # NEVER
-
+        return trace.verdict is not None
 
 
 S = TypeVar("S", bound=DetectorSettings)

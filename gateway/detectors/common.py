@@ -11,9 +11,10 @@ from collections.abc import Callable, Hashable, Sequence
 from operator import attrgetter
 
 from gateway.detectors.base import DetectorSettings
-from gateway.trace.model import FAILED as FAILED_STATUSES, Status, ToolEvent, Trace
+from gateway.trace.model import Status, ToolEvent, Trace
 
 FAILED = "failed"  # the outcome of any failed call: error texts may differ, the failure repeats
+_FAILURES = (Status.ERROR, Status.UNKNOWN_TOOL)
 
 
 def window(trace: Trace, size: int) -> tuple[ToolEvent, ...]:
@@ -34,7 +35,7 @@ def comparable(event: ToolEvent) -> str | None:
 
 
 def failed(event: ToolEvent) -> bool:
-    return event.status in FAILED_STATUSES and not event.vetoed
+    return event.status in _FAILURES and not event.vetoed
 
 
 def failed_or_same_result(event: ToolEvent) -> Hashable | None:

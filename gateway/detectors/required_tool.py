@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from pydantic import Field, PrivateAttr
 
-from gateway.detectors.base import NEVER, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.text import normalize
 from gateway.detectors.turn_rules import Affirmative, FollowUp, Rule, Scalar, match, normalized, tag_pattern
 from gateway.trace.builder import is_genuine_user
@@ -110,12 +110,6 @@ def satisfied(expectation: Expectation, events: Sequence[ToolEvent]) -> bool:
     """Whether a call after the input (executed, or proposed now) is the required one. A vetoed
     call never ran, so it does not count."""
     return any(_fulfils(e, expectation) for e in _turn_calls(expectation, events))
-
-
-def gate(settings: RequiredToolSettings) -> Gate | None:
-    if settings.warn_at is None and settings.reject_at is None and settings.terminate_at is None:
-        return Gate(NEVER)  # the default: only the response-path re-ask applies
-    return None
 
 
 def detect(trace: Trace, settings: RequiredToolSettings) -> Finding | None:

@@ -9,7 +9,7 @@ fill the findings of every request.
 
 from __future__ import annotations
 
-from gateway.detectors.base import NEVER, ROUNDS, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.trace.model import Trace
 
 NAME = "tool_rounds"
@@ -19,11 +19,6 @@ class ToolRoundsSettings(DetectorSettings):
     warn_at: int | None = None  # off: see the module docstring; strict pack: terminate_at 16
     reject_at: int | None = None
     terminate_at: int | None = None
-
-
-def gate(settings: ToolRoundsSettings) -> Gate | None:
-    thresholds = [t for t in (settings.warn_at, settings.reject_at, settings.terminate_at) if t is not None]
-    return Gate(ROUNDS, min(thresholds)) if thresholds else Gate(NEVER)
 
 
 def detect(trace: Trace, settings: ToolRoundsSettings) -> Finding | None:

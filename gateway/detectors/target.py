@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.detectors.base import FAILURES, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import Chain, ProgressIndex, comparable, failed, skipped, steps_of, window
 from gateway.detectors.values import numbers_only
 from gateway.trace.model import ToolEvent, Trace
@@ -42,10 +42,6 @@ class TargetFailureSettings(DetectorSettings):
     terminate_at: int | None = 9
     window: int = Field(default=20, ge=2)
     skip_polling: bool = True  # waiting for a URL to come up fails until it does
-
-
-def gate(settings: TargetFailureSettings) -> Gate | None:
-    return Gate(FAILURES, settings.window)  # a pattern needs two failures on the target
 
 
 def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.detectors.base import LATEST, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import comparable, failed, same_call, skipped, steps_of
 from gateway.trace.model import ToolEvent, Trace
 
@@ -36,15 +36,11 @@ class CrossTurnSettings(DetectorSettings):
     skip_polling: bool = True  # waiting for a server that is down is the poll ladder's business
 
 
-def gate(settings: CrossTurnSettings) -> Gate | None:
-    return Gate(LATEST, test=_unanswered_or_failed)
-
-
 def detect(trace: Trace, settings: CrossTurnSettings) -> Finding | None:
     latest = trace.latest
     if latest is None or skipped(latest, settings.exempt_tools, settings.skip_polling):
         return None
-    if not _unanswered_or_failed(latest):
+    if comparable(latest) is not None and not failed(latest):
         return None
     if not (trace.repeats(settings.window) or _repeats_before(trace, settings.window)):
         return None
@@ -58,12 +54,6 @@ def detect(trace: Trace, settings: CrossTurnSettings) -> Finding | None:
     return Finding(NAME, count, steps_of(current), (latest.tool,),
                    f"`{latest.tool}` failed {count} times with identical arguments and the same "
                    f"error, across {len(turns)} user turns")
-
-
-def _unanswered_or_failed(event: ToolEvent) -> bool:
-    """The latest call failed, or its result is not known (proposed, vetoed): a success across
-    turns is the user's business."""
-    return comparable(event) is None or failed(event)
 
 
 def _repeats_before(trace: Trace, size: int) -> bool:

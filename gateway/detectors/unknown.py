@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.detectors.base import LATEST, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import skipped, steps_of, window
 from gateway.trace.model import Status, ToolEvent, Trace
 
@@ -30,10 +30,6 @@ def is_unknown(event: ToolEvent) -> bool:
     if event.status is Status.UNKNOWN_TOOL:
         return True
     return event.declared is False and event.status is not Status.OK
-
-
-def gate(settings: UnknownToolSettings) -> Gate | None:
-    return Gate(LATEST, test=is_unknown)
 
 
 def detect(trace: Trace, settings: UnknownToolSettings) -> Finding | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 # frozen by cache_logger_on_first_use before the CLI or a test configures structlog.
 from structlog import get_logger as _log
 
-from gateway.detectors.base import NEVER, Detector, DetectorSettings, Finding, Gate
+from gateway.detectors.base import Detector, DetectorSettings, Finding, Gate
 from gateway.policy.actions import Action, action_for
 from gateway.policy.messages import Kind, Messages, summarize_progress
 from gateway.policy.schema import Interventions
@@ -88,15 +88,13 @@ def default_registry() -> Registry:
 
 def build_plan(detectors: Mapping[str, DetectorSettings], exempt_tools: frozenset[str],
                registry: Registry) -> tuple[Step, ...]:
-    """Enabled detectors in registry order, which is their priority order on ties; a detector
-    whose settings can find nothing (its gate is NEVER, e.g. no thresholds) is left out."""
-    steps = (
+    """Enabled detectors in registry order, which is their priority order on ties."""
+    return tuple(
         Step(name, det.detect, detectors[name], exempt_tools | detectors[name].exempt_tools,
              det.gate(detectors[name]) if det.gate is not None else None)
         for name, det in registry.items()
         if name in detectors and detectors[name].enabled
     )
-    return tuple(step for step in steps if step.gate is None or step.gate.kind != NEVER)
 
 
 def blocking(plan: tuple[Step, ...]) -> tuple[Step, ...]:

@@ -71,10 +71,6 @@ class Status(StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
 
 
-# The statuses of a failed call (with ``vetoed`` false: a veto is our observation, not a failure).
-FAILED = (Status.ERROR, Status.UNKNOWN_TOOL)
-
-
 @dataclass(frozen=True, slots=True)
 class ToolEvent:
     step: int  # 1-based position among the tool events in scope
@@ -200,19 +196,6 @@ class Trace:
         at = seen.tool(latest.tool) if tool_only else seen.call((latest.tool, latest.args_hash))
         return at is not None and at >= len(events) - size
 
-    def failures(self, size: int) -> int:
-        """How many of the latest ``size`` events failed (not counting vetoed calls)."""
-        events = self.events
-        latest = int(bool(events) and events[-1].status in FAILED and not events[-1].vetoed)
-        if len(events) < 2:
-            return latest
-        seen = self._seen
-        if seen is None:
-            seen = _Seen.of(events[:-1])
-            object.__setattr__(self, "_seen", seen)
-        first = len(events) - size
-        return latest + sum(1 for at in seen.failed_at() if at >= first)
-
 
 _CALL = attrgetter("tool", "args_hash")
 _TOOL = attrgetter("tool")
@@ -226,18 +209,13 @@ class _Seen:
 
     calls: dict[tuple[str, str], int]
     tools: dict[str, int]
-    failed: tuple[int, ...]  # positions of failed events
     earlier: _Seen | None = None
 
     @classmethod
     def of(cls, events: tuple[ToolEvent, ...], first: int = 0, earlier: _Seen | None = None) -> _Seen:
         # dict() keeps the last position of a repeated key; built at C speed.
         at = range(first, first + len(events))
-        failed = tuple(i for i, e in zip(at, events) if e.status in FAILED and not e.vetoed)
-        return cls(dict(zip(map(_CALL, events), at)), dict(zip(map(_TOOL, events), at)), failed, earlier)
-
-    def failed_at(self) -> tuple[int, ...]:
-        return self.failed if self.earlier is None else self.earlier.failed_at() + self.failed
+        return cls(dict(zip(map(_CALL, events), at)), dict(zip(map(_TOOL, events), at)), earlier)
 
     def extended(self, events: tuple[ToolEvent, ...], first: int) -> _Seen:
         """These positions followed by ``events``, the first of them at position ``first``."""

@@ -11,18 +11,13 @@ from hypothesis import given, strategies as st
 from gateway.trace.model import Status, ToolEvent, Trace
 
 
-def event(tool: str, args: str, step: int = 1, status: Status = Status.OK, vetoed: bool = False) -> ToolEvent:
-    return ToolEvent(step, step, f"c{step}", tool, args, args, args, None, None, status, None, vetoed=vetoed)
-
-
-STATUS = {"!": Status.ERROR, "?": Status.UNKNOWN_TOOL, "-": Status.MISSING}
+def event(tool: str, args: str, step: int = 1) -> ToolEvent:
+    return ToolEvent(step, step, f"c{step}", tool, args, args, args, None, None, Status.OK, None)
 
 
 def trace(*calls: str) -> Trace:
-    """``"a1"``: tool ``a`` with arguments ``1``; a third character: ``!`` failed, ``?`` unknown
-    tool, ``-`` no result, ``v`` failed but vetoed."""
-    return Trace(tuple(event(c[0], c[1], i, STATUS.get(c[2:], Status.ERROR if c[2:] == "v" else Status.OK),
-                             c[2:] == "v") for i, c in enumerate(calls, 1)), (), 0, len(calls))
+    """``"a1"``: tool ``a`` with arguments ``1``."""
+    return Trace(tuple(event(c[0], c[1:], i) for i, c in enumerate(calls, 1)), (), 0, len(calls))
 
 
 def naive(events: tuple[ToolEvent, ...], size: int, tool_only: bool) -> bool:
@@ -87,28 +82,3 @@ def test_repeats_agrees_with_scanning_the_window(executed, proposed, size, tool_
     grown = base.with_events(tuple(event(t, a, 100 + i) for i, (t, a) in enumerate(proposed)))
     for judged in (base, grown):
         assert judged.repeats(size, tool_only=tool_only) == naive(judged.events, size, tool_only)
-
-
-@pytest.mark.parametrize(("calls", "size", "expected"), [
-    ((), 5, 0),
-    (("a1!",), 5, 1),
-    (("a1!", "b2", "c3?"), 3, 2),
-    (("a1!", "b2", "c3?"), 2, 1),  # the first failure is outside the window
-    (("a1v", "b2!"), 2, 1),  # a vetoed call is our refusal, not a failure
-    (("a1-", "b2", "c3"), 3, 0),
-    (("a1!", "a1!", "a1!"), 99, 3),
-])
-def test_failures(calls, size, expected):
-    assert trace(*calls).failures(size) == expected
-
-
-@given(st.lists(st.sampled_from(["a1", "b2!", "c3?", "d4v", "e5-"]), max_size=10),
-       st.lists(st.sampled_from(["a1-", "b2?"]), max_size=3), st.integers(1, 14), st.booleans())
-def test_failures_agree_with_counting_the_window(executed, proposed, size, read_first):
-    base = trace(*executed)
-    if read_first:
-        base.failures(size)
-    grown = base.with_events(tuple(event(c[0], c[1], 100 + i, STATUS[c[2]]) for i, c in enumerate(proposed)))
-    for judged in (base, grown):
-        expected = sum(1 for e in judged.events[-size:] if e.status in (Status.ERROR, Status.UNKNOWN_TOOL) and not e.vetoed)
-        assert judged.failures(size) == expected
