@@ -30,31 +30,31 @@ REGISTRY: dict[str, Detector] = {
     # Armed only right after a compaction, and then the strongest evidence (the loop survived
     # the compaction): first, so its reason, compaction_loop_persisted, is the one reported when
     # others also fire.
-    compaction.NAME: Detector(compaction.NAME, compaction.detect, PostCompactionSettings, compaction.gate),
+    compaction.NAME: Detector(compaction.NAME, compaction.detect, PostCompactionSettings),
     unknown.NAME: Detector(unknown.NAME, unknown.detect, UnknownToolSettings),
     # Its text (answer from the best iteration) is the most useful one for a retrieval tool.
     retrieval.NAME: Detector(retrieval.NAME, retrieval.detect, RetrievalSettings),
-    progress.NAME: Detector(progress.NAME, progress.detect, NoProgressSettings, progress.gate),
-    errors.NAME: Detector(errors.NAME, errors.detect, ErrorRepeatSettings, errors.gate),
+    progress.NAME: Detector(progress.NAME, progress.detect, NoProgressSettings),
+    errors.NAME: Detector(errors.NAME, errors.detect, ErrorRepeatSettings),
     # Failures on one target with varying arguments: after the identical-call evidence.
     target.NAME: Detector(target.NAME, target.detect, TargetFailureSettings),
     # The same failure across user turns: after the in-run evidence, which names the run's loop.
     turns.NAME: Detector(turns.NAME, turns.detect, CrossTurnSettings),
     # A call refused earlier in the run, back after a detour: after the detectors that refused
     # it, so their count and reason are the ones reported while they still see the loop.
-    vetoed.NAME: Detector(vetoed.NAME, vetoed.detect, VetoedCallSettings, vetoed.gate),
+    vetoed.NAME: Detector(vetoed.NAME, vetoed.detect, VetoedCallSettings),
     # A warned pattern continued after its warning (Trace.warned, from the session's state).
-    warned.NAME: Detector(warned.NAME, warned.detect, IgnoredWarningSettings, warned.gate),
-    repeat.NAME: Detector(repeat.NAME, repeat.detect, ExactRepeatSettings, repeat.gate),
-    similar.NAME: Detector(similar.NAME, similar.detect, SimilarRepeatSettings, similar.gate),
-    cycle.NAME: Detector(cycle.NAME, cycle.detect, CycleSettings, cycle.gate),
-    stagnation.NAME: Detector(stagnation.NAME, stagnation.detect, StagnationSettings, stagnation.gate),
+    warned.NAME: Detector(warned.NAME, warned.detect, IgnoredWarningSettings),
+    repeat.NAME: Detector(repeat.NAME, repeat.detect, ExactRepeatSettings),
+    similar.NAME: Detector(similar.NAME, similar.detect, SimilarRepeatSettings),
+    cycle.NAME: Detector(cycle.NAME, cycle.detect, CycleSettings),
+    stagnation.NAME: Detector(stagnation.NAME, stagnation.detect, StagnationSettings),
     rounds.NAME: Detector(rounds.NAME, rounds.detect, ToolRoundsSettings),
     # Thresholds off by default: it acts on the response path (gateway.guard.expectation).
     required_tool.NAME: Detector(required_tool.NAME, required_tool.detect, RequiredToolSettings),
     # Opt-in: a model's verdict, asked off the request's path (gateway/judge); last, so any
     # detector that sees the loop in the trace itself is the one reported.
-    judge.NAME: Detector(judge.NAME, judge.detect, LlmJudgeSettings, judge.gate),
+    judge.NAME: Detector(judge.NAME, judge.detect, LlmJudgeSettings),
 }
 
 

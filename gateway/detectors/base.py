@@ -61,37 +61,6 @@ class Finding:
     warn_only: bool = False
 
 
-# Gate kinds: what a detector needs before it can find anything (``Gate``).
-CALL = "call"  # the latest call (tool and canonical arguments) occurs earlier in the window
-TOOL = "tool"  # the latest call's tool occurs earlier in the window
-COMPACTED = "compacted"  # the session's history was compacted (Trace.compacted_at)
-WARNED = "warned"  # a warning reached the model in this run (Trace.warned)
-VERDICT = "verdict"  # the model judge answered about this session (Trace.verdict)
-
-
-@dataclass(frozen=True, slots=True)
-class Gate:
-    """A detector's precondition as data: while it is closed the detector finds nothing, so the
-    policy engine skips the detector without calling it. A healthy request then enters only the
-    few detectors whose gate is open: less code run per request, which is most of what judging
-    costs when the process's caches are cold (one request at a time)."""
-
-    kind: str
-    window: int = 0
-
-    def open(self, trace: Trace) -> bool:
-        kind = self.kind
-        if kind == CALL:
-            return trace.repeats(self.window)
-        if kind == TOOL:
-            return trace.repeats(self.window, tool_only=True)
-        if kind == COMPACTED:
-            return trace.compacted_at is not None
-        if kind == WARNED:
-            return bool(trace.warned)
-        return trace.verdict is not None
-
-
 S = TypeVar("S", bound=DetectorSettings)
 
 
@@ -100,5 +69,3 @@ class Detector(Generic[S]):
     name: str
     detect: Callable[[Trace, S], Finding | None]
     settings: type[S]
-    # The detector's Gate for given settings; None (or a None gate): it always runs.
-    gate: Callable[[S], Gate | None] | None = None

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from gateway.detectors.base import COMPACTED, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import comparable, steps_of
 from gateway.trace.model import Trace
 
@@ -39,10 +39,6 @@ class PostCompactionSettings(DetectorSettings):
         if isinstance(data, dict) and "terminate_at" not in data and "window" in data:
             return {**data, "terminate_at": data["window"]}
         return data
-
-
-def gate(settings: PostCompactionSettings) -> Gate | None:
-    return Gate(COMPACTED)
 
 
 def detect(trace: Trace, settings: PostCompactionSettings) -> Finding | None:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from gateway.detectors.base import CALL, TOOL, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import comparable, skipped, window
 from gateway.trace.model import ToolEvent, Trace
 
@@ -43,10 +43,6 @@ class CycleSettings(DetectorSettings):
         if not value or any(p < 2 or p > 8 for p in value):
             raise ValueError("periods must be between 2 and 8")
         return tuple(sorted(set(value)))
-
-
-def gate(settings: CycleSettings) -> Gate | None:
-    return Gate(TOOL if settings.key == "name" else CALL, settings.window)
 
 
 def detect(trace: Trace, settings: CycleSettings) -> Finding | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.detectors.base import CALL, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
     FAILED, chain, failed_or_same_result, same_call, skipped, steps_of, window,
 )
@@ -27,10 +27,6 @@ class ErrorRepeatSettings(DetectorSettings):
     window: int = Field(default=10, ge=2)
     consecutive: bool = True  # a different call in between (an edit, a fix) breaks the run
     skip_polling: bool = True  # waiting for a server to come up fails until it does
-
-
-def gate(settings: ErrorRepeatSettings) -> Gate | None:
-    return Gate(CALL, settings.window)
 
 
 def detect(trace: Trace, settings: ErrorRepeatSettings) -> Finding | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from gateway.detectors.base import VERDICT, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.trace.model import Trace
 
 NAME = "llm_judge"
@@ -55,10 +55,6 @@ class LlmJudgeSettings(DetectorSettings):
             raise ValueError(f"max_interval ({self.max_interval}) must be at least min_interval "
                              f"({self.min_interval})")
         return self
-
-
-def gate(settings: LlmJudgeSettings) -> Gate | None:
-    return Gate(VERDICT)
 
 
 def detect(trace: Trace, settings: LlmJudgeSettings) -> Finding | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.detectors.base import CALL, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import chain, comparable, same_call, skipped, steps_of, window
 from gateway.trace.model import Trace
 
@@ -33,10 +33,6 @@ class NoProgressSettings(DetectorSettings):
     poll_warn_at: int | None = 10  # OpenClaw knownPollNoProgress warning
     poll_reject_at: int | None = 20  # OpenClaw critical
     poll_terminate_at: int | None = 30  # OpenClaw global circuit breaker (1,535-poll incident)
-
-
-def gate(settings: NoProgressSettings) -> Gate | None:
-    return Gate(CALL, settings.window)
 
 
 def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.detectors.base import CALL, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
     chain, comparable, no_outcome, same_call, skipped, steps_of, window,
 )
@@ -36,10 +36,6 @@ class ExactRepeatSettings(DetectorSettings):
     # is progress (polling with changing output, `date`, debugger stepping): the count restarts.
     reset_on_progress: bool = True
     skip_polling: bool = True  # polling calls repeat by design; no_progress judges them
-
-
-def gate(settings: ExactRepeatSettings) -> Gate | None:
-    return Gate(CALL, settings.window)
 
 
 def detect(trace: Trace, settings: ExactRepeatSettings) -> Finding | None:

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import Field
 from rapidfuzz.distance import Indel, Levenshtein
 
-from gateway.detectors.base import TOOL, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
     chain, comparable, failed, failed_or_same_result, no_outcome, skipped, steps_of, window,
 )
@@ -53,10 +53,6 @@ class SimilarRepeatSettings(DetectorSettings):
     # print nothing and a write tool may answer a bare "OK" for every different file.
     min_result_chars: int = Field(default=16, ge=0)
     skip_polling: bool = True
-
-
-def gate(settings: SimilarRepeatSettings) -> Gate | None:
-    return Gate(TOOL, settings.window)
 
 
 def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:

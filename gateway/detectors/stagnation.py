@@ -42,7 +42,7 @@ from pydantic import Field
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
-from gateway.detectors.base import TOOL, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import comparable, failed, skipped, steps_of, window
 from gateway.detectors.values import numbers_only, other_item
 from gateway.trace.volatile import scrub_random
@@ -70,10 +70,6 @@ class StagnationSettings(DetectorSettings):
     min_result_chars: int = Field(default=24, ge=1)  # "OK", "done", "" say nothing to compare
     result_chars: int = Field(default=2048, ge=64)  # compared from the start of each result
     skip_polling: bool = True
-
-
-def gate(settings: StagnationSettings) -> Gate | None:
-    return Gate(TOOL, settings.window)  # its members are calls of the latest one's tool
 
 
 def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:

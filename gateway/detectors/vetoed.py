@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.detectors.base import CALL, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import skipped, steps_of, window
 from gateway.trace.model import Trace
 
@@ -32,10 +32,6 @@ class VetoedCallSettings(DetectorSettings):
     terminate_at: int | None = 8  # the count the refusing ladder ends at (no_progress, error_repeat)
     window: int = Field(default=64, ge=2)  # the trace's horizon: a run's worth of calls
     skip_polling: bool = False  # a vetoed poll is vetoed too: its own ladder refused it
-
-
-def gate(settings: VetoedCallSettings) -> Gate | None:
-    return Gate(CALL, settings.window)  # a call refused before and back is a repeat
 
 
 def detect(trace: Trace, settings: VetoedCallSettings) -> Finding | None:

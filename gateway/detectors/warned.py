@@ -30,7 +30,7 @@ import orjson
 from pydantic import Field
 from rapidfuzz.distance import Indel
 
-from gateway.detectors.base import WARNED, DetectorSettings, Finding, Gate
+from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import failed, skipped, steps_of, window
 from gateway.trace.model import ToolEvent, Trace
 from gateway.trace.settings import DEFAULT_TARGET_KEYS
@@ -53,10 +53,6 @@ class IgnoredWarningSettings(DetectorSettings):
     # and the model judge's verdict name no repeated call, only a point in the run.
     not_after: frozenset[str] = frozenset({"tool_rounds", "required_tool", "retrieval", "llm_judge"})
     skip_polling: bool = True  # a poll's own ladder judges it
-
-
-def gate(settings: IgnoredWarningSettings) -> Gate | None:
-    return Gate(WARNED)
 
 
 def detect(trace: Trace, settings: IgnoredWarningSettings) -> Finding | None:

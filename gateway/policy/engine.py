@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 # frozen by cache_logger_on_first_use before the CLI or a test configures structlog.
 from structlog import get_logger as _log
 
-from gateway.detectors.base import Detector, DetectorSettings, Finding, Gate
+from gateway.detectors.base import Detector, DetectorSettings, Finding
 from gateway.policy.actions import Action, action_for
 from gateway.policy.messages import Kind, Messages, summarize_progress
 from gateway.policy.schema import Interventions
@@ -75,7 +75,6 @@ class Step:
     detect: Callable[[Trace, DetectorSettings], Finding | None]
     settings: DetectorSettings
     exempt: frozenset[str]  # global exempt_tools plus the detector's own
-    gate: Gate | None = None  # closed: the detector cannot find anything, it is not called
 
 
 def default_registry() -> Registry:
@@ -90,8 +89,7 @@ def build_plan(detectors: Mapping[str, DetectorSettings], exempt_tools: frozense
                registry: Registry) -> tuple[Step, ...]:
     """Enabled detectors in registry order, which is their priority order on ties."""
     return tuple(
-        Step(name, det.detect, detectors[name], exempt_tools | detectors[name].exempt_tools,
-             det.gate(detectors[name]) if det.gate is not None else None)
+        Step(name, det.detect, detectors[name], exempt_tools | detectors[name].exempt_tools)
         for name, det in registry.items()
         if name in detectors and detectors[name].enabled
     )
@@ -118,8 +116,6 @@ def evaluate(plan: tuple[Step, ...], trace: Trace, *, cap: Action, shadow: bool)
         if latest.tool in step.exempt:
             continue
         try:
-            if step.gate is not None and not step.gate.open(trace):
-                continue
             finding = step.detect(trace, step.settings)
             if finding is None:
                 continue
