@@ -34,9 +34,11 @@ def answers(url: str) -> Callable[[], bool]:
 
 @contextmanager
 def process(command: list[str], ready: Callable[[], bool], env: dict[str, str] | None = None,
-            cwd: Path = ROOT) -> Iterator[subprocess.Popen]:
-    """Run ``command`` in ``cwd`` until the block exits; wait (30 s at most) until ``ready()``."""
-    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            cwd: Path = ROOT, stderr: Path | None = None) -> Iterator[subprocess.Popen]:
+    """Run ``command`` in ``cwd`` until the block exits; wait (30 s at most) until ``ready()``.
+    Its standard error (where the gateway logs) goes to ``stderr`` when given, else nowhere."""
+    err = stderr.open("wb") if stderr is not None else subprocess.DEVNULL
+    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         deadline = time.monotonic() + 30
         while not ready():
@@ -52,6 +54,8 @@ def process(command: list[str], ready: Callable[[], bool], env: dict[str, str] |
             child.wait(timeout=10)
         except subprocess.TimeoutExpired:
             child.kill()
+        if stderr is not None:
+            err.close()
 
 
 def cpu_seconds(pid: int) -> float:
