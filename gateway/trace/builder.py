@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.trace.memo import Memo
-from gateway.trace.model import VETO_MARKER, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
+from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
 from gateway.trace.normalize import args_info, classify, failure_hash, result_info
 from gateway.trace.roles import looks_read_only, neutral_by_shape
@@ -67,6 +67,7 @@ class _Built:
     skipped: int  # run calls before the horizon, not materialized
     events: tuple[ToolEvent, ...]  # of run.calls[skipped:]; a run event's step is its position + 1
     prior: tuple[ToolEvent, ...]
+    index: CallIndex  # of events[:-1]
 
 
 def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None = None) -> Trace:
@@ -77,7 +78,7 @@ def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None =
     ctx = _Context.of(settings, conv.tools)
     built = _build(conv.turns, settings, ctx, memo)
     return Trace(built.events, conv.turns, built.start, built.run.rounds, conv.tools, built.skipped,
-                 prior=built.prior)
+                 prior=built.prior).indexed(built.index)
 
 
 def _build(turns: tuple[Turn, ...], settings: TraceSettings, ctx: _Context, memo: dict | None) -> _Built:
@@ -106,7 +107,8 @@ def _fresh(turns: tuple[Turn, ...], by_run: bool, settings: TraceSettings, ctx: 
     kept = min(settings.prior_horizon, len(earlier.calls))
     prior = _events(earlier, len(earlier.calls) - kept, 1 - kept, ctx)
     last = turns[-1] if turns else None
-    return _Built(len(turns), last, ctx, start, earlier, run, skipped, _events(run, skipped, skipped + 1, ctx), prior)  # type: ignore[arg-type]
+    events = _events(run, skipped, skipped + 1, ctx)
+    return _Built(len(turns), last, ctx, start, earlier, run, skipped, events, prior, CallIndex.of(events[:-1]))  # type: ignore[arg-type]
 
 
 def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], settings: TraceSettings) -> _Built:
@@ -116,7 +118,19 @@ def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], setting
     same_until = max(skipped, min(run.changed_from, done.skipped + len(done.events)))
     same = done.events[skipped - done.skipped: same_until - done.skipped]
     events = same + _events(run, same_until, same_until + 1, done.ctx)
-    return _Built(len(turns), turns[-1], done.ctx, done.start, done.earlier, run, skipped, events, done.prior)
+    return _Built(len(turns), turns[-1], done.ctx, done.start, done.earlier, run, skipped, events, done.prior,
+                  _grown_index(done, events))
+
+
+def _grown_index(done: _Built, events: tuple[ToolEvent, ...]) -> CallIndex:
+    """The index of ``events[:-1]`` from the previous build's: the events from its latest on
+    are added (steps are consecutive; those before are the same calls, re-made or not)."""
+    if not done.events or not events:
+        return CallIndex.of(events[:-1])
+    at = done.events[-1].step - events[0].step  # where the previous latest event is now
+    if at < 0 or at >= len(events) or events[at].step != done.events[-1].step:
+        return CallIndex.of(events[:-1])
+    return done.index.extended(events[at:-1], since=events[0].step)
 
 
 def _events(pairing: Pairing, start: int, first: int, ctx: _Context) -> tuple[ToolEvent, ...]:

@@ -156,9 +156,10 @@ class Trace:
     # Set by the request path from the session's state: the model judge's latest verdict on
     # this session, if any (the llm_judge detector checks it belongs to this run).
     verdict: JudgeVerdict | None = None
-    # Derived on first use (``repeats``), never part of the value: where each call and each tool
-    # last occurred before the latest event.
-    _seen: _Seen | None = field(default=None, init=False, repr=False, compare=False)
+    # Derived, never part of the value: where each call and each tool last occurred before the
+    # latest event (``repeats``). The trace builder hands it over, grown from the conversation's
+    # previous request; a trace made otherwise makes its own on first use.
+    _seen: CallIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def total_events(self) -> int:
@@ -176,9 +177,14 @@ class Trace:
         trace = Trace(self.events + extra, self.turns, self.run_start, self.rounds + (1 if extra else 0),
                       self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned,
                       self.verdict)
-        if self._seen is not None and extra:  # the request's judge read this trace: only the extra is new
-            object.__setattr__(trace, "_seen", self._seen.extended(self.events[-1:] + extra[:-1], len(self.events) - 1))
+        if self._seen is not None and extra:  # only the extra is new
+            trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]))
         return trace
+
+    def indexed(self, index: CallIndex) -> Trace:
+        """This trace, given the index of its events before the latest (see ``_seen``)."""
+        object.__setattr__(self, "_seen", index)
+        return self
 
     def repeats(self, size: int, *, tool_only: bool = False) -> bool:
         """Whether the latest event's call (same tool, same canonical arguments; with
@@ -186,45 +192,69 @@ class Trace:
         detectors need that before anything else, and a healthy run's latest call is nearly
         always new: one look-up each, from an index made once per trace."""
         events = self.events
-        if len(events) < 2:
+        count = len(events)
+        if count < 2:
             return False
         seen = self._seen
         if seen is None:
-            seen = _Seen.of(events[:-1])
+            seen = CallIndex.of(events[:-1])
             object.__setattr__(self, "_seen", seen)
         latest = events[-1]
-        at = seen.tool(latest.tool) if tool_only else seen.call((latest.tool, latest.args_hash))
-        return at is not None and at >= len(events) - size
+        step = seen.tool(latest.tool) if tool_only else seen.call((latest.tool, latest.args_hash))
+        return step is not None and step >= events[max(0, count - size)].step
 
 
 _CALL = attrgetter("tool", "args_hash")
 _TOOL = attrgetter("tool")
+_STEP = attrgetter("step")
+# Layers an index may have before it is made one again (each request of a conversation adds one).
+_MAX_DEPTH = 8
 
 
 @dataclass(frozen=True, slots=True)
-class _Seen:
-    """Where each call (tool, canonical arguments) and each tool last occurred among some
-    events; ``earlier``: the same for the events before them (a proposal's trace shares its
-    request trace's index instead of copying it)."""
+class CallIndex:
+    """The step at which each call (tool, canonical arguments) and each tool last occurred
+    among some events. ``earlier``: the same for the events before them, so a longer trace
+    (the next request of the conversation, a proposal) adds its new events only and leaves
+    the older ones untouched: what a request costs is mostly the memory it touches."""
 
     calls: dict[tuple[str, str], int]
     tools: dict[str, int]
-    earlier: _Seen | None = None
+    earlier: CallIndex | None = None
+    depth: int = 0
 
     @classmethod
-    def of(cls, events: tuple[ToolEvent, ...], first: int = 0, earlier: _Seen | None = None) -> _Seen:
-        # dict() keeps the last position of a repeated key; built at C speed.
-        at = range(first, first + len(events))
-        return cls(dict(zip(map(_CALL, events), at)), dict(zip(map(_TOOL, events), at)), earlier)
+    def of(cls, events: tuple[ToolEvent, ...], earlier: CallIndex | None = None) -> CallIndex:
+        # dict() keeps the last step of a repeated key; built at C speed.
+        steps = tuple(map(_STEP, events))
+        return cls(dict(zip(map(_CALL, events), steps)), dict(zip(map(_TOOL, events), steps)), earlier,
+                   0 if earlier is None else earlier.depth + 1)
 
-    def extended(self, events: tuple[ToolEvent, ...], first: int) -> _Seen:
-        """These positions followed by ``events``, the first of them at position ``first``."""
-        return _Seen.of(events, first, self)
+    def extended(self, events: tuple[ToolEvent, ...], since: int | None = None) -> CallIndex:
+        """This index followed by ``events``. Past ``_MAX_DEPTH`` layers, one layer again,
+        without the steps before ``since`` (events no window can reach any more)."""
+        if not events:
+            return self
+        index = CallIndex.of(events, self)
+        return index.flattened(since) if index.depth > _MAX_DEPTH and since is not None else index
+
+    def flattened(self, since: int) -> CallIndex:
+        layers: list[CallIndex] = []
+        layer: CallIndex | None = self
+        while layer is not None:
+            layers.append(layer)
+            layer = layer.earlier
+        calls: dict[tuple[str, str], int] = {}
+        tools: dict[str, int] = {}
+        for layer in reversed(layers):  # oldest first: newer steps win
+            calls.update(layer.calls)
+            tools.update(layer.tools)
+        return CallIndex({k: s for k, s in calls.items() if s >= since}, {k: s for k, s in tools.items() if s >= since})
 
     def call(self, key: tuple[str, str]) -> int | None:
-        at = self.calls.get(key)
-        return at if at is not None or self.earlier is None else self.earlier.call(key)
+        step = self.calls.get(key)
+        return step if step is not None or self.earlier is None else self.earlier.call(key)
 
     def tool(self, name: str) -> int | None:
-        at = self.tools.get(name)
-        return at if at is not None or self.earlier is None else self.earlier.tool(name)
+        step = self.tools.get(name)
+        return step if step is not None or self.earlier is None else self.earlier.tool(name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gateway.trace.builder import build_trace, proposed_events, run_start
 from gateway.trace.model import VETO_MARKER, Conversation, Status, ToolCall, Trace, Turn
@@ -185,3 +186,38 @@ def test_horizon_bounds_the_materialized_events():
 def test_empty_conversation():
     trace = build_trace(Conversation(()), SETTINGS)
     assert trace.events == () and trace.latest is None and trace.rounds == 0
+
+
+def _naive_repeats(trace: Trace, size: int, tool_only: bool) -> bool:
+    window = trace.events[-size:]
+    if len(window) < 2:
+        return False
+    latest = window[-1]
+    return any(e.tool == latest.tool and (tool_only or e.args_hash == latest.args_hash) for e in window[:-1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("12"), st.integers(1, 2)), min_size=1, max_size=30),
+       st.sampled_from([SETTINGS, TraceSettings(horizon=5)]))
+def test_the_call_index_grown_request_by_request_agrees_with_the_window(rounds, trace_settings):
+    """Each request of a growing conversation adds its new calls to the previous request's index
+    (``memo``), past several layers made one again and past the horizon: the same answers as
+    scanning the window, for the trace and for a proposal judged on it."""
+    turns: list[tuple] = [("user", "go")]
+    memo: dict = {}
+    for i, (tool, args, calls) in enumerate(rounds):
+        ids = [f"c{i}_{k}" for k in range(calls)]
+        turns.append(("assistant", [(id_, tool, f'{{"n": {args}}}') for id_ in ids]))
+        turns += [("tool", id_, f"out {args}") for id_ in ids]
+        conv = convo(*turns)
+        trace = build_trace(Conversation(tuple(_SHARED.setdefault(t, t) for t in conv.turns), conv.tools),
+                            trace_settings, memo)
+        proposal = trace.with_events(proposed_events(trace, (ToolCall("p", tool, f'{{"n": {args}}}'),), trace_settings))
+        for judged in (trace, proposal):
+            for size in (1, 2, 3, 5, 8, 40):
+                for tool_only in (False, True):
+                    assert judged.repeats(size, tool_only=tool_only) == _naive_repeats(judged, size, tool_only)
+
+
+# The memo recognises a grown conversation by its turns' identity, as the history cache keeps them.
+_SHARED: dict[Turn, Turn] = {}
