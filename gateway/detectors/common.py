@@ -185,5 +185,25 @@ def same_call(event: ToolEvent, member: ToolEvent) -> bool:
     return event.tool == member.tool and event.args_hash == member.args_hash
 
 
+def has_chars(text: str, count: int) -> bool:
+    """``len(text.strip()) >= count``, without copying ``text``: a tool result may be long, and
+    only its edges decide."""
+    if len(text) < count:
+        return False
+    start, end = 0, len(text)
+    while start < end and text[start].isspace():
+        start += 1
+        if start > _EDGE:  # a long blank stretch: let the C code measure it
+            return len(text.strip()) >= count
+    while end > start and text[end - 1].isspace():
+        end -= 1
+        if len(text) - end > _EDGE:
+            return len(text.strip()) >= count
+    return end - start >= count
+
+
+_EDGE = 64
+
+
 def steps_of(events: Sequence[ToolEvent]) -> tuple[int, ...]:
     return tuple(sorted(e.step for e in events))

@@ -21,7 +21,7 @@ from rapidfuzz.distance import Indel, Levenshtein
 
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
-    chain, comparable, failed, failed_or_same_result, no_outcome, skipped, steps_of, window,
+    chain, comparable, failed, failed_or_same_result, has_chars, no_outcome, skipped, steps_of, window,
 )
 from gateway.detectors.values import differing_values, item_pair, numbers_only
 from gateway.trace.model import ToolEvent, Trace
@@ -100,7 +100,7 @@ def _informative(event: ToolEvent, min_chars: int) -> bool:
     """A failure, an unknown result (proposed, vetoed, missing), or a success with some text."""
     if comparable(event) is None or failed(event):
         return True
-    return len(event.result.strip()) >= min_chars if event.result is not None else True
+    return has_chars(event.result, min_chars) if event.result is not None else True
 
 
 def _outcome(min_chars: int) -> Callable[[ToolEvent], Hashable | None]:

@@ -43,7 +43,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import comparable, failed, skipped, steps_of, window
+from gateway.detectors.common import comparable, failed, has_chars, skipped, steps_of, window
 from gateway.detectors.values import numbers_only, other_item
 from gateway.trace.volatile import scrub_random
 from gateway.trace.model import ToolEvent, Trace
@@ -101,7 +101,7 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
 
 def _usable(event: ToolEvent, settings: StagnationSettings) -> bool:
     """An executed call whose result says something."""
-    return comparable(event) is not None and len(event.result.strip()) >= settings.min_result_chars
+    return comparable(event) is not None and has_chars(event.result, settings.min_result_chars)
 
 
 def _same_request(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bool:
