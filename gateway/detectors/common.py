@@ -185,6 +185,10 @@ def same_call(event: ToolEvent, member: ToolEvent) -> bool:
     return event.tool == member.tool and event.args_hash == member.args_hash
 
 
+# Blanks has_chars walks at either edge before it lets str.strip measure the text.
+_EDGE = 64
+
+
 def has_chars(text: str, count: int) -> bool:
     """``len(text.strip()) >= count``, without copying ``text``: a tool result may be long, and
     only its edges decide."""
@@ -200,9 +204,6 @@ def has_chars(text: str, count: int) -> bool:
         if len(text) - end > _EDGE:
             return len(text.strip()) >= count
     return end - start >= count
-
-
-_EDGE = 64
 
 
 def steps_of(events: Sequence[ToolEvent]) -> tuple[int, ...]:

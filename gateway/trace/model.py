@@ -177,8 +177,8 @@ class Trace:
         trace = Trace(self.events + extra, self.turns, self.run_start, self.rounds + (1 if extra else 0),
                       self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned,
                       self.verdict)
-        if self._seen is not None and extra:  # only the extra is new
-            trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]))
+        if self._seen is not None:  # only the extra is new
+            trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]) if extra else self._seen)
         return trace
 
     def indexed(self, index: CallIndex) -> Trace:
