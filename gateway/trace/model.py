@@ -190,7 +190,7 @@ class Trace:
         """Whether the latest event's call (same tool, same canonical arguments; with
         ``tool_only``, the same tool) occurs earlier among the latest ``size`` events. Most
         detectors need that before anything else, and a healthy run's latest call is nearly
-        always new: one look-up each, from an index made once per trace."""
+        always new: one look-up each, in the trace's call index (``_seen``)."""
         events = self.events
         count = len(events)
         if count < 2:

@@ -64,9 +64,8 @@ class HeaderRules:
 
     def apply(self, client: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         pairs = [(k.lower(), v) for k, v in client]
-        drop = self.drop
-        if any(k == b"connection" for k, _ in pairs):
-            drop = drop | _connection_tokens(pairs)
+        named = _connection_tokens(pairs)
+        drop = self.drop | named if named else self.drop
         out = [(k, v) for k, v in pairs if k not in drop and not k.startswith(_OWN_PREFIX)]
         out += self.added
         return out
