@@ -62,6 +62,8 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
     if skipped(events[-1], settings.exempt_tools, settings.skip_polling):
         return None
     latest = events[-1]
+    if settings.consecutive and not _next_to_same_tool(events):
+        return None
     similar = _similarity(settings)
     exempt, skip_polling = settings.exempt_tools, settings.skip_polling
 
@@ -83,6 +85,19 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
     return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
                    f"`{latest.tool}` called {count} times with near-identical arguments "
                    f"({settings.metric} similarity >= {settings.min_similarity:.2f})", warn_only=warn_only)
+
+
+def _next_to_same_tool(events: tuple[ToolEvent, ...]) -> bool:
+    """Whether the nearest earlier call a consecutive chain does not step over (neutral ones,
+    by name or by shape) is of the latest call's tool: any other call ends the chain before it
+    has a second member, so nothing else needs to be compared."""
+    tool = events[-1].tool
+    for event in reversed(events[:-1]):
+        if event.tool == tool:
+            return True
+        if not (event.neutral or event.neutral_guess):
+            return False
+    return False
 
 
 def _alternatives(a: ToolEvent, b: ToolEvent) -> bool:

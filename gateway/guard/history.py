@@ -57,15 +57,21 @@ class HistoryCache:
         self.misses = 0
         self._bytes = 0
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
+        # Each entry's key by its protocol and the identity of its first item. A body that grows
+        # a remembered one (``protocols.grown``) reuses the earlier items' objects, so its key is
+        # found without serializing and hashing its opening; a stale identity (the entry gone,
+        # the object freed and its id reused) fails the identity check and the key is computed.
+        self._keys: dict[tuple[str, int], bytes] = {}
 
     def clear(self) -> None:
         self._entries.clear()
+        self._keys.clear()
         self._bytes = 0
 
     def parse(self, adapter: Adapter, payload: dict[str, Any], messages: list[Any], size: int,
               settings: TraceSettings) -> Parsed:
         """``messages``: the request's items as ``adapter`` reads them (``Adapter.items``)."""
-        key = _key(adapter.name, messages)
+        key = self._key_of(adapter.name, messages)
         if key is None:  # nothing to remember it by (no items)
             conv = adapter.conversation(payload, messages)
             count = len(messages)
@@ -88,17 +94,35 @@ class HistoryCache:
             conv = adapter.conversation(payload, messages)
             hasher = _grow(hashlib.blake2b(digest_size=16), conv, 0, 0, len(messages))
             entry = _Entry(messages, conv, size, hasher, fields, settings)
-        self._store(key, entry)
+        self._store(key, entry, adapter.name)
         return Parsed(entry.conv, entry.events, entry.hasher.hexdigest() if messages else "")
 
-    def _store(self, key: bytes, entry: _Entry) -> None:
+    def _key_of(self, protocol: str, messages: list[Any]) -> bytes | None:
+        if not messages:
+            return None
+        key = self._keys.get((protocol, id(messages[0])))
+        entry = self._entries.get(key) if key is not None else None
+        if entry is not None and _same_opening(entry.messages, messages):
+            return key
+        return _key(protocol, messages)
+
+    def _store(self, key: bytes, entry: _Entry, protocol: str) -> None:
         if entry.size > self.max_bytes // 4:
             return  # one huge history would push out everyone else for one conversation
+        if len(self._keys) >= 2 * self.max_entries:  # stale identities of evicted entries
+            self._keys.clear()
+        self._keys[(protocol, id(entry.messages[0]))] = key
         self._entries[key] = entry
         self._bytes += entry.size
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
             _, evicted = self._entries.popitem(last=False)
             self._bytes -= evicted.size
+
+
+def _same_opening(old: list[Any], messages: list[Any]) -> bool:
+    """The same objects as the items ``_key`` reads (so the same key)."""
+    count = min(2, len(messages))
+    return min(2, len(old)) == count and all(old[i] is messages[i] for i in range(count))
 
 
 def _extends(old: list[Any], messages: list[Any]) -> bool:

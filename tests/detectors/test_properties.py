@@ -14,6 +14,7 @@ from gateway.detectors import (
     REGISTRY, CycleSettings, ErrorRepeatSettings, ExactRepeatSettings, NoProgressSettings,
     SimilarRepeatSettings, ToolRoundsSettings, UnknownToolSettings,
 )
+from gateway.detectors import similar
 from gateway.protocols.chat.parse import conversation_from_body, tool_calls_from_message
 from gateway.trace.builder import build_trace, proposed_events
 from gateway.trace.model import Trace
@@ -198,11 +199,13 @@ def test_a_different_call_breaks_consecutive_patterns(body, result, propose_last
 @given(bodies)
 def test_the_repeat_shortcuts_never_change_a_finding(body: dict) -> None:
     """Detectors answer at once when the latest call (or tool) occurs nowhere earlier in their
-    window (``Trace.repeats``): the same findings as walking the window in full."""
+    window (``Trace.repeats``), and similar_repeat's consecutive chain when the call before it is
+    of another tool: the same findings as walking the window in full."""
     for trace_settings in TRACE_SETTINGS:
         for trace in traces(body, trace_settings):
             for variant in VARIANTS:
                 quick = findings(trace, variant)
-                with patch.object(Trace, "repeats", lambda self, size, tool_only=False: bool(self.events)):
+                with patch.object(Trace, "repeats", lambda self, size, tool_only=False: bool(self.events)), \
+                        patch.object(similar, "_next_to_same_tool", lambda events: True):
                     full = findings(trace, variant)
                 assert quick == full

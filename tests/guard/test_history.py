@@ -1,6 +1,7 @@
 """The history cache may only save work: every trace equals one built from scratch."""
 
 import random
+from unittest.mock import patch
 
 import pytest
 
@@ -127,3 +128,29 @@ def test_a_changed_system_field_is_a_new_history(adapter, field, before, after):
     again = body(after)
     assert cache.parse(adapter, again, adapter.items(again), 10, SETTINGS).conv == parsed.conv
     assert cache.hits == 1
+
+
+def test_a_grown_body_is_found_by_its_first_items_without_hashing_them():
+    """A body read as the growth of a remembered one reuses the earlier items' objects: its
+    entry is found by their identity; other objects with the same content by the content key."""
+    opening = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    cache = HistoryCache()
+    parse(cache, {"messages": opening}, 10)
+    grown = {"messages": [*opening, {"role": "assistant", "content": "a"}]}
+    with patch("gateway.guard.history._key", side_effect=AssertionError("hashed")):
+        check(cache, grown)
+    copied = {"messages": [dict(m) for m in grown["messages"]] + [{"role": "user", "content": "more"}]}
+    check(cache, copied)
+    assert (cache.hits, cache.misses) == (2, 1)
+
+
+@pytest.mark.parametrize("first", [
+    [{"role": "user", "content": "u"}],  # one item remembered, two now: another key
+    [{"role": "user", "content": "u"}, {"role": "assistant", "content": "other"}],  # a second item not the same object
+])
+def test_an_identity_that_does_not_cover_the_key_falls_back_to_it(first):
+    cache = HistoryCache()
+    parse(cache, {"messages": first}, 10)
+    later = {"messages": [first[0], {"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]}
+    check(cache, later)
+    assert (cache.hits, cache.misses) == (0, 2)
