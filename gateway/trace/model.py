@@ -160,6 +160,10 @@ class Trace:
     # latest event (``repeats``). The trace builder hands it over, grown from the conversation's
     # previous request; a trace made otherwise makes its own on first use.
     _seen: CallIndex | None = field(default=None, init=False, repr=False, compare=False)
+    # Derived from ``_seen`` on first use: the step at which the latest event's call and its tool
+    # last occurred before it (None: never). Every detector asks with its own window; the index
+    # is read once.
+    _last: tuple[int | None, int | None] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def total_events(self) -> int:
@@ -184,6 +188,7 @@ class Trace:
     def indexed(self, index: CallIndex) -> Trace:
         """This trace, given the index of its events before the latest (see ``_seen``)."""
         object.__setattr__(self, "_seen", index)
+        object.__setattr__(self, "_last", None)
         return self
 
     def repeats(self, size: int, *, tool_only: bool = False) -> bool:
@@ -195,12 +200,16 @@ class Trace:
         count = len(events)
         if count < 2:
             return False
-        seen = self._seen
-        if seen is None:
-            seen = CallIndex.of(events[:-1])
-            object.__setattr__(self, "_seen", seen)
-        latest = events[-1]
-        step = seen.tool(latest.tool) if tool_only else seen.call((latest.tool, latest.args_hash))
+        last = self._last
+        if last is None:
+            seen = self._seen
+            if seen is None:
+                seen = CallIndex.of(events[:-1])
+                object.__setattr__(self, "_seen", seen)
+            latest = events[-1]
+            last = (seen.call((latest.tool, latest.args_hash)), seen.tool(latest.tool))
+            object.__setattr__(self, "_last", last)
+        step = last[1] if tool_only else last[0]
         return step is not None and step >= events[max(0, count - size)].step
 
 
