@@ -80,5 +80,6 @@ def test_repeats_agrees_with_scanning_the_window(executed, proposed, size, tool_
     if read_first:
         base.repeats(size)
     grown = base.with_events(tuple(event(t, a, 100 + i) for i, (t, a) in enumerate(proposed)))
-    for judged in (base, grown):
-        assert judged.repeats(size, tool_only=tool_only) == naive(judged.events, size, tool_only)
+    for judged in (base, grown):  # one trace asked with several windows, as the detectors do
+        for window, tools in ((size, tool_only), (1, tool_only), (14, not tool_only), (size, not tool_only)):
+            assert judged.repeats(window, tool_only=tools) == naive(judged.events, window, tools)
