@@ -292,9 +292,15 @@ def summarize(samples: dict[str, list[float]]) -> dict:
         row.update({f"{name}_added_ms": p[name] - p["direct"] for name in LATENCY if name != "direct"})
         floor = row[f"{FLOOR}_added_ms"]
         for name in GATEWAYS:
-            row[f"{name}_ratio"] = row[f"{name}_added_ms"] / floor if floor > 0 else float("inf")
+            # None when the relay added nothing at this percentile: an outlier of the upstream's
+            # own (few samples, as in the growing run) can put its p99 above the relay's.
+            row[f"{name}_ratio"] = row[f"{name}_added_ms"] / floor if floor > 0 else None
         out[f"p{q}"] = row
     return out
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def table(results: dict) -> str:
@@ -308,7 +314,7 @@ def table(results: dict) -> str:
             p50, p99 = r["p50"], r["p99"]
             cells = [f"{p50[f'{name}_added_ms']:.2f} / {p99[f'{name}_added_ms']:.2f}"
                      for name in ("httpx relay", "aiohttp relay", *GATEWAYS)]
-            ratios = [f"{p50[f'{name}_ratio']:.2f} / {p99[f'{name}_ratio']:.2f}" for name in GATEWAYS]
+            ratios = [f"{_ratio(p50[f'{name}_ratio'])} / {_ratio(p99[f'{name}_ratio'])}" for name in GATEWAYS]
             rows.append(f"| {mode} | {p50['direct_ms']:.2f} / {p99['direct_ms']:.2f} | {' | '.join(cells)} "
                         f"| {' | '.join(ratios)} |")
     if results["throughput"]:
