@@ -33,7 +33,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import ROOT, answers, clients, cpu_seconds, free_port, interleaved, percentile, process  # noqa: E402
-from overhead import conversation, one  # noqa: E402
+from overhead import conversation, growing, one  # noqa: E402
 
 FLOOR = "aiohttp relay"
 
@@ -68,10 +68,11 @@ def servers(gateways: Gateways, stack: ExitStack, logs: Path) -> tuple[dict[str,
     return urls, pids
 
 
-def measure(urls: dict[str, str], pids: dict[str, int], body: bytes, n: int,
+def measure(urls: dict[str, str], pids: dict[str, int], bodies: list[bytes], n: int,
             warmup: int) -> tuple[dict[str, list[float]], dict[str, float]]:
     """Each target's latencies, and the CPU seconds each relay or gateway process spent per
-    measured request (steadier than latency on a shared machine: other load moves it less)."""
+    measured request (steadier than latency on a shared machine: other load moves it less).
+    Round ``r`` sends ``bodies[r % len(bodies)]`` to every target."""
     names = list(urls)
     samples: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, float] = {}
@@ -79,7 +80,7 @@ def measure(urls: dict[str, str], pids: dict[str, int], body: bytes, n: int,
         for round_, name in interleaved(names, warmup + n):
             if round_ == warmup and name in pids:
                 cpu[name] = -cpu_seconds(pids[name])
-            elapsed, _ = one(pool[name], body)
+            elapsed, _ = one(pool[name], bodies[round_ % len(bodies)])
             if round_ >= warmup:
                 samples[name].append(elapsed)
     return samples, {name: (spent + cpu_seconds(pids[name])) / n for name, spent in cpu.items()}
@@ -107,20 +108,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", type=int, default=1000, help="measured requests per target")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--stream", action="store_true", help="streamed requests")
+    parser.add_argument("--growing", action="store_true",
+                        help="overhead.py's growing run (60 to 500 KB, one body per round) instead of one body; "
+                             "-n is then the run's length less the warm-up")
     args = parser.parse_args(argv)
     gateways: Gateways = {name: (Path(path).resolve(), None) for name, path in (t.split("=", 1) for t in args.tree)}
     gateways |= {name: (ROOT, Path(path).resolve()) for name, path in (c.split("=", 1) for c in args.config)}
     if not gateways:
         parser.error("name at least one --tree or --config")
-    body = orjson.dumps({**conversation(), "stream": True} if args.stream else conversation())
+    if args.growing:
+        bodies = growing()
+        args.n = len(bodies) - args.warmup
+    else:
+        bodies = [orjson.dumps({**conversation(), "stream": True} if args.stream else conversation())]
     with tempfile.TemporaryDirectory() as folder:
         logs = Path(folder)
         with ExitStack() as stack:
-            samples, cpu = measure(*servers(gateways, stack, logs), body, args.n, args.warmup)
+            samples, cpu = measure(*servers(gateways, stack, logs), bodies, args.n, args.warmup)
         own = {name: own_time(logs / f"gateway{number}.log", args.n) for number, name in enumerate(gateways)}
     direct = percentile(samples["direct"], 50)
     floor = percentile(samples[FLOOR], 50) - direct
-    print(f"{'stream' if args.stream else 'unary'}: direct p50 {direct * 1000:.2f} ms, "
+    kind = "growing" if args.growing else "stream" if args.stream else "unary"
+    print(f"{kind}: direct p50 {direct * 1000:.2f} ms, "
           f"{FLOOR} adds {floor * 1000:.3f} ms, CPU {cpu[FLOOR] * 1000:.3f} ms a request")
     for name in gateways:
         added = percentile(samples[name], 50) - direct
