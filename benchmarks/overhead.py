@@ -113,10 +113,13 @@ def looping(messages: int = 60) -> dict:
 
 
 def growing(start_kb: int = 60, end_kb: int = 500, step: int = 4) -> list[bytes]:
-    """One run's bodies from ``start_kb`` to ``end_kb``: each ``step`` messages longer than the last."""
+    """One run's bodies from ``start_kb`` to ``end_kb``: each ``step`` messages longer than the last.
+    A task of its own: the other modes' conversation is a session the looping modes left warned
+    calls in, and a warned session reads its state on every request (a Redis round trip)."""
     per_message = len(orjson.dumps(conversation(120))) / 120
     first, last = int(start_kb * 1024 / per_message), int(end_kb * 1024 / per_message)
     full = conversation(last)
+    full["messages"][1] = {"role": "user", "content": "Add a --dry-run flag to the deploy script, then run the tests."}
     return [orjson.dumps({**full, "messages": full["messages"][:n]}) for n in range(first, last + 1, step)]
 
 
