@@ -100,8 +100,11 @@ def conversation(messages: int = 60) -> dict:
 
 def looping(messages: int = 60) -> dict:
     """The same history ending in a loop: the last three rounds repeat one call with one result,
-    so the default policy injects a warning (the body is rewritten and re-serialized)."""
+    so the default policy injects a warning (the body is rewritten and re-serialized). A task of
+    its own: a warned session keeps its warned calls while its history is rewritten at the same
+    length, and the healthy modes' conversation (also 60 messages) must not become one."""
     body = conversation(messages - 6)
+    body["messages"][1] = {"role": "user", "content": "Make the retry test pass, then run the unit tests."}
     for k in range(3):
         call_id = f"call_loop_{k}"
         body["messages"].append({"role": "assistant", "content": None, "tool_calls": [
