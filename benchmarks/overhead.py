@@ -63,8 +63,13 @@ FLOOR = "aiohttp relay"  # the hop the gateway is held against
 TOOLS = ["read_file", "grep", "run_command", "list_dir", "edit_file", "search_web"]
 
 
-def conversation(messages: int = 60) -> dict:
-    """A loop-free agent history: every call different, tools varied, results of real size."""
+TASK = "Refactor the worker pool so retries are configurable, then run the tests."
+
+
+def conversation(messages: int = 60, task: str = TASK) -> dict:
+    """A loop-free agent history: every call different, tools varied, results of real size.
+    ``task``: the first user message; another task is another conversation (session) to the
+    gateway, since a session is known by how its conversation opens."""
     def args(i: int) -> dict:
         return [
             {"path": f"src/pkg{i}/module_{i * 7 % 13}.py", "offset": i * 40, "limit": 200},
@@ -82,7 +87,7 @@ def conversation(messages: int = 60) -> dict:
 
     history: list[dict] = [
         {"role": "system", "content": "You are a careful coding agent. " * 40},
-        {"role": "user", "content": "Refactor the worker pool so retries are configurable, then run the tests."},
+        {"role": "user", "content": task},
     ]
     i = 0
     while len(history) < messages:
@@ -103,8 +108,7 @@ def looping(messages: int = 60) -> dict:
     so the default policy injects a warning (the body is rewritten and re-serialized). A task of
     its own: a warned session keeps its warned calls while its history is rewritten at the same
     length, and the healthy modes' conversation (also 60 messages) must not become one."""
-    body = conversation(messages - 6)
-    body["messages"][1] = {"role": "user", "content": "Make the retry test pass, then run the unit tests."}
+    body = conversation(messages - 6, "Make the retry test pass, then run the unit tests.")
     for k in range(3):
         call_id = f"call_loop_{k}"
         body["messages"].append({"role": "assistant", "content": None, "tool_calls": [
@@ -121,8 +125,7 @@ def growing(start_kb: int = 60, end_kb: int = 500, step: int = 4) -> list[bytes]
     calls in, and a warned session reads its state on every request (a Redis round trip)."""
     per_message = len(orjson.dumps(conversation(120))) / 120
     first, last = int(start_kb * 1024 / per_message), int(end_kb * 1024 / per_message)
-    full = conversation(last)
-    full["messages"][1] = {"role": "user", "content": "Add a --dry-run flag to the deploy script, then run the tests."}
+    full = conversation(last, "Add a --dry-run flag to the deploy script, then run the tests.")
     return [orjson.dumps({**full, "messages": full["messages"][:n]}) for n in range(first, last + 1, step)]
 
 

@@ -66,8 +66,9 @@ class Gateway:
 def header_rules(spec: UpstreamSpec, api_key: str | None, identity: bool,
                  extra: dict[str, str] | None = None) -> HeaderRules:
     """What goes upstream of a provider's API from a client's headers (its version and beta
-    headers untouched; ``HeaderRules.apply``). A server-side key is sent the provider's way (``spec.key_header``) and replaces every
-    credential the client sent: none goes to the provider next to the operator's key."""
+    headers untouched; ``HeaderRules.apply``). A server-side key is sent the provider's way
+    (``spec.key_header``) and replaces every credential the client sent: none goes to the
+    provider next to the operator's key."""
     key = None
     if api_key:
         key = (spec.key_header.encode("latin-1"), (spec.key_prefix + api_key).encode("latin-1"))
