@@ -107,6 +107,13 @@ class ToolEvent:
     # A failed call's refusal without the attempt it echoes (gateway/trace/failure.py), hashed:
     # two refusals of the same kind compare equal whatever each attempt was. None unless failed.
     failure_hash: str | None = None
+    # What the call does, from the agent's profile (gateway/agents) or its shell command:
+    # read | edit | write | shell | search | list | fetch | poll | wait | delegate | plan |
+    # finish, or "" when unknown (a generic client's tool with no profile).
+    action: str = ""
+    # The call waits before it acts (`sleep 30 && tail log`, or a sleep call just before it): a
+    # paced poll, which may repeat by design; an unpaced one is a busy loop.
+    paced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
