@@ -62,6 +62,9 @@ async def plan_request(
         conv, memo = adapter.conversation(payload, items), None
         digest = prefix.prefix_hashes_at(conv.turns, length, (length,))[length]
     client_conv = conv
+    # Read through the profile of the agent that sent it (its tools, its result envelope): the
+    # derived policy travels with the plan, so the reply's calls are read the same way.
+    policy = policy.for_agent(conv, headers.get("user-agent", ""))
     session = _protocol_session(adapter, session_id(headers, payload, conv, sessions, adapter.user(payload), memo))
     mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)

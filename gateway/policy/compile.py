@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from structlog import get_logger as _log
 
+from gateway.agents.catalog import Catalog, ProfileError, load_profile
+from gateway.agents.profile import AgentProfile
 from gateway.detectors.base import DetectorSettings
 from gateway.policy.actions import Action
 from gateway.policy.engine import Registry, blocking, build_plan
@@ -41,6 +43,7 @@ class _Ctx:
     prefix: str = ""  # key path of the block being compiled: "" or "agents[2]"
     agent: str | None = None
     allow_reorder: bool = False
+    profiles: tuple[AgentProfile, ...] = ()
 
 
 def compile_policy(raw: Any, file: str, registry: Registry) -> Policy:
@@ -50,14 +53,15 @@ def compile_policy(raw: Any, file: str, registry: Registry) -> Policy:
     if isinstance(raw.get("agents"), list):
         raw["agents"] = [_without_empty(e) if isinstance(e, dict) else e for e in raw["agents"]]
     doc = _validate(PolicyFile, raw, _Ctx(file, "", registry))
-    ctx = _Ctx(file, doc.name or Path(file).stem, registry, allow_reorder=doc.allow_reorder)
+    ctx = _Ctx(file, doc.name or Path(file).stem, registry, allow_reorder=doc.allow_reorder,
+               profiles=_profiles(doc.profiles, file))
     base_raw = _shorthand(_body(raw))
     default = _effective(base_raw, None, None, ctx)  # nothing to merge entries over without it
     rules, problems = [], []
     for i, (entry, parsed) in enumerate(zip(raw.get("agents") or [], doc.agents)):
         label = parsed.id or f"agents[{i}]"
         override = _shorthand(_body(entry))
-        agent_ctx = _Ctx(file, ctx.name, registry, f"agents[{i}]", label, doc.allow_reorder)
+        agent_ctx = _Ctx(file, ctx.name, registry, f"agents[{i}]", label, doc.allow_reorder, ctx.profiles)
         try:  # every entry's problems are reported at once, not only the first entry's
             policy = _effective(deep_merge(base_raw, override), override, default, agent_ctx)
         except PolicyError as exc:
@@ -110,7 +114,35 @@ def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
         detector_settings=MappingProxyType(settings), detectors=MappingProxyType(enabled),
         plan=(plan := build_plan(enabled, body.exempt_tools, ctx.registry)),
         blocking_plan=blocking(plan),
+        catalog=_catalog(body.profile, ctx),
     )
+
+
+def _catalog(choice: str, ctx: _Ctx) -> Catalog:
+    try:
+        return Catalog(ctx.profiles, choice)
+    except ValueError as exc:
+        raise PolicyError(ctx.file, join(ctx.prefix, "profile"), str(exc)) from None
+
+
+def _profiles(entries: list[dict[str, Any] | str], file: str) -> tuple[AgentProfile, ...]:
+    """The policy's own profiles, then the shipped ones it does not replace by name."""
+    from gateway.policy.loader import read_yaml, shipped_profiles  # the loader imports this module
+
+    own = []
+    for i, entry in enumerate(entries):
+        where = f"profiles[{i}]"
+        try:
+            if isinstance(entry, str):
+                path = (Path(file).parent / entry)
+                raw = read_yaml(path.read_text(encoding="utf-8"), str(path))
+                own.append(load_profile(raw, str(path)))
+            else:
+                own.append(load_profile(entry, where))
+        except (OSError, UnicodeDecodeError, ProfileError) as exc:
+            raise PolicyError(file, where, str(exc)) from None
+    names = {p.name for p in own}
+    return (*own, *(p for p in shipped_profiles() if p.name not in names))
 
 
 def _detectors(blocks: dict[str, Any], touched: set[str], inherited: EffectivePolicy | None,

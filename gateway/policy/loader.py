@@ -7,10 +7,14 @@ could edit a threshold that never applies); syntax errors name the file and line
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from gateway.agents.catalog import read_profiles
+from gateway.agents.profile import AgentProfile
 
 from gateway.policy.compile import compile_policy
 from gateway.policy.engine import Registry, default_registry
@@ -74,6 +78,12 @@ def policy_path(ref: str, base: Path | None = None) -> Path:
 def shipped_policy_names() -> tuple[str, ...]:
     names = {p.stem for folder in SHIPPED_DIRS if folder.is_dir() for p in folder.glob("*.yaml")}
     return tuple(sorted(names))
+
+
+@cache
+def shipped_profiles() -> tuple[AgentProfile, ...]:
+    """The agent profiles shipped in gateway/agents/profiles/, read once (package data)."""
+    return read_profiles(read_yaml)
 
 
 def read_yaml(text: str, file: str) -> Any:

@@ -134,6 +134,9 @@ class Body(_Model):
     detectors: dict[str, Any] = Field(default_factory=dict)  # checked against the registry
     interventions: Interventions = Interventions()
     messages: MessagesConfig = MessagesConfig()
+    # Which agent profile reads the traces (gateway/agents): "auto" recognises the agent from
+    # each request, "none" keeps the generic reading, a profile's name forces that profile.
+    profile: str = Field("auto", pattern=r"^[a-z0-9_]+$")
 
 
 BODY_KEYS: frozenset[str] = frozenset(Body.model_fields)
@@ -151,6 +154,10 @@ class PolicyFile(Body):
     # Out-of-order thresholds are raised above the previous one (logged) instead of refused.
     allow_reorder: StrictBool = False
     agents: list[AgentEntry] = Field(default_factory=list)
+    # More agent profiles, before the shipped ones (a same-named one replaces the shipped):
+    # each a mapping in the profile format, or the path of a profile YAML file relative to
+    # this policy file.
+    profiles: list[dict[str, Any] | str] = Field(default_factory=list)
 
 
 def key_path(loc: tuple[str | int, ...]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.trace.harness import harness_view
 from gateway.trace.memo import Memo
 from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
@@ -76,8 +77,9 @@ def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None =
     events of its new and newly answered calls, nothing else. Only a caller that keeps
     ``conv``'s turns alive may pass one, since a build is recognised by their identity."""
     ctx = _Context.of(settings, conv.tools)
-    built = _build(conv.turns, settings, ctx, memo)
-    return Trace(built.events, conv.turns, built.start, built.run.rounds, conv.tools, built.skipped,
+    turns = harness_view(conv.turns, settings)
+    built = _build(turns, settings, ctx, memo)
+    return Trace(built.events, turns, built.start, built.run.rounds, conv.tools, built.skipped,
                  prior=built.prior).indexed(built.index)
 
 
@@ -136,7 +138,13 @@ def _grown_index(done: _Built, events: tuple[ToolEvent, ...]) -> CallIndex:
 def _events(pairing: Pairing, start: int, first: int, ctx: _Context) -> tuple[ToolEvent, ...]:
     """Events for ``pairing.calls[start:]``, with steps counted from ``first``."""
     calls, results = pairing.calls, pairing.results
-    return tuple(_event(calls[i], results.get(i), first + i - start, ctx) for i in range(start, len(calls)))
+    return tuple(_event(calls[i], results.get(i), first + i - start, ctx, waited=i > 0 and _waits(calls[i - 1].call, ctx))
+                 for i in range(start, len(calls)))
+
+
+def _waits(call: ToolCall, ctx: _Context) -> bool:
+    """The call only waits (`sleep 30`, a wait tool): the call after it is paced."""
+    return args_info(call.arguments, ctx.settings, ctx.args_memo, call.name).action == "wait"
 
 
 def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSettings,
@@ -148,10 +156,12 @@ def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSe
     round_ = trace.rounds + 1
     ctx = _Context.of(settings, trace.declared_tools)
     user_turn = trace.events[-1].user_turn if trace.events else sum(map(is_genuine_user, trace.turns))
-    return tuple(
-        _event(Issued(call, round_, -1, user_turn), None, first + i, ctx, proposed=True)
-        for i, call in enumerate(calls)
-    )
+    waited = bool(trace.events) and trace.events[-1].action == "wait"
+    out = []
+    for i, call in enumerate(calls):
+        out.append(_event(Issued(call, round_, -1, user_turn), None, first + i, ctx, proposed=True, waited=waited))
+        waited = out[-1].action == "wait"
+    return tuple(out)
 
 
 def run_start(turns: tuple[Turn, ...]) -> int:
@@ -165,9 +175,10 @@ def run_start(turns: tuple[Turn, ...]) -> int:
 # --- pass 2: the text work -------------------------------------------------------------------
 
 
-def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, proposed: bool = False) -> ToolEvent:
+def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, proposed: bool = False,
+           waited: bool = False) -> ToolEvent:
     call = issued.call
-    args = args_info(call.arguments, ctx.settings, ctx.args_memo)
+    args = args_info(call.arguments, ctx.settings, ctx.args_memo, call.name)
     declared = None if ctx.tools is None else call.name in ctx.tools
     result = turn.text if turn is not None else None
     vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)
@@ -198,12 +209,17 @@ def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, propo
         message_index=issued.message_index,
         vetoed=vetoed,
         proposed=proposed,
-        polling=args.polling or call.name in ctx.polling_tools,
+        polling=args.polling or call.name in ctx.polling_tools or args.action == "poll",
         neutral=neutral,
         neutral_guess=guess,
-        observation=args.read_only or looks_read_only(call.name),
+        observation=args.read_only or args.action in _LOOKING or (not args.action and looks_read_only(call.name)),
         user_turn=issued.user_turn,
         request_text=args.text,
         target=args.target,
         failure_hash=shape,
+        action=args.action,
+        paced=args.paced or waited,
     )
+
+
+_LOOKING = frozenset({"read", "search", "list"})

@@ -18,8 +18,8 @@ from gateway.trace.failure import failure_shape
 from gateway.trace.memo import Memo
 from gateway.trace.model import Status
 from gateway.trace.roles import own_text_start, prose, read_only_command
-from gateway.trace.settings import TraceSettings
-from gateway.trace.target import call_target
+from gateway.trace.settings import ToolRole, TraceSettings
+from gateway.trace.target import acted_on, call_target
 from gateway.trace.volatile import PLACEHOLDER, scrub_args, scrub_random
 
 __all__ = ["PLACEHOLDER", "ArgsInfo", "ResultInfo", "args_info", "canonical_args", "classify", "failure_hash",
@@ -34,13 +34,16 @@ _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "returnCode")
 
 
 class ArgsInfo(NamedTuple):
-    canonical: str  # without ignored keys and volatile values (see volatile.scrub_args)
+    canonical: str  # what the call does: without ignored, narrating and range keys and volatile
+    # values (see volatile.scrub_args); a read's shell command as the read it is (shell.py)
     hash: str
     polling: bool  # the arguments match TraceSettings.polling_args_patterns
     text: str  # the free text of the arguments (roles.prose), "" when there is none
     text_only: bool  # the arguments are nothing but that free text
     read_only: bool  # a shell command that only reads (roles.read_only_command)
     target: str  # what the call acts on (target.call_target), "" when it names nothing
+    action: str = ""  # ToolEvent.action: from the tool's role, else from its shell command
+    paced: bool = False  # a shell command that sleeps before it acts
 
 
 class ResultInfo(NamedTuple):
@@ -82,24 +85,40 @@ def parsed_args(raw: str) -> Any:
     return None if value is _INVALID else value
 
 
-def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None) -> ArgsInfo:
+def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None, tool: str | None = None) -> ArgsInfo:
     """Canonical arguments, their hash and polling mark; ``memo`` defaults to the settings' own
-    (callers in a loop pass it in: reading a pydantic private attribute is slow)."""
+    (callers in a loop pass it in: reading a pydantic private attribute is slow). ``tool``: the
+    call's tool, read through its role when the agent's profile names one."""
     memo = memo if memo is not None else settings.memo("args")
-    key = _memo_key(raw)
+    role = settings.tool_roles.get(tool) if tool is not None and settings.tool_roles else None
+    key: Any = _memo_key(raw) if role is None else (tool, _memo_key(raw))
     info = memo.get(key)
     if info is None:
-        canonical, value = _canonical(raw, settings.ignore_arg_keys)
-        polling_re = settings.polling_re
-        polling = polling_re is not None and polling_re.search(canonical) is not None
-        if value is not None and (settings.volatile_arg_keys or settings.volatile_arg_values):
-            compared = scrub_args(value, settings.volatile_arg_key_set, settings.volatile_arg_values)
-            if compared != value:
-                canonical = _dumps(compared)
-        target = call_target(value, settings.target_keys, settings.command_keys)
-        info = ArgsInfo(canonical, text_hash(canonical), polling, *prose(value), read_only_command(value), target)
+        info = _args_info(raw, settings, role)
         memo.put(key, info)
     return info
+
+
+def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> ArgsInfo:
+    ignored = settings.ignore_arg_keys
+    if role is not None and (role.narration or role.range):
+        ignored = ignored | frozenset(role.narration) | frozenset(role.range)
+    canonical, value = _canonical(raw, ignored)
+    polling_re = settings.polling_re
+    polling = polling_re is not None and polling_re.search(canonical) is not None
+    compared = value
+    if value is not None and (settings.volatile_arg_keys or settings.volatile_arg_values):
+        compared = scrub_args(value, settings.volatile_arg_key_set, settings.volatile_arg_values)
+    found = acted_on(value, role, settings.target_keys, settings.command_keys)
+    if found.command is not None and found.read_key and isinstance(compared, dict):
+        # One read of one file, whatever program, range or flags spell it: `cat a`, `tail -1 a`
+        # and `sed -n '5,9p' a` read the same file (a poll spelled many ways, a read past the end).
+        compared = {**compared, found.command: found.read_key}
+    if compared is not value:
+        canonical = _dumps(compared)
+    target = found.target or call_target(value, settings.target_keys, settings.command_keys)
+    return ArgsInfo(canonical, text_hash(canonical), polling, *prose(value), read_only_command(value), target,
+                    found.action, found.paced)
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -108,6 +127,8 @@ def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None) -> Ar
 def normalize_result(text: str, settings: TraceSettings) -> str:
     """Volatile JSON keys dropped at any depth, volatile text scrubbed (at the edges, see
     ``TraceSettings.scan_chars``), surrounding whitespace removed."""
+    if settings.envelope_re is not None:
+        text = _edges(settings.envelope_re, "", text, settings.scan_chars)
     return _normalize(text.strip(), _result_json(text), settings)
 
 
@@ -121,9 +142,12 @@ def result_info(text: str, settings: TraceSettings, memo: Memo | None = None) ->
         cut = own_text_start(text)
         if cut is not None:
             text = text[:cut]
+        if settings.envelope_re is not None:
+            text = _edges(settings.envelope_re, "", text, settings.scan_chars)
         value = _result_json(text)  # parsed once for both the hash and the error flags
+        empty = settings.empty_re is not None and _scan(settings.empty_re, text, settings.scan_chars)
         info = ResultInfo(
-            text_hash(_normalize(text.strip(), value, settings)),
+            text_hash("" if empty else _normalize(text.strip(), value, settings)),
             _json_error(value) or _matches_error(text, settings),
             _says_unknown(text, settings),
             cut,
@@ -182,7 +206,7 @@ def classify(info: ResultInfo | None, is_error: bool | None, declared: bool | No
     """
     if info is None:
         return Status.MISSING
-    if info.unknown:
+    if info.unknown and declared is not True:  # a declared tool exists, whatever its result says
         return Status.UNKNOWN_TOOL
     failed = info.error if is_error is None else is_error
     if failed and declared is False:
@@ -191,7 +215,18 @@ def classify(info: ResultInfo | None, is_error: bool | None, declared: bool | No
 
 
 def _matches_error(text: str, settings: TraceSettings) -> bool:
+    not_error_re = settings.not_error_re
+    if not_error_re is not None:  # the harness's "Error: (none)" says there was none
+        text = _edges(not_error_re, "", text, settings.scan_chars)
     return any(_scan(regex, text, settings.scan_chars) for regex in (settings.error_re, settings.failure_re))
+
+
+def _edges(regex: re.Pattern[str], replacement: str, text: str, n: int) -> str:
+    """``text`` with ``regex`` replaced in its first and last ``n`` characters (where harnesses
+    write their lines; a big result's middle is the tool's own output)."""
+    if len(text) <= 2 * n:
+        return regex.sub(replacement, text)
+    return regex.sub(replacement, text[:n]) + text[n:-n] + regex.sub(replacement, text[-n:])
 
 
 def _scan(regex: re.Pattern[str] | None, text: str, n: int) -> bool:
@@ -221,11 +256,7 @@ def _json_error(value: Any) -> bool:
 def _scrub(text: str, settings: TraceSettings) -> str:
     volatile_re = settings.volatile_re
     if volatile_re is not None:
-        n = settings.scan_chars
-        if len(text) <= 2 * n:
-            text = volatile_re.sub(PLACEHOLDER, text)
-        else:
-            text = volatile_re.sub(PLACEHOLDER, text[:n]) + text[n:-n] + volatile_re.sub(PLACEHOLDER, text[-n:])
+        text = _edges(volatile_re, PLACEHOLDER, text, settings.scan_chars)
     if settings.scrub_random_tokens:
         n = RANDOM_SCAN_CHARS
         text = scrub_random(text) if len(text) <= 2 * n else scrub_random(text[:n]) + text[n:-n] + scrub_random(text[-n:])

@@ -113,6 +113,12 @@ DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
 )
 
 
+ACTIONS = ("read", "edit", "write", "shell", "search", "list", "fetch", "poll", "wait", "delegate", "plan",
+           "finish")
+Action = Literal["read", "edit", "write", "shell", "search", "list", "fetch", "poll", "wait", "delegate", "plan",
+                 "finish"]
+
+
 def _valid_regex(pattern: str) -> str:
     """A bad pattern fails at load as a ValueError, which pydantic reports with its key path
     (e.g. ``error_patterns.2``), instead of a bare re.error later."""
@@ -124,6 +130,25 @@ def _valid_regex(pattern: str) -> str:
 
 
 Regex = Annotated[str, AfterValidator(_valid_regex)]
+
+
+class ToolRole(BaseModel):
+    """What one tool of a known agent does (an agent profile's ``tools`` entry, gateway/agents).
+
+    ``target``: the argument naming what the call acts on (a path, a URL, a job id); ``command``:
+    the argument holding a shell command line, whose files become the target; ``narration``:
+    arguments the model rewrites on every call without changing what the call does (Claude
+    Code's ``description``); ``range``: arguments that only pick a part of the target (a read's
+    offset and limit). Narration and range are left out when calls are compared, so the same
+    read past the end of a file is the same call whatever its offset."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    action: Action
+    target: str | None = None
+    command: str | None = None
+    narration: tuple[str, ...] = ()
+    range: tuple[str, ...] = ()
 
 
 class TraceSettings(BaseModel):
@@ -169,6 +194,25 @@ class TraceSettings(BaseModel):
     # read must not cost a second per request. The middle still goes into the hash unscrubbed, so
     # results that differ there never look identical (the safe direction).
     scan_chars: int = Field(default=1024, ge=64)
+    # --- what an agent profile adds (gateway/agents); empty for a generic client -------------
+    profile: str = ""  # the recognised agent's profile name, for logs and audit
+    tool_roles: dict[str, ToolRole] = Field(default_factory=dict)
+    # Lines the agent's harness writes around every result (Gemini CLI's "Process Group PGID:
+    # 1234", a shell id counting up): removed whole before results are compared or judged, so
+    # the same output under a new envelope is the same output. Multi-line, case-sensitive.
+    envelope_patterns: tuple[Regex, ...] = ()
+    # The harness's own text that is not a failure (Qwen Code's "Error: (none)" in every shell
+    # result): removed before error_patterns are matched. Multi-line, case-sensitive.
+    not_error_patterns: tuple[Regex, ...] = ()
+    # "Nothing found / nothing more" texts (a read past the end of a file, whatever the offset
+    # it names): such a result is compared as empty. Multi-line, case-sensitive.
+    empty_patterns: tuple[Regex, ...] = ()
+    # User messages the harness writes itself ("Tool call error: No tool calls found"): not a
+    # genuine user turn, so they never restart a run's counts.
+    nudge_patterns: tuple[Regex, ...] = ()
+    # Agents that act in text instead of tool calls: one ```bash block per reply (mini-SWE-agent
+    # in text mode), read as a call whose result is the next user message.
+    text_actions: Literal["none", "bash_block"] = "none"
 
     _volatile_keys: frozenset[str] = PrivateAttr()
     _volatile_arg_keys: frozenset[str] = PrivateAttr()
@@ -179,6 +223,10 @@ class TraceSettings(BaseModel):
     _polling_re: re.Pattern[str] | None = PrivateAttr()
     _memo: dict[str, Memo] = PrivateAttr()
     _neutral: frozenset[str] = PrivateAttr()
+    _envelope_re: re.Pattern[str] | None = PrivateAttr()
+    _not_error_re: re.Pattern[str] | None = PrivateAttr()
+    _empty_re: re.Pattern[str] | None = PrivateAttr()
+    _nudge_re: re.Pattern[str] | None = PrivateAttr()
 
     def model_post_init(self, _context: object) -> None:
         self._volatile_keys = frozenset(k.lower() for k in self.volatile_keys)
@@ -192,6 +240,10 @@ class TraceSettings(BaseModel):
         # because they depend on exactly these settings.
         self._memo = {"args": Memo(4096), "results": Memo(4096), "failures": Memo(1024)}
         self._neutral = frozenset(_tool_key(n) for n in self.neutral_tools)
+        self._envelope_re = _union(tuple(f"{p}\n?" for p in self.envelope_patterns), re.MULTILINE)
+        self._not_error_re = _union(self.not_error_patterns, re.MULTILINE)
+        self._empty_re = _union(self.empty_patterns, re.MULTILINE)
+        self._nudge_re = _union(self.nudge_patterns, re.MULTILINE)
 
     @property
     def volatile_key_set(self) -> frozenset[str]:
@@ -225,6 +277,22 @@ class TraceSettings(BaseModel):
     def neutral_names(self) -> frozenset[str]:
         """``neutral_tools`` as :func:`tool_key` forms."""
         return self._neutral
+
+    @property
+    def envelope_re(self) -> re.Pattern[str] | None:
+        return self._envelope_re
+
+    @property
+    def not_error_re(self) -> re.Pattern[str] | None:
+        return self._not_error_re
+
+    @property
+    def empty_re(self) -> re.Pattern[str] | None:
+        return self._empty_re
+
+    @property
+    def nudge_re(self) -> re.Pattern[str] | None:
+        return self._nudge_re
 
     def memo(self, kind: Literal["args", "results", "failures"]) -> Memo:
         return self._memo[kind]

@@ -10,7 +10,10 @@ differently on one file), else the head of a shell command under ``command_keys`
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, NamedTuple
+
+from gateway.trace.settings import ToolRole
+from gateway.trace.shell import command_of, parse
 
 COMMAND_MARK = "$ "  # starts the target of a shell command: `$ python run.py`
 _ACTION_KEYS = ("command", "action", "operation", "op", "mode", "method")
@@ -38,6 +41,55 @@ def call_target(value: Any, target_keys: tuple[str, ...], command_keys: tuple[st
             head = command_head(found)
             return COMMAND_MARK + head if head else ""
     return ""
+
+
+class Acted(NamedTuple):
+    """What a call acts on and how, read through its tool's role (an agent profile's) or, for a
+    shell command, through the command itself (gateway/trace/shell.py)."""
+
+    target: str = ""  # "" when neither names one: the generic reading decides
+    action: str = ""
+    paced: bool = False
+    command: str | None = None  # the argument holding the command line, when there is one
+    read_key: str = ""  # the command as the read of one file it is ("read a.py"), else ""
+
+
+_NOTHING = Acted()
+# A shell command's kind, as a ToolEvent action: only reading is a read, only sleeping a wait.
+_SHELL_ACTIONS = {"read": "read", "wait": "wait"}
+
+
+def acted_on(value: Any, role: ToolRole | None, target_keys: tuple[str, ...], command_keys: tuple[str, ...]) -> Acted:
+    """The target, action and pacing of a call with parsed arguments ``value``.
+
+    A shell command's target is the file it acts on, not its program: the same missing file
+    read with `cat`, `head`, `grep` or `sed` is one failing target, and a loop varies the
+    program, its flags and its range, never the file. Commands that name no file keep their
+    stable head (`$ npm test`). A tool with a role names its target argument itself."""
+    if not isinstance(value, dict):
+        return _NOTHING if role is None else Acted(action=role.action)
+    if role is None and any(isinstance(value.get(k), str) and value[k].strip() for k in target_keys):
+        return _NOTHING  # a multi-purpose tool's {"command": "view", "path": ...}: call_target reads it
+    keys = (role.command,) if role is not None and role.command else (() if role is not None else command_keys)
+    for key in keys:
+        line = command_of(value.get(key))
+        if line is not None:
+            return _shell(line, key, role)
+    if role is None:
+        return _NOTHING
+    found = value.get(role.target) if role.target else None
+    target = found.strip()[:_MAX_TARGET_CHARS] if isinstance(found, str) else ""
+    return Acted(f"{role.action} {target}" if target else "", role.action)
+
+
+def _shell(line: str, key: str, role: ToolRole | None) -> Acted:
+    parsed = parse(line)
+    if not parsed.key:
+        return Acted(action=role.action if role else "", command=key)
+    operand = parsed.files[0] if parsed.files and parsed.kind != "wait" else parsed.key
+    action = _SHELL_ACTIONS.get(parsed.kind, role.action if role is not None else "shell")
+    read_key = parsed.key if parsed.kind == "read" and len(parsed.files) == 1 else ""
+    return Acted(COMMAND_MARK + operand[:_MAX_TARGET_CHARS], action, parsed.paced, key, read_key)
 
 
 def _action(value: dict) -> str:

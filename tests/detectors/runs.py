@@ -19,9 +19,11 @@ from gateway.trace.model import Conversation, ToolCall, Turn
 SYSTEM = "You are a helpful agent."
 
 
-def conversation(script: Sequence[Any], upto: int | None = None) -> tuple[Conversation, list[ToolCall]]:
-    """The conversation after the first ``upto`` calls, and every call of the script."""
-    turns = [Turn(0, "system", SYSTEM)]
+def conversation(script: Sequence[Any], upto: int | None = None, tools: Sequence[str] | None = None,
+                 system: str = SYSTEM) -> tuple[Conversation, list[ToolCall]]:
+    """The conversation after the first ``upto`` calls, and every call of the script; ``tools``:
+    the tool names the request declares (an agent's, for its profile to be recognised)."""
+    turns = [Turn(0, "system", system)]
     calls: list[ToolCall] = []
     for item in script:
         if isinstance(item, str):
@@ -39,36 +41,38 @@ def conversation(script: Sequence[Any], upto: int | None = None) -> tuple[Conver
         turns.append(Turn(len(turns), "assistant", "", tuple(round_calls)))
         for call, (_, _, result) in zip(round_calls, steps):
             turns.append(Turn(len(turns), "tool", result, tool_call_id=call.id))
-    return Conversation(tuple(turns)), calls
+    return Conversation(tuple(turns), frozenset(tools) if tools is not None else None), calls
 
 
-def judged(script: Sequence[Any], pack: str = "default") -> list[tuple[str, str, str | None]]:
+def judged(script: Sequence[Any], pack: str = "default", tools: Sequence[str] | None = None,
+           system: str = SYSTEM, user_agent: str = "") -> list[tuple[str, str, str | None]]:
     """(phase, action, detector) for every point a gateway would judge the run: each call as
-    proposed ("response"), then the history once it ran ("request")."""
-    policy = load_shipped_policy(pack).resolve()
+    proposed ("response"), then the history once it ran ("request"). The policy reads the run
+    through the profile of the agent that ``tools``, ``system`` and ``user_agent`` recognise."""
+    first_conv, calls = conversation(script, tools=tools, system=system)
+    policy = load_shipped_policy(pack).resolve().for_agent(first_conv, user_agent)
     settings = policy.trace_settings
-    _, calls = conversation(script)
     out = []
     for k, call in enumerate(calls):
-        before = build_trace(conversation(script, k)[0], settings)
+        before = build_trace(conversation(script, k, tools, system)[0], settings)
         proposal = policy.judge_proposal(before.with_events(proposed_events(before, (call,), settings)))
         # A proposed call is only ever refused (warnings travel on the request path).
         refused = proposal.action >= Action.REJECT
         out.append(("response", proposal.action.label if refused else "pass", proposal.detector if refused else None))
-        after = policy.judge(build_trace(conversation(script, k + 1)[0], settings))
+        after = policy.judge(build_trace(conversation(script, k + 1, tools, system)[0], settings))
         out.append(("request", after.action.label, after.detector))
     return out
 
 
-def strongest(script: Sequence[Any], pack: str = "default") -> Action:
-    return max((Action[a.upper()] for _, a, _ in judged(script, pack)), default=Action.PASS)
+def strongest(script: Sequence[Any], pack: str = "default", **agent: Any) -> Action:
+    return max((Action[a.upper()] for _, a, _ in judged(script, pack, **agent)), default=Action.PASS)
 
 
-def first(script: Sequence[Any], action: str, pack: str = "default") -> tuple[int, str | None] | None:
+def first(script: Sequence[Any], action: str, pack: str = "default", **agent: Any) -> tuple[int, str | None] | None:
     """(call number, detector) where the run first reached ``action`` (or more) on the request
-    path; None when it never did."""
+    path; None when it never did. ``agent``: ``judged``'s tools, system and user_agent."""
     level = Action[action.upper()]
-    for i, (phase, label, detector) in enumerate(judged(script, pack)):
+    for i, (phase, label, detector) in enumerate(judged(script, pack, **agent)):
         if phase == "request" and Action[label.upper()] >= level:
             return i // 2 + 1, detector
     return None

@@ -1,0 +1,145 @@
+"""The profiles a policy knows, recognition of one from a request, and the trace settings each
+profile makes of the policy's own.
+
+Recognition reads the request alone: its declared tool names, its system prompt, its User-Agent.
+A named User-Agent or system prompt marker is the surest sign, so such a match wins over a match
+by tools; among matches by tools the larger set wins (a fork declares its parent's tools and one
+of its own). Unknown clients get no profile and keep the generic reading.
+
+Everything here is computed once per (policy, profile) and per distinct request shape: the hot
+path pays one dictionary look-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from gateway.agents.profile import AgentProfile, multiline
+from gateway.trace.model import Conversation
+from gateway.trace.settings import TraceSettings
+
+PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+AUTO = "auto"  # recognise the agent from each request (the default)
+GENERIC = "none"  # no profile: the generic reading
+_SYSTEM_CHARS = 16384  # agents state who they are at the start of their system prompt
+_MAX_SHAPES = 1024  # distinct request shapes remembered: agents x tool sets, not requests
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used: ``str()`` names the file and the key path."""
+
+
+def load_profile(raw: Any, file: str) -> AgentProfile:
+    try:
+        return AgentProfile.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ProfileError(f"{file}: {problems}") from None
+
+
+def read_profiles(read: Callable[[str, str], Any], directory: Path = PROFILES_DIR) -> tuple[AgentProfile, ...]:
+    """Every ``*.yaml`` profile in ``directory``, in name order; ``read(text, file)`` parses
+    YAML (the policy loader's strict reader: a duplicated key is an error)."""
+    out = []
+    for path in sorted(directory.glob("*.yaml")):
+        out.append(load_profile(read(path.read_text(encoding="utf-8"), str(path)), str(path)))
+    names = [p.name for p in out]
+    duplicated = {n for n in names if names.count(n) > 1}
+    if duplicated:
+        raise ProfileError(f"{directory}: profile names used twice: {', '.join(sorted(duplicated))}")
+    return tuple(out)
+
+
+class Catalog:
+    """Profiles in order (a policy's own before the shipped ones, replacing a shipped profile of
+    the same name), and the choice a policy block made: ``auto``, ``none`` or a profile name."""
+
+    def __init__(self, profiles: tuple[AgentProfile, ...], choice: str = AUTO) -> None:
+        self.profiles = profiles
+        self.by_name = {p.name: p for p in profiles}
+        if choice not in (AUTO, GENERIC) and choice not in self.by_name:
+            raise ValueError(f"unknown profile {choice!r} (known: {', '.join(self.by_name) or 'none'})")
+        self.choice = choice
+        self._shapes: dict[tuple[Any, ...], AgentProfile | None] = {}
+        self._settings: dict[str, TraceSettings] = {}
+        self._policies: dict[str, Any] = {}
+
+    def policy_for(self, policy: Any, profile: AgentProfile) -> Any:
+        """``policy`` (an EffectivePolicy) reading its traces through ``profile``; one per
+        profile, so the derived settings and their memo are shared by the agent's requests."""
+        derived = self._policies.get(profile.name)
+        if derived is None:
+            settings = self.settings_for(policy.trace_settings, profile)
+            derived = self._policies[profile.name] = replace(policy, trace_settings=settings, profile=profile.name)
+        return derived
+
+    def recognise(self, conv: Conversation, user_agent: str = "") -> AgentProfile | None:
+        if self.choice == GENERIC or not self.profiles:
+            return None
+        if self.choice != AUTO:
+            return self.by_name[self.choice]
+        system = _system_text(conv)
+        shape = (conv.tools, system, user_agent)
+        try:
+            return self._shapes[shape]
+        except KeyError:
+            pass
+        if len(self._shapes) >= _MAX_SHAPES:
+            self._shapes.clear()
+        found = self._shapes[shape] = _best(self.profiles, conv.tools, system, user_agent)
+        return found
+
+    def settings_for(self, base: TraceSettings, profile: AgentProfile) -> TraceSettings:
+        """``base`` with what ``profile`` knows added; made once per profile (the derived
+        settings own their memo, so every request of the agent shares it)."""
+        derived = self._settings.get(profile.name)
+        if derived is None or derived.horizon != base.horizon:
+            derived = self._settings[profile.name] = derive(base, profile)
+        return derived
+
+
+def _system_text(conv: Conversation) -> str:
+    parts = []
+    for turn in conv.turns[:4]:
+        if turn.role == "system":
+            parts.append(turn.text[:_SYSTEM_CHARS])
+    return "\n".join(parts)[:_SYSTEM_CHARS]
+
+
+def _best(profiles: tuple[AgentProfile, ...], tools: frozenset[str] | None, system: str,
+          user_agent: str) -> AgentProfile | None:
+    best, rank = None, (-1, -1)
+    for profile in profiles:
+        if not profile.matches(tools, system, user_agent):
+            continue
+        rule = profile.recognize
+        named = any(m in user_agent for m in rule.user_agent) or any(m in system for m in rule.system)
+        score = (1 if named else 0, len(rule.tools) if tools is not None and tools.issuperset(rule.tools) else 0)
+        if score > rank:
+            best, rank = profile, score
+    return best
+
+
+def derive(base: TraceSettings, profile: AgentProfile) -> TraceSettings:
+    """The trace settings of ``base`` read through ``profile``."""
+    results = profile.results
+    data = base.model_dump()
+    planning = {name for name, role in profile.tools.items() if role.action == "plan"}
+    data.update(
+        profile=profile.name,
+        tool_roles={**base.tool_roles, **profile.tools},
+        envelope_patterns=base.envelope_patterns + results.volatile,
+        not_error_patterns=base.not_error_patterns + results.not_errors,
+        extra_error_patterns=base.extra_error_patterns + results.errors,
+        failure_patterns=base.failure_patterns + multiline(results.refusals),
+        empty_patterns=base.empty_patterns + results.empty,
+        nudge_patterns=base.nudge_patterns + profile.nudges,
+        neutral_tools=base.neutral_tools | planning,
+        text_actions=profile.text_actions if profile.text_actions != "none" else base.text_actions,
+    )
+    return TraceSettings.model_validate(data)

@@ -1,0 +1,57 @@
+"""One agent profile, validated strictly: unknown keys and bad regexes are errors with their key
+path, like a policy's."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.trace.settings import Regex, ToolRole
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Recognize(_Model):
+    """Any one rule that matches recognises the agent; an empty rule matches nothing."""
+
+    tools: tuple[str, ...] = ()  # every one of these tool names is declared in the request
+    system: tuple[str, ...] = ()  # any of these substrings is in the system prompt
+    user_agent: tuple[str, ...] = ()  # any of these substrings is in the User-Agent header
+
+
+class Results(_Model):
+    """The agent's result envelope: what its harness writes around a tool's own output."""
+
+    volatile: tuple[Regex, ...] = ()  # harness lines that change on every call (ids, pids, times): removed
+    not_errors: tuple[Regex, ...] = ()  # harness text that is no failure ("Error: (none)")
+    errors: tuple[Regex, ...] = ()  # its own failure texts, matched ignoring case
+    refusals: tuple[Regex, ...] = ()  # its editors' refusals, matched as written
+    empty: tuple[Regex, ...] = ()  # "nothing found / nothing more": compared as an empty result
+
+
+class AgentProfile(_Model):
+    name: str = Field(pattern=r"^[a-z0-9_]+$")
+    description: str = ""
+    recognize: Recognize = Recognize()
+    tools: dict[str, ToolRole] = Field(default_factory=dict)
+    results: Results = Results()
+    nudges: tuple[Regex, ...] = ()  # user messages its harness writes itself
+    text_actions: Literal["none", "bash_block"] = "none"
+
+    def matches(self, declared: frozenset[str] | None, system: str, user_agent: str) -> bool:
+        rule = self.recognize
+        if rule.tools and declared is not None and declared.issuperset(rule.tools):
+            return True
+        if rule.system and any(marker in system for marker in rule.system):
+            return True
+        return bool(rule.user_agent) and any(marker in user_agent for marker in rule.user_agent)
+
+
+def multiline(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """Profile patterns are written line by line (``^...$``); trace settings' volatile and
+    failure patterns compile without MULTILINE, so each carries its own flag."""
+    return tuple(f"(?m:{p})" for p in patterns if re.compile(p))

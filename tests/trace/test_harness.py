@@ -1,0 +1,63 @@
+"""A harness's own nudges are not the user's words, and actions written as ```bash blocks are
+read as calls whose result is the next user message (gateway/trace/harness.py)."""
+
+from __future__ import annotations
+
+import json
+
+from gateway.trace.builder import build_trace
+from gateway.trace.harness import HARNESS, TEXT_TOOL, harness_view
+from gateway.trace.model import Conversation, Status, ToolCall, Turn
+from gateway.trace.settings import TraceSettings
+
+NUDGING = TraceSettings(nudge_patterns=(r"^Tool call error: No tool calls found",))
+TEXT = TraceSettings(text_actions="bash_block", nudge_patterns=(r"^Please always provide EXACTLY ONE action",),
+                     error_patterns=(r"<returncode>[1-9]",))
+
+
+def turns(*spec) -> tuple[Turn, ...]:
+    out = []
+    for role, text, *calls in spec:
+        out.append(Turn(len(out), role, text, tuple(calls[0]) if calls else (),
+                        tool_call_id=f"c{len(out) - 1}" if role == "tool" else None))
+    return tuple(out)
+
+
+def test_without_profile_settings_the_turns_are_the_same_object():
+    plain = turns(("system", "s"), ("user", "Tool call error: No tool calls found"))
+    assert harness_view(plain, TraceSettings()) is plain
+
+
+def test_a_nudge_does_not_start_a_new_run():
+    call = ToolCall("c2", "bash", json.dumps({"command": "cat a.txt"}))
+    conv = turns(("system", "s"), ("user", "fix it"), ("assistant", "", [call]), ("tool", "x"),
+                 ("assistant", "I am done."), ("user", "Tool call error: No tool calls found in your response."),
+                 ("assistant", "", [ToolCall("c6", "bash", call.arguments)]), ("tool", "x"))
+    fixed = [Turn(t.index, t.role, t.text, t.tool_calls, tool_call_id=("c2" if t.index == 3 else "c6"))
+             if t.role == "tool" else t for t in conv]
+    trace = build_trace(Conversation(tuple(fixed)), NUDGING)
+    assert trace.run_start == 2 and [e.step for e in trace.events] == [1, 2]
+    assert trace.turns[5].role == HARNESS
+    assert build_trace(Conversation(tuple(fixed)), TraceSettings()).run_start == 6  # generic: a new run
+
+
+def test_text_actions_are_read_as_calls_and_their_results():
+    reply = "THOUGHT: look at the file\n\n```bash\ncat a.txt\n```"
+    conv = turns(("system", "s"), ("user", "task: fix a.txt"),
+                 ("assistant", reply), ("user", "<returncode>1</returncode>\n<output>\ncat: a.txt: No such file\n</output>"),
+                 ("assistant", "two blocks\n```bash\nls\n```\n```bash\npwd\n```"),
+                 ("user", "Please always provide EXACTLY ONE action in triple backticks."),
+                 ("assistant", reply), ("user", "<returncode>1</returncode>\n<output>\ncat: a.txt: No such file\n</output>"))
+    trace = build_trace(Conversation(conv), TEXT)
+    assert trace.run_start == 2
+    assert [(e.tool, json.loads(e.raw_args)["command"], e.status) for e in trace.events] == [
+        (TEXT_TOOL, "cat a.txt", Status.ERROR), (TEXT_TOOL, "cat a.txt", Status.ERROR)]
+    assert trace.events[0].result_hash == trace.events[1].result_hash
+    assert trace.turns[4].tool_calls == ()  # two blocks: no action (its harness refuses it too)
+    assert trace.turns[1].role == "user"  # the task itself stays the user's
+
+
+def test_an_unanswered_text_action_is_the_latest_call_without_a_result():
+    conv = turns(("system", "s"), ("user", "task"), ("assistant", "```bash\nls\n```"))
+    trace = build_trace(Conversation(conv), TEXT)
+    assert len(trace.events) == 1 and trace.events[0].status is Status.MISSING
