@@ -887,10 +887,12 @@ def _parse(text: str, cwd: str, depth: int) -> Command:
         return Command(last, (), "run", False, False, last)
     parts = parts or [banner]
     main = parts[-1]
+    # A command substitution runs something the words do not show: never only a read.
+    substituted = "$(" in text or "`" in text
     return Command(
         program=main.program,
         files=tuple(_unique([f for p in parts for f in p.files])),
-        kind="read" if all(p.kind == "read" for p in parts) else "run",
+        kind="read" if all(p.kind == "read" for p in parts) and not substituted else "run",
         ranged=main.reader and main.ranged,
         paced=paced or any(p.paced for p in parts),
         key=main.key,

@@ -72,7 +72,8 @@ def acted_on(value: Any, role: ToolRole | None, target_keys: tuple[str, ...], co
         return _NOTHING  # a multi-purpose tool's {"command": "view", "path": ...}: call_target reads it
     keys = (role.command,) if role is not None and role.command else (() if role is not None else command_keys)
     for key in keys:
-        line = command_of(value.get(key))
+        found = value.get(key)
+        line = found if isinstance(found, str) and found.strip() else command_of({key: found})
         if line is not None:
             return _shell(line, key, role)
     if role is None:

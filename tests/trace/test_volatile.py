@@ -95,8 +95,10 @@ def test_argument_scrubbing_can_be_switched_off():
     ({"url": "https://x.example/a", "headers": {"A": "b"}}, "https://x.example/a"),
     ({"element": "Place order button", "ref": "e41"}, "Place order button"),
     ({"query": "acme refunds", "num": 5}, "acme refunds"),
-    ({"command": "cd /app && python run.py --lr 0.1"}, "$ python run.py"),
-    ({"cmd": ["bash", "-lc", "cat a.txt"]}, "$ cat a.txt"),
+    ({"command": "cd /app && python run.py --lr 0.1"}, "$ /app/run.py"),  # the script, where it is
+    ({"cmd": ["bash", "-lc", "cat a.txt"]}, "$ a.txt"),  # a shell command's target is its file
+    ({"command": "head -n 5 a.txt"}, "$ a.txt"),
+    ({"command": "npm test -- --watch=false"}, "$ npm test"),  # no file: its stable head
     ({"order_id": "#W1"}, ""),
 ])
 def test_the_target_of_a_call(args, target):
