@@ -1,11 +1,19 @@
 """no_progress: the same call returning the same (normalized) result, again and again.
 
 OpenHands' identical action+observation pairs, OpenClaw's global circuit breaker and its
-knownPollNoProgress (polling calls get their own, higher ``poll_*`` ladder). Count = the latest
+knownPollNoProgress (paced polls get their own, higher ``poll_*`` ladder). Count = the latest
 call and its identical predecessors in the window whose results all match, stepping over other
 calls unless one of them brought something new (then the agent is getting somewhere). A proposed
 call counts as one more repeat; a vetoed one counts as the model insisting, and its result (our
 observation) is never compared.
+
+Which ladder: a poll (``ToolEvent.polling``, a ``poll`` action, or one of ``polling_tools``) that
+waited before it asked (``ToolEvent.paced``: `sleep 30 && tail log`, or a sleep/wait call just
+before it) is waiting by design and uses the ``poll_*`` ladder. A poll that did not wait is a busy
+loop (Claude Code's `BashOutput` asked again and again, each answer "running" with a new
+timestamp): the same answer again is no progress like any other call's, on the normal ladder.
+Only the latest call's own mark is read. A poll whose (normalized) output changes is never
+counted, paced or not.
 """
 
 from __future__ import annotations
@@ -43,12 +51,12 @@ def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:
         return None
     latest = events[-1]
     members = chain(events, same_call, comparable, consecutive=settings.consecutive, stop_on_progress=True)
-    polling = latest.polling or latest.tool in settings.polling_tools
-    ladder = "poll" if polling else None
+    polling = latest.polling or latest.action == "poll" or latest.tool in settings.polling_tools
+    ladder = "poll" if polling and latest.paced else None
     count, warn_only = members.count(settings, ladder)
     if count < 2:
         return None
-    what = "polled" if polling else "called"
+    what = ("polled" if latest.paced else "polled without waiting") if polling else "called"
     between = ", between reads of other things" if warn_only else ""
     return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
                    f"`{latest.tool}` {what} {count} times with identical arguments and the same result{between}",

@@ -20,12 +20,17 @@ over:
   standing on their own (a batch over ids, a sweep over settings): another item, not another
   attempt, so it is stepped over. (An edit of one file with other line numbers is another
   attempt.)
+
+The tool itself is a failing target too: the same tool failing with the same error (its shape)
+for different things tried, target or none ("no downloads left" for item after item), counts the
+different things tried (``failing_tool``; ``across_arguments``). The larger count is reported.
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
+from gateway.detectors import failing_tool
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import Chain, ProgressIndex, comparable, failed, skipped, steps_of, window
 from gateway.detectors.values import numbers_only
@@ -42,6 +47,9 @@ class TargetFailureSettings(DetectorSettings):
     terminate_at: int | None = 9
     window: int = Field(default=20, ge=2)
     skip_polling: bool = True  # waiting for a URL to come up fails until it does
+    # Also count one tool failing with the same error for different arguments (failing_tool):
+    # "no downloads left" for item after item is the tool failing, whatever it is asked.
+    across_arguments: bool = True
 
 
 def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:
@@ -49,10 +57,18 @@ def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:
     if not events:
         return None
     latest = events[-1]
-    if not latest.target or latest.neutral or skipped(latest, settings.exempt_tools, settings.skip_polling):
+    if latest.neutral or skipped(latest, settings.exempt_tools, settings.skip_polling):
         return None
     if comparable(latest) is not None and not failed(latest):
         return None
+    one = _on_target(events, latest, settings) if latest.target else None
+    every = _whatever_arguments(events, latest, settings) if settings.across_arguments else None
+    if every is not None and (one is None or every.count > one.count):
+        return every
+    return one
+
+
+def _on_target(events: tuple[ToolEvent, ...], latest: ToolEvent, settings: TargetFailureSettings) -> Finding | None:
     if sum(1 for e in events if e.target == latest.target and e.tool == latest.tool and failed(e)) < 2:
         return None  # a pattern needs two failures on the target; most calls' targets have none
     members = _members(events, latest)
@@ -66,10 +82,30 @@ def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:
     if count < 2:
         return None
     varied = len({m.args_hash for m in members}) > 1
-    shown = latest.target if len(latest.target) <= _SHOWN_CHARS else latest.target[:_SHOWN_CHARS] + "..."
+    shown = _shown(latest.target)
     how = " with varying arguments" if varied else ""
     return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
                    f"`{latest.tool}` failed {count} times on `{shown}`{how}", warn_only=warn_only)
+
+
+def _whatever_arguments(events: tuple[ToolEvent, ...], latest: ToolEvent,
+                        settings: TargetFailureSettings) -> Finding | None:
+    """The tool itself as the failing target: the same error for different things tried
+    (``failing_tool``)."""
+    members = failing_tool.members(events, latest)
+    if members is None:
+        return None
+    count, warn_only = members.count(settings, measure=failing_tool.things)
+    if count < 2:
+        return None
+    counted = members if warn_only or not members.interleaved else members[:members.strict]
+    return Finding(NAME, count, steps_of(counted), (latest.tool,),
+                   f"`{latest.tool}` failed with the same error for {count} different arguments",
+                   warn_only=warn_only)
+
+
+def _shown(target: str) -> str:
+    return target if len(target) <= _SHOWN_CHARS else target[:_SHOWN_CHARS] + "..."
 
 
 def _members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain:

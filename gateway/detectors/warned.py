@@ -9,7 +9,8 @@ came between and however its arguments vary:
 - the same pattern: the same tool acting on the same target (file, URL, query, element, with
   the action word beside it: ``str_replace`` and ``view`` of one file differ), or, for calls
   that name no target, arguments at least ``min_similarity`` alike (to the warned call or to the
-  previous continuation, so drifting flags stay one pattern);
+  previous continuation, so drifting flags stay one pattern), or a failure of the tool the way
+  the pattern already failed, whatever the arguments (the same error for item after item);
 - continued: it failed the way the pattern already failed (the same refusal, whatever attempt
   it echoes: ``ToolEvent.failure_hash``), returned what the pattern already returned
   (``min_result_chars`` or more), was vetoed, or is the proposal being judged. A failure of
@@ -85,7 +86,9 @@ def _continued(anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredW
     target = _target(anchor)
     last = anchor
     for event in after:
-        if event.neutral or event.tool != anchor.tool or not _same_pattern(event, last, anchor, target, settings):
+        if event.neutral or event.tool != anchor.tool:
+            continue
+        if not (_same_pattern(event, last, anchor, target, settings) or _same_error(event, target, failures)):
             continue
         if failed(event):
             if event.failure_hash not in failures and event.result_hash not in results:
@@ -117,6 +120,12 @@ def _same_pattern(event: ToolEvent, last: ToolEvent, anchor: ToolEvent, target: 
         return False
     return any(Indel.normalized_similarity(event.args, ref.args) >= settings.min_similarity
                for ref in (anchor, last))
+
+
+def _same_error(event: ToolEvent, target: str | None, failures: set[str | None]) -> bool:
+    """For calls that name no target: the tool failing the way the pattern failed, whatever
+    the arguments ("no downloads left" for another item) is the pattern going on."""
+    return target is None and failed(event) and event.failure_hash in failures
 
 
 def _target(event: ToolEvent) -> str | None:

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 # frozen by cache_logger_on_first_use before the CLI or a test configures structlog.
 from structlog import get_logger as _log
 
+from gateway.agents.catalog import Catalog
 from gateway.detectors.base import Detector, DetectorSettings, Finding
 from gateway.policy.actions import Action, action_for
 from gateway.policy.messages import Kind, Messages, summarize_progress
 from gateway.policy.schema import Interventions
-from gateway.trace.model import Trace
+from gateway.trace.model import Conversation, ToolEvent, Trace
 from gateway.trace.settings import TraceSettings
 
 Registry = Mapping[str, Detector]
@@ -120,6 +121,8 @@ def evaluate(plan: tuple[Step, ...], trace: Trace, *, cap: Action, shadow: bool)
             if finding is None:
                 continue
             action = action_of(step.settings, finding)
+            if action >= Action.REJECT and not aimed_at(finding, trace):
+                action = Action.WARN
         except Exception:  # noqa: BLE001 - fail-open: a broken detector must not break traffic
             _fail_open(step.name)
             continue
@@ -137,6 +140,43 @@ def action_of(settings: DetectorSettings, finding: Finding) -> Action:
     pick = getattr(settings, "thresholds_for", None)
     ladder = pick(finding) if callable(pick) else settings
     return action_for(ladder, finding.count)
+
+
+def aimed_at(finding: Finding, trace: Trace) -> bool:
+    """Whether a blocking finding may refuse or end at the trace's latest call: a reject or a
+    terminate stops the pattern, never the way out of it. The latest call must be one of the
+    finding's steps (a call that breaks the pattern, such as a new target, passes; on the request
+    path an executed call outside the pattern is at most warned about), and a proposed call of the
+    pattern's one tool whose action no call of the pattern had (a `touch` of the missing file the
+    shell kept failing to read: a shell action after reads) is a new kind of action, not the next
+    attempt. Nothing is reset: the detectors still
+    count the pattern, so it is blocked again as soon as it resumes. A finding that names no
+    calls (a rule about the turn) is not about a pattern and is left as it is."""
+    steps = finding.steps
+    latest = trace.latest
+    if not steps or latest is None:
+        return True
+    if latest.step not in steps:
+        return False
+    if not (latest.proposed and latest.action):
+        return True
+    others = _events_at(trace, steps, latest)
+    if not others or any(e.tool != latest.tool for e in others):
+        return True
+    return any(e.action == latest.action for e in others)
+
+
+def _events_at(trace: Trace, steps: tuple[int, ...], latest: ToolEvent) -> list[ToolEvent]:
+    """The trace's events at ``steps`` other than ``latest``, walking back no further than the
+    oldest of them (a pattern sits at the end of the trace: a short walk)."""
+    wanted, oldest = set(steps), min(steps)
+    found = []
+    for event in reversed(trace.events):
+        if event.step < oldest:
+            break
+        if event.step in wanted and event is not latest:
+            found.append(event)
+    return found
 
 
 def _fail_open(name: str) -> None:
@@ -162,6 +202,19 @@ class EffectivePolicy:
     detectors: Mapping[str, DetectorSettings]  # the enabled ones
     plan: tuple[Step, ...] = field(repr=False, compare=False)
     blocking_plan: tuple[Step, ...] | None = field(default=None, repr=False, compare=False)
+    # The agent profiles this block knows (gateway/agents) and, on a policy made for one
+    # recognised agent, that profile's name ("" for the block itself).
+    catalog: Catalog | None = field(default=None, repr=False, compare=False)
+    profile: str = ""
+
+    def for_agent(self, conv: Conversation, user_agent: str = "") -> EffectivePolicy:
+        """This policy reading traces through the profile of the agent that sent ``conv``;
+        itself for a client no profile recognises."""
+        catalog = self.catalog
+        if catalog is None or self.profile:
+            return self
+        found = catalog.recognise(conv, user_agent)
+        return self if found is None else catalog.policy_for(self, found)
 
     @property
     def shadow(self) -> bool:

@@ -60,6 +60,12 @@ def prefix(trace: Trace, k: int) -> Trace:
     return replace(trace, events=events, rounds=rounds)
 
 
+def paced(trace: Trace) -> Trace:
+    """The trace with every call marked as waiting first (what the trace builder marks for
+    `sleep N && ...` and for a poll right after a sleep or wait call)."""
+    return replace(trace, events=tuple(replace(e, paced=True) for e in trace.events))
+
+
 def detect(name: str, trace: Trace, settings: DetectorSettings | None = None) -> Finding | None:
     return REGISTRY[name].detect(trace, settings or DEFAULTS[name])
 

@@ -4,7 +4,7 @@ and real loops caught by the shipped defaults within 3-5 repeats."""
 from __future__ import annotations
 
 import pytest
-from loop_traces import DEFAULTS, action, actions, count, detect, propose, trace_of
+from loop_traces import DEFAULTS, action, actions, count, detect, paced, propose, trace_of
 
 from gateway.detectors import (
     REGISTRY, CycleSettings, ErrorRepeatSettings, ExactRepeatSettings, NoProgressSettings,
@@ -139,18 +139,30 @@ def test_no_progress_vetoed_repeats_count_and_their_text_is_never_progress():
     ("Bash", {"command": "sleep 60 && tail -n 5 build.log"}),
     ("process", {"action": "poll", "id": "p1"}),
 ])
-def test_polling_calls_use_the_poll_ladder(tool, args):
-    trace = trace_of(*[(tool, args, "still running")] * 9)
+def test_paced_polling_calls_use_the_poll_ladder(tool, args):
+    trace = paced(trace_of(*[(tool, args, "still running")] * 9))
     assert trace.events[-1].polling
     assert action("no_progress", trace) == PASS
-    assert action("no_progress", trace_of(*[(tool, args, "still running")] * 10)) == WARN
+    assert action("no_progress", paced(trace_of(*[(tool, args, "still running")] * 10))) == WARN
     finding = detect("no_progress", trace)
     assert finding.ladder == "poll" and DEFAULTS["no_progress"].thresholds_for(finding).warn_at == 10
 
 
+@pytest.mark.parametrize(("tool", "args"), [
+    ("check_background_tasks", {}),
+    ("BashOutput", {"bash_id": "shell_1"}),
+    ("process", {"action": "poll", "id": "p1"}),
+])
+@pytest.mark.parametrize(("n", "expected"), [(2, PASS), (3, WARN), (5, REJECT), (8, TERMINATE)])
+def test_polls_that_do_not_wait_use_the_normal_ladder(tool, args, n, expected):
+    trace = trace_of(*[(tool, args, "still running")] * n)
+    assert trace.events[-1].polling and not trace.events[-1].paced
+    assert action("no_progress", trace) == expected
+
+
 def test_no_progress_own_polling_tools():
     settings = NoProgressSettings(polling_tools=frozenset({"wait_for_ci"}))
-    trace = trace_of(*[("wait_for_ci", {"pr": 7}, "pending")] * 5)
+    trace = paced(trace_of(*[("wait_for_ci", {"pr": 7}, "pending")] * 5))
     assert action("no_progress", trace, settings) == PASS
     assert action("no_progress", trace) == REJECT
 

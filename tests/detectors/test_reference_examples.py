@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from loop_traces import action, actions, count, detect, propose, trace_of
+from loop_traces import action, actions, count, detect, paced, propose, trace_of
 
 from gateway.detectors import (
     CycleSettings, ExactRepeatSettings, NoProgressSettings, SimilarRepeatSettings,
@@ -81,8 +81,10 @@ def test_doom_loop_guard_check_background_tasks_is_exempt():
     trace = trace_of(*[("check_background_tasks", {}, "task 7: running")] * 6)
     assert detect("exact_repeat", trace, DOOM_EXACT) is None
     assert detect("similar_repeat", trace, DOOM_FUZZY) is None
-    # The shipped defaults let it repeat too, up to the polling ladder (OpenClaw caps endless polls).
-    assert actions(trace) == {}
+    # The shipped defaults let a poll that waits repeat too, up to the polling ladder (OpenClaw
+    # caps endless polls); one that asks again without waiting is a busy loop, on the normal one.
+    assert actions(paced(trace)) == {}
+    assert actions(trace) == {"no_progress": Action.REJECT}
 
 
 def test_doom_loop_guard_max_tool_rounds_15():
@@ -253,7 +255,8 @@ def test_openclaw_thresholds_10_20_30(n, expected):
 
 @pytest.mark.parametrize(("n", "expected"), [(9, PASS), (10, WARN), (20, REJECT), (30, TERMINATE)])
 def test_openclaw_known_poll_no_progress_is_the_default_polling_ladder(n, expected):
-    trace = trace_of(*[("check_background_tasks", {}, "build 42: running")] * n)
+    # A poll that waits before it asks (a busy poll is judged on the normal ladder).
+    trace = paced(trace_of(*[("check_background_tasks", {}, "build 42: running")] * n))
     assert action("no_progress", trace) == expected
     assert detect("no_progress", trace).ladder == "poll"
 
