@@ -1,0 +1,262 @@
+"""Claude Code itself (``claude -p ... --dangerously-skip-permissions``) through the gateway with
+its shipped default policy, against a scripted Anthropic model (streamed: the CLI always streams).
+
+Loops (each ended within 8 executed calls of the pattern, exit code 0, the model's own
+tools-closed answer in stdout) beside healthy look-alikes (every call of the script runs and no
+gateway text ever reaches the model). Claude Code polls a background job by reading the job's
+output file (it has no BashOutput tool any more) and rewrites its ``Bash`` description on every
+call: both loops must be warned by the third call and ended within eight.
+Skipped where the CLI is not installed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.clis import find_cli
+from support.clis_claude import DONE, FINAL, Scenario, Turn, run_claude
+
+pytestmark = pytest.mark.skipif(find_cli("claude") is None, reason="Claude Code is not installed")
+
+MAX_EXECUTED = 8
+WARNED_BY = 3
+FAILING_TEST = "def test_total():\n    assert 2 + 2 == 5\n"
+NOTES = "first\nsecond\nthird\n"
+LONG = "".join(f"line {n}: the quick brown fox {n * 7}\n" for n in range(1, 201))
+
+
+def bash(command: str, description: str = "Run a command", **more: Any) -> tuple[str, dict[str, Any]]:
+    return "Bash", {"command": command, "description": description, **more}
+
+
+def read(path: Path, **more: Any) -> tuple[str, dict[str, Any]]:
+    return "Read", {"file_path": str(path), **more}
+
+
+def edit(path: Path, old: str, new: str) -> tuple[str, dict[str, Any]]:
+    return "Edit", {"file_path": str(path), "old_string": old, "new_string": new}
+
+
+def is_tool(*names: str):
+    return lambda name, args: name in names
+
+
+def cycling(make):
+    """A loop: the model's call number ``index`` is ``make(turn)[index % len]``, forever."""
+    def step(turn: Turn):
+        calls = make(turn)
+        return calls[turn.index % len(calls)]
+    return step
+
+
+def scripted(make):
+    """A healthy run: the calls of ``make(turn)`` in order, then the model is done."""
+    def step(turn: Turn):
+        calls = make(turn)
+        return calls[turn.index] if turn.index < len(calls) else None
+    return step
+
+
+def first_then(first, then):
+    """The call ``first`` (a set-up step), then the loop ``then`` counted from zero."""
+    def step(turn: Turn):
+        if turn.index == 0:
+            return first(turn)
+        return then(Turn(turn.index - 1, turn.results, turn.warned, turn.work))
+    return step
+
+
+def _test_commands(turn: Turn):
+    w = turn.work
+    return [bash("python -m pytest tests -q", "Run the test suite"), bash("pytest tests/", "Run tests"),
+            bash("python3 -m pytest -x tests", "Run tests, stop at first failure"),
+            bash(f"cd {w} && pytest tests", "Run tests from the project root"),
+            bash("python -m pytest tests", "Run all tests"), bash("pytest -q tests", "Run tests quietly"),
+            bash("python -m pytest tests/test_total.py", "Run the failing test file"),
+            bash(f"cd {w} && python -m pytest -q", "Run pytest in the project")]
+
+
+def _past_end_reads(turn: Turn):
+    return [read(turn.work / "notes.txt", offset=10 + 10 * k, limit=10 + k) for k in range(40)]
+
+
+def _past_end_seds(turn: Turn):
+    return [bash(f"sed -n '{10 + 10 * k},{19 + 10 * k}p' notes.txt", f"Show lines {10 + 10 * k} onwards")
+            for k in range(40)]
+
+
+def _refused_edits(turn: Turn):
+    path = turn.work / "calc.py"
+    olds = ["return a-b", "return a -b", "return (a - b)", "    return a-b", "return a - b  # sum",
+            "return b - a", "return a- b", "  return a - b\n"]
+    return [edit(path, old, "return a + b") for old in olds]
+
+
+def _status_polls(turn: Turn):
+    return [bash("cat status.txt", "Check the job status"), bash("tail -1 status.txt", "Show the latest status"),
+            bash("tail -n 1 ./status.txt", "Read the status line"), bash("head status.txt", "Look at the status"),
+            bash(f"cat {turn.work}/status.txt", "Check status again"), bash("head -n 1 status.txt", "Peek at status"),
+            bash("tail -n1 status.txt", "Status check"), bash("cat ./status.txt", "See if the job finished")]
+
+
+def _missing_file(turn: Turn):
+    if not turn.warned:
+        return [bash("cat x.txt", "Show x.txt")]
+    return [bash("head x.txt", "Show the start of x.txt"), bash("grep foo x.txt", "Search x.txt for foo"),
+            bash("wc -l x.txt", "Count lines in x.txt"), bash("tail x.txt", "Show the end of x.txt"),
+            bash("sed -n 1p x.txt", "Print the first line of x.txt"), bash("nl x.txt", "Number x.txt's lines"),
+            bash("awk 'NR==1' x.txt", "Print x.txt's first line"), bash("sort x.txt", "Sort x.txt")]
+
+
+def _narrated(turn: Turn):
+    descriptions = ["Show the settings file", "Print the settings", "Display settings.ini contents",
+                    "Read the configuration", "Check what the settings say", "Look at the settings file again",
+                    "Open the settings", "Dump the settings file"]
+    return [bash("cat settings.ini", d) for d in descriptions]
+
+
+# A background job whose output file never gets a new line: Claude Code's own way to look at it
+# is Read on the file it named; the model reads it again and again without waiting.
+QUIET_JOB = "echo running; while [ ! -f .stop ]; do sleep 0.2; done"
+# A background job whose status line carries a new timestamp every time it is looked at.
+STAMPING_JOB = ("while [ ! -f .stop ]; do echo \"status: running at $(date -u +%Y-%m-%dT%H:%M:%S.%NZ)\"; "
+                "sleep 0.05; done")
+
+
+def _output_file(turn: Turn) -> str:
+    found = re.search(r"Output is being written to: (\S+?\.output)", "\n".join(turn.results))
+    assert found, turn.results
+    return found.group(1)
+
+
+def _start(job: str):
+    return lambda turn: bash(job, "Start the build in the background", run_in_background=True)
+
+
+def _read_output(turn: Turn):
+    return [read(Path(_output_file(turn)))]
+
+
+def _tail_output(turn: Turn):
+    return [bash(f"tail -n 1 {_output_file(turn)}", "Check on the build")]
+
+
+def _is_poll(name: str, args: dict[str, Any]) -> bool:
+    return not args.get("run_in_background")
+
+
+LOOPS = [
+    Scenario("failing_test_spelled_many_ways", cycling(_test_commands), {"tests/test_total.py": FAILING_TEST}),
+    Scenario("read_past_the_end_with_read", cycling(_past_end_reads), {"notes.txt": NOTES},
+             prompt="Read notes.txt to the end."),
+    Scenario("read_past_the_end_with_sed", cycling(_past_end_seds), {"notes.txt": NOTES},
+             prompt="Read notes.txt to the end."),
+    Scenario("refused_edit_retried_with_changes",
+             first_then(lambda turn: read(turn.work / "calc.py"), cycling(_refused_edits)),
+             {"calc.py": "def add(a, b):\n    return a + b  # fixed\n"}, counted=is_tool("Edit")),
+    Scenario("poll_spelled_many_ways", cycling(_status_polls), {"status.txt": "running\n"},
+             prompt="Wait for the job to finish."),
+    Scenario("same_missing_file_other_programs", cycling(_missing_file), prompt="What is in x.txt?"),
+]
+# Loops that must also be warned by the third call.
+EARLY_LOOPS = [
+    Scenario("background_job_read_without_pause", first_then(_start(QUIET_JOB), cycling(_read_output)),
+             prompt="Build the project.", counted=_is_poll),
+    Scenario("background_job_stamped_status", first_then(_start(STAMPING_JOB), cycling(_tail_output)),
+             prompt="Build the project.", counted=_is_poll),
+    Scenario("same_command_new_description", cycling(_narrated), prompt="What do the settings say?"),
+]
+
+
+def _thirty_reads(turn: Turn):
+    return [read(turn.work / f"src/f{n:02d}.txt") for n in range(30)]
+
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a ** b\n"
+CHECK = ("import sys\nfrom calc import add, mul\nbad = [n for n, ok in (('add', add(2, 3) == 5), "
+         "('mul', mul(2, 3) == 6)) if not ok]\nprint('failing: ' + ', '.join(bad) if bad else 'all passed')\n"
+         "sys.exit(1 if bad else 0)\n")
+
+
+def _edit_run_test(turn: Turn):
+    calc = turn.work / "calc.py"
+    return [read(calc), bash("python check_calc.py", "Run the checks"), edit(calc, "return a - b", "return a + b"),
+            bash("python check_calc.py", "Run the checks again"), edit(calc, "return a ** b", "return a * b"),
+            bash("python check_calc.py", "Run the checks once more")]
+
+
+def _paced_poll(turn: Turn):
+    """Polls every second; the job is done by the sixth look, and the model stops when it says so."""
+    if "done" in turn.last:
+        return None
+    if turn.index == 5:
+        (turn.work / "status.txt").write_text("done\n")
+    return bash("sleep 1 && cat status.txt", "Wait, then check the job status")
+
+
+def _moving_poll(turn: Turn):
+    """The job's progress moves on between two looks; done at the eighth."""
+    if "done" in turn.last:
+        return None
+    progress = "done: 8 of 8 steps\n" if turn.index == 7 else f"running: {turn.index + 1} of 8 steps\n"
+    (turn.work / "progress.txt").write_text(progress)
+    return bash("cat progress.txt", "Check the job's progress")
+
+
+def _sweep(turn: Turn):
+    return [bash(f"wc -l f{n}.txt", f"Count lines in file {n}") for n in range(1, 13)]
+
+
+def _scroll_read(turn: Turn):
+    return [read(turn.work / "long.txt", offset=1 + 40 * k, limit=40) for k in range(5)]
+
+
+def _scroll_sed(turn: Turn):
+    return [bash(f"sed -n '{1 + 40 * k},{40 + 40 * k}p' long.txt", "Show the next part of the file") for k in range(5)]
+
+
+HEALTHY = [
+    Scenario("thirty_different_files", scripted(_thirty_reads),
+             {f"src/f{n:02d}.txt": f"file {n}\n" for n in range(30)}, calls=30, prompt="Review every file in src."),
+    Scenario("edit_run_test_until_it_passes", scripted(_edit_run_test), {"calc.py": CALC, "check_calc.py": CHECK},
+             calls=6),
+    Scenario("poll_that_sleeps", _paced_poll, {"status.txt": "running\n"}, calls=6,
+             prompt="Wait for the job to finish."),
+    Scenario("poll_whose_output_moves", _moving_poll, calls=8, prompt="Wait for the job to finish."),
+    Scenario("sweep_over_files", scripted(_sweep), {f"f{n}.txt": "x\n" * n for n in range(1, 13)}, calls=12,
+             prompt="Count the lines of every file."),
+    Scenario("scroll_with_read", scripted(_scroll_read), {"long.txt": LONG}, calls=5, prompt="Read long.txt."),
+    Scenario("scroll_with_sed", scripted(_scroll_sed), {"long.txt": LONG}, calls=5, prompt="Read long.txt."),
+]
+
+
+def _assert_ended(scenario: Scenario, tmp_path: Path):
+    outcome = run_claude(scenario, tmp_path)
+    assert outcome.returncode == 0, outcome.story()
+    assert FINAL in outcome.stdout, outcome.story()
+    assert outcome.model.closed >= 1, outcome.story()  # the answer was asked with tools closed
+    assert len(outcome.executed(scenario.counted)) <= MAX_EXECUTED, outcome.story()
+    return outcome
+
+
+@pytest.mark.parametrize("scenario", LOOPS, ids=lambda s: s.name)
+def test_a_claude_code_loop_is_ended_with_the_models_answer(scenario, tmp_path):
+    _assert_ended(scenario, tmp_path)
+
+
+@pytest.mark.parametrize("scenario", EARLY_LOOPS, ids=lambda s: s.name)
+def test_a_claude_code_loop_is_warned_by_the_third_call_and_ended(scenario, tmp_path):
+    outcome = _assert_ended(scenario, tmp_path)
+    warned_at = outcome.executed_at_first_warning(scenario.counted)
+    assert warned_at is not None and warned_at <= WARNED_BY, outcome.story()
+
+
+@pytest.mark.parametrize("scenario", HEALTHY, ids=lambda s: s.name)
+def test_a_healthy_claude_code_run_runs_every_call_untouched(scenario, tmp_path):
+    outcome = run_claude(scenario, tmp_path)
+    assert outcome.returncode == 0, outcome.story()
+    assert DONE in outcome.stdout, outcome.story()
+    assert len(outcome.executed()) == scenario.calls, outcome.story()
+    assert not outcome.warned, outcome.story()
