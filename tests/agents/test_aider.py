@@ -1,0 +1,70 @@
+"""Aider through the gateway against a scripted model, streamed and not.
+
+Aider acts in text: SEARCH/REPLACE blocks in the reply, applied by Aider itself. An edit whose
+SEARCH text is not in the file is answered with Aider's own "SearchReplaceNoExactMatch" message;
+Aider retries three times per user message, and a user who keeps saying "try again" keeps the
+refused edit going. That loop is ended within 8 refused attempts, Aider exits 0, and the user
+sees the model's own final answer (asked with tools closed). Beside it, twelve different edits
+that apply run in full, and no LoopGuard text ever reaches the model.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.clis_aider import aider_cli, answer_asked, numbered_edits, refused_edit, run_aider
+from support.guarded import guarded
+
+from gateway.policy.loader import shipped_policy_path
+
+pytestmark = pytest.mark.skipif(aider_cli() is None, reason="Aider is not installed")
+
+FINAL = "FINAL ANSWER: hello.py has no line print('goodbye'), so the edit cannot apply; I stopped."
+STREAMS = [pytest.param(True, id="streamed"), pytest.param(False, id="unary")]
+
+
+def default_policy() -> str:
+    return shipped_policy_path("default").read_text(encoding="utf-8")
+
+
+def audit_events(path) -> list[dict]:
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(r["action"], r["detector"]) for r in records if r.get("event") == "loop_intervention"]
+
+
+@pytest.mark.parametrize("stream", STREAMS)
+def test_a_refused_edit_retried_again_and_again_is_ended_with_the_models_answer(stream, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "hello.py").write_text("print('hello')\n")
+    audit = tmp_path / "audit.jsonl"
+    messages = ["Change the greeting in hello.py from goodbye to hi."] + ["try again"] * 4
+    with guarded(refused_edit("hello.py", "print('goodbye')", "print('hi')", FINAL), tmp_path,
+                 default_policy(), audit={"jsonl_path": str(audit)}) as gw:
+        run = run_aider(gw.url, work, tmp_path, messages, ["hello.py"], stream=stream)
+        requests = list(gw.upstream.requests)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.refusals <= 8, (run.refusals, audit_events(audit))
+    assert FINAL in run.stdout, audit_events(audit)
+    assert any(answer_asked(r["json"]) for r in requests)
+    assert (work / "hello.py").read_text() == "print('hello')\n"
+
+
+@pytest.mark.parametrize("stream", STREAMS)
+def test_twelve_different_edits_apply_in_full(stream, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "values.py").write_text("".join(f"v{i} = 0\n" for i in range(1, 13)))
+    audit = tmp_path / "audit.jsonl"
+    messages = [f"In values.py please set v{i} to {i}." for i in range(1, 13)]
+    with guarded(numbered_edits("values.py"), tmp_path, default_policy(),
+                 audit={"jsonl_path": str(audit)}) as gw:
+        run = run_aider(gw.url, work, tmp_path, messages, ["values.py"], stream=stream)
+        requests = list(gw.upstream.requests)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (work / "values.py").read_text() == "".join(f"v{i} = {i}\n" for i in range(1, 13))
+    assert run.refusals == 0
+    assert not any("[LoopGuard" in json.dumps(r["json"]) for r in requests if r["json"]), audit_events(audit)
