@@ -8,8 +8,9 @@ reach nothing but the gateway. It always streams its agent turns.
 
 A scenario is a scripted model: ``step(turn)`` gives the next call (tool name, input) or None
 when the model is done; the model answers ``FINAL`` whenever the gateway closes the tools
-(``tool_choice`` none), ``DONE`` when its script ends and ``GAVE_UP`` after ``LIMIT`` calls. What ran is read back from what the
-upstream received: every tool_result the CLI wrote (not the gateway's own observations)."""
+(``tool_choice`` none), ``DONE`` when its script ends and ``GAVE_UP`` after ``LIMIT`` calls.
+What ran is read back from what the upstream received: every tool_result the CLI wrote (not
+the gateway's own observations)."""
 
 from __future__ import annotations
 
