@@ -75,7 +75,9 @@ class Catalog:
         derived = self._policies.get(profile.name)
         if derived is None:
             settings = self.settings_for(policy.trace_settings, profile)
-            derived = self._policies[profile.name] = replace(policy, trace_settings=settings, profile=profile.name)
+            derived = self._policies[profile.name] = replace(
+                policy, trace_settings=settings, profile=profile.name,
+                interventions=_ending(policy.interventions, profile))
         return derived
 
     def recognise(self, conv: Conversation, user_agent: str = "") -> AgentProfile | None:
@@ -143,3 +145,14 @@ def derive(base: TraceSettings, profile: AgentProfile) -> TraceSettings:
         text_actions=profile.text_actions if profile.text_actions != "none" else base.text_actions,
     )
     return TraceSettings.model_validate(data)
+
+
+def _ending(interventions: Any, profile: AgentProfile) -> Any:
+    """The policy's interventions with the end of a run this client takes as final: an error it
+    would retry is no end, it is a retry storm (``AgentProfile.terminate``)."""
+    terminate = interventions.terminate
+    wanted = profile.terminate.error
+    if terminate.mode != "error" or wanted is None:
+        return interventions
+    changed = terminate.model_copy(update={"mode": "answer"} if wanted == "answer" else {"status": wanted})
+    return interventions.model_copy(update={"terminate": changed})

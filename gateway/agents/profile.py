@@ -4,7 +4,7 @@ path, like a policy's."""
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,14 @@ class Results(_Model):
     empty: tuple[Regex, ...] = ()  # "nothing found / nothing more": compared as an empty result
 
 
+class Ending(_Model):
+    """How this client takes the end of a run when the policy ends runs with an error (terminate
+    ``mode: error``): ``answer`` where it retries every error (answer mode instead: the model's
+    own tools-closed reply), or the status it treats as final. Unset: the policy's status."""
+
+    error: Literal["answer"] | Annotated[int, Field(ge=400, le=499)] | None = None
+
+
 class AgentProfile(_Model):
     name: str = Field(pattern=r"^[a-z0-9_]+$")
     description: str = ""
@@ -41,6 +49,7 @@ class AgentProfile(_Model):
     results: Results = Results()
     nudges: tuple[Regex, ...] = ()  # user messages its harness writes itself
     text_actions: Literal["none", "bash_block"] = "none"
+    terminate: Ending = Ending()
 
     def matches(self, declared: frozenset[str] | None, system: str, user_agent: str) -> bool:
         rule = self.recognize

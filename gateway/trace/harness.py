@@ -25,7 +25,9 @@ from gateway.trace.settings import TraceSettings
 
 TEXT_TOOL = "bash"  # the tool a text action is read as
 HARNESS = "harness"  # the role of a nudge: neither the user's words nor a tool's result
-_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.DOTALL)
+# A fenced block whose info string is empty or names a shell (```bash, ```sh, mini-SWE-agent's
+# ```mswea_bash_command): other fences (```python, ```diff) are code shown, not run.
+_BLOCK = re.compile(r"```(?:[\w.-]*(?:bash|sh|shell)[\w.-]*)?[ \t]*\n(.*?)```", re.DOTALL)
 _NUDGE_SCAN = 2048  # a nudge says what it is at its start
 
 

@@ -135,3 +135,17 @@ def test_derived_settings_add_to_the_policys_own_and_keep_them():
     assert derived.polling_tools == frozenset({"wait_job"})
     assert "todo" in derived.neutral_tools and derived.profile == "a"
     assert derived.envelope_patterns == (r"^id: \d+$",)
+
+
+@pytest.mark.parametrize(("mode", "ending", "expected"), [
+    ("error", "answer", ("answer", 422)),  # a client that retries every error gets the model's answer
+    ("error", 404, ("error", 404)),  # ... or the status it takes as final
+    ("error", None, ("error", 422)),
+    ("answer", 404, ("answer", 422)),  # only error mode is changed
+])
+def test_a_profile_says_how_its_client_takes_the_end_of_a_run(mode, ending, expected):
+    text = f"version: 1\ninterventions: {{terminate: {{mode: {mode}}}}}\nprofiles:\n  - name: cli\n" \
+           f"    recognize: {{tools: [go]}}\n" + (f"    terminate: {{error: {ending}}}\n" if ending else "")
+    policy = load_policy_text(text, "ops.yaml").resolve().for_agent(conv(["go"]))
+    terminate = policy.interventions.terminate
+    assert (terminate.mode, terminate.status) == expected

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from gateway.trace.builder import build_trace
 from gateway.trace.harness import HARNESS, TEXT_TOOL, harness_view
 from gateway.trace.model import Conversation, Status, ToolCall, Turn
@@ -61,3 +63,17 @@ def test_an_unanswered_text_action_is_the_latest_call_without_a_result():
     conv = turns(("system", "s"), ("user", "task"), ("assistant", "```bash\nls\n```"))
     trace = build_trace(Conversation(conv), TEXT)
     assert len(trace.events) == 1 and trace.events[0].status is Status.MISSING
+
+
+@pytest.mark.parametrize(("reply", "command"), [
+    ("```bash\ncat a.txt\n```", "cat a.txt"),
+    ("THOUGHT: look\n```mswea_bash_command\ncat a.txt\n```", "cat a.txt"),  # mini-SWE-agent 2.x
+    ("```\nls -la\n```", "ls -la"),
+    ("```sh\nmake\n```", "make"),
+    ("```python\nprint(1)\n```", None),  # code shown, not run
+    ("no block at all", None),
+])
+def test_which_fenced_blocks_are_actions(reply, command):
+    conv = turns(("system", "s"), ("user", "task"), ("assistant", reply))
+    events = build_trace(Conversation(conv), TEXT).events
+    assert [json.loads(e.raw_args)["command"] for e in events] == ([command] if command else [])
