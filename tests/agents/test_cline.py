@@ -1,0 +1,115 @@
+"""Cline CLI (the real pinned CLI on Node 22, headless) through a real gateway with the shipped
+default policy, in front of a scripted model that loops the way real agents loop.
+
+A loop is ended within 8 executed calls, the CLI exits 0 and prints the model's own tools-closed
+answer; its healthy look-alike runs every call of its script with no LoopGuard text ever reaching
+the model. Cline's tools take lists and answer with a JSON envelope per element
+(``[{"query": ..., "result": ..., "success": true}]``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.clis_cline import available, run_cline
+from support.clis_copilot import DONE, FINAL, error_mode_policy, guarded, unguarded
+
+pytestmark = pytest.mark.skipif(not available(), reason="Cline CLI or Node 22 is not installed")
+
+LIMIT = 8  # executed calls a loop may run before the gateway ends it
+
+
+def read(path: Path, start: int | None = None, end: int | None = None):
+    entry: dict = {"path": str(path)}
+    if start is not None:
+        entry.update(start_line=start, end_line=end)
+    return ("read_files", {"files": [entry]})
+
+
+def same_read(work: Path, limit: int = 30):
+    """``read_files`` of one file, the same every turn."""
+    def step(n, seen):
+        return read(work / "status.txt") if n < limit else None
+    return step
+
+
+def past_the_end(work: Path, limit: int = 20):
+    """``read_files`` of a 3-line file with a new range each turn, all past its end (empty)."""
+    def step(n, seen):
+        return read(work / "status.txt", 50 + 10 * n, 59 + 10 * n) if n < limit else None
+    return step
+
+
+def thirty_reads(work: Path):
+    def step(n, seen):
+        return read(work / f"f{n}.txt") if n < 30 else None
+    return step
+
+
+def moving_poll(work: Path, limit: int = 30):
+    """The same status command until it says ``done`` (at poll 8): its output moves every time."""
+    def step(n, seen):
+        if seen and "done" in seen[-1]:
+            return None
+        return ("run_commands", {"commands": ["python3 poll.py"]}) if n < limit else None
+    return step
+
+
+POLL = ("from pathlib import Path\n"
+        "p = Path('count.txt'); n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n))\n"
+        "print('done' if n >= 8 else f'progress {n * 12}%')\n")
+
+
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "status.txt").write_text("status: running\nqueue: 3\nowner: ci\n")
+    (work / "poll.py").write_text(POLL)
+    for i in range(30):
+        (work / f"f{i}.txt").write_text(f"file {i}: {'x' * i}\n")
+    return work
+
+
+@pytest.mark.parametrize("script", [same_read, past_the_end], ids=["same-file", "past-the-end"])
+def test_a_read_loop_is_ended_with_the_models_answer(tmp_path, script):
+    work = workdir(tmp_path)
+    with guarded(script(work), tmp_path) as stack:
+        run = run_cline("Watch the status file until the job finishes.", work, tmp_path / "home", stack.url)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(stack.model.executed()) <= LIMIT, (len(stack.model.executed()), stack.actions())
+    assert FINAL in run.stdout, (run.stdout[-1500:], stack.actions())
+
+
+@pytest.mark.parametrize("script, calls", [
+    (thirty_reads, 30),
+    (moving_poll, 8),
+], ids=["thirty-different-files", "poll-whose-output-moves"])
+def test_healthy_look_alikes_run_every_call(tmp_path, script, calls):
+    """As many calls run through the gateway as without it. Cline stops a run itself at the 5th
+    identical call in a row, whatever the results ("consecutive identical calls"), so its poll
+    with the same command ends there with or without the gateway."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    with unguarded(script(workdir(alone)), alone) as bare:
+        run_cline("Go through the work.", alone / "work", alone / "home", bare.url)
+    without = len(bare.model.executed())
+    assert without == calls or script is moving_poll, without
+    work = workdir(tmp_path)
+    with guarded(script(work), tmp_path) as stack:
+        run = run_cline("Go through the work.", work, tmp_path / "home", stack.url)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(stack.model.executed()) == without, stack.actions()
+    assert not stack.model.warned(), stack.actions()
+    assert stack.interventions() == []
+    assert DONE in run.stdout or without < calls
+
+
+def test_error_mode_is_not_retried(tmp_path):
+    """With ``terminate.mode: error`` the CLI gets the gateway's error instead of an answer; it
+    must take it as final: one client request terminated, none resent after it."""
+    work = workdir(tmp_path)
+    with guarded(same_read(work), tmp_path, error_mode_policy()) as stack:
+        run = run_cline("Watch the status file until the job finishes.", work, tmp_path / "home", stack.url)
+    assert len(stack.model.executed()) <= LIMIT, stack.actions()
+    assert len(stack.terminated_requests()) == 1, (stack.actions(), run.stdout[-1500:], run.stderr[-1500:])
+    assert "[LoopGuard]" in run.stdout + run.stderr  # the user is told why the run stopped

@@ -1,0 +1,129 @@
+"""GitHub Copilot CLI (the real pinned CLI, headless) through a real gateway with the shipped
+default policy, in front of a scripted model that loops the way real agents loop.
+
+A loop is ended within 8 executed calls, the CLI exits 0 and prints the model's own tools-closed
+answer; its healthy look-alike runs every call of its script with no LoopGuard text ever reaching
+the model. Copilot's ``bash`` results carry a counter (``<shellId: N completed ...>``) and its
+``view`` of a missing path is a plain text without an error flag: both must still be read as
+what they are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.clis import find_cli
+from support.clis_copilot import DONE, FINAL, error_mode_policy, guarded, run_copilot
+
+pytestmark = pytest.mark.skipif(find_cli("copilot") is None, reason="GitHub Copilot CLI is not installed")
+
+LIMIT = 8  # executed calls a loop may run before the gateway ends it
+
+
+def same_command(limit: int = 30):
+    """One ``bash`` command, byte for byte the same, every turn (issue: counters in results)."""
+    def step(n, seen):
+        return ("bash", {"command": "cat status.txt", "description": "Check the job status"}) if n < limit else None
+    return step
+
+
+def same_view(work: Path, limit: int = 30):
+    """``view`` of one file, the same every turn."""
+    def step(n, seen):
+        return ("view", {"path": str(work / "status.txt")}) if n < limit else None
+    return step
+
+
+def missing_views(work: Path, limit: int = 12):
+    """``view`` of a new missing path every turn: each answer is "Path X does not exist"."""
+    def step(n, seen):
+        return ("view", {"path": str(work / f"missing_{n}.txt")}) if n < limit else None
+    return step
+
+
+def thirty_views(work: Path):
+    def step(n, seen):
+        return ("view", {"path": str(work / f"f{n}.txt")}) if n < 30 else None
+    return step
+
+
+def moving_poll(limit: int = 30):
+    """The same status command until it says ``done`` (at poll 8): its output moves every time."""
+    def step(n, seen):
+        if seen and "done" in seen[-1]:
+            return None
+        return ("bash", {"command": "python3 poll.py", "description": "Poll the job"}) if n < limit else None
+    return step
+
+
+POLL = ("from pathlib import Path\n"
+        "p = Path('count.txt'); n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n))\n"
+        "print('done' if n >= 8 else f'progress {n * 12}%')\n")
+
+
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "status.txt").write_text("running\n")
+    (work / "poll.py").write_text(POLL)
+    for i in range(30):
+        (work / f"f{i}.txt").write_text(f"file {i}: {'x' * i}\n")
+    return work
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
+def test_one_bash_command_repeated_is_ended_with_the_models_answer(tmp_path, stream):
+    work = workdir(tmp_path)
+    with guarded(same_command(), tmp_path) as stack:
+        run = run_copilot("Check the job status until it finishes.", work, tmp_path / "home", stack.url, stream)
+    executed = stack.model.executed()
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(executed) <= LIMIT, (len(executed), stack.actions())
+    assert FINAL in run.stdout, (run.stdout[-1500:], stack.actions())
+    assert all(stack.model.bodies[i]["stream"] is stream for i in range(len(stack.model.bodies)))
+
+
+def test_one_file_viewed_again_and_again_is_ended_with_the_models_answer(tmp_path):
+    work = workdir(tmp_path)
+    with guarded(same_view(work), tmp_path) as stack:
+        run = run_copilot("Watch the status file.", work, tmp_path / "home", stack.url)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(stack.model.executed()) <= LIMIT, stack.actions()
+    assert FINAL in run.stdout, (run.stdout[-1500:], stack.actions())
+
+
+def test_views_of_missing_paths_are_at_least_warned(tmp_path):
+    work = workdir(tmp_path)
+    with guarded(missing_views(work), tmp_path) as stack:
+        run = run_copilot("Read the config files.", work, tmp_path / "home", stack.url)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "does not exist" in stack.model.executed()[0]
+    assert stack.model.warned(), stack.actions()
+
+
+@pytest.mark.parametrize("script, calls", [
+    (thirty_views, 30),
+    (lambda work: moving_poll(), 8),
+], ids=["thirty-different-files", "poll-whose-output-moves"])
+def test_healthy_look_alikes_run_every_call(tmp_path, script, calls):
+    work = workdir(tmp_path)
+    with guarded(script(work), tmp_path) as stack:
+        run = run_copilot("Go through the work.", work, tmp_path / "home", stack.url)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(stack.model.executed()) == calls, stack.actions()
+    assert not stack.model.warned(), stack.actions()
+    assert stack.interventions() == []
+    assert DONE in run.stdout
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
+def test_error_mode_is_not_retried(tmp_path, stream):
+    """With ``terminate.mode: error`` the CLI gets the gateway's error instead of an answer; it
+    must take it as final: one client request terminated, none resent after it (a streamed
+    ``error`` event is retried five times by this CLI; a 422 status is not)."""
+    work = workdir(tmp_path)
+    with guarded(same_view(work), tmp_path, error_mode_policy()) as stack:
+        run = run_copilot("Watch the status file.", work, tmp_path / "home", stack.url, stream)
+    assert len(stack.model.executed()) <= LIMIT, stack.actions()
+    assert len(stack.terminated_requests()) == 1, (stack.actions(), run.stderr[-1500:])
+    assert "[LoopGuard]" in run.stdout + run.stderr  # the user is told why the run stopped
