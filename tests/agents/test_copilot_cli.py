@@ -80,7 +80,7 @@ def test_one_bash_command_repeated_is_ended_with_the_models_answer(tmp_path, str
     assert run.returncode == 0, run.stderr[-2000:]
     assert len(executed) <= LIMIT, (len(executed), stack.actions())
     assert FINAL in run.stdout, (run.stdout[-1500:], stack.actions())
-    assert all(stack.model.bodies[i]["stream"] is stream for i in range(len(stack.model.bodies)))
+    assert all(bool(body.get("stream")) is stream for body in stack.model.bodies)
 
 
 def test_one_file_viewed_again_and_again_is_ended_with_the_models_answer(tmp_path):
