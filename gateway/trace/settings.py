@@ -140,7 +140,11 @@ class ToolRole(BaseModel):
     arguments the model rewrites on every call without changing what the call does (Claude
     Code's ``description``); ``range``: arguments that only pick a part of the target (a read's
     offset and limit). Narration and range are left out when calls are compared, so the same
-    read past the end of a file is the same call whatever its offset."""
+    read past the end of a file is the same call whatever its offset.
+
+    ``target`` and ``command`` are paths into the arguments: ``a.b`` walks objects, ``a[]``
+    takes every element of a list (Cline's ``files[].path``; ``commands[]``: command lines run
+    in turn). ``narration`` and ``range`` name keys left out wherever they appear."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -149,6 +153,9 @@ class ToolRole(BaseModel):
     command: str | None = None
     narration: tuple[str, ...] = ()
     range: tuple[str, ...] = ()
+    # The argument saying how long the call waits before it looks (Copilot CLI's read_bash
+    # `delay`): a positive value makes the call a paced poll.
+    wait: str | None = None
 
 
 class TraceSettings(BaseModel):

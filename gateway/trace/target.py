@@ -72,25 +72,67 @@ def acted_on(value: Any, role: ToolRole | None, target_keys: tuple[str, ...], co
         return _NOTHING  # a multi-purpose tool's {"command": "view", "path": ...}: call_target reads it
     keys = (role.command,) if role is not None and role.command else (() if role is not None else command_keys)
     for key in keys:
-        found = value.get(key)
-        line = found if isinstance(found, str) and found.strip() else command_of({key: found})
+        line = _command_line(value, key)
         if line is not None:
             return _shell(line, key, role)
     if role is None:
         return _NOTHING
-    found = value.get(role.target) if role.target else None
-    target = found.strip()[:_MAX_TARGET_CHARS] if isinstance(found, str) else ""
-    return Acted(f"{role.action} {target}" if target else "", role.action)
+    found = _text(lookup(value, role.target)) if role.target else ""
+    target = found[:_MAX_TARGET_CHARS]
+    return Acted(f"{role.action} {target}" if target else "", role.action, _waits(value, role.wait))
+
+
+def _waits(value: dict, key: str | None) -> bool:
+    waited = lookup(value, key) if key else None
+    return type(waited) in (int, float) and waited > 0 or (isinstance(waited, str) and _positive(waited))
+
+
+def _positive(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
+def lookup(value: Any, path: str) -> Any:
+    """The value at ``path`` in parsed arguments: ``a.b`` walks mappings, ``a[]`` takes every
+    element of a list (Cline's ``files[].path``: the path of each file read); None when absent."""
+    head, _, rest = path.partition(".")
+    each = head.endswith("[]")
+    found = value.get(head[:-2] if each else head) if isinstance(value, dict) else None
+    if each:
+        if not isinstance(found, list):
+            return None
+        return [x for x in (lookup(item, rest) if rest else item for item in found) if x is not None]
+    return lookup(found, rest) if rest else found
+
+
+def _text(found: Any) -> str:
+    if isinstance(found, list):
+        return " ".join(dict.fromkeys(t for t in map(_text, found) if t))
+    return found.strip() if isinstance(found, str) else ""
+
+
+def _command_line(value: dict, key: str) -> str | None:
+    """The command line under ``key``: a string, an argv list (Codex's ``["bash", "-lc", ...]``),
+    or with ``key[]`` a list of command lines run one after the other (Cline's ``commands``)."""
+    if key.endswith("[]"):
+        lines = [c for c in (lookup(value, key) or []) if isinstance(c, str) and c.strip()]
+        return " && ".join(lines) if lines else None
+    found = lookup(value, key)
+    return found if isinstance(found, str) and found.strip() else command_of({"command": found})
 
 
 def _shell(line: str, key: str, role: ToolRole | None) -> Acted:
     parsed = parse(line)
     if not parsed.key:
-        return Acted(action=role.action if role else "", command=key)
+        return Acted(action=role.action if role else "")
     operand = parsed.files[0] if parsed.files and parsed.kind != "wait" else parsed.key
     action = _SHELL_ACTIONS.get(parsed.kind, role.action if role is not None else "shell")
     read_key = parsed.key if parsed.kind == "read" and len(parsed.files) == 1 else ""
-    return Acted(COMMAND_MARK + operand[:_MAX_TARGET_CHARS], action, parsed.paced, key, read_key)
+    # The argument compared as the read: the top-level one holding the command line.
+    top = key.split(".", 1)[0].removesuffix("[]")
+    return Acted(COMMAND_MARK + operand[:_MAX_TARGET_CHARS], action, parsed.paced, top, read_key)
 
 
 def _action(value: dict) -> str:
