@@ -8,7 +8,8 @@ reach nothing but the gateway. It always streams its agent turns.
 
 A scenario is a scripted model: ``step(turn)`` gives the next call (tool name, input) or None
 when the model is done; the model answers ``FINAL`` whenever the gateway closes the tools
-(``tool_choice`` none), ``DONE`` when its script ends and ``GAVE_UP`` after ``LIMIT`` calls.
+(``tool_choice`` none), ``DONE`` when its script ends, and a loop nobody ends gives up with
+``GAVE_UP`` after ``LIMIT`` calls.
 What ran is read back from what the upstream received: every tool_result the CLI wrote (not
 the gateway's own observations)."""
 
@@ -38,12 +39,17 @@ GAVE_UP = "GAVE UP: the script ran out of calls."
 LIMIT = 20  # a loop nobody stops gives up after this many calls: a failure, found fast
 MARK = "[loopguard"  # every gateway text starts so, in any letter case
 # The calling shell's own model client must not leak into the CLI: it would reach a provider.
-_DROPPED = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "GOOGLE_", "VERTEX_")
+_DROPPED = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "GOOGLE_", "VERTEX_", "HTTP_PROXY", "HTTPS_PROXY",
+            "http_proxy", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy")
 QUIET = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1", "DISABLE_BUG_COMMAND": "1", "CLAUDE_CODE_IDE_SKIP_AUTO_INSTALL": "1",
     "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1", "IS_SANDBOX": "1", "CI": "1",
 }
+# Whatever a CLI still tries to reach besides the gateway goes to a closed port and fails at once.
+NOWHERE = "http://127.0.0.1:9"
+PROXIES = {"HTTPS_PROXY": NOWHERE, "HTTP_PROXY": NOWHERE, "https_proxy": NOWHERE, "http_proxy": NOWHERE,
+           "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
 
 
 @dataclass
@@ -104,7 +110,7 @@ class Model:
         call = self.scenario.step(Turn(self.proposed, results_in(body), self.warned, self.work))
         if call is None:
             return self._answer(DONE)
-        if self.proposed >= LIMIT:
+        if not self.scenario.calls and self.proposed >= LIMIT:  # a loop's script never ends
             return self._answer(GAVE_UP)
         self.proposed += 1
         return Said(calls=[call])
@@ -203,7 +209,7 @@ class Outcome:
 
 def clean_env(home: Path, gateway: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
-    return {**env, **QUIET, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+    return {**env, **QUIET, **PROXIES, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
             "ANTHROPIC_BASE_URL": gateway, "ANTHROPIC_API_KEY": "sk-ant-dummy"}
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from support.clis import find_cli
-from support.clis_claude import DONE, FINAL, GAVE_UP, LIMIT, MARK, Scenario, Turn  # noqa: F401 - shared
+from support.clis_claude import DONE, FINAL, GAVE_UP, LIMIT, MARK, PROXIES, Scenario, Turn  # noqa: F401 - shared
 from support.responses_upstream import Answer, ResponsesUpstream
 from support.responses_wire import custom_call
 from support.servers import serve
@@ -37,7 +37,8 @@ KEY_VAR = "LOOPGUARD_CODEX_KEY"
 CUSTOM_TOOLS = ("apply_patch",)
 CALLS = ("function_call", "custom_tool_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
-_DROPPED = ("OPENAI_", "CODEX_", "ANTHROPIC_", "AZURE_OPENAI", "CLAUDE_")
+_DROPPED = ("OPENAI_", "CODEX_", "ANTHROPIC_", "AZURE_OPENAI", "CLAUDE_", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+            "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy")
 
 
 @dataclass
@@ -136,7 +137,7 @@ class Model:
                                        self.work))
         if call is None:
             return self._answer(DONE)
-        if self.proposed >= LIMIT:
+        if not self.scenario.calls and self.proposed >= LIMIT:  # a loop's script never ends
             return self._answer(GAVE_UP)
         self.proposed += 1
         name, args = call
@@ -193,7 +194,7 @@ class Outcome:
 
 def clean_env(home: Path, codex_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
-    return {**env, "HOME": str(home), "CODEX_HOME": str(codex_home), KEY_VAR: "sk-dummy", "NO_COLOR": "1"}
+    return {**env, **PROXIES, "HOME": str(home), "CODEX_HOME": str(codex_home), KEY_VAR: "sk-dummy", "NO_COLOR": "1"}
 
 
 def prepare(scenario: Scenario, root: Path) -> tuple[Path, Path, Path]:
