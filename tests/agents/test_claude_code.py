@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from support.clis import find_cli
-from support.clis_claude import DONE, FINAL, Scenario, Turn, run_claude
+from support.clis_claude import DONE, FINAL, Scenario, Turn, error_mode_policy, run_claude
 
 pytestmark = pytest.mark.skipif(find_cli("claude") is None, reason="Claude Code is not installed")
 
@@ -260,3 +260,14 @@ def test_a_healthy_claude_code_run_runs_every_call_untouched(scenario, tmp_path)
     assert DONE in outcome.stdout, outcome.story()
     assert len(outcome.executed()) == scenario.calls, outcome.story()
     assert not outcome.warned, outcome.story()
+
+
+def test_in_error_mode_claude_code_ends_with_the_models_answer_without_retrying(tmp_path):
+    """Claude Code retries an ended streamed request without streaming: its profile has its runs
+    end with the model's own answer even where the policy ends runs with an error."""
+    stubborn = Scenario("stubborn", lambda turn: bash("cat x.txt", "Show x.txt"), prompt="What is in x.txt?")
+    outcome = run_claude(stubborn, tmp_path, policy=error_mode_policy())
+    assert outcome.returncode == 0, outcome.story()
+    assert FINAL in outcome.stdout, outcome.story()
+    assert outcome.ended_requests == 1, outcome.story()
+    assert len(outcome.executed()) <= MAX_EXECUTED, outcome.story()

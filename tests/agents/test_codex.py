@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from support.clis import find_cli
-from support.clis_claude import DONE, FINAL, Scenario, Turn
+from support.clis_claude import DONE, FINAL, Scenario, Turn, error_mode_policy
 from support.clis_codex import run_codex
 
 pytestmark = pytest.mark.skipif(find_cli("codex") is None, reason="Codex CLI is not installed")
@@ -166,3 +166,14 @@ def test_a_healthy_codex_run_runs_every_call_untouched(scenario, tmp_path):
     assert DONE in outcome.stdout, outcome.story()
     assert len(outcome.executed()) == scenario.calls, outcome.story()
     assert not outcome.warned, outcome.story()
+
+
+def test_in_error_mode_codex_takes_the_gateways_error_as_final(tmp_path):
+    """Codex takes the gateway's failed response (``response.failed`` mid-stream) as the end of
+    the run: it shows the gateway's text and exits, asking no more."""
+    stubborn = Scenario("stubborn", lambda turn: sh("cat x.txt"), prompt="What is in x.txt?")
+    outcome = run_codex(stubborn, tmp_path, policy=error_mode_policy())
+    assert outcome.returncode != 0, outcome.story()
+    assert "[LoopGuard]" in outcome.stderr, outcome.story()
+    assert outcome.ended_requests == 1, outcome.story()
+    assert len(outcome.executed()) <= MAX_EXECUTED, outcome.story()

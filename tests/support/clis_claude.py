@@ -197,6 +197,11 @@ class Outcome:
     def warned(self) -> bool:
         return self.model.warned
 
+    @property
+    def ended_requests(self) -> int:
+        """Client requests the gateway ended (terminate): more than one is the client retrying."""
+        return len({e.get("request_id") for e in self.audit if e.get("action") == "terminate"})
+
     def story(self) -> str:
         """What happened, for an assertion message: the calls, the gateway's actions, the ends."""
         lines = [f"exit {self.returncode}; {len(self.bodies)} upstream requests; "
@@ -223,8 +228,24 @@ def prepare(scenario: Scenario, root: Path) -> tuple[Path, Path]:
     return work, home
 
 
-def run_claude(scenario: Scenario, root: Path, timeout: float = 180) -> Outcome:
-    """Run the scenario through a gateway with the shipped default policy; returns what happened."""
+def policy_file(root: Path, text: str | None) -> Path:
+    if text is None:
+        return shipped_policy_path("default")
+    (root / "policy.yaml").write_text(text)
+    return root / "policy.yaml"
+
+
+def error_mode_policy() -> str:
+    """The shipped default policy with ``interventions.terminate.mode: error``."""
+    text = shipped_policy_path("default").read_text()
+    changed = text.replace("    mode: answer ", "    mode: error  ", 1)
+    assert changed != text
+    return changed
+
+
+def run_claude(scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None) -> Outcome:
+    """Run the scenario through a gateway with the shipped default policy (or the policy text
+    ``policy``); returns what happened."""
     work, home = prepare(scenario, root)
     model = Model(scenario, work)
     upstream = AnthropicUpstream(model)
@@ -233,7 +254,7 @@ def run_claude(scenario: Scenario, root: Path, timeout: float = 180) -> Outcome:
         config = Config.model_validate({"upstream": {"base_url": "http://127.0.0.1:9/v1",  # never reached
                                                      "anthropic_base_url": upstream_url},
                                         "audit": {"jsonl_path": str(audit)}})
-        app = build_app(config, policies=PolicyHolder(shipped_policy_path("default")))
+        app = build_app(config, policies=PolicyHolder(policy_file(root, policy)))
         with serve(app, **SERVER_OPTIONS) as gateway:
             command = [find_cli("claude") or "claude", "-p", scenario.prompt, "--dangerously-skip-permissions",
                        "--output-format", "text"]

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from support.clis import find_cli
-from support.clis_claude import DONE, FINAL, GAVE_UP, LIMIT, MARK, PROXIES, Scenario, Turn  # noqa: F401 - shared
+from support.clis_claude import (DONE, FINAL, GAVE_UP, LIMIT, MARK, PROXIES, Scenario, Turn,  # noqa: F401 - shared
+                                 error_mode_policy, policy_file)
 from support.responses_upstream import Answer, ResponsesUpstream
 from support.responses_wire import custom_call
 from support.servers import serve
 
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
-from gateway.policy.loader import shipped_policy_path
 from gateway.server.app import SERVER_OPTIONS, build_app
 
 MODEL = "gpt-5.5"  # a model Codex knows: it then declares apply_patch as a freeform tool
@@ -182,6 +182,11 @@ class Outcome:
     def warned(self) -> bool:
         return self.model.warned
 
+    @property
+    def ended_requests(self) -> int:
+        """Client requests the gateway ended (terminate): more than one is the client retrying."""
+        return len({e.get("request_id") for e in self.audit if e.get("action") == "terminate"})
+
     def story(self) -> str:
         """What happened, for an assertion message: the calls, the gateway's actions, the ends."""
         lines = [f"exit {self.returncode}; {len(self.inputs)} upstream requests; "
@@ -208,8 +213,9 @@ def prepare(scenario: Scenario, root: Path) -> tuple[Path, Path, Path]:
     return work, home, codex_home
 
 
-def run_codex(scenario: Scenario, root: Path, timeout: float = 180) -> Outcome:
-    """Run the scenario through a gateway with the shipped default policy; returns what happened."""
+def run_codex(scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None) -> Outcome:
+    """Run the scenario through a gateway with the shipped default policy (or the policy text
+    ``policy``); returns what happened."""
     work, home, codex_home = prepare(scenario, root)
     model = Model(scenario, work)
     upstream = ResponsesUpstream(model)
@@ -217,7 +223,7 @@ def run_codex(scenario: Scenario, root: Path, timeout: float = 180) -> Outcome:
     with serve(upstream.app) as upstream_url:
         config = Config.model_validate({"upstream": {"base_url": upstream_url + "/v1"},
                                         "audit": {"jsonl_path": str(audit)}})
-        app = build_app(config, policies=PolicyHolder(shipped_policy_path("default")))
+        app = build_app(config, policies=PolicyHolder(policy_file(root, policy)))
         with serve(app, **SERVER_OPTIONS) as gateway:
             (codex_home / "config.toml").write_text(config_toml(gateway))
             command = [find_cli("codex") or "codex", "exec", "--skip-git-repo-check", "--ephemeral",
