@@ -34,10 +34,15 @@ def same_view(work: Path, limit: int = 30):
     return step
 
 
-def missing_views(work: Path, limit: int = 12):
-    """``view`` of a new missing path every turn: each answer is "Path X does not exist"."""
+GUESSES = ["config.yaml", "config.yml", "conf/config.yaml", "settings.json", "app.toml", "config/app.yaml",
+           ".env", "settings.ini", "etc/app.conf", "config.json", "conf.d/main.yaml", "app.config"]
+
+
+def missing_views(work: Path, limit: int = len(GUESSES)):
+    """``view`` of a new guessed path every turn, none there: each answer is "Path X does not
+    exist" (numbered paths would be a batch over items, which the gateway leaves alone)."""
     def step(n, seen):
-        return ("view", {"path": str(work / f"missing_{n}.txt")}) if n < limit else None
+        return ("view", {"path": str(work / GUESSES[n])}) if n < limit else None
     return step
 
 
@@ -118,12 +123,13 @@ def test_healthy_look_alikes_run_every_call(tmp_path, script, calls):
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
 def test_error_mode_is_not_retried(tmp_path, stream):
-    """With ``terminate.mode: error`` the CLI gets the gateway's error instead of an answer; it
-    must take it as final: one client request terminated, none resent after it (a streamed
-    ``error`` event is retried five times by this CLI; a 422 status is not)."""
+    """With ``terminate.mode: error`` the run must end at once: one client request terminated,
+    none resent after it. This CLI retries a streamed ``error`` event five times (a 422 status
+    before the stream is final), so its profile ends such runs with the model's answer."""
     work = workdir(tmp_path)
     with guarded(same_view(work), tmp_path, error_mode_policy()) as stack:
         run = run_copilot("Watch the status file.", work, tmp_path / "home", stack.url, stream)
     assert len(stack.model.executed()) <= LIMIT, stack.actions()
     assert len(stack.terminated_requests()) == 1, (stack.actions(), run.stderr[-1500:])
-    assert "[LoopGuard]" in run.stdout + run.stderr  # the user is told why the run stopped
+    # Its profile ends error-mode runs with the model's answer (a streamed error is retried).
+    assert FINAL in run.stdout, run.stdout[-1500:]
