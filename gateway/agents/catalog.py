@@ -143,6 +143,7 @@ def derive(base: TraceSettings, profile: AgentProfile) -> TraceSettings:
         nudge_patterns=base.nudge_patterns + profile.nudges,
         neutral_tools=base.neutral_tools | planning,
         text_actions=profile.text_actions if profile.text_actions != "none" else base.text_actions,
+        text_result_patterns=base.text_result_patterns + profile.text_results,
     )
     return TraceSettings.model_validate(data)
 

@@ -48,7 +48,8 @@ class AgentProfile(_Model):
     tools: dict[str, ToolRole] = Field(default_factory=dict)
     results: Results = Results()
     nudges: tuple[Regex, ...] = ()  # user messages its harness writes itself
-    text_actions: Literal["none", "bash_block"] = "none"
+    text_actions: Literal["none", "bash_block", "search_replace"] = "none"
+    text_results: tuple[Regex, ...] = ()  # the user messages that answer text actions (default: any)
     terminate: Ending = Ending()
 
     def matches(self, declared: frozenset[str] | None, system: str, user_agent: str) -> bool:

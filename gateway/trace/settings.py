@@ -217,9 +217,13 @@ class TraceSettings(BaseModel):
     # User messages the harness writes itself ("Tool call error: No tool calls found"): not a
     # genuine user turn, so they never restart a run's counts.
     nudge_patterns: tuple[Regex, ...] = ()
-    # Agents that act in text instead of tool calls: one ```bash block per reply (mini-SWE-agent
-    # in text mode), read as a call whose result is the next user message.
-    text_actions: Literal["none", "bash_block"] = "none"
+    # Agents that act in text instead of tool calls, read as calls whose result is the next user
+    # message: one ```bash block per reply (mini-SWE-agent in text mode), SEARCH/REPLACE edit
+    # blocks (Aider). See gateway/trace/harness.py.
+    text_actions: Literal["none", "bash_block", "search_replace"] = "none"
+    # With text actions: the user messages that answer them (Aider's refusal). Empty: the next
+    # user message answers them, whatever it says (a shell block's output). Multi-line.
+    text_result_patterns: tuple[Regex, ...] = ()
 
     _volatile_keys: frozenset[str] = PrivateAttr()
     _volatile_arg_keys: frozenset[str] = PrivateAttr()
@@ -234,6 +238,7 @@ class TraceSettings(BaseModel):
     _not_error_re: re.Pattern[str] | None = PrivateAttr()
     _empty_re: re.Pattern[str] | None = PrivateAttr()
     _nudge_re: re.Pattern[str] | None = PrivateAttr()
+    _text_result_re: re.Pattern[str] | None = PrivateAttr()
 
     def model_post_init(self, _context: object) -> None:
         self._volatile_keys = frozenset(k.lower() for k in self.volatile_keys)
@@ -251,6 +256,7 @@ class TraceSettings(BaseModel):
         self._not_error_re = _union(self.not_error_patterns, re.MULTILINE)
         self._empty_re = _union(self.empty_patterns, re.MULTILINE)
         self._nudge_re = _union(self.nudge_patterns, re.MULTILINE)
+        self._text_result_re = _union(self.text_result_patterns, re.MULTILINE)
 
     @property
     def volatile_key_set(self) -> frozenset[str]:
@@ -296,6 +302,10 @@ class TraceSettings(BaseModel):
     @property
     def empty_re(self) -> re.Pattern[str] | None:
         return self._empty_re
+
+    @property
+    def text_result_re(self) -> re.Pattern[str] | None:
+        return self._text_result_re
 
     @property
     def nudge_re(self) -> re.Pattern[str] | None:

@@ -77,3 +77,24 @@ def test_which_fenced_blocks_are_actions(reply, command):
     conv = turns(("system", "s"), ("user", "task"), ("assistant", reply))
     events = build_trace(Conversation(conv), TEXT).events
     assert [json.loads(e.raw_args)["command"] for e in events] == ([command] if command else [])
+
+
+AIDER = TraceSettings(text_actions="search_replace", nudge_patterns=(r"\AI updated the files\.\Z",),
+                      failure_patterns=(r"(?m:^## SearchReplaceNoExactMatch: )",))
+EDIT = ("Here is the change.\n\nhello.py\n```python\n<<<<<<< SEARCH\nprint('goodbye')\n=======\n"
+        "print('hi')\n>>>>>>> REPLACE\n```\n")
+REFUSED = "# 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed"
+
+
+def test_search_replace_blocks_are_edits_of_the_file_named_before_them():
+    two = EDIT + "\nb.py\n```\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```"
+    conv = turns(("system", "s"), ("user", "change it"), ("assistant", two), ("user", "I updated the files."),
+                 ("assistant", "Ok."), ("user", "now again"), ("assistant", EDIT), ("user", REFUSED),
+                 ("assistant", EDIT), ("user", REFUSED))
+    trace = build_trace(Conversation(conv), AIDER)
+    assert [(json.loads(e.raw_args)["path"], e.status) for e in trace.events] == [
+        ("hello.py", Status.ERROR), ("hello.py", Status.ERROR)]  # the run since "now again"
+    assert trace.events[0].args_hash == trace.events[1].args_hash
+    every = build_trace(Conversation(conv), AIDER.model_copy(update={"scope": "conversation"}))
+    assert [json.loads(e.raw_args)["path"] for e in every.events][:2] == ["hello.py", "b.py"]
+    assert every.events[0].status is Status.OK  # "I updated the files." answered the first two
