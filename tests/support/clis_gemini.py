@@ -165,10 +165,11 @@ def sed_past_end(work: Path, v: Vocabulary) -> Script:
 
 
 def refused_edit(work: Path, v: Vocabulary) -> Script:
-    """3. An edit whose old text is not in the file, retried with small changes."""
-    olds = [f"def total(items):\n    return sum(items){' ' * n}+ 0" for n in range(10)]
-    olds += [f"def total(item{'s' * n}):\n    return sum(items)\n" for n in range(2, 12)]
-    return loop([v.replace(work / "calc.py", old, "def total(items):\n    return sum(items) + 1\n")
+    """3. An edit whose old text is not in the file, retried with small changes (unlike the
+    file's text, so Gemini CLI's fuzzy matcher finds nothing either)."""
+    olds = [f"def total(values):\n    # add the values up{'!' * (n % 3)}\n"
+            f"    return functools.reduce(operator.add, values, {n // 3})\n" for n in range(20)]
+    return loop([v.replace(work / "calc.py", old, "def total(values):\n    return sum(values)\n")
                  for old in olds])
 
 
@@ -352,9 +353,11 @@ class Outcome:
 
 
 def read_audit(path: Path) -> list[dict[str, Any]]:
+    """The gateway's interventions (warn, reject, terminate) in the order it made them."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [e for e in events if e.get("event") == "loop_intervention"]
 
 
 def gateway_config(audit: Path, upstream: dict[str, str]) -> Config:
