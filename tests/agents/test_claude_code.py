@@ -1,11 +1,13 @@
 """Claude Code itself (``claude -p ... --dangerously-skip-permissions``) through the gateway with
-its shipped default policy, against a scripted Anthropic model (streamed: the CLI always streams).
+its shipped default policy, against a scripted Anthropic model (streamed, and non-streamed through
+the CLI's own fallback).
 
 Loops (each ended within 8 executed calls of the pattern, exit code 0, the model's own
 tools-closed answer in stdout) beside healthy look-alikes (every call of the script runs and no
 gateway text ever reaches the model). Claude Code polls a background job by reading the job's
 output file (it has no BashOutput tool any more) and rewrites its ``Bash`` description on every
-call: both loops must be warned by the third call and ended within eight.
+call: both loops must be warned by the third call and ended within eight. Every run is also
+made with each turn answered non-streamed (the CLI's own fallback when a stream breaks).
 Skipped where the CLI is not installed."""
 
 from __future__ import annotations
@@ -232,8 +234,11 @@ HEALTHY = [
 ]
 
 
-def _assert_ended(scenario: Scenario, tmp_path: Path):
-    outcome = run_claude(scenario, tmp_path)
+STREAMED = [pytest.param(True, id="streamed"), pytest.param(False, id="not_streamed")]
+
+
+def _assert_ended(scenario: Scenario, tmp_path: Path, streamed: bool):
+    outcome = run_claude(scenario, tmp_path, streamed=streamed)
     assert outcome.returncode == 0, outcome.story()
     assert FINAL in outcome.stdout, outcome.story()
     assert outcome.model.closed >= 1, outcome.story()  # the answer was asked with tools closed
@@ -241,21 +246,24 @@ def _assert_ended(scenario: Scenario, tmp_path: Path):
     return outcome
 
 
+@pytest.mark.parametrize("streamed", STREAMED)
 @pytest.mark.parametrize("scenario", LOOPS, ids=lambda s: s.name)
-def test_a_claude_code_loop_is_ended_with_the_models_answer(scenario, tmp_path):
-    _assert_ended(scenario, tmp_path)
+def test_a_claude_code_loop_is_ended_with_the_models_answer(scenario, streamed, tmp_path):
+    _assert_ended(scenario, tmp_path, streamed)
 
 
+@pytest.mark.parametrize("streamed", STREAMED)
 @pytest.mark.parametrize("scenario", EARLY_LOOPS, ids=lambda s: s.name)
-def test_a_claude_code_loop_is_warned_by_the_third_call_and_ended(scenario, tmp_path):
-    outcome = _assert_ended(scenario, tmp_path)
+def test_a_claude_code_loop_is_warned_by_the_third_call_and_ended(scenario, streamed, tmp_path):
+    outcome = _assert_ended(scenario, tmp_path, streamed)
     warned_at = outcome.executed_at_first_warning(scenario.counted)
     assert warned_at is not None and warned_at <= WARNED_BY, outcome.story()
 
 
+@pytest.mark.parametrize("streamed", STREAMED)
 @pytest.mark.parametrize("scenario", HEALTHY, ids=lambda s: s.name)
-def test_a_healthy_claude_code_run_runs_every_call_untouched(scenario, tmp_path):
-    outcome = run_claude(scenario, tmp_path)
+def test_a_healthy_claude_code_run_runs_every_call_untouched(scenario, streamed, tmp_path):
+    outcome = run_claude(scenario, tmp_path, streamed=streamed)
     assert outcome.returncode == 0, outcome.story()
     assert DONE in outcome.stdout, outcome.story()
     assert len(outcome.executed()) == scenario.calls, outcome.story()

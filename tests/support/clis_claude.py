@@ -37,6 +37,9 @@ FINAL = "FINAL ANSWER: I was going round in circles, so I stopped and report wha
 DONE = "DONE: the task is complete."
 GAVE_UP = "GAVE UP: the script ran out of calls."
 LIMIT = 20  # a loop nobody stops gives up after this many calls: a failure, found fast
+# Claude Code always streams, and asks again without streaming when a stream breaks: a model that
+# breaks every stream has every turn of the run answered non-streamed.
+BROKEN = b"event: message_start\ndata: {not json\n\n"
 MARK = "[loopguard"  # every gateway text starts so, in any letter case
 # The calling shell's own model client must not leak into the CLI: it would reach a provider.
 _DROPPED = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "GOOGLE_", "VERTEX_", "HTTP_PROXY", "HTTPS_PROXY",
@@ -89,12 +92,15 @@ class Model:
 
     scenario: Scenario
     work: Path
+    streamed: bool = True
     proposed: int = 0
     warned: bool = False
     closed: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, body: dict[str, Any]) -> Said:
+        if body.get("stream") and not self.streamed:
+            return Said(raw_stream=BROKEN)  # the CLI asks again without streaming
         with self.lock:
             return self._respond(body)
 
@@ -243,11 +249,13 @@ def error_mode_policy() -> str:
     return changed
 
 
-def run_claude(scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None) -> Outcome:
+def run_claude(scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None,
+               streamed: bool = True) -> Outcome:
     """Run the scenario through a gateway with the shipped default policy (or the policy text
-    ``policy``); returns what happened."""
+    ``policy``), every turn streamed or (``streamed=False``) every turn answered non-streamed;
+    returns what happened."""
     work, home = prepare(scenario, root)
-    model = Model(scenario, work)
+    model = Model(scenario, work, streamed)
     upstream = AnthropicUpstream(model)
     audit = root / "audit.jsonl"
     with serve(upstream.app) as upstream_url:
@@ -261,5 +269,5 @@ def run_claude(scenario: Scenario, root: Path, timeout: float = 180, policy: str
             run = subprocess.run(command, cwd=work, env=clean_env(home, gateway), capture_output=True,
                                  text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     events = [json.loads(line) for line in audit.read_text().splitlines()] if audit.exists() else []
-    bodies = [r["json"] for r in upstream.requests if r["path"] == "/v1/messages"]
+    bodies = [r["json"] for r in upstream.requests if r["path"] == "/v1/messages" and r["json"].get("stream") == streamed]
     return Outcome(run.returncode, run.stdout, run.stderr, bodies, events, model)
