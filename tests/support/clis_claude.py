@@ -70,6 +70,7 @@ class Turn:
 
 
 Step = Callable[[Turn], "tuple[str, dict[str, Any]] | None"]
+Counted = Callable[[str, dict[str, Any]], bool]  # (tool name, input) -> is the call part of the pattern
 
 
 @dataclass
@@ -82,7 +83,7 @@ class Scenario:
     step: Step
     files: dict[str, str] = field(default_factory=dict)
     calls: int = 0  # healthy: how many calls the script makes
-    counted: Callable[[str, dict[str, Any]], bool] = lambda name, args: True
+    counted: Counted = lambda name, args: True
     prompt: str = "Please get the tests in this folder passing."
 
 
@@ -181,7 +182,7 @@ class Outcome:
     audit: list[dict[str, Any]]
     model: Model
 
-    def executed(self, counted: Callable[[str, dict[str, Any]], bool] | None = None) -> list[tuple[str, dict[str, Any], str]]:
+    def executed(self, counted: Counted | None = None) -> list[tuple[str, dict[str, Any], str]]:
         """(name, input, result) of each call the CLI ran, in order, over the whole run."""
         calls: dict[str, tuple[str, dict[str, Any]]] = {}
         results: dict[str, str] = {}
@@ -191,7 +192,7 @@ class Outcome:
         ran = [(*calls[i], text) for i, text in results.items() if i in calls]
         return [r for r in ran if counted is None or counted(r[0], r[1])]
 
-    def executed_at_first_warning(self, counted: Callable[[str, dict[str, Any]], bool] | None = None) -> int | None:
+    def executed_at_first_warning(self, counted: Counted | None = None) -> int | None:
         """How many calls had run when a gateway text first reached the model (None: never)."""
         for body in self.bodies:
             if MARK in json.dumps(body).lower():
@@ -269,5 +270,6 @@ def run_claude(scenario: Scenario, root: Path, timeout: float = 180, policy: str
             run = subprocess.run(command, cwd=work, env=clean_env(home, gateway), capture_output=True,
                                  text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     events = [json.loads(line) for line in audit.read_text().splitlines()] if audit.exists() else []
-    bodies = [r["json"] for r in upstream.requests if r["path"] == "/v1/messages" and r["json"].get("stream") == streamed]
+    received = [r["json"] for r in upstream.requests if r["path"] == "/v1/messages"]
+    bodies = [b for b in received if b.get("stream") == streamed]  # not the broken streams
     return Outcome(run.returncode, run.stdout, run.stderr, bodies, events, model)
