@@ -150,7 +150,8 @@ def chain(
       progress, a read of something else is not clearly so. A poll (`sleep 20`, then `tail log`
       with new lines) is waiting that pays off, and re-reading a file between reads of others is
       exploring: both end at the new call as before;
-    - calls that brought nothing new are stepped over.
+    - calls that brought nothing new are stepped over, and so is a read-only call that answered
+      exactly what the pattern answers (the same file read by another path): it learnt nothing.
     """
     latest = events[-1]
     members = Chain([latest])
@@ -171,6 +172,8 @@ def chain(
             members.step_over()
         elif consecutive:
             break
+        elif event.observation and ref is not None and outcome(event) == ref:
+            continue  # the same answer spelled another way (`cat ./a`, `cat /w/a`): nothing new
         elif progress is not None and progress.is_new(event):
             if not (event.observation and _retrying(latest, members)):
                 break

@@ -156,6 +156,9 @@ class ToolRole(BaseModel):
     # The argument saying how long the call waits before it looks (Copilot CLI's read_bash
     # `delay`): a positive value makes the call a paced poll.
     wait: str | None = None
+    # The tool waits by itself before it looks (Codex's write_stdin: five seconds at least):
+    # every call is a paced poll.
+    paced: bool = False
 
 
 class TraceSettings(BaseModel):

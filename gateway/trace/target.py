@@ -79,7 +79,7 @@ def acted_on(value: Any, role: ToolRole | None, target_keys: tuple[str, ...], co
         return _NOTHING
     found = _text(lookup(value, role.target)) if role.target else ""
     target = found[:_MAX_TARGET_CHARS]
-    return Acted(f"{role.action} {target}" if target else "", role.action, _waits(value, role.wait))
+    return Acted(f"{role.action} {target}" if target else "", role.action, role.paced or _waits(value, role.wait))
 
 
 def _waits(value: dict, key: str | None) -> bool:
