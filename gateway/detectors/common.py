@@ -181,6 +181,20 @@ def chain(
     return members
 
 
+def ends_walk(event: ToolEvent, found: Chain, progress: ProgressIndex) -> bool:
+    """Whether a call outside a failure pattern ends the walk back over it (target_failure and
+    its same-error count): neutral calls, vetoes and other failures say nothing new; a new read
+    or a call neutral by shape only is stepped over but weakens the count to a warning; any
+    other call that brought something new ends it (an edit before re-running: progress)."""
+    if event.neutral or event.vetoed or failed(event):
+        return False
+    if event.observation or event.neutral_guess:
+        if progress.is_new(event):
+            found.step_over()
+        return False
+    return progress.is_new(event)
+
+
 def _retrying(latest: ToolEvent, members: Sequence[ToolEvent]) -> bool:
     """The pattern is a failing call retried (not a poll, which is answered by what it waits
     for; not a successful read repeated, which an agent exploring does between other reads)."""

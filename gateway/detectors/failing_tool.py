@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.detectors.common import Chain, ProgressIndex, comparable, failed
+from gateway.detectors.common import Chain, ProgressIndex, comparable, ends_walk, failed
 from gateway.detectors.values import numbers_only
 from gateway.trace.model import ToolEvent
 from gateway.trace.target import COMMAND_MARK
@@ -60,12 +60,7 @@ def members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain | None:
                 continue
             if comparable(event) is not None:
                 break  # the tool worked, for something
-        elif event.neutral or event.vetoed or failed(event):
-            continue
-        elif event.observation or event.neutral_guess:
-            if progress.is_new(event):
-                found.step_over()
-        elif progress.is_new(event):
+        elif ends_walk(event, found, progress):
             break
     if sum(1 for m in found if failed(m) and m.failure_hash == shape) < 2:
         return None

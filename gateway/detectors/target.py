@@ -32,7 +32,7 @@ from pydantic import Field
 
 from gateway.detectors import failing_tool
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import Chain, ProgressIndex, comparable, failed, skipped, steps_of, window
+from gateway.detectors.common import Chain, ProgressIndex, comparable, ends_walk, failed, skipped, steps_of, window
 from gateway.detectors.values import numbers_only
 from gateway.trace.model import ToolEvent, Trace
 from gateway.trace.target import COMMAND_MARK
@@ -117,11 +117,6 @@ def _members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain:
                 break  # it worked in between
             if not (latest.target.startswith(COMMAND_MARK) and numbers_only(event.args, latest.args)):
                 members.append(event)
-        elif event.neutral or event.vetoed or failed(event):
-            continue
-        elif event.observation or event.neutral_guess:
-            if progress.is_new(event):
-                members.step_over()
-        elif progress.is_new(event):
+        elif ends_walk(event, members, progress):
             break
     return members
