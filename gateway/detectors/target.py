@@ -3,7 +3,7 @@
 A coding agent's edit of one file is refused (another replacement text each time), a fetch of one
 URL fails (another header, another flag), a click on one element misses: the arguments differ on
 every call, so no repeat detector sees a repeat, and reads of other things come between. The
-target (ToolEvent.target: a path, URL, query, element, or a shell command's head) is what stays.
+target (ToolEvent.target: a path, URL, query, element, or the file a shell command acts on) is what stays.
 
 Count = the latest call and its predecessors in the window with the same tool and target, all
 failed (a vetoed or proposed one counts: the model insisting), provided the latest failure's

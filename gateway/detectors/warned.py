@@ -131,8 +131,8 @@ def _same_error(event: ToolEvent, target: str | None, failures: set[str | None])
 def _target(event: ToolEvent) -> str | None:
     """What a call names by key (a file, a URL, a query, an element, with the action word
     beside it); None if it names nothing. Not ``ToolEvent.target``: for a shell command that is
-    the command's head (`npm install`, `python run.py`), too coarse to call two failing commands
-    one attempt; those are compared by their arguments' similarity instead."""
+    the file it acts on or, naming none, its head (`npm install`), too coarse to call two failing
+    commands one attempt; those are compared by their arguments' similarity instead."""
     try:
         value = orjson.loads(event.args)
     except orjson.JSONDecodeError:
