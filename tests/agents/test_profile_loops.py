@@ -158,3 +158,20 @@ def test_a_declared_tool_is_never_unknown_whatever_its_result_says():
     assert all(d != "unknown_tool" for _, _, d in judged(script, tools=tools))
     assert any(d == "unknown_tool" for _, _, d in judged(
         ["go", *[("made_up_tool", {"x": n}, "Error: unknown tool made_up_tool") for n in range(4)]], tools=tools))
+
+
+def test_the_same_status_script_asked_for_by_the_user_each_time_is_left_alone():
+    """"How is it going?" and the agent runs its status script: each a new user turn."""
+    script = []
+    for k in range(6):
+        script += ["how is it going?", ("Bash", {"command": "./status.sh", "description": "Check the job"},
+                                        "job 42: running (3 of 9 steps done)")]
+    assert [j for j in judged(script, **CLAUDE) if j[1] != "pass"] == []
+
+
+@pytest.mark.parametrize("name", WRAPS)
+def test_a_sweep_of_one_command_over_different_files_is_left_alone(name):
+    agent, tool, key, wrap = WRAPS[name]
+    script = shell_runs(agent, tool, key, wrap, [f"wc -l data/f{k}.txt" for k in range(12)],
+                        [f"{10 + k} data/f{k}.txt" for k in range(12)])
+    assert [j for j in judged(script, **agent) if j[1] != "pass"] == []
