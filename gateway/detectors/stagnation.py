@@ -29,7 +29,8 @@ Never the same request: arguments of one shape that differ only in item-like val
 page, id, direction, product URL: ``values.other_item``), and reworded requests whose own words
 show in their answer and not in the other's (another product named and reported).
 
-Members that are all exact repeats (same arguments, same result) are left to no_progress.
+Members that all make the very same request are never a finding: answered the same, they are
+no_progress's evidence; answered anew, the answer moved (a status script polled until done).
 Similarity is a guess, so by default it only warns; the stronger evidence (the same call, the
 same result) is no_progress's, which escalates.
 """
@@ -91,9 +92,10 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
             break
         members.append(event)
     count = len(members)
-    exact = len({(e.args_hash, e.result_hash) for e in members}) == 1
-    if count < 2 or exact:
-        return None  # nothing differs at all: no_progress's evidence, with its own ladder
+    if count < 2 or len({e.args_hash for e in members}) == 1:
+        # The very same request each time: answered the same, it is no_progress's evidence
+        # (its own ladder); answered anew each time, the answer moved (a poll's progress).
+        return None
     return Finding(NAME, count, steps_of(members), (latest.tool,),
                    f"`{latest.tool}` was asked {count} times for nearly the same thing and "
                    "answered nearly the same each time")

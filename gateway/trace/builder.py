@@ -13,7 +13,7 @@ from gateway.trace.harness import harness_view
 from gateway.trace.memo import Memo
 from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
-from gateway.trace.normalize import args_info, classify, failure_hash, result_info, without_envelope
+from gateway.trace.normalize import args_info, classify, failure_hash, result_info
 from gateway.trace.roles import looks_read_only, neutral_by_shape
 from gateway.trace.settings import TraceSettings, tool_key
 
@@ -185,8 +185,6 @@ def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, propo
     info = result_info(result, ctx.settings, ctx.results_memo) if result is not None else None
     if info is not None and info.own_text_at is not None and not vetoed:
         result = result[:info.own_text_at].rstrip()  # a warning appended to the result the model read
-    if result is not None and not vetoed and ctx.settings.envelope_re is not None:
-        result = without_envelope(result, ctx.settings)  # what the tool said, not its harness
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
     status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)
