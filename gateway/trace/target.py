@@ -45,7 +45,7 @@ def call_target(value: Any, target_keys: tuple[str, ...], command_keys: tuple[st
 
 class Acted(NamedTuple):
     """What a call acts on and how, read through its tool's role (an agent profile's) or, for a
-    shell command, through the command itself (gateway/trace/shell.py)."""
+    shell command, through the command itself (gateway/trace/shell/)."""
 
     target: str = ""  # "" when neither names one: the generic reading decides
     action: str = ""
