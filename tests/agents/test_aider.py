@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.cli_runs import default_policy, read_audit
 from support.clis_aider import aider_cli, numbered_edits, refused_edit, run_aider
 from support.guarded import guarded
-
-from gateway.policy.loader import shipped_policy_path
 
 pytestmark = pytest.mark.skipif(aider_cli() is None, reason="Aider is not installed")
 
@@ -24,15 +23,9 @@ FINAL = "FINAL ANSWER: hello.py has no line print('goodbye'), so the edit cannot
 STREAMS = [pytest.param(True, id="streamed"), pytest.param(False, id="unary")]
 
 
-def default_policy() -> str:
-    return shipped_policy_path("default").read_text(encoding="utf-8")
-
-
-def audit_events(path) -> list[dict]:
-    if not path.exists():
-        return []
-    records = [json.loads(line) for line in path.read_text().splitlines()]
-    return [(r["action"], r["detector"]) for r in records if r.get("event") == "loop_intervention"]
+def audit_events(path) -> list[tuple[str, str]]:
+    """(action, detector) of each intervention the gateway made, in order."""
+    return [(e["action"], e["detector"]) for e in read_audit(path)]
 
 
 @pytest.mark.parametrize("stream", STREAMS)

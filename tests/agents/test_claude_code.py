@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli_runs import (CALC, CHECK, DONE, FAILING_TEST, FINAL, LONG, MAX_EXECUTED, MISSING_FILE, NOTES,
+                              OTHER_PROGRAMS, PAST_END_SEDS, SCROLL_SEDS, SWEEP, Scenario, Turn, check_ended,
+                              check_untouched, cycling, error_mode_policy, failing_test_runs, first_then, is_tool,
+                              moving_poll, paced_poll, scripted, status_polls, switching)
 from support.clis import find_cli
-from support.clis_claude import DONE, FINAL, Scenario, Turn, error_mode_policy, run_claude
+from support.clis_claude import run_claude
 
 pytestmark = pytest.mark.skipif(find_cli("claude") is None, reason="Claude Code is not installed")
 
-MAX_EXECUTED = 8
 WARNED_BY = 3
-FAILING_TEST = "def test_total():\n    assert 2 + 2 == 5\n"
-NOTES = "first\nsecond\nthird\n"
-LONG = "".join(f"line {n}: the quick brown fox {n * 7}\n" for n in range(1, 201))
 
 
 def bash(command: str, description: str = "Run a command", **more: Any) -> tuple[str, dict[str, Any]]:
@@ -41,43 +41,16 @@ def edit(path: Path, old: str, new: str) -> tuple[str, dict[str, Any]]:
     return "Edit", {"file_path": str(path), "old_string": old, "new_string": new}
 
 
-def is_tool(*names: str):
-    return lambda name, args: name in names
-
-
-def cycling(make):
-    """A loop: the model's call number ``index`` is ``make(turn)[index % len]``, forever."""
-    def step(turn: Turn):
-        calls = make(turn)
-        return calls[turn.index % len(calls)]
-    return step
-
-
-def scripted(make):
-    """A healthy run: the calls of ``make(turn)`` in order, then the model is done."""
-    def step(turn: Turn):
-        calls = make(turn)
-        return calls[turn.index] if turn.index < len(calls) else None
-    return step
-
-
-def first_then(first, then):
-    """The call ``first`` (a set-up step), then the loop ``then`` counted from zero."""
-    def step(turn: Turn):
-        if turn.index == 0:
-            return first(turn)
-        return then(Turn(turn.index - 1, turn.results, turn.warned, turn.work))
-    return step
+def described(commands: list[str], descriptions: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Each command with its own description, as Claude Code's model writes them."""
+    return [bash(c, d) for c, d in zip(commands, descriptions, strict=True)]
 
 
 def _test_commands(turn: Turn):
-    w = turn.work
-    return [bash("python -m pytest tests -q", "Run the test suite"), bash("pytest tests/", "Run tests"),
-            bash("python3 -m pytest -x tests", "Run tests, stop at first failure"),
-            bash(f"cd {w} && pytest tests", "Run tests from the project root"),
-            bash("python -m pytest tests", "Run all tests"), bash("pytest -q tests", "Run tests quietly"),
-            bash("python -m pytest tests/test_total.py", "Run the failing test file"),
-            bash(f"cd {w} && python -m pytest -q", "Run pytest in the project")]
+    return described(failing_test_runs(turn.work),
+                     ["Run the test suite", "Run tests", "Run tests, stop at first failure",
+                      "Run tests from the project root", "Run all tests", "Run tests quietly",
+                      "Run the failing test file", "Run pytest in the project"])
 
 
 def _past_end_reads(turn: Turn):
@@ -85,8 +58,7 @@ def _past_end_reads(turn: Turn):
 
 
 def _past_end_seds(turn: Turn):
-    return [bash(f"sed -n '{10 + 10 * k},{19 + 10 * k}p' notes.txt", f"Show lines {10 + 10 * k} onwards")
-            for k in range(40)]
+    return [bash(c, f"Show lines {10 + 10 * k} onwards") for k, c in enumerate(PAST_END_SEDS)]
 
 
 def _refused_edits(turn: Turn):
@@ -97,19 +69,14 @@ def _refused_edits(turn: Turn):
 
 
 def _status_polls(turn: Turn):
-    return [bash("cat status.txt", "Check the job status"), bash("tail -1 status.txt", "Show the latest status"),
-            bash("tail -n 1 ./status.txt", "Read the status line"), bash("head status.txt", "Look at the status"),
-            bash(f"cat {turn.work}/status.txt", "Check status again"), bash("head -n 1 status.txt", "Peek at status"),
-            bash("tail -n1 status.txt", "Status check"), bash("cat ./status.txt", "See if the job finished")]
+    return described(status_polls(turn.work),
+                     ["Check the job status", "Show the latest status", "Read the status line", "Look at the status",
+                      "Check status again", "Peek at status", "Status check", "See if the job finished"])
 
 
-def _missing_file(turn: Turn):
-    if not turn.warned:
-        return [bash("cat x.txt", "Show x.txt")]
-    return [bash("head x.txt", "Show the start of x.txt"), bash("grep foo x.txt", "Search x.txt for foo"),
-            bash("wc -l x.txt", "Count lines in x.txt"), bash("tail x.txt", "Show the end of x.txt"),
-            bash("sed -n 1p x.txt", "Print the first line of x.txt"), bash("nl x.txt", "Number x.txt's lines"),
-            bash("awk 'NR==1' x.txt", "Print x.txt's first line"), bash("sort x.txt", "Sort x.txt")]
+_missing_file = switching([bash(MISSING_FILE, "Show x.txt")], described(OTHER_PROGRAMS, [
+    "Show the start of x.txt", "Search x.txt for foo", "Count lines in x.txt", "Show the end of x.txt",
+    "Print the first line of x.txt", "Number x.txt's lines", "Print x.txt's first line", "Sort x.txt"]))
 
 
 def _narrated(turn: Turn):
@@ -176,12 +143,6 @@ def _thirty_reads(turn: Turn):
     return [read(turn.work / f"src/f{n:02d}.txt") for n in range(30)]
 
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a ** b\n"
-CHECK = ("import sys\nfrom calc import add, mul\nbad = [n for n, ok in (('add', add(2, 3) == 5), "
-         "('mul', mul(2, 3) == 6)) if not ok]\nprint('failing: ' + ', '.join(bad) if bad else 'all passed')\n"
-         "sys.exit(1 if bad else 0)\n")
-
-
 def _edit_run_test(turn: Turn):
     calc = turn.work / "calc.py"
     return [read(calc), bash("python check_calc.py", "Run the checks"), edit(calc, "return a - b", "return a + b"),
@@ -189,26 +150,8 @@ def _edit_run_test(turn: Turn):
             bash("python check_calc.py", "Run the checks once more")]
 
 
-def _paced_poll(turn: Turn):
-    """Polls every second; the job is done by the sixth look, and the model stops when it says so."""
-    if "done" in turn.last:
-        return None
-    if turn.index == 5:
-        (turn.work / "status.txt").write_text("done\n")
-    return bash("sleep 1 && cat status.txt", "Wait, then check the job status")
-
-
-def _moving_poll(turn: Turn):
-    """The job's progress moves on between two looks; done at the eighth."""
-    if "done" in turn.last:
-        return None
-    progress = "done: 8 of 8 steps\n" if turn.index == 7 else f"running: {turn.index + 1} of 8 steps\n"
-    (turn.work / "progress.txt").write_text(progress)
-    return bash("cat progress.txt", "Check the job's progress")
-
-
 def _sweep(turn: Turn):
-    return [bash(f"wc -l f{n}.txt", f"Count lines in file {n}") for n in range(1, 13)]
+    return [bash(c, f"Count lines in file {n}") for n, c in enumerate(SWEEP, 1)]
 
 
 def _scroll_read(turn: Turn):
@@ -216,7 +159,7 @@ def _scroll_read(turn: Turn):
 
 
 def _scroll_sed(turn: Turn):
-    return [bash(f"sed -n '{1 + 40 * k},{40 + 40 * k}p' long.txt", "Show the next part of the file") for k in range(5)]
+    return [bash(c, "Show the next part of the file") for c in SCROLL_SEDS]
 
 
 HEALTHY = [
@@ -224,9 +167,10 @@ HEALTHY = [
              {f"src/f{n:02d}.txt": f"file {n}\n" for n in range(30)}, calls=30, prompt="Review every file in src."),
     Scenario("edit_run_test_until_it_passes", scripted(_edit_run_test), {"calc.py": CALC, "check_calc.py": CHECK},
              calls=6),
-    Scenario("poll_that_sleeps", _paced_poll, {"status.txt": "running\n"}, calls=6,
+    Scenario("poll_that_sleeps", paced_poll(lambda c: bash(c, "Wait, then check the job status")),
+             {"status.txt": "running\n"}, calls=6, prompt="Wait for the job to finish."),
+    Scenario("poll_whose_output_moves", moving_poll(lambda c: bash(c, "Check the job's progress")), calls=8,
              prompt="Wait for the job to finish."),
-    Scenario("poll_whose_output_moves", _moving_poll, calls=8, prompt="Wait for the job to finish."),
     Scenario("sweep_over_files", scripted(_sweep), {f"f{n}.txt": "x\n" * n for n in range(1, 13)}, calls=12,
              prompt="Count the lines of every file."),
     Scenario("scroll_with_read", scripted(_scroll_read), {"long.txt": LONG}, calls=5, prompt="Read long.txt."),
@@ -239,10 +183,7 @@ STREAMED = [pytest.param(True, id="streamed"), pytest.param(False, id="not_strea
 
 def _assert_ended(scenario: Scenario, tmp_path: Path, streamed: bool):
     outcome = run_claude(scenario, tmp_path, streamed=streamed)
-    assert outcome.returncode == 0, outcome.story()
-    assert FINAL in outcome.stdout, outcome.story()
-    assert outcome.model.closed >= 1, outcome.story()  # the answer was asked with tools closed
-    assert len(outcome.executed(scenario.counted)) <= MAX_EXECUTED, outcome.story()
+    check_ended(outcome, FINAL, len(outcome.executed(scenario.counted)), outcome.model.closed)
     return outcome
 
 
@@ -264,10 +205,7 @@ def test_a_claude_code_loop_is_warned_by_the_third_call_and_ended(scenario, stre
 @pytest.mark.parametrize("scenario", HEALTHY, ids=lambda s: s.name)
 def test_a_healthy_claude_code_run_runs_every_call_untouched(scenario, streamed, tmp_path):
     outcome = run_claude(scenario, tmp_path, streamed=streamed)
-    assert outcome.returncode == 0, outcome.story()
-    assert DONE in outcome.stdout, outcome.story()
-    assert len(outcome.executed()) == scenario.calls, outcome.story()
-    assert not outcome.warned, outcome.story()
+    check_untouched(outcome, DONE, len(outcome.executed()), scenario.calls, outcome.warned)
 
 
 def test_in_error_mode_claude_code_ends_with_the_models_answer_without_retrying(tmp_path):

@@ -11,12 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.cli_runs import MAX_EXECUTED, error_mode_policy
 from support.clis_cline import available, run_cline
-from support.clis_copilot import DONE, FINAL, error_mode_policy, guarded, unguarded
+from support.clis_copilot import DONE, guarded, numbered, repeating, unguarded, until_done
+from support.clis_copilot import workdir as _workdir
 
 pytestmark = pytest.mark.skipif(not available(), reason="Cline CLI or Node 22 is not installed")
 
-LIMIT = 8  # executed calls a loop may run before the gateway ends it
+LIMIT = MAX_EXECUTED  # executed calls a loop may run before the gateway ends it
 
 
 def read(path: Path, start: int | None = None, end: int | None = None):
@@ -28,46 +30,25 @@ def read(path: Path, start: int | None = None, end: int | None = None):
 
 def same_read(work: Path, limit: int = 30):
     """``read_files`` of one file, the same every turn."""
-    def step(n, seen):
-        return read(work / "status.txt") if n < limit else None
-    return step
+    return repeating(read(work / "status.txt"), limit)
 
 
 def past_the_end(work: Path, limit: int = 20):
     """``read_files`` of a 3-line file with a new range each turn, all past its end (empty)."""
-    def step(n, seen):
-        return read(work / "status.txt", 50 + 10 * n, 59 + 10 * n) if n < limit else None
-    return step
+    return numbered(lambda n: read(work / "status.txt", 50 + 10 * n, 59 + 10 * n), limit)
 
 
 def thirty_reads(work: Path):
-    def step(n, seen):
-        return read(work / f"f{n}.txt") if n < 30 else None
-    return step
+    return numbered(lambda n: read(work / f"f{n}.txt"), 30)
 
 
 def moving_poll(work: Path, limit: int = 30):
     """The same status command until it says ``done`` (at poll 8): its output moves every time."""
-    def step(n, seen):
-        if seen and "done" in seen[-1]:
-            return None
-        return ("run_commands", {"commands": ["python3 poll.py"]}) if n < limit else None
-    return step
-
-
-POLL = ("from pathlib import Path\n"
-        "p = Path('count.txt'); n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n))\n"
-        "print('done' if n >= 8 else f'progress {n * 12}%')\n")
+    return until_done(("run_commands", {"commands": ["python3 poll.py"]}), limit)
 
 
 def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "status.txt").write_text("status: running\nqueue: 3\nowner: ci\n")
-    (work / "poll.py").write_text(POLL)
-    for i in range(30):
-        (work / f"f{i}.txt").write_text(f"file {i}: {'x' * i}\n")
-    return work
+    return _workdir(tmp_path, "status: running\nqueue: 3\nowner: ci\n")
 
 
 @pytest.mark.parametrize("script", [same_read, past_the_end], ids=["same-file", "past-the-end"])
@@ -75,9 +56,7 @@ def test_a_read_loop_is_ended_with_the_models_answer(tmp_path, script):
     work = workdir(tmp_path)
     with guarded(script(work), tmp_path) as stack:
         run = run_cline("Watch the status file until the job finishes.", work, tmp_path / "home", stack.url)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert len(stack.model.executed()) <= LIMIT, (len(stack.model.executed()), stack.actions())
-    assert FINAL in run.stdout, (run.stdout[-1500:], stack.actions())
+    stack.check_ended(run)
 
 
 @pytest.mark.parametrize("script, calls", [
@@ -97,10 +76,7 @@ def test_healthy_look_alikes_run_every_call(tmp_path, script, calls):
     work = workdir(tmp_path)
     with guarded(script(work), tmp_path) as stack:
         run = run_cline("Go through the work.", work, tmp_path / "home", stack.url)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert len(stack.model.executed()) == without, stack.actions()
-    assert not stack.model.warned(), stack.actions()
-    assert stack.interventions() == []
+    stack.check_untouched(run, without)
     assert DONE in run.stdout or without < calls
 
 

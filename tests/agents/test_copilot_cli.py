@@ -12,26 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.cli_runs import MAX_EXECUTED, error_mode_policy
 from support.clis import find_cli
-from support.clis_copilot import DONE, FINAL, error_mode_policy, guarded, run_copilot
+from support.clis_copilot import DONE, FINAL, guarded, numbered, repeating, run_copilot, until_done
+from support.clis_copilot import workdir as _workdir
 
 pytestmark = pytest.mark.skipif(find_cli("copilot") is None, reason="GitHub Copilot CLI is not installed")
 
-LIMIT = 8  # executed calls a loop may run before the gateway ends it
+LIMIT = MAX_EXECUTED  # executed calls a loop may run before the gateway ends it
 
 
 def same_command(limit: int = 30):
     """One ``bash`` command, byte for byte the same, every turn (issue: counters in results)."""
-    def step(n, seen):
-        return ("bash", {"command": "cat status.txt", "description": "Check the job status"}) if n < limit else None
-    return step
+    return repeating(("bash", {"command": "cat status.txt", "description": "Check the job status"}), limit)
 
 
 def same_view(work: Path, limit: int = 30):
     """``view`` of one file, the same every turn."""
-    def step(n, seen):
-        return ("view", {"path": str(work / "status.txt")}) if n < limit else None
-    return step
+    return repeating(("view", {"path": str(work / "status.txt")}), limit)
 
 
 GUESSES = ["config.yaml", "config.yml", "conf/config.yaml", "settings.json", "app.toml", "config/app.yaml",
@@ -41,39 +39,20 @@ GUESSES = ["config.yaml", "config.yml", "conf/config.yaml", "settings.json", "ap
 def missing_views(work: Path, limit: int = len(GUESSES)):
     """``view`` of a new guessed path every turn, none there: each answer is "Path X does not
     exist" (numbered paths would be a batch over items, which the gateway leaves alone)."""
-    def step(n, seen):
-        return ("view", {"path": str(work / GUESSES[n])}) if n < limit else None
-    return step
+    return numbered(lambda n: ("view", {"path": str(work / GUESSES[n])}), limit)
 
 
 def thirty_views(work: Path):
-    def step(n, seen):
-        return ("view", {"path": str(work / f"f{n}.txt")}) if n < 30 else None
-    return step
+    return numbered(lambda n: ("view", {"path": str(work / f"f{n}.txt")}), 30)
 
 
 def moving_poll(limit: int = 30):
     """The same status command until it says ``done`` (at poll 8): its output moves every time."""
-    def step(n, seen):
-        if seen and "done" in seen[-1]:
-            return None
-        return ("bash", {"command": "python3 poll.py", "description": "Poll the job"}) if n < limit else None
-    return step
-
-
-POLL = ("from pathlib import Path\n"
-        "p = Path('count.txt'); n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n))\n"
-        "print('done' if n >= 8 else f'progress {n * 12}%')\n")
+    return until_done(("bash", {"command": "python3 poll.py", "description": "Poll the job"}), limit)
 
 
 def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "status.txt").write_text("running\n")
-    (work / "poll.py").write_text(POLL)
-    for i in range(30):
-        (work / f"f{i}.txt").write_text(f"file {i}: {'x' * i}\n")
-    return work
+    return _workdir(tmp_path, "running\n")
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
@@ -81,10 +60,7 @@ def test_one_bash_command_repeated_is_ended_with_the_models_answer(tmp_path, str
     work = workdir(tmp_path)
     with guarded(same_command(), tmp_path) as stack:
         run = run_copilot("Check the job status until it finishes.", work, tmp_path / "home", stack.url, stream)
-    executed = stack.model.executed()
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert len(executed) <= LIMIT, (len(executed), stack.actions())
-    assert FINAL in run.stdout, (run.stdout[-1500:], stack.actions())
+    stack.check_ended(run)
     assert all(bool(body.get("stream")) is stream for body in stack.model.bodies)
 
 
@@ -92,9 +68,7 @@ def test_one_file_viewed_again_and_again_is_ended_with_the_models_answer(tmp_pat
     work = workdir(tmp_path)
     with guarded(same_view(work), tmp_path) as stack:
         run = run_copilot("Watch the status file.", work, tmp_path / "home", stack.url)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert len(stack.model.executed()) <= LIMIT, stack.actions()
-    assert FINAL in run.stdout, (run.stdout[-1500:], stack.actions())
+    stack.check_ended(run)
 
 
 def test_views_of_missing_paths_are_at_least_warned(tmp_path):
@@ -114,10 +88,7 @@ def test_healthy_look_alikes_run_every_call(tmp_path, script, calls):
     work = workdir(tmp_path)
     with guarded(script(work), tmp_path) as stack:
         run = run_copilot("Go through the work.", work, tmp_path / "home", stack.url)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert len(stack.model.executed()) == calls, stack.actions()
-    assert not stack.model.warned(), stack.actions()
-    assert stack.interventions() == []
+    stack.check_untouched(run, calls)
     assert DONE in run.stdout
 
 

@@ -16,13 +16,11 @@ back-off up to a minute), so the terminated request must reach the gateway once.
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
+from support.cli_runs import MAX_EXECUTED, default_policy, error_mode_policy, read_audit, write_files
 from support.clis_mini import TEXT, TEXT_BASH, TOOL, looping, mini_cli, run_mini, sweeping, tools_closed
 from support.guarded import guarded
-
-from gateway.policy.loader import shipped_policy_path
 
 pytestmark = pytest.mark.skipif(mini_cli() is None, reason="mini-SWE-agent is not installed")
 
@@ -31,30 +29,8 @@ MODES = [pytest.param(TOOL, id="tool"), pytest.param(TEXT, id="text"),
          pytest.param(TEXT_BASH, id="text-bash-fence")]
 
 
-def default_policy() -> str:
-    return shipped_policy_path("default").read_text(encoding="utf-8")
-
-
-def error_policy() -> str:
-    """The shipped policy with the run ended by the protocol's error instead of an answer."""
-    text, replaced = re.subn(r"(?m)^(\s+mode:) answer\b", r"\1 error", default_policy())
-    assert replaced == 1
-    return text
-
-
 def workspace(tmp_path, files: dict[str, str]):
-    work = tmp_path / "work"
-    work.mkdir()
-    for name, content in files.items():
-        (work / name).write_text(content)
-    return work
-
-
-def audit_events(path) -> list[dict]:
-    if not path.exists():
-        return []
-    records = [json.loads(line) for line in path.read_text().splitlines()]
-    return [r for r in records if r.get("event") == "loop_intervention"]
+    return write_files(tmp_path / "work", files)
 
 
 def loopguard_reached_model(requests: list[dict]) -> bool:
@@ -69,10 +45,10 @@ def test_the_same_command_every_reply_is_ended_with_the_models_answer(mode, tmp_
                  audit={"jsonl_path": str(audit)}) as gw:
         run = run_mini(gw.url, work, tmp_path, "Read a.txt and tell me what it says.", mode)
         requests = list(gw.upstream.requests)
-    actions = [(e["action"], e["detector"]) for e in audit_events(audit)]
+    actions = [(e["action"], e["detector"]) for e in read_audit(audit)]
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.shows(FINAL), actions
-    assert len(run.executed) <= 8, (len(run.executed), actions)
+    assert len(run.executed) <= MAX_EXECUTED, (len(run.executed), actions)
     assert any(tools_closed(r["json"]) for r in requests)  # the answer was asked with tools closed
 
 
@@ -89,7 +65,7 @@ def test_twelve_different_commands_run_in_full(mode, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.executed == [f"{i} f{i}.txt\n" for i in range(1, 13)]
     assert run.exit_status == "Submitted"
-    assert not loopguard_reached_model(requests), audit_events(audit)
+    assert not loopguard_reached_model(requests), read_audit(audit)
 
 
 def test_error_mode_is_final_for_mini_swe_agent(tmp_path):
@@ -98,13 +74,13 @@ def test_error_mode_is_final_for_mini_swe_agent(tmp_path):
     3 so a client that does retry shows it within seconds instead of minutes.)"""
     work = workspace(tmp_path, {"a.txt": "hello\n"})
     audit = tmp_path / "audit.jsonl"
-    with guarded(looping(TOOL, "cat a.txt", FINAL), tmp_path, error_policy(),
+    with guarded(looping(TOOL, "cat a.txt", FINAL), tmp_path, error_mode_policy(),
                  audit={"jsonl_path": str(audit)}) as gw:
         run = run_mini(gw.url, work, tmp_path, "Read a.txt and tell me what it says.", TOOL,
                        extra_env={"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "3"})
         bodies = [r["raw"] for r in gw.upstream.requests]
-    terminates = [e for e in audit_events(audit) if e["action"] == "terminate"]
-    assert len(terminates) == 1, [(e["action"], e["detector"], e["phase"]) for e in audit_events(audit)]
+    terminates = [e for e in read_audit(audit) if e["action"] == "terminate"]
+    assert len(terminates) == 1, [(e["action"], e["detector"], e["phase"]) for e in read_audit(audit)]
     assert len(bodies) == len(set(bodies))  # no request forwarded twice
-    assert len(run.executed) <= 8
+    assert len(run.executed) <= MAX_EXECUTED
     assert "loop" in (run.stdout + run.stderr).lower()  # the user is told why it stopped

@@ -9,7 +9,9 @@ unless ``--stream off``. Its shell tool ``bash`` ends every result with
 
 The scripted model is a *step* function: given how many of its calls ran and their results, the
 next call ``(tool, args)`` or None when it is done. The model answers ``FINAL`` whenever the
-gateway closes the tools (``tool_choice: none``), ``DONE`` when its script ends.
+gateway closes the tools (``tool_choice: none``), ``DONE`` when its script ends. The steps both
+CLIs' tests build (the same call again, a new call each turn, a poll until done) and the work
+directory they run in are here too.
 """
 
 from __future__ import annotations
@@ -17,25 +19,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from support.cli_runs import (MAX_EXECUTED, ChatUpstream, policy_file, read_audit, start_gateway, text_of,
+                              tools_closed, write_files)
 from support.clis import find_cli
 from support.servers import serve
 from support.upstream import Reply
-
-from gateway.config import Config
-from gateway.policy.holder import PolicyHolder
-from gateway.policy.loader import shipped_policy_path
-from gateway.server.app import SERVER_OPTIONS, build_app
 
 FINAL = "FINAL ANSWER: the same step kept coming back, so I stopped here."
 DONE = "DONE: every step of the plan ran."
@@ -46,28 +40,16 @@ Call = tuple[str, dict[str, Any]]
 Step = Callable[[int, list[str]], Call | None]
 
 
-def tools_closed(body: dict[str, Any]) -> bool:
-    """The gateway asks for the final answer with the tools closed (``tool_choice: none``)."""
-    return body.get("tool_choice") == "none" or not body.get("tools")
-
-
-def text_of(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return content or ""
-
-
 def results(body: dict[str, Any]) -> list[str]:
     """The tool results of the conversation that really ran: a refused call's observation (the
     gateway's, not the agent's) is left out."""
-    found = [text_of(m) for m in body.get("messages", []) if m.get("role") == "tool"]
+    found = [text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "tool"]
     return [text for text in found if not text.startswith(VETO)]
 
 
 def warned(body: dict[str, Any]) -> bool:
     """A LoopGuard text (warning or note) reached the model in this request."""
-    return any(LOOPGUARD in text_of(m) for m in body.get("messages", []))
+    return any(LOOPGUARD in text_of(m.get("content")) for m in body.get("messages", []))
 
 
 def responder(step: Step) -> Callable[[dict[str, Any]], Reply]:
@@ -85,21 +67,12 @@ def responder(step: Step) -> Callable[[dict[str, Any]], Reply]:
     return respond
 
 
-class ChatModel:
-    """A scripted OpenAI chat-completions upstream answering each request from a responder;
-    every request it receives is recorded (path, headers, JSON body)."""
+class ChatModel(ChatUpstream):
+    """The scripted chat-completions model; ``/v1/models`` lists the model Copilot CLI is told
+    to use."""
 
-    def __init__(self, respond: Callable[[dict[str, Any]], Reply]) -> None:
-        self.respond = respond
-        self.requests: list[dict[str, Any]] = []
-        self.app = Starlette(routes=[
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-            Route("/v1/models", self._models, methods=["GET"]),
-        ])
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        return [r["json"] for r in self.requests]
+    def __init__(self, step: Step) -> None:
+        super().__init__(responder(step), "gpt-4.1")
 
     def executed(self) -> list[str]:
         """The results of the calls the agent ran, from the longest conversation seen."""
@@ -107,24 +80,6 @@ class ChatModel:
 
     def warned(self) -> bool:
         return any(warned(b) for b in self.bodies)
-
-    async def _models(self, request: Request) -> Response:
-        data = {"object": "list", "data": [{"id": "gpt-4.1", "object": "model", "created": 0, "owned_by": "t"}]}
-        return Response(orjson.dumps(data), media_type="application/json")
-
-    async def _chat(self, request: Request) -> Response:
-        body = orjson.loads(await request.body())
-        self.requests.append({"path": request.url.path, "headers": dict(request.headers), "json": body})
-        reply = self.respond(body)
-        model = body.get("model", "gpt-4.1")
-        if not body.get("stream"):
-            return Response(orjson.dumps(reply.completion(model)), media_type="application/json")
-
-        async def events() -> AsyncIterator[bytes]:
-            for chunk in reply.chunks(model):
-                yield b"data: " + orjson.dumps(chunk) + b"\n\n"
-            yield b"data: [DONE]\n\n"
-        return StreamingResponse(events(), media_type="text/event-stream")
 
 
 @dataclass
@@ -137,10 +92,7 @@ class Stack:
 
     def interventions(self) -> list[dict[str, Any]]:
         """The gateway's ``loop_intervention`` audit events, in order."""
-        if not self.audit.exists():
-            return []
-        events = [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
-        return [event for event in events if event.get("event") == "loop_intervention"]
+        return read_audit(self.audit)
 
     def actions(self) -> list[str]:
         """What the gateway did, in order: ``warn:no_progress``, ``terminate:error_repeat`` ..."""
@@ -151,31 +103,31 @@ class Stack:
         termination sends the same conversation again and is terminated again."""
         return {e["request_id"] for e in self.interventions() if e.get("action") == "terminate"}
 
+    def check_ended(self, run: subprocess.CompletedProcess) -> None:
+        """A loop ends with the model's own answer within ``MAX_EXECUTED`` executed calls; the
+        CLI exits 0."""
+        executed = self.model.executed()
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert len(executed) <= MAX_EXECUTED, (len(executed), self.actions())
+        assert FINAL in run.stdout, (run.stdout[-1500:], self.actions())
 
-def error_mode_policy() -> str:
-    """The shipped default policy with ``interventions.terminate.mode: error``."""
-    text = shipped_policy_path("default").read_text(encoding="utf-8")
-    changed = text.replace("    mode: answer ", "    mode: error  ", 1)
-    assert changed != text, "the default policy's terminate mode line moved"
-    return changed
+    def check_untouched(self, run: subprocess.CompletedProcess, calls: int) -> None:
+        """A healthy look-alike: ``calls`` of its calls ran, the gateway did nothing and no
+        gateway text reached the model; the CLI exits 0."""
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert len(self.model.executed()) == calls, self.actions()
+        assert not self.model.warned(), self.actions()
+        assert self.interventions() == []
 
 
 @contextmanager
 def guarded(step: Step, tmp: Path, policy_text: str | None = None) -> Iterator[Stack]:
     """The scripted model on loopback, a real gateway in front of it (the shipped default policy
     unless ``policy_text``), its interventions appended to ``tmp/audit.jsonl``."""
-    model = ChatModel(responder(step))
-    audit = tmp / "audit.jsonl"
-    policy = None
-    if policy_text is not None:
-        path = tmp / "policy.yaml"
-        path.write_text(policy_text, encoding="utf-8")
-        policy = PolicyHolder(path)
+    model, audit = ChatModel(step), tmp / "audit.jsonl"
     with ExitStack() as stack:
         upstream = stack.enter_context(serve(model.app))
-        config = Config.model_validate({"upstream": {"base_url": upstream + "/v1"},
-                                        "audit": {"jsonl_path": str(audit)}})
-        url = stack.enter_context(serve(build_app(config, policies=policy), **SERVER_OPTIONS))
+        url = start_gateway(stack, {"base_url": upstream + "/v1"}, audit, policy_file(tmp, policy_text))
         yield Stack(model, url, audit)
 
 
@@ -183,9 +135,41 @@ def guarded(step: Step, tmp: Path, policy_text: str | None = None) -> Iterator[S
 def unguarded(step: Step, tmp: Path) -> Iterator[Stack]:
     """The scripted model alone, the CLI pointed straight at it: what the agent does without the
     gateway, to compare a healthy run's calls with."""
-    model = ChatModel(responder(step))
+    model = ChatModel(step)
     with serve(model.app) as url:
         yield Stack(model, url, tmp / "no-audit.jsonl")
+
+
+# -- scripts: ``step(n, seen)`` with n the calls that ran so far, seen their results -------------
+
+def repeating(call: Call, limit: int = 30) -> Step:
+    """The same call every turn, byte for byte."""
+    return lambda n, seen: call if n < limit else None
+
+
+def numbered(make: Callable[[int], Call], count: int) -> Step:
+    """Call ``make(n)`` at turn n: a new call every turn, ``count`` of them."""
+    return lambda n, seen: make(n) if n < count else None
+
+
+def until_done(call: Call, limit: int = 30) -> Step:
+    """The same call until its result says ``done``."""
+    def step(n: int, seen: list[str]) -> Call | None:
+        if seen and "done" in seen[-1]:
+            return None
+        return call if n < limit else None
+    return step
+
+
+POLL = ("from pathlib import Path\n"
+        "p = Path('count.txt'); n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n))\n"
+        "print('done' if n >= 8 else f'progress {n * 12}%')\n")  # done at the 8th poll, moving before
+
+
+def workdir(tmp_path: Path, status: str) -> Path:
+    """The scripts' work directory: ``status.txt``, the poll script, thirty small files."""
+    files = {"status.txt": status, "poll.py": POLL, **{f"f{i}.txt": f"file {i}: {'x' * i}\n" for i in range(30)}}
+    return write_files(tmp_path / "work", files)
 
 
 def copilot_env(gateway: str, home: Path) -> dict[str, str]:

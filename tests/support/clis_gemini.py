@@ -24,14 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from support.cli_runs import policy_file, read_audit, start_gateway
 from support.clis import agents_env, find_cli
 from support.gemini_upstream import GeminiUpstream, Said, tools_closed
 from support.servers import serve
-
-from gateway.config import Config
-from gateway.policy.holder import PolicyHolder
-from gateway.policy.loader import shipped_policy_path
-from gateway.server.app import SERVER_OPTIONS, build_app
 
 FINAL = "FINAL ANSWER: the loop was stopped, here is what I found."
 DONE = "DONE: the task is complete."
@@ -271,6 +267,16 @@ LOOPS = [
     Scenario("missing_file_program_switch", _files({"readme.txt": "x.txt is missing\n"}), missing_file_switch),
 ]
 
+
+def same_call(work: Path, v: Vocabulary) -> Script:
+    """One identical call again and again (only its narration changes, as models write it, so
+    Qwen Code's own check of 5 identical calls in a row leaves the loop to the gateway)."""
+    return loop([v.run("cat status.txt", f"Check the job status (attempt {n + 1})") for n in range(20)])
+
+
+SAME_CALL = Scenario("same_call_repeated", _files({"status.txt": "running\n"}), same_call)
+
+
 HEALTHY = [
     Scenario("thirty_files_read", _files({f"f{n:02d}.txt": f"file {n} says {n * n}\n" for n in range(1, 31)}),
              many_files, calls=30),
@@ -345,31 +351,22 @@ class Outcome:
     def warned(self) -> bool:
         return any(s.warned for s in self.seen)
 
+    @property
+    def ended_requests(self) -> int:
+        """Client requests the gateway ended (terminate): more than one is the client retrying."""
+        return len({e.get("request_id") for e in self.audit if e.get("action") == "terminate"})
+
+    @property
+    def resent(self) -> int:
+        """Upstream requests with a conversation already sent before: a client request sent
+        again (a retry), or the gateway's own tools-closed request for the final answer."""
+        return len(self.seen) - len({tuple(s.results) for s in self.seen})
+
     def story(self) -> str:
         """For assertion messages: what the gateway did, and the end of the CLI's output."""
         actions = [(e.get("detector"), e.get("action"), e.get("phase"), e.get("count")) for e in self.audit]
         return (f"executed={self.executed} warned={self.warned} closed={self.closed} rc={self.returncode}\n"
                 f"gateway: {actions}\nstdout: {self.stdout[-600:]}\nstderr: {self.stderr[-1500:]}")
-
-
-def read_audit(path: Path) -> list[dict[str, Any]]:
-    """The gateway's interventions (warn, reject, terminate) in the order it made them."""
-    if not path.exists():
-        return []
-    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [e for e in events if e.get("event") == "loop_intervention"]
-
-
-def gateway_config(audit: Path, upstream: dict[str, str]) -> Config:
-    """The gateway as shipped (default policy) with an audit file; OpenAI traffic to a closed
-    port unless ``upstream`` names it."""
-    return Config.model_validate({"upstream": {"base_url": "http://127.0.0.1:9/v1", **upstream},
-                                  "audit": {"jsonl_path": str(audit)}})
-
-
-def start_gateway(stack: ExitStack, config: Config) -> str:
-    app = build_app(config, policies=PolicyHolder(shipped_policy_path("default")))
-    return stack.enter_context(serve(app, **SERVER_OPTIONS))
 
 
 def tool_env(home: Path) -> dict[str, str]:
@@ -391,21 +388,54 @@ GEMINI_SETTINGS = {
 }
 
 
-def run_gemini(scenario: Scenario, base: Path, vocabulary: Vocabulary = GEMINI) -> Outcome:
-    """Run ``scenario`` with Gemini CLI through a gateway (default policy) to a scripted model."""
-    work, home, audit = base / "work", base / "home", base / "audit.jsonl"
+@dataclass(frozen=True)
+class Fork:
+    """How one CLI of the family is run: its executable, the settings file under
+    ``$HOME/<home_dir>``, the scripted model's server (``upstream(script)``, with ``app`` and the
+    ``requests`` it recorded) and where the gateway finds it (``route(url)``: upstream config),
+    the CLI's own variables given the gateway's URL (``env``), and how the model's side reads a
+    request: the agent's own (``is_agent``), what the model sees, tools closed."""
+
+    cli: str
+    home_dir: str
+    settings: dict[str, Any]
+    upstream: Callable[[Script], Any]
+    route: Callable[[str], dict[str, str]]
+    env: Callable[[str], dict[str, str]]
+    is_agent: Callable[[dict[str, Any]], bool]
+    seen: Callable[[dict[str, Any]], Seen]
+    closed: Callable[[dict[str, Any]], bool]
+
+
+def run_fork(fork: Fork, scenario: Scenario, base: Path, vocabulary: Vocabulary,
+             policy: str | None = None) -> Outcome:
+    """Run ``scenario`` with ``fork``'s CLI (``-p PROMPT --yolo``) through a gateway (the default
+    policy, or the policy text ``policy``) to a scripted model."""
+    work, home, audit = base / "work", base / "home" / fork.home_dir, base / "audit.jsonl"
     work.mkdir(parents=True)
     scenario.prepare(work)
-    (home / ".gemini").mkdir(parents=True)
-    (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
-    upstream = GeminiUpstream(gemini_model(scenario.script(work, vocabulary)))
+    home.mkdir(parents=True)
+    (home / "settings.json").write_text(json.dumps(fork.settings))
+    upstream = fork.upstream(scenario.script(work, vocabulary))
     with ExitStack() as stack:
         url = stack.enter_context(serve(upstream.app))
-        gateway = start_gateway(stack, gateway_config(audit, {"gemini_base_url": url}))
-        env = {**tool_env(home), "GEMINI_API_KEY": "gm-cli-test", "GOOGLE_GEMINI_BASE_URL": gateway,
-               "GEMINI_CLI_TRUST_WORKSPACE": "true"}
-        run = subprocess.run([find_cli("gemini") or "gemini", "-p", scenario.prompt, "--yolo"], cwd=work,
-                             env=env, capture_output=True, text=True, timeout=180)
-    agent = [r["json"] for r in upstream.requests if "You are Gemini CLI" in _system(r["json"])]
-    return Outcome(run.returncode, run.stdout, run.stderr, [gemini_seen(b) for b in agent],
-                   sum(1 for b in agent if tools_closed(b)), read_audit(audit))
+        gateway = start_gateway(stack, fork.route(url), audit, policy_file(base, policy))
+        run = subprocess.run([find_cli(fork.cli) or fork.cli, "-p", scenario.prompt, "--yolo"], cwd=work,
+                             env={**tool_env(home.parent), **fork.env(gateway)}, capture_output=True, text=True,
+                             timeout=180)
+    agent = [r["json"] for r in upstream.requests if r["json"] and fork.is_agent(r["json"])]
+    return Outcome(run.returncode, run.stdout, run.stderr, [fork.seen(b) for b in agent],
+                   sum(1 for b in agent if fork.closed(b)), read_audit(audit))
+
+
+GEMINI_CLI = Fork("gemini", ".gemini", GEMINI_SETTINGS, lambda script: GeminiUpstream(gemini_model(script)),
+                  lambda url: {"gemini_base_url": url},
+                  lambda gateway: {"GEMINI_API_KEY": "gm-cli-test", "GOOGLE_GEMINI_BASE_URL": gateway,
+                                   "GEMINI_CLI_TRUST_WORKSPACE": "true"},
+                  lambda body: "You are Gemini CLI" in _system(body), gemini_seen, tools_closed)
+
+
+def run_gemini(scenario: Scenario, base: Path, vocabulary: Vocabulary = GEMINI, policy: str | None = None) -> Outcome:
+    """Run ``scenario`` with Gemini CLI through a gateway (default policy unless ``policy``) to a
+    scripted model."""
+    return run_fork(GEMINI_CLI, scenario, base, vocabulary, policy)
