@@ -66,7 +66,6 @@ class Catalog:
             raise ValueError(f"unknown profile {choice!r} (known: {', '.join(self.by_name) or 'none'})")
         self.choice = choice
         self._shapes: dict[tuple[Any, ...], AgentProfile | None] = {}
-        self._settings: dict[str, TraceSettings] = {}
         self._policies: dict[str, Any] = {}
 
     def policy_for(self, policy: Any, profile: AgentProfile) -> Any:
@@ -74,9 +73,8 @@ class Catalog:
         profile, so the derived settings and their memo are shared by the agent's requests."""
         derived = self._policies.get(profile.name)
         if derived is None:
-            settings = self.settings_for(policy.trace_settings, profile)
             derived = self._policies[profile.name] = replace(
-                policy, trace_settings=settings, profile=profile.name,
+                policy, trace_settings=derive(policy.trace_settings, profile), profile=profile.name,
                 interventions=_ending(policy.interventions, profile))
         return derived
 
@@ -95,14 +93,6 @@ class Catalog:
             self._shapes.clear()
         found = self._shapes[shape] = _best(self.profiles, conv.tools, system, user_agent)
         return found
-
-    def settings_for(self, base: TraceSettings, profile: AgentProfile) -> TraceSettings:
-        """``base`` with what ``profile`` knows added; made once per profile (the derived
-        settings own their memo, so every request of the agent shares it)."""
-        derived = self._settings.get(profile.name)
-        if derived is None or derived.horizon != base.horizon:
-            derived = self._settings[profile.name] = derive(base, profile)
-        return derived
 
 
 def _system_text(conv: Conversation) -> str:

@@ -3,7 +3,6 @@ path, like a policy's."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -64,4 +63,4 @@ class AgentProfile(_Model):
 def multiline(patterns: tuple[str, ...]) -> tuple[str, ...]:
     """Profile patterns are written line by line (``^...$``); trace settings' volatile and
     failure patterns compile without MULTILINE, so each carries its own flag."""
-    return tuple(f"(?m:{p})" for p in patterns if re.compile(p))
+    return tuple(f"(?m:{p})" for p in patterns)

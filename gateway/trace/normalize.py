@@ -23,7 +23,7 @@ from gateway.trace.target import acted_on, call_target
 from gateway.trace.volatile import PLACEHOLDER, scrub_args, scrub_random
 
 __all__ = ["PLACEHOLDER", "ArgsInfo", "ResultInfo", "args_info", "canonical_args", "classify", "failure_hash",
-           "normalize_result", "parsed_args", "result_info", "text_hash", "without_envelope"]
+           "normalize_result", "parsed_args", "result_info", "text_hash"]
 UNKNOWN_SCAN_CHARS = 300  # agents report an unknown tool in a short leading message
 RANDOM_SCAN_CHARS = 300  # random-looking tokens are scrubbed this close to a result's edges only
 _MEMO_KEY_CHARS = 4096  # longer texts are memoized by digest so the memo never pins big strings
@@ -114,7 +114,7 @@ def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> Args
         # One read of one file, whatever program, range or flags spell it: `cat a`, `tail -1 a`
         # and `sed -n '5,9p' a` read the same file (a poll spelled many ways, a read past the end).
         compared = {**compared, found.command: found.read_key}
-    if compared is not value:
+    if compared != value:  # scrub_args always copies: dump again only when something changed
         canonical = _dumps(compared)
     target = found.target or call_target(value, settings.target_keys, settings.command_keys)
     return ArgsInfo(canonical, text_hash(canonical), polling, *prose(value), read_only_command(value), target,
@@ -124,7 +124,7 @@ def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> Args
 # --- results ---------------------------------------------------------------------------------
 
 
-def without_envelope(text: str, settings: TraceSettings) -> str:
+def _without_envelope(text: str, settings: TraceSettings) -> str:
     """``text`` without the lines the agent's harness writes around a result
     (``TraceSettings.envelope_patterns``, at the edges where harnesses write them)."""
     envelope_re = settings.envelope_re
@@ -134,7 +134,7 @@ def without_envelope(text: str, settings: TraceSettings) -> str:
 def normalize_result(text: str, settings: TraceSettings) -> str:
     """Volatile JSON keys dropped at any depth, volatile text scrubbed (at the edges, see
     ``TraceSettings.scan_chars``), surrounding whitespace removed."""
-    text = without_envelope(text, settings)
+    text = _without_envelope(text, settings)
     return _normalize(text.strip(), _result_json(text), settings)
 
 
@@ -148,7 +148,7 @@ def result_info(text: str, settings: TraceSettings, memo: Memo | None = None) ->
         cut = own_text_start(text)
         if cut is not None:
             text = text[:cut]
-        text = without_envelope(text, settings)
+        text = _without_envelope(text, settings)
         value = _result_json(text)  # parsed once for both the hash and the error flags
         empty = settings.empty_re is not None and _scan(settings.empty_re, text, settings.scan_chars)
         info = ResultInfo(
