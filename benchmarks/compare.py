@@ -32,8 +32,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import ROOT, answers, clients, cpu_seconds, free_port, interleaved, percentile, process  # noqa: E402
-from overhead import conversation, growing, one  # noqa: E402
+from harness import ROOT, answers, clients, cpu_seconds, free_port, interleaved, percentile, process
+from overhead import conversation, growing, one
 
 FLOOR = "aiohttp relay"
 
@@ -50,26 +50,66 @@ def servers(gateways: Gateways, stack: ExitStack, logs: Path) -> tuple[dict[str,
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPGUARD_")}
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
     base = {"upstream": {"base_url": f"{urls['direct']}/v1"}, "logging": {"format": "json", "level": "info"}}
-    stack.enter_context(process(
-        [sys.executable, "-m", "uvicorn", "benchmarks.overhead:upstream_app", "--port", port["direct"], "--loop",
-         "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log", "--lifespan", "off"],
-        answers(urls["direct"] + "/v1/models"), {**env, "PYTHONPATH": str(ROOT)}))
-    pids = {FLOOR: stack.enter_context(process(
-        [sys.executable, str(ROOT / "benchmarks/relay.py"), "--upstream", urls["direct"], "--client", "aiohttp",
-         "--port", port[FLOOR]], answers(urls[FLOOR] + "/v1/models"), env)).pid}
+    stack.enter_context(
+        process(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "benchmarks.overhead:upstream_app",
+                "--port",
+                port["direct"],
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--log-level",
+                "warning",
+                "--no-access-log",
+                "--lifespan",
+                "off",
+            ],
+            answers(urls["direct"] + "/v1/models"),
+            {**env, "PYTHONPATH": str(ROOT)},
+        )
+    )
+    pids = {
+        FLOOR: stack.enter_context(
+            process(
+                [
+                    sys.executable,
+                    str(ROOT / "benchmarks/relay.py"),
+                    "--upstream",
+                    urls["direct"],
+                    "--client",
+                    "aiohttp",
+                    "--port",
+                    port[FLOOR],
+                ],
+                answers(urls[FLOOR] + "/v1/models"),
+                env,
+            )
+        ).pid
+    }
     for number, (name, (tree, extra)) in enumerate(gateways.items()):
         overrides = (yaml.safe_load(extra.read_text()) or {}) if extra else {}
         config = folder / f"gateway{number}.yaml"
         config.write_text(yaml.safe_dump({**base, **overrides}))
-        pids[name] = stack.enter_context(process(
-            [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", port[name]],
-            answers(urls[name] + "/healthz"), {**env, "PYTHONPATH": str(tree)}, cwd=tree,
-            stderr=logs / f"gateway{number}.log")).pid
+        pids[name] = stack.enter_context(
+            process(
+                [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", port[name]],
+                answers(urls[name] + "/healthz"),
+                {**env, "PYTHONPATH": str(tree)},
+                cwd=tree,
+                stderr=logs / f"gateway{number}.log",
+            )
+        ).pid
     return urls, pids
 
 
-def measure(urls: dict[str, str], pids: dict[str, int], bodies: list[bytes], n: int,
-            warmup: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+def measure(
+    urls: dict[str, str], pids: dict[str, int], bodies: list[bytes], n: int, warmup: int
+) -> tuple[dict[str, list[float]], dict[str, float]]:
     """Each target's latencies, and the CPU seconds each relay or gateway process spent per
     measured request (steadier than latency on a shared machine: other load moves it less).
     Round ``r`` sends ``bodies[r % len(bodies)]`` to every target."""
@@ -101,16 +141,25 @@ def own_time(log: Path, n: int) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
-                        help="a gateway from this source tree (repeatable)")
-    parser.add_argument("--config", action="append", default=[], metavar="NAME=FILE",
-                        help="a gateway from this tree, FILE's config keys over the benchmark's (repeatable)")
+    parser.add_argument(
+        "--tree", action="append", default=[], metavar="NAME=PATH", help="a gateway from this source tree (repeatable)"
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a gateway from this tree, FILE's config keys over the benchmark's (repeatable)",
+    )
     parser.add_argument("-n", type=int, default=1000, help="measured requests per target")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--stream", action="store_true", help="streamed requests")
-    parser.add_argument("--growing", action="store_true",
-                        help="overhead.py's growing run (60 to 500 KB, one body per round) instead of one body; "
-                             "-n is then the run's length less the warm-up")
+    parser.add_argument(
+        "--growing",
+        action="store_true",
+        help="overhead.py's growing run (60 to 500 KB, one body per round) instead of one body; "
+        "-n is then the run's length less the warm-up",
+    )
     args = parser.parse_args(argv)
     gateways: Gateways = {name: (Path(path).resolve(), None) for name, path in (t.split("=", 1) for t in args.tree)}
     gateways |= {name: (ROOT, Path(path).resolve()) for name, path in (c.split("=", 1) for c in args.config)}
@@ -129,13 +178,17 @@ def main(argv: list[str] | None = None) -> int:
     direct = percentile(samples["direct"], 50)
     floor = percentile(samples[FLOOR], 50) - direct
     kind = "growing" if args.growing else "stream" if args.stream else "unary"
-    print(f"{kind}: direct p50 {direct * 1000:.2f} ms, "
-          f"{FLOOR} adds {floor * 1000:.3f} ms, CPU {cpu[FLOOR] * 1000:.3f} ms a request")
+    print(
+        f"{kind}: direct p50 {direct * 1000:.2f} ms, "
+        f"{FLOOR} adds {floor * 1000:.3f} ms, CPU {cpu[FLOOR] * 1000:.3f} ms a request"
+    )
     for name in gateways:
         added = percentile(samples[name], 50) - direct
         spent = f"{own[name] * 1000:.3f} ms" if own[name] is not None else "not logged"
-        print(f"  {name}: adds {added * 1000:.3f} ms p50, {added / floor:.2f}x the relay's; "
-              f"CPU {cpu[name] * 1000:.3f} ms a request, {cpu[name] / cpu[FLOOR]:.2f}x; own time p50 {spent}")
+        print(
+            f"  {name}: adds {added * 1000:.3f} ms p50, {added / floor:.2f}x the relay's; "
+            f"CPU {cpu[name] * 1000:.3f} ms a request, {cpu[name] / cpu[FLOOR]:.2f}x; own time p50 {spent}"
+        )
     return 0
 
 

@@ -24,14 +24,39 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gateway.detectors import REGISTRY  # noqa: E402
-from gateway.protocols.chat.parse import conversation_from_body  # noqa: E402
-from gateway.trace.builder import build_trace  # noqa: E402
-from gateway.trace.settings import TraceSettings  # noqa: E402
+from gateway.detectors import REGISTRY
+from gateway.protocols.chat.parse import conversation_from_body
+from gateway.trace.builder import build_trace
+from gateway.trace.settings import TraceSettings
 
 SIZES = (50, 500, 5000)
-WORDS = ("def return self import config value items request response cache user order handler "
-         "result logger timeout index payload session error retry client server parse build").split()
+WORDS = [
+    "def",
+    "return",
+    "self",
+    "import",
+    "config",
+    "value",
+    "items",
+    "request",
+    "response",
+    "cache",
+    "user",
+    "order",
+    "handler",
+    "result",
+    "logger",
+    "timeout",
+    "index",
+    "payload",
+    "session",
+    "error",
+    "retry",
+    "client",
+    "server",
+    "parse",
+    "build",
+]
 DETECTORS = [(d.detect, d.settings()) for d in REGISTRY.values()]
 
 
@@ -52,24 +77,58 @@ def tool_call(rng: random.Random, i: int) -> tuple[str, dict, str]:
     kind = rng.random()
     path = f"/home/dev/repo/src/{rng.choice(WORDS)}/{rng.choice(WORDS)}_{i % 97}.py"
     if kind < 0.35:
-        return "Read", {"file_path": path, "offset": rng.randint(0, 20) * 100, "limit": 200,
-                        "description": text(rng, rng.randint(150, 400))}, lines(rng, rng.randint(500, 4000))
+        return (
+            "Read",
+            {
+                "file_path": path,
+                "offset": rng.randint(0, 20) * 100,
+                "limit": 200,
+                "description": text(rng, rng.randint(150, 400)),
+            },
+            lines(rng, rng.randint(500, 4000)),
+        )
     if kind < 0.6:
         command = f"cd /home/dev/repo && {text(rng, rng.randint(150, 600))}"
-        result = (json.dumps({"exitCode": rng.choice([0, 0, 1]), "output": text(rng, rng.randint(100, 1500)),
-                              "durationMs": rng.randint(1, 9000), "pid": rng.randint(100, 99999)})
-                  if rng.random() < 0.5 else
-                  f"{text(rng, rng.randint(100, 1500))}\nfinished at 2025-03-0{i % 9 + 1}T10:00:00Z in 1.{i % 10}s")
+        result = (
+            json.dumps(
+                {
+                    "exitCode": rng.choice([0, 0, 1]),
+                    "output": text(rng, rng.randint(100, 1500)),
+                    "durationMs": rng.randint(1, 9000),
+                    "pid": rng.randint(100, 99999),
+                }
+            )
+            if rng.random() < 0.5
+            else f"{text(rng, rng.randint(100, 1500))}\nfinished at 2025-03-0{i % 9 + 1}T10:00:00Z in 1.{i % 10}s"
+        )
         return "Bash", {"command": command, "description": text(rng, 60), "timeout": 120000}, result
     if kind < 0.8:
-        return "Edit", {"file_path": path, "old_string": text(rng, rng.randint(100, 900)),
-                        "new_string": text(rng, rng.randint(100, 900))}, f"The file {path} has been updated."
+        return (
+            "Edit",
+            {
+                "file_path": path,
+                "old_string": text(rng, rng.randint(100, 900)),
+                "new_string": text(rng, rng.randint(100, 900)),
+            },
+            f"The file {path} has been updated.",
+        )
     if kind < 0.9:
-        return "Write", {"file_path": path, "content": text(rng, rng.randint(600, 1900))}, \
-            f"File created successfully at: {path}"
-    return "Grep", {"pattern": text(rng, 20), "path": "/home/dev/repo", "glob": "**/*.py",
-                    "output_mode": "content", "note": text(rng, rng.randint(150, 600))}, \
-        ("Error: invalid regex" if rng.random() < 0.2 else lines(rng, rng.randint(100, 1500)))
+        return (
+            "Write",
+            {"file_path": path, "content": text(rng, rng.randint(600, 1900))},
+            f"File created successfully at: {path}",
+        )
+    return (
+        "Grep",
+        {
+            "pattern": text(rng, 20),
+            "path": "/home/dev/repo",
+            "glob": "**/*.py",
+            "output_mode": "content",
+            "note": text(rng, rng.randint(150, 600)),
+        },
+        ("Error: invalid regex" if rng.random() < 0.2 else lines(rng, rng.randint(100, 1500))),
+    )
 
 
 def body(n_messages: int, seed: int = 7) -> dict:
@@ -80,10 +139,20 @@ def body(n_messages: int, seed: int = 7) -> dict:
         i += 1
         name, args, result = tool_call(rng, i)
         if len(messages) > n_messages - 12:  # end in a loop, so the detectors have work to do
-            name, args = "Bash", {"command": "cd /home/dev/repo && npm test -- --runInBand", "description": text(rng, 160)}
+            name, args = (
+                "Bash",
+                {"command": "cd /home/dev/repo && npm test -- --runInBand", "description": text(rng, 160)},
+            )
             result = "1 failed\nexit code 1"
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": result})
     tools = [{"type": "function", "function": {"name": n}} for n in ("Read", "Bash", "Edit", "Write", "Grep")]
     return {"model": "m", "messages": messages[:n_messages], "tools": tools}
@@ -131,7 +200,9 @@ def main(quick: bool = False) -> None:
     rows = {}
     for n, payload in payloads.items():
         calls = sum(1 for m in payload["messages"] if m["role"] == "assistant")
-        arg_lengths = [len(m["tool_calls"][0]["function"]["arguments"]) for m in payload["messages"] if m["role"] == "assistant"]
+        arg_lengths = [
+            len(m["tool_calls"][0]["function"]["arguments"]) for m in payload["messages"] if m["role"] == "assistant"
+        ]
         warm = TraceSettings()
         judge(payload, warm)
         conv = conversation_from_body(payload)
@@ -149,17 +220,25 @@ def main(quick: bool = False) -> None:
             "trace_bytes": retained_bytes(lambda: build_trace(conv, warm).events),
             "memo_bytes": retained_bytes(lambda: memo_after(payload)),
         }
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; "
-          "build+detect = what the target is about, parse = the protocol adapter, run on every request too")
-    print(f"{'messages':>8} {'calls':>6} {'args chars':>11} {'cold ms':>8} {'warm ms':>8} "
-          f"{'b+d ms':>7} {'parse':>7} {'build':>7} {'detect':>7} {'events':>7} {'trace KB':>9} {'memo KB':>8}")
+    print(
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; "
+        "build+detect = what the target is about, parse = the protocol adapter, run on every request too"
+    )
+    print(
+        f"{'messages':>8} {'calls':>6} {'args chars':>11} {'cold ms':>8} {'warm ms':>8} "
+        f"{'b+d ms':>7} {'parse':>7} {'build':>7} {'detect':>7} {'events':>7} {'trace KB':>9} {'memo KB':>8}"
+    )
     for n, r in rows.items():
-        print(f"{n:>8} {r['calls']:>6} {r['args'][0]:>5}-{r['args'][1]:<5} {r['cold']:>8.2f} {r['warm']:>8.3f} "
-              f"{r['build+detect']:>7.3f} {r['parse']:>7.3f} {r['build']:>7.3f} {r['detect']:>7.3f} {r['events']:>7} "
-              f"{r['trace_bytes'] / 1024:>9.1f} {r['memo_bytes'] / 1024:>8.1f}")
+        print(
+            f"{n:>8} {r['calls']:>6} {r['args'][0]:>5}-{r['args'][1]:<5} {r['cold']:>8.2f} {r['warm']:>8.3f} "
+            f"{r['build+detect']:>7.3f} {r['parse']:>7.3f} {r['build']:>7.3f} {r['detect']:>7.3f} {r['events']:>7} "
+            f"{r['trace_bytes'] / 1024:>9.1f} {r['memo_bytes'] / 1024:>8.1f}"
+        )
     for key in ("build+detect", "warm", "cold"):
-        print(f"ratio {key}: 500/50 = {rows[500][key] / rows[50][key]:.2f}, "
-              f"5000/500 = {rows[5000][key] / rows[500][key]:.2f}")
+        print(
+            f"ratio {key}: 500/50 = {rows[500][key] / rows[50][key]:.2f}, "
+            f"5000/500 = {rows[5000][key] / rows[500][key]:.2f}"
+        )
     verdict = "OK" if rows[500]["build+detect"] <= 2.0 else "MISSED"
     print(f"target: trace building + detectors <= 2 ms at 500 messages (warm): {verdict}")
 

@@ -23,18 +23,25 @@ def free_port() -> int:
 
 def answers(url: str) -> Callable[[], bool]:
     """Ready once ``url`` answers at all."""
+
     def check() -> bool:
         try:
             httpx.get(url, timeout=1)
             return True
         except httpx.HTTPError:
             return False
+
     return check
 
 
 @contextmanager
-def process(command: list[str], ready: Callable[[], bool], env: dict[str, str] | None = None,
-            cwd: Path = ROOT, stderr: Path | None = None) -> Iterator[subprocess.Popen]:
+def process(
+    command: list[str],
+    ready: Callable[[], bool],
+    env: dict[str, str] | None = None,
+    cwd: Path = ROOT,
+    stderr: Path | None = None,
+) -> Iterator[subprocess.Popen]:
     """Run ``command`` in ``cwd`` until the block exits; wait (30 s at most) until ``ready()``.
     Its standard error (where the gateway logs) goes to ``stderr`` when given, else nowhere."""
     err = stderr.open("wb") if stderr is not None else subprocess.DEVNULL
@@ -85,6 +92,7 @@ def machine_cpu() -> tuple[float, float]:
 
 def redis_answers(port: int) -> Callable[[], bool]:
     """Ready once a redis-server on ``port`` answers PING."""
+
     def check() -> bool:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
@@ -92,6 +100,7 @@ def redis_answers(port: int) -> Callable[[], bool]:
                 return sock.recv(16).startswith(b"+PONG")
         except OSError:
             return False
+
     return check
 
 

@@ -28,8 +28,8 @@ import orjson
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.harness import ROOT, answers, free_port, percentile, process  # noqa: E402
-from benchmarks.overhead import conversation  # noqa: E402
+from benchmarks.harness import ROOT, answers, free_port, percentile, process
+from benchmarks.overhead import conversation
 
 KEY = "sk-loopguard-bench-0f4c2a9e7b1d5f3a8c6e0b2d4f6a8c1e"
 MODEL = "bench-model"
@@ -38,15 +38,27 @@ TARGETS = ("litellm", "litellm+loopguard")
 
 def _config(upstream: str, guarded: bool) -> dict:
     config = {
-        "model_list": [{"model_name": MODEL, "litellm_params": {
-            "model": f"openai/{MODEL}", "api_base": upstream + "/v1", "api_key": "sk-upstream"}}],
+        "model_list": [
+            {
+                "model_name": MODEL,
+                "litellm_params": {"model": f"openai/{MODEL}", "api_base": upstream + "/v1", "api_key": "sk-upstream"},
+            }
+        ],
         "litellm_settings": {"telemetry": False, "num_retries": 0},
         "general_settings": {"master_key": KEY},
     }
     if guarded:
-        config["guardrails"] = [{"guardrail_name": "loopguard", "litellm_params": {
-            "guardrail": "gateway.integrations.litellm.LoopGuardrail", "mode": ["pre_call", "post_call"],
-            "default_on": True, "loopguard_policy": "default"}}]
+        config["guardrails"] = [
+            {
+                "guardrail_name": "loopguard",
+                "litellm_params": {
+                    "guardrail": "gateway.integrations.litellm.LoopGuardrail",
+                    "mode": ["pre_call", "post_call"],
+                    "default_on": True,
+                    "loopguard_policy": "default",
+                },
+            }
+        ]
     return config
 
 
@@ -56,8 +68,13 @@ def _proxy(config: dict, workdir: Path, env: dict[str, str]) -> Iterator[str]:
     path.write_text(yaml.safe_dump(config))
     port = free_port()
     litellm = shutil.which("litellm", path=str(Path(sys.executable).parent)) or "litellm"
-    child = subprocess.Popen([litellm, "--config", str(path), "--host", "127.0.0.1", "--port", str(port)],
-                             cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [litellm, "--config", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300  # the proxy imports for a while
@@ -74,17 +91,38 @@ def _proxy(config: dict, workdir: Path, env: dict[str, str]) -> Iterator[str]:
 @contextmanager
 def targets() -> Iterator[dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPGUARD_")}
-    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-               LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR")
+    env.update(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        LITELLM_LOG="ERROR",
+    )
     port = free_port()
     upstream = f"http://127.0.0.1:{port}"
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        stack.enter_context(process(
-            [sys.executable, "-m", "uvicorn", "benchmarks.overhead:upstream_app", "--port", str(port),
-             "--log-level", "warning", "--no-access-log", "--lifespan", "off"], answers(upstream + "/v1/models"), env))
-        yield {name: stack.enter_context(_proxy(_config(upstream, guarded), workdir, env))
-               for name, guarded in zip(TARGETS, (False, True), strict=True)}
+        stack.enter_context(
+            process(
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "benchmarks.overhead:upstream_app",
+                    "--port",
+                    str(port),
+                    "--log-level",
+                    "warning",
+                    "--no-access-log",
+                    "--lifespan",
+                    "off",
+                ],
+                answers(upstream + "/v1/models"),
+                env,
+            )
+        )
+        yield {
+            name: stack.enter_context(_proxy(_config(upstream, guarded), workdir, env))
+            for name, guarded in zip(TARGETS, (False, True), strict=True)
+        }
 
 
 def latency(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str, list[float]]:
@@ -118,8 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             samples = latency(urls, orjson.dumps(body), args.n, args.warmup)
             base, guarded = (samples[t] for t in TARGETS)
             row = [percentile(s, q) * 1000 for s in (base, guarded) for q in (50, 99)]
-            print(f"| {mode} | {row[0]:.1f} / {row[1]:.1f} | {row[2]:.1f} / {row[3]:.1f} | "
-                  f"{row[2] - row[0]:+.1f} / {row[3] - row[1]:+.1f} |", flush=True)
+            print(
+                f"| {mode} | {row[0]:.1f} / {row[1]:.1f} | {row[2]:.1f} / {row[3]:.1f} | "
+                f"{row[2] - row[0]:+.1f} / {row[3] - row[1]:+.1f} |",
+                flush=True,
+            )
     return 0
 
 

@@ -22,9 +22,11 @@ PATH = "/v1/chat/completions"
 
 async def run(url: str, body: bytes, concurrency: int, seconds: float, warmup: float) -> dict:
     host, port = url.removeprefix("http://").split(":")
-    request = (b"POST %s HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\n"
-               b"authorization: Bearer sk-bench-not-a-key\r\ncontent-length: %d\r\n\r\n"
-               % (PATH.encode(), host.encode(), len(body))) + body
+    request = (
+        b"POST %s HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\n"
+        b"authorization: Bearer sk-bench-not-a-key\r\ncontent-length: %d\r\n\r\n"
+        % (PATH.encode(), host.encode(), len(body))
+    ) + body
     latencies: list[float] = []
     errors: dict[str, int] = {}  # status (or "---": connection dropped) -> count
     total = 0  # warmup included: what the server's CPU time is divided by
@@ -38,7 +40,7 @@ async def run(url: str, body: bytes, concurrency: int, seconds: float, warmup: f
         at = lower.find(b"\r\ncontent-length:")
         if at >= 0:
             end = lower.index(b"\r\n", at + 2)
-            await reader.readexactly(int(lower[at + 17:end]))
+            await reader.readexactly(int(lower[at + 17 : end]))
         else:  # chunked
             while size := int((await reader.readuntil(b"\r\n")).strip(), 16):
                 await reader.readexactly(size + 2)
@@ -75,9 +77,15 @@ async def run(url: str, body: bytes, concurrency: int, seconds: float, warmup: f
     cpu = time.process_time() - cpu_started
     latencies.sort()
     pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
-    return {"rps": len(latencies) / elapsed, "p50_ms": pick(0.5), "p99_ms": pick(0.99), "n": len(latencies), "total": total,
-            "loadgen_cpu_ms": cpu * 1000 / max(1, len(latencies) + sum(errors.values())),
-            "errors": errors}
+    return {
+        "rps": len(latencies) / elapsed,
+        "p50_ms": pick(0.5),
+        "p99_ms": pick(0.99),
+        "n": len(latencies),
+        "total": total,
+        "loadgen_cpu_ms": cpu * 1000 / max(1, len(latencies) + sum(errors.values())),
+        "errors": errors,
+    }
 
 
 def main() -> None:

@@ -51,7 +51,18 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
 
-from harness import ROOT, answers, clients, cpu_seconds, free_port, interleaved, machine_cpu, percentile, process, redis_answers  # noqa: E402
+from harness import (
+    ROOT,
+    answers,
+    clients,
+    cpu_seconds,
+    free_port,
+    interleaved,
+    machine_cpu,
+    percentile,
+    process,
+    redis_answers,
+)
 
 LATENCY = ("direct", "httpx relay", "aiohttp relay", "gateway", "gateway redis")
 THROUGHPUT = ("direct", "httpx relay", "aiohttp relay", "gateway", "gateway x2", "gateway redis", "gateway redis x2")
@@ -70,6 +81,7 @@ def conversation(messages: int = 60, task: str = TASK) -> dict:
     """A loop-free agent history: every call different, tools varied, results of real size.
     ``task``: the first user message; another task is another conversation (session) to the
     gateway, since a session is known by how its conversation opens."""
+
     def args(i: int) -> dict:
         return [
             {"path": f"src/pkg{i}/module_{i * 7 % 13}.py", "offset": i * 40, "limit": 200},
@@ -81,8 +93,10 @@ def conversation(messages: int = 60, task: str = TASK) -> dict:
         ][i % len(TOOLS)]
 
     def result(i: int) -> str:
-        lines = [f"{i:04d}:{j:03d} " + f"value_{i * 31 + j} = compute(item_{j}, scale={i}.{j}) # note {i * j}"
-                 for j in range(8)]
+        lines = [
+            f"{i:04d}:{j:03d} " + f"value_{i * 31 + j} = compute(item_{j}, scale={i}.{j}) # note {i * j}"
+            for j in range(8)
+        ]
         return "\n".join(lines)
 
     history: list[dict] = [
@@ -92,14 +106,32 @@ def conversation(messages: int = 60, task: str = TASK) -> dict:
     i = 0
     while len(history) < messages:
         call_id = f"call_{i:04d}"
-        history.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function",
-             "function": {"name": TOOLS[i % len(TOOLS)], "arguments": json.dumps(args(i))}}]})
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": TOOLS[i % len(TOOLS)], "arguments": json.dumps(args(i))},
+                    }
+                ],
+            }
+        )
         history.append({"role": "tool", "tool_call_id": call_id, "content": result(i)})
         i += 1
-    tools = [{"type": "function", "function": {"name": name, "description": f"The {name} tool.",
-                                               "parameters": {"type": "object", "properties": {}}}}
-             for name in TOOLS]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": f"The {name} tool.",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+        for name in TOOLS
+    ]
     return {"model": "gpt-4o-mini", "messages": history[:messages], "tools": tools, "temperature": 0}
 
 
@@ -111,11 +143,26 @@ def looping(messages: int = 60) -> dict:
     body = conversation(messages - 6, "Make the retry test pass, then run the unit tests.")
     for k in range(3):
         call_id = f"call_loop_{k}"
-        body["messages"].append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function",
-             "function": {"name": "run_command", "arguments": '{"command": "pytest tests/unit -q"}'}}]})
-        body["messages"].append({"role": "tool", "tool_call_id": call_id,
-                                 "content": "FAILED tests/unit/test_pool.py::test_retry - AssertionError"})
+        body["messages"].append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "run_command", "arguments": '{"command": "pytest tests/unit -q"}'},
+                    }
+                ],
+            }
+        )
+        body["messages"].append(
+            {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "content": "FAILED tests/unit/test_pool.py::test_retry - AssertionError",
+            }
+        )
     return body
 
 
@@ -130,14 +177,28 @@ def growing(start_kb: int = 60, end_kb: int = 500, step: int = 4) -> list[bytes]
 
 
 def _completion() -> bytes:
-    call = {"id": "call_next", "type": "function",
-            "function": {"name": "read_file", "arguments": '{"path": "README.md", "offset": 0, "limit": 50}'}}
-    return orjson.dumps({
-        "id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Reading the README first.",
-                                             "tool_calls": [call]},
-                     "logprobs": None, "finish_reason": "tool_calls"}],
-        "usage": {"prompt_tokens": 5200, "completion_tokens": 40, "total_tokens": 5240}})
+    call = {
+        "id": "call_next",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "README.md", "offset": 0, "limit": 50}'},
+    }
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Reading the README first.", "tool_calls": [call]},
+                    "logprobs": None,
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 5200, "completion_tokens": 40, "total_tokens": 5240},
+        }
+    )
 
 
 def _stream() -> list[bytes]:
@@ -150,11 +211,25 @@ def _stream() -> list[bytes]:
     text = "Reading the README first, then the worker pool module."
     args = '{"path": "README.md", "offset": 0, "limit": 50}'
     events = [event({"role": "assistant", "content": ""})]
-    events += [event({"content": text[i:i + 6]}) for i in range(0, len(text), 6)]
-    events.append(event({"tool_calls": [{"index": 0, "id": "call_next", "type": "function",
-                                         "function": {"name": "read_file", "arguments": ""}}]}))
-    events += [event({"tool_calls": [{"index": 0, "function": {"arguments": args[i:i + 8]}}]})
-               for i in range(0, len(args), 8)]
+    events += [event({"content": text[i : i + 6]}) for i in range(0, len(text), 6)]
+    events.append(
+        event(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_next",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": ""},
+                    }
+                ]
+            }
+        )
+    )
+    events += [
+        event({"tool_calls": [{"index": 0, "function": {"arguments": args[i : i + 8]}}]})
+        for i in range(0, len(args), 8)
+    ]
     events.append(event({}, "tool_calls"))
     return [*events, b"data: [DONE]\n\n"]
 
@@ -189,6 +264,7 @@ async def upstream_app(scope, receive, send):
 
 # ---- processes ----------------------------------------------------------------------------------
 
+
 @contextmanager
 def targets(names: tuple[str, ...]):
     """Start the upstream and the named targets; yield {name: base URL}, {name: pid}."""
@@ -204,17 +280,61 @@ def targets(names: tuple[str, ...]):
         config.write_text(f"upstream:\n  base_url: {upstream}/v1\nlogging:\n  format: json\n  level: info\n")
         if any("redis" in name for name in names):
             redis_port = free_port()
-            stack.enter_context(process(
-                [_redis_server(), "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", str(tmp)], redis_answers(redis_port)))
-            shared.write_text(config.read_text() + f"state:\n  backend: redis\n  url: redis://127.0.0.1:{redis_port}/0\n")
+            stack.enter_context(
+                process(
+                    [
+                        _redis_server(),
+                        "--port",
+                        str(redis_port),
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                        "--dir",
+                        str(tmp),
+                    ],
+                    redis_answers(redis_port),
+                )
+            )
+            shared.write_text(
+                config.read_text() + f"state:\n  backend: redis\n  url: redis://127.0.0.1:{redis_port}/0\n"
+            )
         commands = {
-            "direct": [sys.executable, "-m", "uvicorn", "benchmarks.overhead:upstream_app", "--port",
-                       str(ports["direct"]), "--loop", "uvloop", "--http", "httptools", "--log-level", "warning",
-                       "--no-access-log", "--lifespan", "off"],
-            "httpx relay": [sys.executable, str(ROOT / "benchmarks/relay.py"), "--upstream", upstream, "--client", "httpx"],
-            "aiohttp relay": [sys.executable, str(ROOT / "benchmarks/relay.py"), "--upstream", upstream,
-                              "--client", "aiohttp"],
+            "direct": [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "benchmarks.overhead:upstream_app",
+                "--port",
+                str(ports["direct"]),
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--log-level",
+                "warning",
+                "--no-access-log",
+                "--lifespan",
+                "off",
+            ],
+            "httpx relay": [
+                sys.executable,
+                str(ROOT / "benchmarks/relay.py"),
+                "--upstream",
+                upstream,
+                "--client",
+                "httpx",
+            ],
+            "aiohttp relay": [
+                sys.executable,
+                str(ROOT / "benchmarks/relay.py"),
+                "--upstream",
+                upstream,
+                "--client",
+                "aiohttp",
+            ],
             "gateway": [sys.executable, "-m", "gateway", "serve", "--config", str(config)],
             "gateway x2": [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--workers", "2"],
             "gateway redis": [sys.executable, "-m", "gateway", "serve", "--config", str(shared)],
@@ -268,8 +388,19 @@ def latency(urls: dict[str, str], bodies: list[bytes], n: int, warmup: int, expe
 def throughput(url: str, pid: int, body_file: Path, concurrency: int, seconds: float) -> dict:
     """One run of benchmarks/loadgen.py against ``url``, niced below the servers; with the
     target's CPU time per request, which machine noise moves far less than requests/s."""
-    command = ["nice", "-n", "5", sys.executable, str(ROOT / "benchmarks/loadgen.py"), url, str(body_file),
-               "--concurrency", str(concurrency), "--seconds", str(seconds)]
+    command = [
+        "nice",
+        "-n",
+        "5",
+        sys.executable,
+        str(ROOT / "benchmarks/loadgen.py"),
+        url,
+        str(body_file),
+        "--concurrency",
+        str(concurrency),
+        "--seconds",
+        str(seconds),
+    ]
     before, (busy, total) = cpu_seconds(pid), machine_cpu()
     out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=seconds * 10 + 60)
     result = json.loads(out.stdout)
@@ -286,8 +417,13 @@ def rounds(urls: dict[str, str], pids: dict[str, int], body_file: Path, concurre
     runs: dict[str, list[dict]] = {name: [] for name in THROUGHPUT}
     for _, name in interleaved(THROUGHPUT, args.rounds):
         runs[name].append(throughput(urls[name], pids[name], body_file, concurrency, args.seconds))
-    out = {name: {key: statistics.median(run[key] for run in done) for key in ("rps", "p50_ms", "p99_ms", "cpu_ms", "loadgen_cpu_ms", "machine_busy")}
-           for name, done in runs.items()}
+    out = {
+        name: {
+            key: statistics.median(run[key] for run in done)
+            for key in ("rps", "p50_ms", "p99_ms", "cpu_ms", "loadgen_cpu_ms", "machine_busy")
+        }
+        for name, done in runs.items()
+    }
     for name, done in runs.items():
         out[name]["errors"] = sum(sum(run["errors"].values()) for run in done)
     return out
@@ -315,40 +451,56 @@ def _ratio(value: float | None) -> str:
 def table(results: dict) -> str:
     rows = []
     if results["latency"]:
-        rows += ["| mode | direct p50 / p99 (ms) | httpx relay added p50 / p99 | aiohttp relay added p50 / p99 "
-                 "| gateway added p50 / p99 | gateway redis added p50 / p99 "
-                 "| gateway / aiohttp relay p50 / p99 (target <= 1.3) | gateway redis / aiohttp relay p50 / p99 (target <= 1.5) |",
-                 "|---|---|---|---|---|---|---|---|"]
+        rows += [
+            "| mode | direct p50 / p99 (ms) | httpx relay added p50 / p99 | aiohttp relay added p50 / p99 "
+            "| gateway added p50 / p99 | gateway redis added p50 / p99 "
+            "| gateway / aiohttp relay p50 / p99 (target <= 1.3) | gateway redis / aiohttp relay p50 / p99 (target <= 1.5) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for mode, r in results["latency"].items():
             p50, p99 = r["p50"], r["p99"]
-            cells = [f"{p50[f'{name}_added_ms']:.2f} / {p99[f'{name}_added_ms']:.2f}"
-                     for name in ("httpx relay", "aiohttp relay", *GATEWAYS)]
+            cells = [
+                f"{p50[f'{name}_added_ms']:.2f} / {p99[f'{name}_added_ms']:.2f}"
+                for name in ("httpx relay", "aiohttp relay", *GATEWAYS)
+            ]
             ratios = [f"{_ratio(p50[f'{name}_ratio'])} / {_ratio(p99[f'{name}_ratio'])}" for name in GATEWAYS]
-            rows.append(f"| {mode} | {p50['direct_ms']:.2f} / {p99['direct_ms']:.2f} | {' | '.join(cells)} "
-                        f"| {' | '.join(ratios)} |")
+            rows.append(
+                f"| {mode} | {p50['direct_ms']:.2f} / {p99['direct_ms']:.2f} | {' | '.join(cells)} "
+                f"| {' | '.join(ratios)} |"
+            )
     if results["throughput"]:
         names = " | ".join(THROUGHPUT)
-        rows += ["", f"| requests/s: mode | conns | {names} | gateway / aiohttp relay (target >= 0.8) "
-                     "| gateway redis / aiohttp relay (target >= 0.8) | x2 / x1 | redis x2 / x1 |",
-                 "|---|---|" + "---|" * (len(THROUGHPUT) + 4)]
+        rows += [
+            "",
+            f"| requests/s: mode | conns | {names} | gateway / aiohttp relay (target >= 0.8) "
+            "| gateway redis / aiohttp relay (target >= 0.8) | x2 / x1 | redis x2 / x1 |",
+            "|---|---|" + "---|" * (len(THROUGHPUT) + 4),
+        ]
         for key, r in results["throughput"].items():
             mode, conns = key.rsplit(" @", 1)
             cells = " | ".join(f"{r[name]['rps']:.0f}" for name in THROUGHPUT)
-            rows.append(f"| {mode} | {conns} | {cells} | {r['gateway']['rps'] / r[FLOOR]['rps']:.2f} "
-                        f"| {r['gateway redis']['rps'] / r[FLOOR]['rps']:.2f} "
-                        f"| {r['gateway x2']['rps'] / r['gateway']['rps']:.2f} "
-                        f"| {r['gateway redis x2']['rps'] / r['gateway redis']['rps']:.2f} |")
-        rows += ["", f"| server CPU ms per request: mode | conns | {names} | gateway / aiohttp relay "
-                     "| gateway redis / aiohttp relay | load generator CPU ms per request "
-                     "| machine CPU busy, gateway / gateway x2 |",
-                 "|---|---|" + "---|" * (len(THROUGHPUT) + 4)]
+            rows.append(
+                f"| {mode} | {conns} | {cells} | {r['gateway']['rps'] / r[FLOOR]['rps']:.2f} "
+                f"| {r['gateway redis']['rps'] / r[FLOOR]['rps']:.2f} "
+                f"| {r['gateway x2']['rps'] / r['gateway']['rps']:.2f} "
+                f"| {r['gateway redis x2']['rps'] / r['gateway redis']['rps']:.2f} |"
+            )
+        rows += [
+            "",
+            f"| server CPU ms per request: mode | conns | {names} | gateway / aiohttp relay "
+            "| gateway redis / aiohttp relay | load generator CPU ms per request "
+            "| machine CPU busy, gateway / gateway x2 |",
+            "|---|---|" + "---|" * (len(THROUGHPUT) + 4),
+        ]
         for key, r in results["throughput"].items():
             mode, conns = key.rsplit(" @", 1)
             cells = " | ".join(f"{r[name]['cpu_ms']:.2f}" for name in THROUGHPUT)
             loadgen = statistics.median(r[name]["loadgen_cpu_ms"] for name in THROUGHPUT)
-            rows.append(f"| {mode} | {conns} | {cells} | {r['gateway']['cpu_ms'] / r[FLOOR]['cpu_ms']:.2f} "
-                        f"| {r['gateway redis']['cpu_ms'] / r[FLOOR]['cpu_ms']:.2f} "
-                        f"| {loadgen:.2f} | {r['gateway']['machine_busy']:.0%} / {r['gateway x2']['machine_busy']:.0%} |")
+            rows.append(
+                f"| {mode} | {conns} | {cells} | {r['gateway']['cpu_ms'] / r[FLOOR]['cpu_ms']:.2f} "
+                f"| {r['gateway redis']['cpu_ms'] / r[FLOOR]['cpu_ms']:.2f} "
+                f"| {loadgen:.2f} | {r['gateway']['machine_busy']:.0%} / {r['gateway x2']['machine_busy']:.0%} |"
+            )
     return "\n".join(rows)
 
 
@@ -369,14 +521,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     payload, loop = conversation(), looping()
-    bodies = {"unary": orjson.dumps(payload), "stream": orjson.dumps({**payload, "stream": True}),
-              "unary, looping (warn)": orjson.dumps(loop), "stream, looping (warn)": orjson.dumps({**loop, "stream": True})}
+    bodies = {
+        "unary": orjson.dumps(payload),
+        "stream": orjson.dumps({**payload, "stream": True}),
+        "unary, looping (warn)": orjson.dumps(loop),
+        "stream, looping (warn)": orjson.dumps({**loop, "stream": True}),
+    }
     run = growing() if not args.no_growing else []
-    results: dict = {"n": args.n, "warmup": args.warmup, "body_bytes": len(bodies["unary"]),
-                     "messages": len(payload["messages"]), "seconds": args.seconds, "rounds": args.rounds,
-                     "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                                 "platform": platform.platform(), "load": os.getloadavg()},
-                     "latency": {}, "throughput": {}, "gateway_not_pass": 0}
+    results: dict = {
+        "n": args.n,
+        "warmup": args.warmup,
+        "body_bytes": len(bodies["unary"]),
+        "messages": len(payload["messages"]),
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "load": os.getloadavg(),
+        },
+        "latency": {},
+        "throughput": {},
+        "gateway_not_pass": 0,
+    }
     with targets(THROUGHPUT) as (urls, pids), tempfile.TemporaryDirectory() as tmp:
         if not args.no_latency:
             for mode, body in bodies.items():
@@ -395,11 +563,17 @@ def main(argv: list[str] | None = None) -> int:
                 body_file = Path(tmp) / "body.json"
                 body_file.write_bytes(bodies[mode])
                 results["throughput"][f"{mode} @{concurrency}"] = rounds(urls, pids, body_file, concurrency, args)
-    print(f"body: {results['messages']} messages, {results['body_bytes']} bytes; "
-          f"n={args.n} (+{args.warmup} warmup) per target and mode; {os.cpu_count()} CPUs, "
-          f"load average before {results['machine']['load'][0]:.1f}")
-    failed = {f"{key}: {name}": r["errors"] for key, row in results["throughput"].items()
-              for name, r in row.items() if r["errors"]}
+    print(
+        f"body: {results['messages']} messages, {results['body_bytes']} bytes; "
+        f"n={args.n} (+{args.warmup} warmup) per target and mode; {os.cpu_count()} CPUs, "
+        f"load average before {results['machine']['load'][0]:.1f}"
+    )
+    failed = {
+        f"{key}: {name}": r["errors"]
+        for key, row in results["throughput"].items()
+        for name, r in row.items()
+        if r["errors"]
+    }
     if failed:
         print(f"WARNING: answers other than 200 under load: {failed}")
     if results["gateway_not_pass"]:

@@ -20,9 +20,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.overhead import conversation  # noqa: E402
-from gateway.protocols import codec  # noqa: E402
-from gateway.protocols.grown import GrownBodies  # noqa: E402
+from benchmarks.overhead import conversation
+from gateway.protocols import codec
+from gateway.protocols.grown import GrownBodies
 
 
 def growing(length: int, steps: int = 10) -> list[bytes]:

@@ -25,11 +25,14 @@ def httpx_relay(upstream: str):
         body = await request.body()
         headers = [(k, v) for k, v in request.headers.raw if k.decode() not in DROP]
         url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        response = await client.send(client.build_request(request.method, url, headers=headers, content=body),
-                                     stream=True)
+        response = await client.send(
+            client.build_request(request.method, url, headers=headers, content=body), stream=True
+        )
         out = {k: v for k, v in response.headers.items() if k not in DROP}
-        return StreamingResponse(response.aiter_raw(), response.status_code, out,
-                                 background=BackgroundTask(response.aclose))
+        return StreamingResponse(
+            response.aiter_raw(), response.status_code, out, background=BackgroundTask(response.aclose)
+        )
+
     return relay
 
 
@@ -41,15 +44,16 @@ def aiohttp_relay(upstream: str):
     async def relay(request):
         nonlocal session
         if session is None:  # aiohttp wants the running loop
-            session = aiohttp.ClientSession(upstream, connector=aiohttp.TCPConnector(limit=512),
-                                            auto_decompress=False)
+            session = aiohttp.ClientSession(upstream, connector=aiohttp.TCPConnector(limit=512), auto_decompress=False)
         body = await request.body()
         headers = [(k.decode(), v.decode()) for k, v in request.headers.raw if k.decode() not in DROP]
         url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         response = await session.request(request.method, url, headers=headers, data=body)
         out = {k: v for k, v in response.headers.items() if k.lower() not in DROP}
-        return StreamingResponse(response.content.iter_any(), response.status, out,
-                                 background=BackgroundTask(response.release))
+        return StreamingResponse(
+            response.content.iter_any(), response.status, out, background=BackgroundTask(response.release)
+        )
+
     return relay
 
 
@@ -61,5 +65,6 @@ if __name__ == "__main__":
     args = parser.parse_args()
     relay = (aiohttp_relay if args.client == "aiohttp" else httpx_relay)(args.upstream)
     app = Starlette(routes=[Route("/{path:path}", relay, methods=["GET", "POST"])])
-    uvicorn.run(app, host="127.0.0.1", port=args.port, loop="uvloop", http="httptools",
-                log_level="warning", access_log=False)
+    uvicorn.run(
+        app, host="127.0.0.1", port=args.port, loop="uvloop", http="httptools", log_level="warning", access_log=False
+    )

@@ -29,8 +29,8 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from harness import ROOT, answers, free_port, percentile, process  # noqa: E402
-from support.memory import forgetful_upstream, rss_bytes, send_big_writes  # noqa: E402
+from harness import ROOT, answers, free_port, percentile, process
+from support.memory import forgetful_upstream, rss_bytes, send_big_writes
 
 
 def _upstream() -> str:
@@ -61,8 +61,10 @@ def memory(args: argparse.Namespace) -> None:
             send_big_writes(url, 30 + done, min(250, args.distinct - done))
             print(f"  {done + min(250, args.distinct - done):>6} arguments: RSS {rss_bytes(child.pid) / 2**20:.0f} MiB")
         after = rss_bytes(child.pid)
-    print(f"memory: {args.distinct} distinct 256 KB arguments in {time.perf_counter() - started:.0f} s; "
-          f"RSS {before / 2**20:.0f} -> {after / 2**20:.0f} MiB (+{(after - before) / 2**20:.0f} MiB)")
+    print(
+        f"memory: {args.distinct} distinct 256 KB arguments in {time.perf_counter() - started:.0f} s; "
+        f"RSS {before / 2**20:.0f} -> {after / 2**20:.0f} MiB (+{(after - before) / 2**20:.0f} MiB)"
+    )
 
 
 def stall(args: argparse.Namespace) -> None:
@@ -83,8 +85,10 @@ def stall(args: argparse.Namespace) -> None:
             client.post("/v1/chat/completions", content=small)
             latencies.append((time.perf_counter() - began) * 1000)
         thread.join()
-    print(f"stall: huge body ({len(huge) / 2**20:.1f} MB) -> {results['huge']}; small requests meanwhile: "
-          f"n={len(latencies)} p50={percentile(latencies, 50):.1f} ms max={max(latencies):.1f} ms")
+    print(
+        f"stall: huge body ({len(huge) / 2**20:.1f} MB) -> {results['huge']}; small requests meanwhile: "
+        f"n={len(latencies)} p50={percentile(latencies, 50):.1f} ms max={max(latencies):.1f} ms"
+    )
 
 
 def slowloris(args: argparse.Namespace) -> None:
@@ -102,7 +106,7 @@ def slowloris(args: argparse.Namespace) -> None:
             sock.settimeout(0.5)
             try:
                 sock.recv(1)  # b"" (closed) or the first byte of the 408: released
-            except socket.timeout:
+            except TimeoutError:
                 held += 1
             sock.close()
     print(f"slowloris: {args.connections} slow bodies, {held} still held after {args.wait:g} s")

@@ -26,12 +26,10 @@ import json
 import os
 import platform
 import shutil
-import socket
 import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -39,25 +37,37 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when uvicorn imports this module
 
-from harness import ROOT, answers, clients, free_port, interleaved, percentile, process, redis_answers  # noqa: E402
-from overhead import conversation  # noqa: E402 - the same loop-free 60-message history
+from harness import ROOT, answers, clients, free_port, interleaved, percentile, process, redis_answers
+from overhead import conversation
 
 sys.path.insert(0, str(ROOT))
 
-from gateway.protocols.chat import replies  # noqa: E402
-from gateway.state import HistoryMark, MemoryStore, VetoRecord  # noqa: E402
-from gateway.trace.model import ToolCall  # noqa: E402
+from gateway.protocols.chat import replies
+from gateway.state import HistoryMark, MemoryStore, VetoRecord
+from gateway.trace.model import ToolCall
 
 TARGETS = ("direct", "memory", "redis")
 
 # ---- the canned upstream and the conversation --------------------------------------------------
 
 
-COMPLETION = orjson.dumps({
-    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": "gpt-4o-mini",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Reading the README first."},
-                 "logprobs": None, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 5200, "completion_tokens": 8, "total_tokens": 5208}})
+COMPLETION = orjson.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Reading the README first."},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 5200, "completion_tokens": 8, "total_tokens": 5208},
+    }
+)
 _HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(COMPLETION)).encode())]
 
 
@@ -87,26 +97,66 @@ def targets():
     urls = {name: f"http://127.0.0.1:{ports[name]}" for name in TARGETS}
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        stack.enter_context(process(
-            [redis_server, "--port", str(ports["redis-server"]), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(tmp)], redis_answers(ports["redis-server"])))
-        stack.enter_context(process(
-            [sys.executable, "-m", "uvicorn", "benchmarks.state:upstream_app", "--port", str(ports["direct"]),
-             "--log-level", "warning", "--no-access-log", "--lifespan", "off"], answers(urls["direct"]), env))
+        stack.enter_context(
+            process(
+                [
+                    redis_server,
+                    "--port",
+                    str(ports["redis-server"]),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(tmp),
+                ],
+                redis_answers(ports["redis-server"]),
+            )
+        )
+        stack.enter_context(
+            process(
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "benchmarks.state:upstream_app",
+                    "--port",
+                    str(ports["direct"]),
+                    "--log-level",
+                    "warning",
+                    "--no-access-log",
+                    "--lifespan",
+                    "off",
+                ],
+                answers(urls["direct"]),
+                env,
+            )
+        )
         for backend in ("memory", "redis"):
             config = tmp / f"{backend}.yaml"
-            config.write_text(f"upstream:\n  base_url: {urls['direct']}/v1\n"
-                              f"state:\n  backend: {backend}\n  url: redis://127.0.0.1:{ports['redis-server']}/0\n")
-            stack.enter_context(process(
-                [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(ports[backend])],
-                answers(urls[backend] + "/healthz"), env))
+            config.write_text(
+                f"upstream:\n  base_url: {urls['direct']}/v1\n"
+                f"state:\n  backend: {backend}\n  url: redis://127.0.0.1:{ports['redis-server']}/0\n"
+            )
+            stack.enter_context(
+                process(
+                    [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(ports[backend])],
+                    answers(urls[backend] + "/healthz"),
+                    env,
+                )
+            )
         yield urls
 
 
 # ---- latency -----------------------------------------------------------------------------------
 
-HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench-not-a-key",
-           "x-loopguard-session": "bench-session-1"}
+HEADERS = {
+    "content-type": "application/json",
+    "authorization": "Bearer sk-bench-not-a-key",
+    "x-loopguard-session": "bench-session-1",
+}
 
 
 def latency(urls: dict[str, str], body: bytes, n: int, warmup: int) -> dict[str, list[float]]:
@@ -128,9 +178,13 @@ def summarize(samples: dict[str, list[float]]) -> dict:
     for q in (50, 99):
         p = {name: percentile(values, q) * 1000 for name, values in samples.items()}
         memory, redis = p["memory"] - p["direct"], p["redis"] - p["direct"]
-        out[f"p{q}"] = {"direct_ms": p["direct"], "memory_added_ms": memory, "redis_added_ms": redis,
-                        "redis_minus_memory_ms": redis - memory,
-                        "ratio": redis / memory if memory > 0 else float("inf")}
+        out[f"p{q}"] = {
+            "direct_ms": p["direct"],
+            "memory_added_ms": memory,
+            "redis_added_ms": redis,
+            "redis_minus_memory_ms": redis - memory,
+            "ratio": redis / memory if memory > 0 else float("inf"),
+        }
     return out
 
 
@@ -140,8 +194,10 @@ def summarize(samples: dict[str, list[float]]) -> dict:
 def session_memory(sessions: int, with_veto: bool) -> float:
     """Bytes per session held by a full MemoryStore (tracemalloc, after the store is filled)."""
     call = ToolCall("call_abc123", "read_file", '{"path": "src/worker/pool.py", "offset": 0, "limit": 200}')
-    observation = ("[loopguard] This `read_file` call was rejected and not executed: it continues a loop "
-                   "(no progress, 4 times). Do not repeat it: try a different approach.")
+    observation = (
+        "[loopguard] This `read_file` call was rejected and not executed: it continues a loop "
+        "(no progress, 4 times). Do not repeat it: try a different approach."
+    )
 
     async def fill(store: MemoryStore) -> None:
         for i in range(sessions):
@@ -179,25 +235,37 @@ def main(argv: list[str] | None = None) -> int:
 
     payload = conversation()
     body = orjson.dumps(payload)
-    results = {"n": args.n, "warmup": args.warmup, "messages": len(payload["messages"]), "body_bytes": len(body),
-               "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                           "platform": platform.platform()}}
+    results = {
+        "n": args.n,
+        "warmup": args.warmup,
+        "messages": len(payload["messages"]),
+        "body_bytes": len(body),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+    }
     with targets() as urls:
         results["latency"] = summarize(latency(urls, body, args.n, args.warmup))
-    results["memory_per_session_bytes"] = {"mark_only": session_memory(args.sessions, False),
-                                           "mark_and_one_veto": session_memory(args.sessions, True)}
+    results["memory_per_session_bytes"] = {
+        "mark_only": session_memory(args.sessions, False),
+        "mark_and_one_veto": session_memory(args.sessions, True),
+    }
     results["sessions"] = args.sessions
 
-    print(f"body: {results['messages']} messages, {results['body_bytes']} bytes; n={args.n} "
-          f"(+{args.warmup} warmup) per target, interleaved; {os.cpu_count()} CPUs")
+    print(
+        f"body: {results['messages']} messages, {results['body_bytes']} bytes; n={args.n} "
+        f"(+{args.warmup} warmup) per target, interleaved; {os.cpu_count()} CPUs"
+    )
     print("| | direct (ms) | memory added (ms) | redis added (ms) | redis - memory (ms) | redis / memory |")
     print("|---|---|---|---|---|---|")
     for q, r in results["latency"].items():
-        print(f"| {q} | {r['direct_ms']:.2f} | {r['memory_added_ms']:.2f} | {r['redis_added_ms']:.2f} "
-              f"| {r['redis_minus_memory_ms']:.2f} | {r['ratio']:.2f} |")
+        print(
+            f"| {q} | {r['direct_ms']:.2f} | {r['memory_added_ms']:.2f} | {r['redis_added_ms']:.2f} "
+            f"| {r['redis_minus_memory_ms']:.2f} | {r['ratio']:.2f} |"
+        )
     per = results["memory_per_session_bytes"]
-    print(f"in-memory store, {args.sessions:,} sessions: {per['mark_only']:.0f} B/session with a history mark, "
-          f"{per['mark_and_one_veto']:.0f} B/session with a mark and one vetoed exchange")
+    print(
+        f"in-memory store, {args.sessions:,} sessions: {per['mark_only']:.0f} B/session with a history mark, "
+        f"{per['mark_and_one_veto']:.0f} B/session with a mark and one vetoed exchange"
+    )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -33,13 +33,13 @@ from starlette.routing import Route
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import ROOT, answers, free_port, process  # noqa: E402
+from harness import ROOT, answers, free_port, process
 
 sys.path.insert(0, str(ROOT))
 
-from gateway.loopback import serve  # noqa: E402
-from gateway.state import MemoryStore, VetoRecord  # noqa: E402
-from gateway.state.bounds import VETO_TEXT_CHARS, bounded  # noqa: E402
+from gateway.loopback import serve
+from gateway.state import MemoryStore, VetoRecord
+from gateway.state.bounds import VETO_TEXT_CHARS, bounded
 
 ARG_CHARS = 50 * 1024
 
@@ -49,8 +49,13 @@ def _args(i: int) -> str:
 
 
 def _exchange(i: int) -> list[dict]:
-    call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": _args(i)}}]}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": _args(i)}}
+        ],
+    }
     return [call, {"role": "tool", "tool_call_id": f"call_{i}", "content": "[loopguard] refused: same write again"}]
 
 
@@ -78,18 +83,41 @@ def _repeating_upstream() -> Starlette:
     async def chat(request: Request) -> Response:
         body = orjson.loads(await request.body())
         call = next(m for m in reversed(body["messages"]) if m.get("tool_calls"))["tool_calls"][0]
-        return Response(orjson.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-             "finish_reason": "tool_calls"}]}), media_type="application/json")
+        return Response(
+            orjson.dumps(
+                {
+                    "id": "c",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                            "finish_reason": "tool_calls",
+                        }
+                    ],
+                }
+            ),
+            media_type="application/json",
+        )
+
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
 def _request(i: int) -> dict:
     messages: list[dict] = [{"role": "user", "content": f"write file {i}"}]
     for n in range(3):
-        messages += [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{n}", "type": "function", "function": {"name": "write_file", "arguments": _args(i)}}]},
-            {"role": "tool", "tool_call_id": f"call_{n}", "content": "written"}]
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{n}", "type": "function", "function": {"name": "write_file", "arguments": _args(i)}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": "written"},
+        ]
     return {"model": "m", "messages": messages}
 
 
@@ -109,13 +137,24 @@ def rss_run(served: int, ttl_s: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp, serve(_repeating_upstream(), http="httptools") as upstream:
         Path(tmp, "policy.yaml").write_text(POLICY)
         config = Path(tmp, "gw.yaml")
-        config.write_text(json.dumps({"upstream": {"base_url": upstream + "/v1"}, "policy": str(Path(tmp, "policy.yaml")),
-                                      "state": {"ttl_s": ttl_s}, "logging": {"level": "warning"}}))
+        config.write_text(
+            json.dumps(
+                {
+                    "upstream": {"base_url": upstream + "/v1"},
+                    "policy": str(Path(tmp, "policy.yaml")),
+                    "state": {"ttl_s": ttl_s},
+                    "logging": {"level": "warning"},
+                }
+            )
+        )
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-        with process(command, answers(url + "/healthz"), env=env) as child, httpx.Client(base_url=url, timeout=60) as client:
+        with (
+            process(command, answers(url + "/healthz"), env=env) as child,
+            httpx.Client(base_url=url, timeout=60) as client,
+        ):
             for i in range(20):  # warm up: imports, pools
                 client.post("/v1/chat/completions", json=_request(10**6 + i), headers={"x-loopguard-session": f"w{i}"})
             time.sleep(2 * ttl_s + 1)  # the warm-up's sessions and caches gone too
@@ -130,8 +169,13 @@ def rss_run(served: int, ttl_s: float) -> dict:
                 after = _rss(child.pid)
                 if after < before + (peak - before) * 0.2:
                     break
-    return {"served": served, "ttl_s": ttl_s, "rss_before_mib": before / 2**20, "rss_peak_mib": peak / 2**20,
-            "rss_after_mib": after / 2**20}
+    return {
+        "served": served,
+        "ttl_s": ttl_s,
+        "rss_before_mib": before / 2**20,
+        "rss_peak_mib": peak / 2**20,
+        "rss_after_mib": after / 2**20,
+    }
 
 
 def main() -> None:
@@ -143,14 +187,19 @@ def main() -> None:
     args = parser.parse_args()
     bounded_b = per_session(args.sessions, whole=False)
     whole_b = per_session(args.sessions, whole=True)
-    print(f"one vetoed 50 KB call per session, {args.sessions} sessions: stored bounded "
-          f"{bounded_b / 1024:.1f} KB/session, whole {whole_b / 1024:.1f} KB/session")
+    print(
+        f"one vetoed 50 KB call per session, {args.sessions} sessions: stored bounded "
+        f"{bounded_b / 1024:.1f} KB/session, whole {whole_b / 1024:.1f} KB/session"
+    )
     rss = rss_run(args.served, args.ttl)
-    print(f"gateway RSS, {rss['served']} sessions with a vetoed 50 KB call: before {rss['rss_before_mib']:.0f} MiB, "
-          f"peak {rss['rss_peak_mib']:.0f} MiB, {rss['ttl_s']:g} s+ after the last request {rss['rss_after_mib']:.0f} MiB")
+    print(
+        f"gateway RSS, {rss['served']} sessions with a vetoed 50 KB call: before {rss['rss_before_mib']:.0f} MiB, "
+        f"peak {rss['rss_peak_mib']:.0f} MiB, {rss['ttl_s']:g} s+ after the last request {rss['rss_after_mib']:.0f} MiB"
+    )
     if args.json:
-        Path(args.json).write_text(json.dumps({"bounded_bytes_per_session": bounded_b,
-                                               "whole_bytes_per_session": whole_b, **rss}, indent=2))
+        Path(args.json).write_text(
+            json.dumps({"bounded_bytes_per_session": bounded_b, "whole_bytes_per_session": whole_b, **rss}, indent=2)
+        )
 
 
 if __name__ == "__main__":

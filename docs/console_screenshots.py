@@ -26,8 +26,14 @@ from starlette.routing import Route
 
 DOCS = Path(__file__).resolve().parent
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 POLICY = """\
 version: 1
 name: fleet
@@ -37,20 +43,38 @@ agents:
     detectors:
       no_progress: {warn_at: 2}
 """
-TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
-         for n in ("read_file", "web_search", "run_tests")]
+TOOLS = [
+    {"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
+    for n in ("read_file", "web_search", "run_tests")
+]
 AGENTS = {  # session -> (agent header, task, tool, arguments, result)
-    "coder-run-7f3a": (None, "Summarize notes.txt", "read_file", {"path": "notes.txt"},
-                       "Q3 planning: ship the billing revamp by Sept 30; hire two SREs."),
-    "research-5d21": ("research-bot", "Find the 2025 revenue of Acme", "web_search", {"q": "acme revenue 2025"},
-                      "No results for 'acme revenue 2025'."),
-    "ci-fix-0b9e": (None, "Make the tests pass", "run_tests", {"path": "tests/test_billing.py"},
-                    "Error: AssertionError in test_invoice_total: expected 120, got 100 (exit code 1)"),
+    "coder-run-7f3a": (
+        None,
+        "Summarize notes.txt",
+        "read_file",
+        {"path": "notes.txt"},
+        "Q3 planning: ship the billing revamp by Sept 30; hire two SREs.",
+    ),
+    "research-5d21": (
+        "research-bot",
+        "Find the 2025 revenue of Acme",
+        "web_search",
+        {"q": "acme revenue 2025"},
+        "No results for 'acme revenue 2025'.",
+    ),
+    "ci-fix-0b9e": (
+        None,
+        "Make the tests pass",
+        "run_tests",
+        {"path": "tests/test_billing.py"},
+        "Error: AssertionError in test_invoice_total: expected 120, got 100 (exit code 1)",
+    ),
 }
 
 
 def model_app() -> Starlette:
     """Loops on its task's tool; answers once tools are closed, or (the research bot) once warned."""
+
     async def chat(request: Request) -> JSONResponse:
         body = await request.json()
         messages = body["messages"]
@@ -59,24 +83,39 @@ def model_app() -> Starlette:
         _, _, tool, args, _ = AGENTS[session]
         warned = any(str(m.get("content", "")).startswith("[LoopGuard]") for m in messages if m["role"] == "system")
         if body.get("tool_choice") == "none" or (warned and tool == "web_search"):
-            message = {"role": "assistant", "content": f"I could not finish: {tool} kept returning the same "
-                       "thing. Here is what I have so far; the missing piece needs a person."}
+            message = {
+                "role": "assistant",
+                "content": f"I could not finish: {tool} kept returning the same "
+                "thing. Here is what I have so far; the missing piece needs a person.",
+            }
             reason = "stop"
         else:
             n = len(messages)
-            message = {"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"call_{n}", "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}]}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{n}", "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}
+                ],
+            }
             reason = "tool_calls"
-        return JSONResponse({"id": "chatcmpl-shot", "object": "chat.completion", "created": int(time.time()),
-                             "model": body["model"], "choices": [{"index": 0, "message": message,
-                                                                  "finish_reason": reason}],
-                             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+        return JSONResponse(
+            {
+                "id": "chatcmpl-shot",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        )
+
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
 def run_agent(url: str, session: str) -> tuple[str, float]:
     """Until the model answers; the last response's action and when it arrived."""
-    agent, task, tool, _, result = AGENTS[session]
+    agent, task, _tool, _, result = AGENTS[session]
     headers = {"x-loopguard-session": session, **({"x-loopguard-agent": agent} if agent else {})}
     messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
     with httpx.Client(base_url=url + "/v1", timeout=60, headers=headers) as client:
@@ -102,8 +141,9 @@ def main() -> int:
     policy = Path(tempfile.mkdtemp()) / "fleet.yaml"
     policy.write_text(POLICY)
     with serve(model_app()) as model_url, sync_playwright() as playwright:
-        app = build_app(Config.model_validate({"upstream": {"base_url": model_url + "/v1"}}),
-                        policies=PolicyHolder(policy))
+        app = build_app(
+            Config.model_validate({"upstream": {"base_url": model_url + "/v1"}}), policies=PolicyHolder(policy)
+        )
         with serve(app, **SERVER_OPTIONS) as url:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
             page = browser.new_page(viewport={"width": 1440, "height": 1100})
@@ -119,8 +159,10 @@ def main() -> int:
                     if action == "terminate":
                         page.wait_for_selector(selector + " td:has-text('tok')", timeout=60_000)
                         saved = f", its savings {time.monotonic() - done:.2f} s after"
-                    print(f"{session}: {action}; shown in the feed {shown:.2f} s after the response{saved}",
-                          file=sys.stderr)
+                    print(
+                        f"{session}: {action}; shown in the feed {shown:.2f} s after the response{saved}",
+                        file=sys.stderr,
+                    )
             # The savings arrive once litellm's price table is loaded (seconds, in a thread).
             page.wait_for_function("document.getElementById('t-cost').textContent !== '$0'", timeout=60_000)
             page.wait_for_timeout(5500)  # the status panel's next poll

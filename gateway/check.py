@@ -29,8 +29,13 @@ def run_check(path: str, fmt: str = "yaml", out: IO[str] = sys.stdout, err: IO[s
         print(f"loopguard: invalid policy: {exc}{hint}", file=err)
         return 1
     doc = describe(policy)
-    print(json.dumps(doc, indent=2, ensure_ascii=False) if fmt == "json" else
-          yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100), file=out, end="" if fmt != "json" else "\n")
+    print(
+        json.dumps(doc, indent=2, ensure_ascii=False)
+        if fmt == "json"
+        else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100),
+        file=out,
+        end="" if fmt != "json" else "\n",
+    )
     what = f"config {config_file} -> policy {policy.source}" if config_file else f"policy {policy.source}"
     print(f"ok: {what} ({len(policy.rules)} agents entries)", file=err)
     return 0
@@ -48,26 +53,29 @@ def load_any(path: str) -> tuple[str | None, Policy]:
 def describe(policy: Policy) -> dict[str, Any]:
     matches = raw_matches(policy.source)
     blocks = [_effective(policy.default, None)]
-    blocks += [_effective(rule.policy, matches[i] if i < len(matches) else None)
-               for i, rule in enumerate(policy.rules)]
+    blocks += [_effective(rule.policy, matches[i] if i < len(matches) else None) for i, rule in enumerate(policy.rules)]
     return {"policy": policy.name, "file": policy.source, "agents": blocks}
 
 
 def _effective(eff: EffectivePolicy, match: Any) -> dict[str, Any]:
     trace = eff.trace_settings.model_dump()
-    return plain({
-        "agent": eff.agent or "(default)",
-        "match": match,
-        "mode": eff.mode,
-        "max_action": eff.max_action.label,
-        "scope": trace.pop("scope"),
-        "exempt_tools": eff.exempt_tools,
-        "detectors": {name: s.model_dump() for name, s in eff.detector_settings.items()},
-        "interventions": eff.interventions.model_dump(),
-        "messages": {"language": eff.messages.language,
-                     **{kind: t.source for kind, t in eff.messages.templates.items()}},
-        "normalize": trace,
-    })
+    return plain(
+        {
+            "agent": eff.agent or "(default)",
+            "match": match,
+            "mode": eff.mode,
+            "max_action": eff.max_action.label,
+            "scope": trace.pop("scope"),
+            "exempt_tools": eff.exempt_tools,
+            "detectors": {name: s.model_dump() for name, s in eff.detector_settings.items()},
+            "interventions": eff.interventions.model_dump(),
+            "messages": {
+                "language": eff.messages.language,
+                **{kind: t.source for kind, t in eff.messages.templates.items()},
+            },
+            "normalize": trace,
+        }
+    )
 
 
 def plain(value: Any) -> Any:

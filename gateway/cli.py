@@ -22,8 +22,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("path", metavar="CONFIG_OR_POLICY")
     check.add_argument("--format", choices=["yaml", "json"], default="yaml", help="output format (default: yaml)")
     replay = commands.add_parser("replay", help="run a policy offline over recorded conversations")
-    replay.add_argument("files", nargs="+", metavar="FILE",
-                        help="JSONL of chat-completions request bodies (or {\"messages\": [...]}), or a JSON list")
+    replay.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help='JSONL of chat-completions request bodies (or {"messages": [...]}), or a JSON list',
+    )
     replay.add_argument("--policy", default="default", help="policy file or shipped pack name (default: default)")
     replay.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     replay.add_argument("--agent", help="x-loopguard-agent value to resolve per-agent overrides with")
@@ -98,10 +102,15 @@ def announce(app: Any, config: Any, address: tuple[Any, ...]) -> None:
     guarded = list(app.guarded)
     gateway = app.state.gateway
     structlog.get_logger("loopguard").info(
-        "gateway_started", address=f"http://{'[' + host + ']' if ':' in host else host}:{port}",
-        policy=gateway.policies.current.name, policy_file=str(gateway.policies.path), state=state,
-        upstream=config.upstream.base_url, anthropic_upstream=config.upstream.anthropic_base_url,
-        guarded=guarded)
+        "gateway_started",
+        address=f"http://{'[' + host + ']' if ':' in host else host}:{port}",
+        policy=gateway.policies.current.name,
+        policy_file=str(gateway.policies.path),
+        state=state,
+        upstream=config.upstream.base_url,
+        anthropic_upstream=config.upstream.anthropic_base_url,
+        guarded=guarded,
+    )
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -117,8 +126,7 @@ def _replay(args: argparse.Namespace) -> int:
     from gateway.replay.command import run_replay
 
     configure_logging("console", "warning")  # policy warnings to stderr; stdout is the table
-    return run_replay(args.files, args.policy, html=args.html, agent=args.agent, model=args.model,
-                      quiet=args.quiet)
+    return run_replay(args.files, args.policy, html=args.html, agent=args.agent, model=args.model, quiet=args.quiet)
 
 
 def _demo() -> int:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -25,8 +25,7 @@ class ConfigError(ValueError):
     instead of one error per restart; ``path`` and ``reason`` are the first of them.
     """
 
-    def __init__(self, file: str, path: str, reason: str,
-                 more: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(self, file: str, path: str, reason: str, more: tuple[tuple[str, str], ...] = ()) -> None:
         self.file, self.path, self.reason = file, path, reason
         self.problems: tuple[tuple[str, str], ...] = ((path, reason), *more)
         super().__init__("\n".join(_line(file, p, r) for p, r in self.problems))
@@ -41,57 +40,85 @@ class _Strict(BaseModel):
 
 
 class ServerConfig(_Strict):
-    host: str = Field("127.0.0.1", description="bind address; `0.0.0.0` to accept other hosts "
-                      "(`--host` overrides)")
+    host: str = Field("127.0.0.1", description="bind address; `0.0.0.0` to accept other hosts (`--host` overrides)")
     port: int = Field(8080, ge=0, le=65535, description="port (`--port` overrides)")
     # Each worker is a whole gateway; sessions are shared across them only by the redis backend.
-    workers: int = Field(1, ge=1, description="processes serving the port (`--workers` overrides); "
-                         "more than one needs `state.backend: redis` to share sessions")
+    workers: int = Field(
+        1,
+        ge=1,
+        description="processes serving the port (`--workers` overrides); "
+        "more than one needs `state.backend: redis` to share sessions",
+    )
 
 
 class UpstreamConfig(_Strict):
-    base_url: str = Field("https://api.openai.com/v1", description="any OpenAI-compatible base "
-                          "URL; env `LOOPGUARD_UPSTREAM_BASE_URL` overrides")
-    api_key: str | None = Field(None, description="server-side key replacing the client's "
-                                "Authorization; unset: each client's own key is forwarded")
+    base_url: str = Field(
+        "https://api.openai.com/v1",
+        description="any OpenAI-compatible base URL; env `LOOPGUARD_UPSTREAM_BASE_URL` overrides",
+    )
+    api_key: str | None = Field(
+        None,
+        description="server-side key replacing the client's Authorization; unset: each client's own key is forwarded",
+    )
     # LLM calls can legitimately take minutes.
-    timeout_s: float = Field(600.0, gt=0, description="a JSON answer: the whole response (headers and "
-                             "body) within this, else 504; a stream: its first byte (the response "
-                             "headers) within this, else 504")
-    stream_idle_timeout_s: float | None = Field(None, gt=0, description="a stream: the longest silence "
-                                                "between two chunks, else it is ended with the "
-                                                "protocol's error event; unset: `timeout_s`")
+    timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="a JSON answer: the whole response (headers and "
+        "body) within this, else 504; a stream: its first byte (the response "
+        "headers) within this, else 504",
+    )
+    stream_idle_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="a stream: the longest silence "
+        "between two chunks, else it is ended with the "
+        "protocol's error event; unset: `timeout_s`",
+    )
     connect_timeout_s: float = Field(10.0, gt=0, description="connect timeout (502 when exceeded)")
-    headers: dict[str, str] = Field({}, description="extra headers sent upstream, e.g. "
-                                    "`{OpenAI-Organization: org-...}`")
+    headers: dict[str, str] = Field(
+        {}, description="extra headers sent upstream, e.g. `{OpenAI-Organization: org-...}`"
+    )
     max_connections: int = Field(512, ge=1, description="pooled keep-alive connections")
-    transport: Literal["aiohttp", "httpx"] = Field("aiohttp", description="HTTP client to the "
-                                                   "upstream: `aiohttp` (the cheaper hop) or `httpx`")
+    transport: Literal["aiohttp", "httpx"] = Field(
+        "aiohttp", description="HTTP client to the upstream: `aiohttp` (the cheaper hop) or `httpx`"
+    )
     # Anthropic Messages traffic goes to its own provider; a trailing /v1 is accepted.
-    anthropic_base_url: str = Field("https://api.anthropic.com", description="where Anthropic "
-                                    "Messages traffic (`/v1/messages`) goes: the API root, as "
-                                    "`ANTHROPIC_BASE_URL`; env `LOOPGUARD_ANTHROPIC_BASE_URL` overrides")
-    anthropic_api_key: str | None = Field(None, description="server-side key sent as `x-api-key`, "
-                                          "replacing the client's credentials; unset: each "
-                                          "client's own key is forwarded")
+    anthropic_base_url: str = Field(
+        "https://api.anthropic.com",
+        description="where Anthropic "
+        "Messages traffic (`/v1/messages`) goes: the API root, as "
+        "`ANTHROPIC_BASE_URL`; env `LOOPGUARD_ANTHROPIC_BASE_URL` overrides",
+    )
+    anthropic_api_key: str | None = Field(
+        None,
+        description="server-side key sent as `x-api-key`, "
+        "replacing the client's credentials; unset: each "
+        "client's own key is forwarded",
+    )
 
     # Other providers' settings are ``<provider>_base_url`` / ``<provider>_api_key`` keys, one
     # pair per protocol adapter that names its own upstream (``UpstreamSpec.config``): a new
     # protocol needs no new field here. Their shape is checked at load; that a protocol reads
     # them, when the app is built (``unclaimed``). Held here, gathered from the section's keys.
-    providers: dict[str, str] = Field({}, description="other providers' settings, written as "
-                                      "`<provider>_base_url` / `<provider>_api_key` keys of this section "
-                                      "(`gemini_base_url`, ...); env `LOOPGUARD_<PROVIDER>_BASE_URL` overrides")
+    providers: dict[str, str] = Field(
+        {},
+        description="other providers' settings, written as "
+        "`<provider>_base_url` / `<provider>_api_key` keys of this section "
+        "(`gemini_base_url`, ...); env `LOOPGUARD_<PROVIDER>_BASE_URL` overrides",
+    )
 
-    def provider(self, name: str, default_base_url: str, root_suffix: str = "",
-                 env: Mapping[str, str] | None = None) -> UpstreamConfig:
+    def provider(
+        self, name: str, default_base_url: str, root_suffix: str = "", env: Mapping[str, str] | None = None
+    ) -> UpstreamConfig:
         """The same transport settings aimed at provider ``name``: ``<name>_base_url`` (env
         ``LOOPGUARD_<NAME>_BASE_URL`` first, else the default), with ``root_suffix`` appended to a
         base URL given as the API root. The OpenAI key and headers stay behind: they belong to
         the other provider."""
         env = os.environ if env is None else env
-        root = (env.get(f"LOOPGUARD_{name.upper()}_BASE_URL") or self.setting(name, "base_url")
-                or default_base_url).rstrip("/")
+        root = (
+            env.get(f"LOOPGUARD_{name.upper()}_BASE_URL") or self.setting(name, "base_url") or default_base_url
+        ).rstrip("/")
         if root_suffix and not root.endswith(root_suffix):
             root += root_suffix
         return self.model_copy(update={"base_url": root, "api_key": None, "headers": {}})
@@ -116,8 +143,10 @@ class UpstreamConfig(_Strict):
         if not found:
             return data
         given = data.get("providers")
-        return {**{k: v for k, v in data.items() if k not in found},
-                "providers": {**(given if isinstance(given, dict) else {}), **found}}
+        return {
+            **{k: v for k, v in data.items() if k not in found},
+            "providers": {**(given if isinstance(given, dict) else {}), **found},
+        }
 
     @field_validator("providers")
     @classmethod
@@ -165,23 +194,43 @@ def _header_value(value: str, name: str = "the value") -> None:
 class LimitsConfig(_Strict):
     # Long agent histories run to megabytes.
     max_body_bytes: int = Field(32 * 1024 * 1024, ge=1, description="larger request bodies get 413")
-    body_timeout_s: float = Field(30.0, gt=0, description="a body not received completely by then "
-                                  "gets 408 and the connection is closed (slow senders)")
-    max_messages: int = Field(10_000, ge=1, description="longer histories get 400: judging them "
-                              "would stall every other request")
-    history_cache_bytes: int = Field(32 * 1024 * 1024, ge=0, description="bound of each of the two "
-                                     "caches of a conversation's last request (its body's bytes, "
-                                     "its parsed history), so its next request reads and parses "
-                                     "only what is new; per-text memos are bounded at 16 MiB each")
-    header_timeout_s: float = Field(5.0, gt=0, description="a connection whose request headers are not "
-                                    "complete by then (from its first byte, or from connecting) gets "
-                                    "408 and is closed (slow-header senders, idle sockets)")
-    max_connections: int = Field(1000, ge=1, description="open client connections per process; one "
-                                 "more is answered 503 and closed at once (keep under the file "
-                                 "descriptor limit)")
-    max_inflight_bytes: int = Field(256 * 1024 * 1024, ge=1, description="request body bytes held "
-                                    "at once per process; a request that would go beyond gets 503 "
-                                    "with `retry-after` (keep it at least `max_body_bytes`)")
+    body_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="a body not received completely by then gets 408 and the connection is closed (slow senders)",
+    )
+    max_messages: int = Field(
+        10_000, ge=1, description="longer histories get 400: judging them would stall every other request"
+    )
+    history_cache_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=0,
+        description="bound of each of the two "
+        "caches of a conversation's last request (its body's bytes, "
+        "its parsed history), so its next request reads and parses "
+        "only what is new; per-text memos are bounded at 16 MiB each",
+    )
+    header_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        description="a connection whose request headers are not "
+        "complete by then (from its first byte, or from connecting) gets "
+        "408 and is closed (slow-header senders, idle sockets)",
+    )
+    max_connections: int = Field(
+        1000,
+        ge=1,
+        description="open client connections per process; one "
+        "more is answered 503 and closed at once (keep under the file "
+        "descriptor limit)",
+    )
+    max_inflight_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1,
+        description="request body bytes held "
+        "at once per process; a request that would go beyond gets 503 "
+        "with `retry-after` (keep it at least `max_body_bytes`)",
+    )
 
 
 class TenantKey(_Strict):
@@ -198,17 +247,21 @@ class AuthConfig(_Strict):
     ``sha256:<hex>`` of keys, so the config need not hold them in clear; an entry
     ``{key: ..., tenant: ...}`` puts the key in a tenant shared with the tenant's other keys."""
 
-    keys: tuple[str | TenantKey, ...] = Field((), description="client keys (`${VAR}` and "
-                                              "`sha256:<hex>` entries allowed), sent as "
-                                              "`Authorization: Bearer` or `x-api-key`; never "
-                                              "forwarded; `{key: ..., tenant: name}` entries share "
-                                              "the tenant's namespace. Empty: no client authentication")
-    metrics_keys: tuple[str, ...] | None = Field(None, description="keys for `/metrics`, `/readyz` "
-                                                 "and the console `/ui`; unset: the same as "
-                                                 "`auth.keys`; `[]`: open")
-    agent_header_keys: tuple[str, ...] | None = Field(None, description="keys whose "
-                                                      "`x-loopguard-agent` may select a policy "
-                                                      "override; unset: every client's")
+    keys: tuple[str | TenantKey, ...] = Field(
+        (),
+        description="client keys (`${VAR}` and "
+        "`sha256:<hex>` entries allowed), sent as "
+        "`Authorization: Bearer` or `x-api-key`; never "
+        "forwarded; `{key: ..., tenant: name}` entries share "
+        "the tenant's namespace. Empty: no client authentication",
+    )
+    metrics_keys: tuple[str, ...] | None = Field(
+        None,
+        description="keys for `/metrics`, `/readyz` and the console `/ui`; unset: the same as `auth.keys`; `[]`: open",
+    )
+    agent_header_keys: tuple[str, ...] | None = Field(
+        None, description="keys whose `x-loopguard-agent` may select a policy override; unset: every client's"
+    )
 
     @field_validator("keys", "metrics_keys", "agent_header_keys")
     @classmethod
@@ -223,36 +276,48 @@ class AuthConfig(_Strict):
 
 
 class LoggingConfig(_Strict):
-    format: Literal["json", "console"] = Field("json", description="one JSON line per event, "
-                                               "or `console` for people")
-    level: Literal["debug", "info", "warning", "error"] = Field("info", description="least "
-                                                                "severe level logged")
+    format: Literal["json", "console"] = Field("json", description="one JSON line per event, or `console` for people")
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="least severe level logged")
 
 
 class StateConfig(_Strict):
     """Where sessions' state lives: ``memory`` (one process) or ``redis`` (several replicas)."""
 
-    backend: Literal["memory", "redis"] = Field("memory", description="`memory` (one process) "
-                                                "or `redis` (several replicas decide alike)")
-    url: str = Field("redis://127.0.0.1:6379/0", description="redis: `redis://`, `rediss://` or "
-                     "`unix://`; the password it may carry is never logged")
+    backend: Literal["memory", "redis"] = Field(
+        "memory", description="`memory` (one process) or `redis` (several replicas decide alike)"
+    )
+    url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        description="redis: `redis://`, `rediss://` or `unix://`; the password it may carry is never logged",
+    )
     key_prefix: str = Field("loopguard:", description="redis: prefix of every key")
     ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
-    max_sessions: int = Field(10_000, ge=1, description="memory: least recently used sessions "
-                              "are evicted beyond this; redis: sessions the mirror keeps")
-    max_veto_bytes: int = Field(64 * 1024 * 1024, ge=1, description="memory: all sessions' vetoed "
-                                "exchanges together (each stored with its long strings shortened to "
-                                "2 KB and a digest); least recently used sessions are evicted beyond this")
+    max_sessions: int = Field(
+        10_000,
+        ge=1,
+        description="memory: least recently used sessions are evicted beyond this; redis: sessions the mirror keeps",
+    )
+    max_veto_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1,
+        description="memory: all sessions' vetoed "
+        "exchanges together (each stored with its long strings shortened to "
+        "2 KB and a digest); least recently used sessions are evicted beyond this",
+    )
     # Most requests find nothing stored but their own previous mark: a per-process copy that
     # Redis keeps true (client-side caching invalidations) answers them without a round trip.
-    mirror: bool = Field(True, description="redis: answer sessions this process knows from its "
-                         "mirror, kept true by Redis's invalidation messages (Redis >= 6); off: "
-                         "every request reads Redis")
+    mirror: bool = Field(
+        True,
+        description="redis: answer sessions this process knows from its "
+        "mirror, kept true by Redis's invalidation messages (Redis >= 6); off: "
+        "every request reads Redis",
+    )
     # A slow Redis must not slow traffic, so each operation gets this long, and after a failure
     # it is left alone for retry_after_s (requests run on what they carry).
     op_timeout_s: float = Field(0.1, gt=0, le=5, description="redis: each operation's budget")
-    retry_after_s: float = Field(1.0, ge=0, description="redis: after a failure, requests skip "
-                                 "it this long, then it is tried again")
+    retry_after_s: float = Field(
+        1.0, ge=0, description="redis: after a failure, requests skip it this long, then it is tried again"
+    )
     max_connections: int = Field(64, ge=1, description="redis: pooled connections")
 
     @field_validator("url")
@@ -267,12 +332,15 @@ class SessionsConfig(_Strict):
     """Where a request's session id comes from, first match wins; else a fingerprint of how
     the conversation starts (system prompt, first user message, tool names)."""
 
-    headers: tuple[str, ...] = Field(("x-loopguard-session", "x-session-id"), description="request "
-                                     "headers carrying a session id, first match wins")
-    body_user: bool = Field(True, description="use the body's end user next: `user` (OpenAI), "
-                            "`metadata.user_id` (Anthropic)")
-    metadata_key: str | None = Field("session_id", description="then the body's `metadata.<key>`; "
-                                     "null: metadata is not used")
+    headers: tuple[str, ...] = Field(
+        ("x-loopguard-session", "x-session-id"), description="request headers carrying a session id, first match wins"
+    )
+    body_user: bool = Field(
+        True, description="use the body's end user next: `user` (OpenAI), `metadata.user_id` (Anthropic)"
+    )
+    metadata_key: str | None = Field(
+        "session_id", description="then the body's `metadata.<key>`; null: metadata is not used"
+    )
 
     @field_validator("headers")
     @classmethod
@@ -285,14 +353,10 @@ class WebhookConfig(_Strict):
 
     url: str = Field(description="`http://` or `https://` URL each event is POSTed to")
     timeout_s: float = Field(5.0, gt=0, description="per POST")
-    queue_size: int = Field(1000, ge=1, description="events waiting; beyond it new events are "
-                            "dropped and counted")
-    max_retries: int = Field(3, ge=0, le=20, description="retries of network errors, 408, 429 "
-                             "and 5xx")
-    backoff_s: float = Field(0.5, gt=0, description="first retry delay, doubled per retry (at "
-                             "most 30 s)")
-    headers: dict[str, str] = Field({}, description='e.g. `{Authorization: "Bearer '
-                                    '${AUDIT_TOKEN}"}`')
+    queue_size: int = Field(1000, ge=1, description="events waiting; beyond it new events are dropped and counted")
+    max_retries: int = Field(3, ge=0, le=20, description="retries of network errors, 408, 429 and 5xx")
+    backoff_s: float = Field(0.5, gt=0, description="first retry delay, doubled per retry (at most 30 s)")
+    headers: dict[str, str] = Field({}, description='e.g. `{Authorization: "Bearer ${AUDIT_TOKEN}"}`')
 
     @field_validator("url")
     @classmethod
@@ -305,35 +369,42 @@ class WebhookConfig(_Strict):
 class AuditConfig(_Strict):
     """Where ``loop_intervention`` events go besides the log (which always gets them)."""
 
-    jsonl_path: str | None = Field(None, description="file each event is appended to as one "
-                                   "JSON line")
-    webhook: WebhookConfig | None = Field(None, description="POST each event to a URL (keys "
-                                          "below); unset: no webhook")
+    jsonl_path: str | None = Field(None, description="file each event is appended to as one JSON line")
+    webhook: WebhookConfig | None = Field(None, description="POST each event to a URL (keys below); unset: no webhook")
 
 
 class TelemetryConfig(_Strict):
     """OpenTelemetry traces over OTLP/HTTP; off unless enabled."""
 
-    enabled: bool = Field(False, description="a span per request (protocol, session hash, action, "
-                          "detector), the upstream call as its child, `traceparent` sent upstream")
-    endpoint: str = Field("http://127.0.0.1:4318/v1/traces", description="OTLP/HTTP traces URL "
-                          "of a collector")
+    enabled: bool = Field(
+        False,
+        description="a span per request (protocol, session hash, action, "
+        "detector), the upstream call as its child, `traceparent` sent upstream",
+    )
+    endpoint: str = Field("http://127.0.0.1:4318/v1/traces", description="OTLP/HTTP traces URL of a collector")
     service_name: str = Field("loopguard", description="`service.name` of the spans")
-    headers: dict[str, str] = Field({}, description="sent with each export, e.g. a collector's "
-                                    "API key")
+    headers: dict[str, str] = Field({}, description="sent with each export, e.g. a collector's API key")
 
 
 class UiConfig(_Strict):
     """The operator console at ``/ui``: recent interventions, each run's timeline, totals, the
     policy in effect. Behind ``auth.metrics_keys`` (an operator's key)."""
 
-    enabled: bool = Field(True, description="serve the operator console at `/ui` (operator keys: "
-                          "`auth.metrics_keys`)")
-    max_events: int = Field(1000, ge=10, le=100_000, description="recent events kept in the state "
-                            "store (redis: a stream shared by replicas, trimmed to this)")
-    max_run_bytes: int = Field(16384, ge=2048, le=1_048_576, description="bound of the timeline "
-                               "kept with each event (excerpts of calls and results, secrets "
-                               "masked); the newest calls are kept")
+    enabled: bool = Field(True, description="serve the operator console at `/ui` (operator keys: `auth.metrics_keys`)")
+    max_events: int = Field(
+        1000,
+        ge=10,
+        le=100_000,
+        description="recent events kept in the state store (redis: a stream shared by replicas, trimmed to this)",
+    )
+    max_run_bytes: int = Field(
+        16384,
+        ge=2048,
+        le=1_048_576,
+        description="bound of the timeline "
+        "kept with each event (excerpts of calls and results, secrets "
+        "masked); the newest calls are kept",
+    )
 
 
 class ModelPrice(_Strict):
@@ -342,29 +413,41 @@ class ModelPrice(_Strict):
     input_usd_per_mtok: float = Field(ge=0, description="USD per million input tokens")
     output_usd_per_mtok: float = Field(ge=0, description="USD per million output tokens")
     tokenizer: Literal["cl100k_base", "o200k_base", "p50k_base"] | None = Field(
-        None, description="tiktoken encoding to count this model's tokens with; unset: tiktoken's "
-        "for OpenAI models, else characters / 4 (flagged as estimated)")
+        None,
+        description="tiktoken encoding to count this model's tokens with; unset: tiktoken's "
+        "for OpenAI models, else characters / 4 (flagged as estimated)",
+    )
 
 
 class StreamingConfig(_Strict):
     """How streamed replies are read; the client gets the same bytes either way."""
 
-    fast_paths: bool = Field(True, description="read chat streams' bytes without decoding every "
-                             "event where that is safe (whole reads relayed as they came, argument "
-                             "deltas matched by their bytes, a whole round judged in one pass); "
-                             "`false`: every event is decoded and read one way, slower")
-    keepalive_s: float = Field(15.0, gt=0, description="while the gateway holds part of a stream (a "
-                               "tool call until judged, a required-tool answer until known), an SSE "
-                               "keepalive comment goes out after this many quiet seconds, so "
-                               "idle-timeout proxies keep the connection")
+    fast_paths: bool = Field(
+        True,
+        description="read chat streams' bytes without decoding every "
+        "event where that is safe (whole reads relayed as they came, argument "
+        "deltas matched by their bytes, a whole round judged in one pass); "
+        "`false`: every event is decoded and read one way, slower",
+    )
+    keepalive_s: float = Field(
+        15.0,
+        gt=0,
+        description="while the gateway holds part of a stream (a "
+        "tool call until judged, a required-tool answer until known), an SSE "
+        "keepalive comment goes out after this many quiet seconds, so "
+        "idle-timeout proxies keep the connection",
+    )
 
 
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     upstream: UpstreamConfig = UpstreamConfig()
-    policy: str | None = Field(None, description="policy YAML (relative to the config file) or "
-                               "a shipped pack's name (`default`, `strict`, `shadow`, ...); "
-                               "unset: `default`")
+    policy: str | None = Field(
+        None,
+        description="policy YAML (relative to the config file) or "
+        "a shipped pack's name (`default`, `strict`, `shadow`, ...); "
+        "unset: `default`",
+    )
     limits: LimitsConfig = LimitsConfig()
     auth: AuthConfig = AuthConfig()
     logging: LoggingConfig = LoggingConfig()
@@ -374,10 +457,13 @@ class Config(_Strict):
     telemetry: TelemetryConfig = TelemetryConfig()
     streaming: StreamingConfig = StreamingConfig()
     ui: UiConfig = UiConfig()
-    pricing: dict[str, ModelPrice] = Field({}, description="savings prices by model name (as "
-                                           "clients send it), e.g. `{my-llama: {input_usd_per_mtok: "
-                                           "0.2, output_usd_per_mtok: 0.6}}`; they come before "
-                                           "litellm's bundled list prices")
+    pricing: dict[str, ModelPrice] = Field(
+        {},
+        description="savings prices by model name (as "
+        "clients send it), e.g. `{my-llama: {input_usd_per_mtok: "
+        "0.2, output_usd_per_mtok: 0.6}}`; they come before "
+        "litellm's bundled list prices",
+    )
 
 
 Problems = list[tuple[str, str]]  # (dotted key path, reason)
@@ -391,13 +477,15 @@ def interpolate(value: Any, env: dict[str, str], problems: Problems | None = Non
     client's key); a set-but-empty variable is taken as it is, and ``${VAR:-}`` allows unset.
     """
     if isinstance(value, str):
+
         def substitute(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
             if default is not None:
                 return env.get(name) or default
             if name not in env and problems is not None:
-                problems.append((path, f"environment variable {name} is not set "
-                                       f"(write ${{{name}:-}} to allow it to be unset)"))
+                problems.append(
+                    (path, f"environment variable {name} is not set (write ${{{name}:-}} to allow it to be unset)")
+                )
             return env.get(name, "")
 
         return _ENV_REF.sub(substitute, value)
@@ -422,8 +510,10 @@ def load_config(path: str | os.PathLike[str] | None, env: dict[str, str] | None 
         raw = _read_yaml(Path(path))
     problems: Problems = []
     raw = interpolate(raw, env, problems)
-    for key, name in (("base_url", "LOOPGUARD_UPSTREAM_BASE_URL"),
-                      ("anthropic_base_url", "LOOPGUARD_ANTHROPIC_BASE_URL")):
+    for key, name in (
+        ("base_url", "LOOPGUARD_UPSTREAM_BASE_URL"),
+        ("anthropic_base_url", "LOOPGUARD_ANTHROPIC_BASE_URL"),
+    ):
         if value := env.get(name):
             raw.setdefault("upstream", {})
             if isinstance(raw["upstream"], dict):

@@ -58,8 +58,7 @@ def keys(model: type[BaseModel] = Config, prefix: str = "") -> Iterator[Key]:
 
 def render_table() -> str:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    rows += [f"| `{k.path}` | {_cell(k.kind)} | {_cell(k.default)} | {_cell(k.description or '')} |"
-             for k in keys()]
+    rows += [f"| `{k.path}` | {_cell(k.kind)} | {_cell(k.default)} | {_cell(k.description or '')} |" for k in keys()]
     return "\n".join(rows)
 
 
@@ -137,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     fresh = splice(text, render_table())
     if args.check:
         if fresh != text:
-            print(f"{args.readme}: the configuration table is stale; run python -m gateway.config_docs",
-                  file=sys.stderr)
+            print(
+                f"{args.readme}: the configuration table is stale; run python -m gateway.config_docs", file=sys.stderr
+            )
             return 1
         return 0
     args.readme.write_text(fresh, encoding="utf-8")

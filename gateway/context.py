@@ -43,8 +43,9 @@ class Gateway:
     def upstream_for(self, protocol: str) -> Upstream:
         return self.upstreams.get(protocol, self.upstream)
 
-    def forward_headers(self, client: list[tuple[bytes, bytes]], identity: bool,
-                        spec: UpstreamSpec | None = None) -> list[tuple[bytes, bytes]]:
+    def forward_headers(
+        self, client: list[tuple[bytes, bytes]], identity: bool, spec: UpstreamSpec | None = None
+    ) -> list[tuple[bytes, bytes]]:
         """The client's headers for the upstream of ``spec`` (None: the default upstream)."""
         spec = spec or DEFAULT.declared.upstream
         rules = self._header_rules.get((spec, identity))
@@ -63,8 +64,9 @@ class Gateway:
         return forward_query(query, spec, self.config.upstream.setting(spec.config, "api_key"))
 
 
-def header_rules(spec: UpstreamSpec, api_key: str | None, identity: bool,
-                 extra: dict[str, str] | None = None) -> HeaderRules:
+def header_rules(
+    spec: UpstreamSpec, api_key: str | None, identity: bool, extra: dict[str, str] | None = None
+) -> HeaderRules:
     """What goes upstream of a provider's API from a client's headers (its version and beta
     headers untouched; ``HeaderRules.apply``). A server-side key is sent the provider's way
     (``spec.key_header``) and replaces every credential the client sent: none goes to the

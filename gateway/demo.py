@@ -20,8 +20,16 @@ from starlette.routing import Route
 
 PROMPT = "Summarize notes.txt in one sentence."
 NOTES = "Q3 planning: ship the billing revamp by Sept 30; hire two SREs; freeze the legacy API in October."
-TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a text file",
-                                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a text file",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
+]
 MARK = "[loopguard]"
 
 
@@ -36,13 +44,22 @@ class StuckModel:
         body = await request.json()
         self.requests.append(body)
         n = len(self.requests)
-        call = {"id": f"call_{n}", "type": "function",
-                "function": {"name": "read_file", "arguments": json.dumps({"path": "notes.txt"})}}
+        call = {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": "notes.txt"})},
+        }
         message = {"role": "assistant", "content": "Let me read notes.txt again to be sure.", "tool_calls": [call]}
-        return JSONResponse({"id": f"chatcmpl-demo{n}", "object": "chat.completion", "created": int(time.time()),
-                             "model": body.get("model", "stuck-model"),
-                             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-                             "usage": {"prompt_tokens": 50 * n, "completion_tokens": 20, "total_tokens": 50 * n + 20}})
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-demo{n}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "stuck-model"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 50 * n, "completion_tokens": 20, "total_tokens": 50 * n + 20},
+            }
+        )
 
 
 def run_demo(out: IO[str] = sys.stdout, max_steps: int = 12) -> int:
@@ -71,8 +88,11 @@ def _agent(url: str, model: StuckModel, events: Any, say: Transcript, max_steps:
     with httpx.Client(base_url=url + "/v1", timeout=30) as client:
         for step in range(1, max_steps + 1):
             seen = len(model.requests)
-            response = client.post("/chat/completions", json={"model": "stuck-model", "messages": messages, "tools": TOOLS},
-                                   headers={"Authorization": "Bearer not-needed"})
+            response = client.post(
+                "/chat/completions",
+                json={"model": "stuck-model", "messages": messages, "tools": TOOLS},
+                headers={"Authorization": "Bearer not-needed"},
+            )
             response.raise_for_status()
             action = response.headers.get("x-loopguard-action", "pass")
             message = response.json()["choices"][0]["message"]
@@ -84,7 +104,7 @@ def _agent(url: str, model: StuckModel, events: Any, say: Transcript, max_steps:
             for call in message["tool_calls"]:
                 executed += 1
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": NOTES})
-                say.line("agent", f"ran {call['function']['name']} (execution #{executed}) -> \"{NOTES[:48]}...\"")
+                say.line("agent", f'ran {call["function"]["name"]} (execution #{executed}) -> "{NOTES[:48]}..."')
     say.line("demo", "the loop was not stopped within the step budget")
     return "pass"
 
@@ -100,10 +120,15 @@ class Transcript:
 
     def intro(self, policy: Any) -> None:
         np = policy.default.detectors["no_progress"]
-        print("LoopGuard demo: an agent, a model stuck in a loop, and the gateway between them (127.0.0.1 only).",
-              file=self.out)
-        print(f"policy: {policy.name} (no_progress: warn at {np.warn_at}, reject at {np.reject_at}, terminate at "
-              f"{np.terminate_at}; re-asks after a veto: {policy.default.interventions.reject.max_reasks})\n", file=self.out)
+        print(
+            "LoopGuard demo: an agent, a model stuck in a loop, and the gateway between them (127.0.0.1 only).",
+            file=self.out,
+        )
+        print(
+            f"policy: {policy.name} (no_progress: warn at {np.warn_at}, reject at {np.reject_at}, terminate at "
+            f"{np.terminate_at}; re-asks after a veto: {policy.default.interventions.reject.max_reasks})\n",
+            file=self.out,
+        )
 
     def step(self, step: int, events: list[Any], requests: list[dict], message: dict) -> None:
         self.label = f"step {step}"
@@ -120,26 +145,42 @@ class Transcript:
             self.line("reply", _short(message.get("content") or "", 160))
 
     def _event(self, event: Any, text: str) -> None:
-        what = {"warn": "alert added to the request before the model reads it",
-                "reject": "the call is NOT executed; the model gets an error observation and is asked again",
-                "terminate": "the model insisted; the run is ended with a normal reply"}.get(event.action, event.action)
+        what = {
+            "warn": "alert added to the request before the model reads it",
+            "reject": "the call is NOT executed; the model gets an error observation and is asked again",
+            "terminate": "the model insisted; the run is ended with a normal reply",
+        }.get(event.action, event.action)
         self.line("gateway", f"{event.action.upper()} ({event.detector}, {event.count}x {event.tool}): {what}")
         if text:
-            self.line("", f"the model reads: \"{_short(text, 150)}\"")
+            self.line("", f'the model reads: "{_short(text, 150)}"')
 
     def finish(self, action: str, executed: int) -> None:
-        print(f"\nThe agent stopped cleanly (x-loopguard-action: {action}); read_file ran {executed} times, "
-              "not forever.", file=self.out)
+        print(
+            f"\nThe agent stopped cleanly (x-loopguard-action: {action}); read_file ran {executed} times, not forever.",
+            file=self.out,
+        )
 
 
 def _anchor(request: dict) -> str:
-    return next((m["content"] for m in reversed(request.get("messages", []))
-                 if m.get("role") == "system" and str(m.get("content", "")).startswith("[LoopGuard]")), "")
+    return next(
+        (
+            m["content"]
+            for m in reversed(request.get("messages", []))
+            if m.get("role") == "system" and str(m.get("content", "")).startswith("[LoopGuard]")
+        ),
+        "",
+    )
 
 
 def _observation(request: dict) -> str:
-    return next((m["content"] for m in reversed(request.get("messages", []))
-                 if m.get("role") == "tool" and str(m.get("content", "")).lower().startswith(MARK)), "")
+    return next(
+        (
+            m["content"]
+            for m in reversed(request.get("messages", []))
+            if m.get("role") == "tool" and str(m.get("content", "")).lower().startswith(MARK)
+        ),
+        "",
+    )
 
 
 def _short(text: str, limit: int) -> str:

@@ -25,8 +25,9 @@ def serve(app: Any, *, http: str = "h11", **options: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, **{"log_level": "warning", "lifespan": "on", "http": http, "loop": "asyncio",
-                                    **options})
+    config = uvicorn.Config(
+        app, **{"log_level": "warning", "lifespan": "on", "http": http, "loop": "asyncio", **options}
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

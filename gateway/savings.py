@@ -44,8 +44,14 @@ class Pricer:
     """Prices messages for a model. The price table is read on first use (a ~3 MB JSON file,
     ~0.1 s), so a process that never stops a loop never reads it."""
 
-    def __init__(self, model_override: str | None = None, *, configured: Mapping[str, Price] | None = None,
-                 table: PriceTable | None = None, tokenizers: Tokenizers | None = None) -> None:
+    def __init__(
+        self,
+        model_override: str | None = None,
+        *,
+        configured: Mapping[str, Price] | None = None,
+        table: PriceTable | None = None,
+        tokenizers: Tokenizers | None = None,
+    ) -> None:
         self.model_override = model_override
         self.configured = dict(configured or {})
         self.methods: dict[str, Method] = {}  # every model priced so far, and how
@@ -76,8 +82,9 @@ class Pricer:
         price = self.load().price(model) if model else None
         encoding = encoding_name(model, price) if model else None
         count = self._tokenizers.counter(encoding)
-        self.methods[model or "(no model)"] = Method(encoding if count is not None else "estimated",
-                                                     price.source if price is not None else "none")
+        self.methods[model or "(no model)"] = Method(
+            encoding if count is not None else "estimated", price.source if price is not None else "none"
+        )
         tokens_in = tokens_out = 0
         for message in messages:
             piece = adapter.item_text(message)

@@ -67,15 +67,23 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def serve_workers(app: Any, config: Config, config_path: str | None, workers: int,
-                  announce: Callable[[Any, Config, tuple[Any, ...]], None], options: dict[str, Any]) -> int:
+def serve_workers(
+    app: Any,
+    config: Config,
+    config_path: str | None,
+    workers: int,
+    announce: Callable[[Any, Config, tuple[Any, ...]], None],
+    options: dict[str, Any],
+) -> int:
     """Run ``workers`` processes, each building its gateway with :func:`worker_app`. ``app`` is
     the parent's, built only to refuse a bad policy before any worker starts and to announce."""
     if config.state.backend == "memory":
         structlog.get_logger("loopguard").warning(
-            "memory_state_with_workers", workers=workers,
+            "memory_state_with_workers",
+            workers=workers,
             detail="each worker keeps its own sessions, so a conversation's requests may be judged "
-                   "without its history; set state.backend: redis to share them across workers")
+            "without its history; set state.backend: redis to share them across workers",
+        )
     if config_path:
         os.environ[CONFIG_ENV] = os.path.abspath(config_path)  # workers may not share our cwd
     else:
@@ -98,8 +106,13 @@ def shared_metrics() -> Iterator[None]:
         shutil.rmtree(os.environ.pop(SHARED_DIR_ENV), ignore_errors=True)
 
 
-def _supervise(app: Any, config: Config, workers: int,
-               announce: Callable[[Any, Config, tuple[Any, ...]], None], options: dict[str, Any]) -> int:
+def _supervise(
+    app: Any,
+    config: Config,
+    workers: int,
+    announce: Callable[[Any, Config, tuple[Any, ...]], None],
+    options: dict[str, Any],
+) -> int:
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 

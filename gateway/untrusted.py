@@ -93,7 +93,7 @@ class BoundedLabel:
     values seen keep their own series, later ones count as ``other``, so no client can grow
     ``/metrics`` without bound."""
 
-    __slots__ = ("limit", "_seen")
+    __slots__ = ("_seen", "limit")
 
     def __init__(self, limit: int = MAX_LABEL_VALUES) -> None:
         self.limit = limit

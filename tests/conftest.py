@@ -7,11 +7,11 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))  # makes tests/support importable as `support`
 
-from support.servers import serve  # noqa: E402
-from support.upstream import ScriptedUpstream  # noqa: E402
+from support.servers import serve
+from support.upstream import ScriptedUpstream
 
-from gateway.config import Config  # noqa: E402
-from gateway.server.app import SERVER_OPTIONS, build_app  # noqa: E402
+from gateway.config import Config
+from gateway.server.app import SERVER_OPTIONS, build_app
 
 
 @pytest.fixture

@@ -15,8 +15,9 @@ PYTHON_M = [sys.executable, "-m", "gateway"]
 
 
 def run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*PYTHON_M, *args], env=env or child_env(), cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [*PYTHON_M, *args], env=env or child_env(), cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_bad_config_exits_1_naming_file_and_key(tmp_path):
@@ -49,8 +50,9 @@ def test_usage_errors_exit_2(argv):
 
 def test_serve_port_answers_then_terminates_cleanly(tmp_path):
     port = free_port()
-    with gateway_process(["serve", "--port", str(port)], port, tmp_path / "stderr.log",
-                         command=loopguard_command()) as gw:
+    with gateway_process(
+        ["serve", "--port", str(port)], port, tmp_path / "stderr.log", command=loopguard_command()
+    ) as gw:
         assert httpx.get(gw.url + "/healthz").json() == {"status": "ok"}
         assert httpx.get(gw.url + "/readyz").status_code == 200
         gw.process.send_signal(signal.SIGTERM)

@@ -30,8 +30,14 @@ agents:
 
 
 def loopguard(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gateway", "check", *args], env=child_env(), cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", "check", *args],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def check(path, fmt: str = "yaml") -> tuple[int, str, str]:
@@ -77,8 +83,9 @@ def test_json_output(tmp_path):
 def test_config_is_checked_with_the_policy_it_points_to(tmp_path):
     (tmp_path / "fleet.yaml").write_text(AGENTS_POLICY)
     config = tmp_path / "gateway.yaml"
-    config.write_text("upstream:\n  base_url: http://127.0.0.1:9/v1\npolicy: fleet.yaml\n"
-                      "audit:\n  jsonl_path: /tmp/audit.jsonl\n")
+    config.write_text(
+        "upstream:\n  base_url: http://127.0.0.1:9/v1\npolicy: fleet.yaml\naudit:\n  jsonl_path: /tmp/audit.jsonl\n"
+    )
     code, out, err = check(config)
     assert code == 0 and f"config {config}" in err
     assert yaml.safe_load(out)["policy"] == "fleet"
@@ -93,13 +100,15 @@ def test_config_without_a_policy_uses_the_shipped_default(tmp_path):
 
 def test_invalid_policy_exits_1_naming_file_and_key_path(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(textwrap.dedent("""\
+    bad.write_text(
+        textwrap.dedent("""\
         version: 1
         agents:
           - match: {header: a}
             detectors:
               cycle: {bogus: 1}
-        """))
+        """)
+    )
     result = loopguard(str(bad))
     assert result.returncode == 1 and result.stdout == ""
     assert f"{bad}: agents[0].detectors.cycle.bogus: unknown key" in result.stderr
@@ -148,15 +157,22 @@ def test_threshold_corrections_are_reported_on_stderr_not_in_the_output(tmp_path
 
 def test_non_positive_and_out_of_order_thresholds_are_all_reported_as_errors(tmp_path):
     policy = tmp_path / "bad.yaml"
-    policy.write_text("version: 1\ndetectors:\n  no_progress: {warn_at: 8, reject_at: 5, terminate_at: 3}\n"
-                      "  error_repeat: {warn_at: 0}\n  unknown_tool: {warn_at: -1}\n")
+    policy.write_text(
+        "version: 1\ndetectors:\n  no_progress: {warn_at: 8, reject_at: 5, terminate_at: 3}\n"
+        "  error_repeat: {warn_at: 0}\n  unknown_tool: {warn_at: -1}\n"
+    )
     code, out, err = check(policy)
     assert code == 1 and out == ""
-    for where in ("detectors.no_progress.warn_at: thresholds must increase", "detectors.error_repeat.warn_at",
-                  "detectors.unknown_tool.warn_at"):
+    for where in (
+        "detectors.no_progress.warn_at: thresholds must increase",
+        "detectors.error_repeat.warn_at",
+        "detectors.unknown_tool.warn_at",
+    ):
         assert where in err, err
-    policy.write_text("version: 1\nagents:\n  - match: {header: a}\n    detectors: {exact_repeat: {warn_at: 0}}\n"
-                      "  - match: {header: b}\n    detectors: {cycle: {warn_at: 9, reject_at: 2}}\n")
+    policy.write_text(
+        "version: 1\nagents:\n  - match: {header: a}\n    detectors: {exact_repeat: {warn_at: 0}}\n"
+        "  - match: {header: b}\n    detectors: {cycle: {warn_at: 9, reject_at: 2}}\n"
+    )
     code, _, err = check(policy)
     assert code == 1
     assert "agents[0].detectors.exact_repeat.warn_at" in err and "agents[1].detectors.cycle.warn_at" in err

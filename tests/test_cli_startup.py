@@ -22,12 +22,18 @@ def started_line(stderr_path) -> dict | None:
 
 def test_startup_line_names_the_bound_port_policy_state_and_routes(tmp_path):
     config = tmp_path / "c.yaml"
-    config.write_text("server: {port: 0}\npolicy: strict\nstate:\n  backend: redis\n"
-                      "  url: redis://:hunter2@127.0.0.1:1/0\n")  # never reached: only named
+    config.write_text(
+        "server: {port: 0}\npolicy: strict\nstate:\n  backend: redis\n  url: redis://:hunter2@127.0.0.1:1/0\n"
+    )  # never reached: only named
     stderr_path = tmp_path / "stderr.log"
     with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--config", str(config)],
-                                   env=child_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "serve", "--config", str(config)],
+            env=child_env(),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     try:
         assert wait_for(lambda: started_line(stderr_path) is not None or process.poll() is not None, 30)
         line = started_line(stderr_path)

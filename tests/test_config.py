@@ -34,7 +34,9 @@ def test_empty_file_means_defaults(tmp_path):
 
 
 def test_full_example_loads(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 server: {host: 0.0.0.0, port: 9000}
 upstream:
   base_url: http://vllm:8000/v1
@@ -44,7 +46,8 @@ upstream:
 policy: policies/strict.yaml
 limits: {max_body_bytes: 1048576}
 logging: {format: console, level: debug}
-""")
+""",
+    )
     config = load_config(path, env={})
     assert config.server.port == 9000 and config.upstream.timeout_s == 30.0
     assert config.upstream.headers == {"OpenAI-Organization": "org-1"}
@@ -91,11 +94,14 @@ def test_invalid_config_names_file_and_key_path(tmp_path, case):
     assert str(path) in str(caught.value) and key_path in str(caught.value)
 
 
-@pytest.mark.parametrize("text, line", [
-    ("server:\n  host: x\n port: 1\n", 3),  # bad indentation
-    ("upstream:\n  base_url: http://x\n  headers: {a: b\nlogging: {}\n", 4),  # unclosed flow mapping
-    ("server:\n  port: 1\n\tfoo: 1\n", 3),  # a tab
-])
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("server:\n  host: x\n port: 1\n", 3),  # bad indentation
+        ("upstream:\n  base_url: http://x\n  headers: {a: b\nlogging: {}\n", 4),  # unclosed flow mapping
+        ("server:\n  port: 1\n\tfoo: 1\n", 3),  # a tab
+    ],
+)
 def test_yaml_syntax_error_names_file_and_line(tmp_path, text, line):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
@@ -136,12 +142,15 @@ def test_env_interpolation(tmp_path, case):
 
 def test_interpolated_numbers_and_nested_values(tmp_path):
     # Ports and limits come from the environment in containers; headers too.
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 server: {port: "${PORT:-9000}"}
 upstream:
   api_key: ${OPENAI_API_KEY}
   headers: {OpenAI-Project: "${PROJECT:-proj_default}"}
-""")
+""",
+    )
     config = load_config(path, env={"OPENAI_API_KEY": "sk-env"})
     assert config.server.port == 9000
     assert config.upstream.api_key == "sk-env"
@@ -193,10 +202,13 @@ def test_unset_variable_without_default_is_an_error_naming_it_and_the_key(tmp_pa
     assert "OPENAI_API_KEYY" in caught.value.reason and str(path) in str(caught.value)
 
 
-@pytest.mark.parametrize("template, env, expected", [
-    ("${EMPTY}", {"EMPTY": ""}, ""),  # set but empty is a deliberate value
-    ("${MAYBE:-}", {}, ""),  # an explicit empty default allows unset
-])
+@pytest.mark.parametrize(
+    "template, env, expected",
+    [
+        ("${EMPTY}", {"EMPTY": ""}, ""),  # set but empty is a deliberate value
+        ("${MAYBE:-}", {}, ""),  # an explicit empty default allows unset
+    ],
+)
 def test_empty_values_that_are_meant(tmp_path, template, env, expected):
     path = write(tmp_path, f'audit: {{jsonl_path: "x{template}"}}\n')
     assert load_config(path, env=env).audit.jsonl_path == "x" + expected
@@ -216,7 +228,9 @@ def test_unset_variable_is_forgiven_where_the_env_override_replaces_it(tmp_path)
 
 
 def test_all_problems_are_reported_at_once(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 server: {port: 70000}
 upstream:
   api_key: ${MISSING_KEY}
@@ -224,12 +238,14 @@ upstream:
 logging: {level: verbose}
 state: {bogus: 1, url: '${REDIS}'}
 policy: no-such-pack
-""")
+""",
+    )
     with pytest.raises(ConfigError) as caught:
         load_config(path, env={})
     paths = [p for p, _ in caught.value.problems]
-    assert sorted(paths) == sorted(["server.port", "upstream.api_key", "upstream.timeout_s",
-                                    "logging.level", "state.bogus", "state.url", "policy"])
+    assert sorted(paths) == sorted(
+        ["server.port", "upstream.api_key", "upstream.timeout_s", "logging.level", "state.bogus", "state.url", "policy"]
+    )
     assert len(set(paths)) == len(paths)  # an unset variable's key is not reported twice
     lines = str(caught.value).splitlines()
     assert len(lines) == len(paths)

@@ -21,7 +21,9 @@ def test_readme_table_matches_the_schema():
     documented = {line.split("`")[1] for line in inside.splitlines() if line.startswith("| `")}
     schema = {k.path for k in keys()}
     assert not schema - documented, f"keys missing from the README: {sorted(schema - documented)}; {REGENERATE}"
-    assert not documented - schema, f"README documents keys that no longer exist: {sorted(documented - schema)}; {REGENERATE}"
+    assert not documented - schema, (
+        f"README documents keys that no longer exist: {sorted(documented - schema)}; {REGENERATE}"
+    )
     assert inside == render_table(), f"the README table is stale; {REGENERATE}"
     assert main(["--check"]) == 0
 

@@ -12,8 +12,9 @@ def test_demo_shows_warn_reject_terminate_and_exits_0():
     env = child_env()
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(name, None)  # no API key needed
-    result = subprocess.run([sys.executable, "-m", "gateway", "demo"], env=env, cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway", "demo"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     warn, reject, terminate = out.index("WARN ("), out.index("REJECT ("), out.index("TERMINATE (")

@@ -47,9 +47,23 @@ def test_every_imported_distribution_is_declared():
     runtime = _declared(project["dependencies"])
     extras = {name: _declared(reqs) for name, reqs in project["optional-dependencies"].items()}
     everything = runtime | set().union(*extras.values())
-    local = {"gateway", "benchmarks", "support", "server", "policy_fakes", "loop_traces", "harness", "overhead", "scratch",
-             "conftest"} | {p.stem for p in (ROOT / "tests").rglob("*.py")} | {p.stem for p in (ROOT / "benchmarks").glob("*.py")} \
-        | {p.parent.name for p in (ROOT / "tests").rglob("__init__.py")}  # test packages: tests.pipeline.bodies
+    local = (
+        {
+            "gateway",
+            "benchmarks",
+            "support",
+            "server",
+            "policy_fakes",
+            "loop_traces",
+            "harness",
+            "overhead",
+            "scratch",
+            "conftest",
+        }
+        | {p.stem for p in (ROOT / "tests").rglob("*.py")}
+        | {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+        | {p.parent.name for p in (ROOT / "tests").rglob("__init__.py")}
+    )  # test packages: tests.pipeline.bodies
     for name, dists in _third_party(_imports(ROOT / "gateway"), local).items():
         declared = everything if name in OPTIONAL else runtime
         assert dists & declared, f"gateway imports {name} ({dists}) but it is not declared"

@@ -33,10 +33,10 @@ def test_secrets_redacted_at_top_level_and_one_level_down(capfd):
 
 def test_timestamp_is_iso_utc_and_current(capfd):
     configure_logging("json", "info")
-    before = datetime.datetime.now(datetime.timezone.utc)
+    before = datetime.datetime.now(datetime.UTC)
     structlog.get_logger("t").info("first")
     structlog.get_logger("t").info("second")
-    after = datetime.datetime.now(datetime.timezone.utc)
+    after = datetime.datetime.now(datetime.UTC)
     stamps = [line["timestamp"] for line in _lines(capfd)]
     for stamp in stamps:
         assert stamp.endswith("Z")

@@ -11,19 +11,31 @@ from gateway.config import ModelPrice
 from gateway.pricing import configured
 from gateway.savings import Method, Pricer, estimate, one_round
 
-CALL = {"role": "assistant", "content": None, "tool_calls": [
-    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]}
-HISTORY = [{"role": "user", "content": "summarise a.txt " * 20}, CALL,
-           {"role": "tool", "tool_call_id": "c1", "content": "the same text " * 50}]
+CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
+    ],
+}
+HISTORY = [
+    {"role": "user", "content": "summarise a.txt " * 20},
+    CALL,
+    {"role": "tool", "tool_call_id": "c1", "content": "the same text " * 50},
+]
 
 
 @pytest.fixture(scope="module")
 def pricer() -> Pricer:
-    return Pricer(configured=configured({
-        "my-llama": ModelPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=2.0),
-        "gpt-4o-mini": ModelPrice(input_usd_per_mtok=100.0, output_usd_per_mtok=100.0),
-        "my-gpt": ModelPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=1.0, tokenizer="cl100k_base"),
-    }))
+    return Pricer(
+        configured=configured(
+            {
+                "my-llama": ModelPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=2.0),
+                "gpt-4o-mini": ModelPrice(input_usd_per_mtok=100.0, output_usd_per_mtok=100.0),
+                "my-gpt": ModelPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=1.0, tokenizer="cl100k_base"),
+            }
+        )
+    )
 
 
 def test_one_round_is_the_history_again_and_the_repeated_call():
@@ -34,8 +46,11 @@ def test_one_round_is_the_history_again_and_the_repeated_call():
 def test_estimate_counts_characters_and_prices_nothing():
     saved = estimate(HISTORY)
     assert saved.estimated and saved.cost is None
-    assert saved.tokens == (len("summarise a.txt " * 20) + len("read_file") + len('{"path": "a.txt"}')
-                            + len("the same text " * 50)) // 4
+    assert (
+        saved.tokens
+        == (len("summarise a.txt " * 20) + len("read_file") + len('{"path": "a.txt"}') + len("the same text " * 50))
+        // 4
+    )
 
 
 def test_an_openai_model_is_counted_by_tiktoken_and_priced_from_litellms_table(pricer):
@@ -71,10 +86,12 @@ def test_a_self_hosted_model_is_priced_from_the_config_with_estimated_tokens(pri
 
 
 def test_pricing_never_imports_litellm():
-    code = ("import sys; from gateway.savings import Pricer; "
-            "s = Pricer().savings([{'role': 'user', 'content': 'hi'}], 'gpt-4o'); "
-            "assert s.cost and not s.estimated, s; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))")
+    code = (
+        "import sys; from gateway.savings import Pricer; "
+        "s = Pricer().savings([{'role': 'user', 'content': 'hi'}], 'gpt-4o'); "
+        "assert s.cost and not s.estimated, s; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -83,13 +100,19 @@ def test_pricing_never_imports_litellm():
 # (a reader of chat keys would see ~1 token per item of these).
 ANTHROPIC_HISTORY = [
     {"role": "user", "content": [{"type": "text", "text": "summarise a.txt " * 20}]},
-    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.txt"}}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.txt"}}],
+    },
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "the same text " * 50}]},
 ]
 GEMINI_HISTORY = [
     {"role": "user", "parts": [{"text": "summarise a.txt " * 20}]},
     {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": "a.txt"}}}]},
-    {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"result": "the same text " * 50}}}]},
+    {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "read_file", "response": {"result": "the same text " * 50}}}],
+    },
 ]
 
 

@@ -19,9 +19,11 @@ from support.process import child_env, free_port, gateway_process
 def _workers(parent: int, expected: int | None = None) -> list[int]:
     """The parent's worker processes (multiprocessing's resource tracker is no worker);
     ``expected``: wait until that many are up (the parent answers before its last one starts)."""
+
     def found() -> list[int]:
         children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
         return [int(pid) for pid in children if _is_worker(int(pid))]
+
     if expected is None:
         return found()
     return _until(lambda: (workers := found()) and len(workers) == expected and workers) or found()
@@ -89,8 +91,9 @@ def _two_workers(tmp_path, upstream, port: int, **env: str):
     """The gateway with ``server.workers: 2`` in its config."""
     config = tmp_path / "gw.yaml"
     config.write_text(f"upstream:\n  base_url: {upstream.url}/v1\nserver:\n  workers: 2\n")
-    return gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
-                           tmp_path / "stderr.log", env=child_env(**env))
+    return gateway_process(
+        ["serve", "--config", str(config), "--port", str(port)], port, tmp_path / "stderr.log", env=child_env(**env)
+    )
 
 
 def test_two_workers_serve_one_port_and_a_scrape_counts_both(tmp_path, upstream):
@@ -100,8 +103,9 @@ def test_two_workers_serve_one_port_and_a_scrape_counts_both(tmp_path, upstream)
         assert len(workers) == 2
         shared = Path(_environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"])
         # A connection per request, so the kernel spreads them over both workers.
-        client = openai.OpenAI(base_url=gw.url + "/v1", api_key="sk-test", max_retries=0,
-                               default_headers={"connection": "close"})
+        client = openai.OpenAI(
+            base_url=gw.url + "/v1", api_key="sk-test", max_retries=0, default_headers={"connection": "close"}
+        )
         for _ in range(40):
             reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
             assert reply.choices[0].message.content == "ok"
@@ -130,8 +134,9 @@ def test_a_metrics_directory_the_operator_gave_is_used_and_kept(tmp_path, upstre
 def test_workers_flag_overrides_the_config_and_one_worker_warns_nothing(tmp_path, upstream):
     port = free_port()
     env = child_env(LOOPGUARD_UPSTREAM_BASE_URL=upstream.url + "/v1")
-    with gateway_process(["serve", "--port", str(port), "--workers", "1"], port, tmp_path / "stderr.log",
-                         env=env) as gw:
+    with gateway_process(
+        ["serve", "--port", str(port), "--workers", "1"], port, tmp_path / "stderr.log", env=env
+    ) as gw:
         assert _workers(gw.process.pid) == []  # served in the process itself
         assert "PROMETHEUS_MULTIPROC_DIR" not in _environ(gw.process.pid)
         assert "memory_state_with_workers" not in gw.stderr
@@ -168,7 +173,13 @@ def test_workers_on_a_port_in_use_say_so_and_exit(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "gateway", "serve", "--workers", "2", "--port", str(port)],
-                              check=False, env=child_env(), capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "gateway", "serve", "--workers", "2", "--port", str(port)],
+            check=False,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 1
     assert f"cannot serve 127.0.0.1:{port}" in done.stderr

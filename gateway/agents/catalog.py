@@ -12,10 +12,10 @@ path pays one dictionary look-up.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 from pydantic import ValidationError
 
@@ -74,8 +74,11 @@ class Catalog:
         derived = self._policies.get(profile.name)
         if derived is None:
             derived = self._policies[profile.name] = replace(
-                policy, trace_settings=derive(policy.trace_settings, profile), profile=profile.name,
-                interventions=_ending(policy.interventions, profile))
+                policy,
+                trace_settings=derive(policy.trace_settings, profile),
+                profile=profile.name,
+                interventions=_ending(policy.interventions, profile),
+            )
         return derived
 
     def recognise(self, conv: Conversation, user_agent: str = "") -> AgentProfile | None:
@@ -103,8 +106,9 @@ def _system_text(conv: Conversation) -> str:
     return "\n".join(parts)[:_SYSTEM_CHARS]
 
 
-def _best(profiles: tuple[AgentProfile, ...], tools: frozenset[str] | None, system: str,
-          user_agent: str) -> AgentProfile | None:
+def _best(
+    profiles: tuple[AgentProfile, ...], tools: frozenset[str] | None, system: str, user_agent: str
+) -> AgentProfile | None:
     best, rank = None, (-1, -1)
     for profile in profiles:
         if not profile.matches(tools, system, user_agent):

@@ -39,14 +39,14 @@ class AuditBus:
         for sink in self.sinks if sinks is None else sinks:
             try:
                 sink.emit(event)
-            except Exception as exc:  # noqa: BLE001 - an audit sink must never fail a request
+            except Exception as exc:
                 self._failed(sink, "emit", exc)
                 self._emit_escaped(sink, event)
 
     def _emit_escaped(self, sink: Sink, event: Any) -> None:
         try:
             sink.emit(escaped(event))
-        except Exception:  # noqa: BLE001, S110 - the sink is broken, not the event: counted once, above
+        except Exception:
             pass
 
     async def start(self) -> None:
@@ -64,20 +64,20 @@ class AuditBus:
                 result = method()
                 if inspect.isawaitable(result):
                     await result
-            except Exception as exc:  # noqa: BLE001 - e.g. an unwritable JSONL path
+            except Exception as exc:
                 self._failed(sink, hook, exc)
 
     def _failed(self, sink: Sink, op: str, exc: Exception) -> None:
         self.errors[sink.name] += 1
         # The error type and text, no traceback: a broken sink would otherwise flood the log.
-        structlog.get_logger("loopguard").warning("audit.sink_failed", sink=sink.name, op=op,
-                                                  error=type(exc).__name__, detail=str(exc)[:200])
+        structlog.get_logger("loopguard").warning(
+            "audit.sink_failed", sink=sink.name, op=op, error=type(exc).__name__, detail=str(exc)[:200]
+        )
 
 
 def escaped(event: Any) -> Any:
     """The event with every text field made safe (surrogates escaped, length capped)."""
-    changes = {f.name: untrusted.text(value) for f in fields(event)
-               if isinstance(value := getattr(event, f.name), str)}
+    changes = {f.name: untrusted.text(value) for f in fields(event) if isinstance(value := getattr(event, f.name), str)}
     return replace(event, **changes)
 
 
@@ -94,7 +94,14 @@ def build_bus(audit_config: Any, log: Any = None) -> AuditBus:
     if hook is not None:
         from gateway.audit.webhook_sink import WebhookSink
 
-        sinks.append(WebhookSink(hook.url, timeout_s=hook.timeout_s, queue_size=hook.queue_size,
-                                 max_retries=hook.max_retries, backoff_s=hook.backoff_s,
-                                 headers=dict(hook.headers)))
+        sinks.append(
+            WebhookSink(
+                hook.url,
+                timeout_s=hook.timeout_s,
+                queue_size=hook.queue_size,
+                max_retries=hook.max_retries,
+                backoff_s=hook.backoff_s,
+                headers=dict(hook.headers),
+            )
+        )
     return AuditBus(sinks)

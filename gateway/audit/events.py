@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from gateway.policy.actions import Action
@@ -75,10 +75,20 @@ class InterventionEvent:
         return {"event": EVENT, **self.fields()}
 
 
-def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
-                 action: Action | None = None, agent: str | None = None, run: int = 0,
-                 request_id: str | None = None, work: StoppedWork | None = None,
-                 terminate: str | None = None, context: EventContext | None = None) -> InterventionEvent | None:
+def intervention(
+    judgement: Judgement,
+    *,
+    phase: str,
+    session: str,
+    policy: str,
+    action: Action | None = None,
+    agent: str | None = None,
+    run: int = 0,
+    request_id: str | None = None,
+    work: StoppedWork | None = None,
+    terminate: str | None = None,
+    context: EventContext | None = None,
+) -> InterventionEvent | None:
     """The event for a judgement; None when it has no finding (nothing to audit)."""
     finding = judgement.finding
     if finding is None:
@@ -90,12 +100,24 @@ def intervention(judgement: Judgement, *, phase: str, session: str, policy: str,
         applied = Action.PASS
     would = judgement.would
     return InterventionEvent(
-        time=now_iso(), session=session, run=run, agent=agent, policy=policy,
-        detector=finding.detector, action=applied.label, would=would.label,
-        tool=",".join(finding.tools), count=finding.count, steps=tuple(finding.steps),
-        shadow=judgement.shadow or applied < would, phase=phase, request_id=request_id,
-        description=finding.description, work=work if applied >= Action.REJECT else None,
-        terminate=terminate if applied == Action.TERMINATE else None, context=context,
+        time=now_iso(),
+        session=session,
+        run=run,
+        agent=agent,
+        policy=policy,
+        detector=finding.detector,
+        action=applied.label,
+        would=would.label,
+        tool=",".join(finding.tools),
+        count=finding.count,
+        steps=tuple(finding.steps),
+        shadow=judgement.shadow or applied < would,
+        phase=phase,
+        request_id=request_id,
+        description=finding.description,
+        work=work if applied >= Action.REJECT else None,
+        terminate=terminate if applied == Action.TERMINATE else None,
+        context=context,
     )
 
 
@@ -134,4 +156,4 @@ def run_number(trace: Trace | None) -> int:
 
 def now_iso() -> str:
     """UTC, millisecond precision, ``Z`` suffix: 2026-05-14T09:12:03.120Z."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO
 
-
 from gateway import untrusted
 from gateway.audit.events import InterventionEvent
 

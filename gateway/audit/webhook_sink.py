@@ -26,8 +26,17 @@ MAX_BACKOFF_S = 30.0
 class WebhookSink:
     name = "webhook"
 
-    def __init__(self, url: str, *, timeout_s: float = 5.0, queue_size: int = 1000, max_retries: int = 3,
-                 backoff_s: float = 0.5, headers: dict[str, str] | None = None, drain_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = 5.0,
+        queue_size: int = 1000,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        headers: dict[str, str] | None = None,
+        drain_s: float = 2.0,
+    ) -> None:
         self.url = url
         self.host = httpx.URL(url).host  # logged instead of the URL: webhook URLs embed tokens
         self.timeout_s = timeout_s
@@ -69,7 +78,7 @@ class WebhookSink:
             except asyncio.CancelledError:
                 self.dropped["shutdown"] += 1
                 raise
-            except Exception:  # noqa: BLE001 - the worker must outlive any one event
+            except Exception:
                 self.dropped["undeliverable"] += 1
                 structlog.get_logger("loopguard").exception("audit.webhook_failed", host=self.host)
             finally:
@@ -88,8 +97,7 @@ class WebhookSink:
             if problem == "rejected":  # a 4xx other than 408/425/429: retrying cannot help
                 break
         self.dropped["undeliverable"] += 1
-        structlog.get_logger("loopguard").warning("audit.webhook_dropped", host=self.host,
-                                                  attempts=attempt + 1)
+        structlog.get_logger("loopguard").warning("audit.webhook_dropped", host=self.host, attempts=attempt + 1)
 
     async def _post(self, body: bytes) -> str | None:
         """None when delivered, else why not: "retry" or "rejected"."""
@@ -105,5 +113,4 @@ class WebhookSink:
         return "rejected"
 
     def stats(self) -> dict[str, Any]:
-        return {"sent": self.sent, "retries": self.retries, "dropped": dict(self.dropped),
-                "queued": self.queue.qsize()}
+        return {"sent": self.sent, "retries": self.retries, "dropped": dict(self.dropped), "queued": self.queue.qsize()}

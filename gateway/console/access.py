@@ -65,7 +65,7 @@ def _mac(digest: bytes, issued: str) -> str:
 
 
 def _basic(header: str | None) -> bytes | None:
-    if not header or not header[:6].lower() == "basic ":
+    if not header or header[:6].lower() != "basic ":
         return None
     try:
         user, _, password = base64.b64decode(header[6:].strip(), validate=True).partition(b":")

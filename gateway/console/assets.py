@@ -10,8 +10,11 @@ from pathlib import Path
 from gateway.replay.style import CSS as REPORT_CSS
 
 _HERE = Path(__file__).with_name("static")
-_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-          ".css": "text/css; charset=utf-8"}
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
 
 
 def _load() -> dict[str, tuple[bytes, str]]:
@@ -25,7 +28,9 @@ ASSETS = _load()  # name -> (bytes, content type)
 
 
 def page(title: str, body: str) -> str:
-    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{escape(title)}</title><link rel=\"stylesheet\" href=\"/ui/static/console.css\"></head>\n"
-            f"<body class=\"console\">\n{body}\n</body></html>\n")
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{escape(title)}</title><link rel="stylesheet" href="/ui/static/console.css"></head>\n'
+        f'<body class="console">\n{body}\n</body></html>\n'
+    )

@@ -21,29 +21,57 @@ MAX_STEPS = 64  # evidence steps kept per event
 _ROOM = 1024  # bytes of a detail that are not rows (text, counts)
 
 # What the model (or the client) was given, by action; how a terminate ended decides its text.
-_SENT = {"warn": ("warn", "anchor sent to the model"),
-         "reject": ("reject", "error observation returned in place of the call")}
-_ENDED = {"answer": ("answer", "note asking the model for its final answer, tools closed"),
-          "reply": ("terminate", "termination reply (template) sent to the client"),
-          "error": ("terminate", "loop_detected error (422) sent to the client")}
+_SENT = {
+    "warn": ("warn", "anchor sent to the model"),
+    "reject": ("reject", "error observation returned in place of the call"),
+}
+_ENDED = {
+    "answer": ("answer", "note asking the model for its final answer, tools closed"),
+    "reply": ("terminate", "termination reply (template) sent to the client"),
+    "error": ("terminate", "loop_detected error (422) sent to the client"),
+}
 
 
 def entry(event: InterventionEvent | SavingsEvent) -> bytes:
     if isinstance(event, SavingsEvent):
-        return orjson.dumps({"k": "s", "time": event.time, "session": event.session[:200],
-                             "request_id": event.request_id, "detector": event.detector,
-                             "action": event.action, "model": event.model[:100], "tokens": event.tokens,
-                             "cost_usd": event.cost_usd, "estimated": event.estimated})
+        return orjson.dumps(
+            {
+                "k": "s",
+                "time": event.time,
+                "session": event.session[:200],
+                "request_id": event.request_id,
+                "detector": event.detector,
+                "action": event.action,
+                "model": event.model[:100],
+                "tokens": event.tokens,
+                "cost_usd": event.cost_usd,
+                "estimated": event.estimated,
+            }
+        )
     context = event.context
-    return orjson.dumps({
-        "k": "i", "time": event.time, "session": event.session[:200], "run": event.run, "agent": event.agent,
-        "policy": event.policy, "detector": event.detector, "action": event.action, "would": event.would,
-        "tool": event.tool[:200], "count": event.count, "steps": list(event.steps[-MAX_STEPS:]),
-        "shadow": event.shadow, "phase": event.phase, "request_id": event.request_id,
-        "terminate": event.terminate, "description": mask(event.description[:400]),
-        "protocol": context.protocol if context else None,
-        "model": context.model[:100] if context and context.model else None,
-    })
+    return orjson.dumps(
+        {
+            "k": "i",
+            "time": event.time,
+            "session": event.session[:200],
+            "run": event.run,
+            "agent": event.agent,
+            "policy": event.policy,
+            "detector": event.detector,
+            "action": event.action,
+            "would": event.would,
+            "tool": event.tool[:200],
+            "count": event.count,
+            "steps": list(event.steps[-MAX_STEPS:]),
+            "shadow": event.shadow,
+            "phase": event.phase,
+            "request_id": event.request_id,
+            "terminate": event.terminate,
+            "description": mask(event.description[:400]),
+            "protocol": context.protocol if context else None,
+            "model": context.model[:100] if context and context.model else None,
+        }
+    )
 
 
 def detail(event: InterventionEvent, max_bytes: int) -> bytes | None:
@@ -53,8 +81,9 @@ def detail(event: InterventionEvent, max_bytes: int) -> bytes | None:
         return None
     kept, total = _rows(context.trace, event, max_bytes - _ROOM)
     text, said = _text(event, context)
-    return orjson.dumps({"rows": kept, "omitted": total - len(kept) + context.trace.skipped,
-                         "text": text, "text_kind": said})
+    return orjson.dumps(
+        {"rows": kept, "omitted": total - len(kept) + context.trace.skipped, "text": text, "text_kind": said}
+    )
 
 
 def _rows(trace: Any, event: InterventionEvent, budget: int) -> tuple[list[list[Any]], int]:
@@ -70,7 +99,8 @@ def _rows(trace: Any, event: InterventionEvent, budget: int) -> tuple[list[list[
         repeats.append(seen[key])
     proposed = _proposed(trace, event, seen) if event.phase == "response" else None
     rows = ([] if proposed is None else [proposed]) + [
-        (e, repeat) for e, repeat in zip(reversed(trace.events), reversed(repeats))]
+        (e, repeat) for e, repeat in zip(reversed(trace.events), reversed(repeats))
+    ]
     kept = []
     for item in rows:
         row = item if isinstance(item, list) else _row(*item)
@@ -83,8 +113,15 @@ def _rows(trace: Any, event: InterventionEvent, budget: int) -> tuple[list[list[
 
 
 def _row(e: Any, repeat: int) -> list[Any]:
-    return [e.step, e.message_index, e.tool[:100], excerpt(e.raw_args, EXCERPT), excerpt(e.result, EXCERPT),
-            repeat, "vetoed" if e.vetoed else ""]
+    return [
+        e.step,
+        e.message_index,
+        e.tool[:100],
+        excerpt(e.raw_args, EXCERPT),
+        excerpt(e.result, EXCERPT),
+        repeat,
+        "vetoed" if e.vetoed else "",
+    ]
 
 
 def _proposed(trace: Any, event: InterventionEvent, seen: dict[tuple[str, str], int]) -> list[Any] | None:
@@ -96,16 +133,26 @@ def _proposed(trace: Any, event: InterventionEvent, seen: dict[tuple[str, str], 
     like = next((e for e in reversed(trace.events) if e.step in event.steps), None)
     repeat = seen.get((like.tool, like.args_hash), 0) + 1 if like else 1
     message = (trace.events[-1].message_index + 2) if trace.events else 0
-    return [max(beyond), message, (like.tool if like else event.tool)[:100],
-            excerpt(like.raw_args, EXCERPT) if like else None, None, repeat, "proposed"]
+    return [
+        max(beyond),
+        message,
+        (like.tool if like else event.tool)[:100],
+        excerpt(like.raw_args, EXCERPT) if like else None,
+        None,
+        repeat,
+        "proposed",
+    ]
 
 
 def _text(event: InterventionEvent, context: Any) -> tuple[str | None, str]:
     policy = context.policy
     if event.action == "pass":
         return None, "nothing sent: held back (shadow mode or max_action)"
-    kind, said = _ENDED.get(event.terminate or "", ("terminate", "termination")) \
-        if event.action == "terminate" else _SENT.get(event.action, ("warn", event.action))
+    kind, said = (
+        _ENDED.get(event.terminate or "", ("terminate", "termination"))
+        if event.action == "terminate"
+        else _SENT.get(event.action, ("warn", event.action))
+    )
     if policy is None:
         return None, said
     extra = {"progress": policy.progress(context.trace)} if kind in ("terminate", "answer") else {}

@@ -15,21 +15,28 @@ import re
 
 MASK = "\u2022\u2022\u2022"  # what a masked value reads as
 
-_TOKENS = re.compile("|".join([
-    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}",  # OpenAI, Anthropic
-    r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key id
-    r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub
-    r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
-    r"\bAIza[0-9A-Za-z_\-]{30,}",  # Google
-    r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWT
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
-]), re.DOTALL)
+_TOKENS = re.compile(
+    "|".join(
+        [
+            r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}",  # OpenAI, Anthropic
+            r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key id
+            r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub
+            r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
+            r"\bAIza[0-9A-Za-z_\-]{30,}",  # Google
+            r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWT
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+        ]
+    ),
+    re.DOTALL,
+)
 _SCHEMES = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s/]+@")
 # From a word's start (\b): tried inside every long word, the leading run would backtrack
 # quadratically in the word's length.
-_SECRET_KEYS = (r"\b[A-Za-z0-9_\-]*(?:passw(?:or)?d|passwd|secret|token(?!s)|api[_\-]?key|access[_\-]?key|"
-                r"private[_\-]?key|credential|authorization|cookie)[A-Za-z0-9_\-]*")
+_SECRET_KEYS = (
+    r"\b[A-Za-z0-9_\-]*(?:passw(?:or)?d|passwd|secret|token(?!s)|api[_\-]?key|access[_\-]?key|"
+    r"private[_\-]?key|credential|authorization|cookie)[A-Za-z0-9_\-]*"
+)
 _PAIR = re.compile(r"""(["']?""" + _SECRET_KEYS + r"""["']?\s*[:=]\s*)(["']?)([^\s"',;}&]+)""", re.IGNORECASE)
 
 

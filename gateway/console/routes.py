@@ -33,21 +33,30 @@ class Console:
         self.keep = gateway.config.ui.max_events
 
     def routes(self) -> list[Route]:
-        guarded = [("/ui", self.index), ("/ui/run", self.run), ("/ui/api/feed", self.feed),
-                   ("/ui/api/status", self.status)]
+        guarded = [
+            ("/ui", self.index),
+            ("/ui/run", self.run),
+            ("/ui/api/feed", self.feed),
+            ("/ui/api/status", self.status),
+        ]
         return [Route(path, self._operator(handler), methods=["GET"]) for path, handler in guarded] + [
             Route("/ui/static/{name}", self.asset, methods=["GET"]),  # the same for everyone: the sign-in page's style
             Route("/ui/login", self.login, methods=["GET", "POST"]),
-            Route("/ui/logout", self.logout, methods=["POST"])]
+            Route("/ui/logout", self.logout, methods=["POST"]),
+        ]
 
     def _operator(self, handler):
         async def checked(request: Request) -> Response:
             if self.access.allows(request):
                 return await handler(request)
             if request.url.path.startswith("/ui/api/") or "text/html" not in request.headers.get("accept", ""):
-                return JSONResponse(error_body("An operator key is required (auth.metrics_keys).",
-                                               code="invalid_api_key"), status_code=401, headers=_CHALLENGE)
+                return JSONResponse(
+                    error_body("An operator key is required (auth.metrics_keys).", code="invalid_api_key"),
+                    status_code=401,
+                    headers=_CHALLENGE,
+                )
             return _login_page(request.url.path + (f"?{request.url.query}" if request.url.query else ""), "")
+
         return checked
 
     async def index(self, request: Request) -> Response:
@@ -68,9 +77,18 @@ class Console:
         logged = await self.gateway.store.recent_events(self.keep)
         newest = logged[0].id if logged else ""
         items = view.parse(logged)
-        return Response(orjson.dumps({"newest": newest, "events": view.feed(items, FEED_ROWS),
-                                      "totals": view.totals(items), "kept": len(items), "keep": self.keep}),
-                        media_type="application/json")
+        return Response(
+            orjson.dumps(
+                {
+                    "newest": newest,
+                    "events": view.feed(items, FEED_ROWS),
+                    "totals": view.totals(items),
+                    "kept": len(items),
+                    "keep": self.keep,
+                }
+            ),
+            media_type="application/json",
+        )
 
     async def status(self, request: Request) -> Response:
         return JSONResponse(await status(self.gateway))
@@ -84,9 +102,14 @@ class Console:
         items = view.parse(await self.gateway.store.recent_events(self.keep))
         mine = view.run_items(items, session, number)
         if not mine:
-            return HTMLResponse(page("LoopGuard run", "<p>No kept events for this run (the console keeps the "
-                                                       f"newest {self.keep}).</p><p><a href=\"/ui\">back</a></p>"),
-                                status_code=404)
+            return HTMLResponse(
+                page(
+                    "LoopGuard run",
+                    "<p>No kept events for this run (the console keeps the "
+                    f'newest {self.keep}).</p><p><a href="/ui">back</a></p>',
+                ),
+                status_code=404,
+            )
         saved = view.savings_of(items)
         savings = [saved[i.id] for i in mine if i.id in saved]
         details = {}
@@ -110,8 +133,15 @@ class Console:
         if cookie is None:
             return _login_page(target, "That key is not an operator key.")
         out = RedirectResponse(target, status_code=303)
-        out.set_cookie(COOKIE, cookie, max_age=SESSION_S, path="/ui", httponly=True, samesite="strict",
-                       secure=request.url.scheme == "https")
+        out.set_cookie(
+            COOKIE,
+            cookie,
+            max_age=SESSION_S,
+            path="/ui",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
         return out
 
     async def logout(self, request: Request) -> Response:
@@ -126,11 +156,12 @@ def _local(target: str) -> str:
 
 
 def _login_page(target: str, error: str, status: int = 401) -> HTMLResponse:
-    problem = f"<p class=\"error\" id=\"login-error\">{escape(error)}</p>" if error else ""
-    body = (f"<form class=\"login\" method=\"post\" action=\"/ui/login\"><h1>LoopGuard console</h1>"
-            f"<p class=\"meta\">Sign in with an operator key (<code>auth.metrics_keys</code>).</p>{problem}"
-            f"<input type=\"password\" name=\"key\" id=\"key\" placeholder=\"operator key\" autofocus required>"
-            f"<input type=\"hidden\" name=\"next\" value=\"{escape(_local(target))}\">"
-            f"<button type=\"submit\">Sign in</button></form>")
+    problem = f'<p class="error" id="login-error">{escape(error)}</p>' if error else ""
+    body = (
+        f'<form class="login" method="post" action="/ui/login"><h1>LoopGuard console</h1>'
+        f'<p class="meta">Sign in with an operator key (<code>auth.metrics_keys</code>).</p>{problem}'
+        f'<input type="password" name="key" id="key" placeholder="operator key" autofocus required>'
+        f'<input type="hidden" name="next" value="{escape(_local(target))}">'
+        f'<button type="submit">Sign in</button></form>'
+    )
     return HTMLResponse(page("LoopGuard console: sign in", body), status_code=status, headers=_CHALLENGE)
-

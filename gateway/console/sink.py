@@ -21,8 +21,9 @@ from gateway.state.base import StateStore
 class ConsoleSink:
     name = "console"
 
-    def __init__(self, store: StateStore, *, keep: int, max_run_bytes: int, queue_size: int = 1000,
-                 drain_s: float = 2.0) -> None:
+    def __init__(
+        self, store: StateStore, *, keep: int, max_run_bytes: int, queue_size: int = 1000, drain_s: float = 2.0
+    ) -> None:
         self.store, self.keep, self.max_run_bytes, self.drain_s = store, keep, max_run_bytes, drain_s
         self.queue: asyncio.Queue[InterventionEvent | SavingsEvent] = asyncio.Queue(maxsize=queue_size)
         self.written = 0
@@ -50,7 +51,7 @@ class ConsoleSink:
             event = await self.queue.get()
             try:
                 await self._write(event)
-            except Exception as exc:  # noqa: BLE001 - one odd event must not stop the console's feed
+            except Exception as exc:
                 self.dropped += 1
                 structlog.get_logger("loopguard").warning("console.event_failed", error=type(exc).__name__)
             finally:

@@ -4,12 +4,12 @@ the console's own event log."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.check import raw_matches
-from gateway.policy.engine import EffectivePolicy
 from gateway.context import Gateway
+from gateway.policy.engine import EffectivePolicy
 
 
 async def status(gateway: Gateway) -> dict[str, Any]:
@@ -18,17 +18,32 @@ async def status(gateway: Gateway) -> dict[str, Any]:
     matches = raw_matches(policy.source)  # as written: globs, not their compiled patterns
     return {
         "policy": {
-            "name": policy.name, "file": str(holder.path),
+            "name": policy.name,
+            "file": str(holder.path),
             "loaded_at": _iso(getattr(holder, "loaded_at", None)),
-            "reloads": holder.reloads, "reload_errors": holder.reload_errors, "last_error": holder.last_error,
+            "reloads": holder.reloads,
+            "reload_errors": holder.reload_errors,
+            "last_error": holder.last_error,
             "default": _block(policy.default),
-            "overrides": [{"agent": rule.label, "match": _match(rule, matches[n] if n < len(matches) else None),
-                           **_block(rule.policy)} for n, rule in enumerate(policy.rules)],
+            "overrides": [
+                {
+                    "agent": rule.label,
+                    "match": _match(rule, matches[n] if n < len(matches) else None),
+                    **_block(rule.policy),
+                }
+                for n, rule in enumerate(policy.rules)
+            ],
         },
-        "state": {"backend": gateway.config.state.backend, "healthy": await gateway.store.ping(),
-                  "degradations": gateway.store.degradations},
-        "console": {"keep": gateway.config.ui.max_events, "written": getattr(sink, "written", 0),
-                    "dropped": getattr(sink, "dropped", 0)},
+        "state": {
+            "backend": gateway.config.state.backend,
+            "healthy": await gateway.store.ping(),
+            "degradations": gateway.store.degradations,
+        },
+        "console": {
+            "keep": gateway.config.ui.max_events,
+            "written": getattr(sink, "written", 0),
+            "dropped": getattr(sink, "dropped", 0),
+        },
     }
 
 
@@ -47,4 +62,4 @@ def _match(rule: Any, written: Any) -> dict[str, Any]:
 def _iso(stamp: float | None) -> str | None:
     if stamp is None:
         return None
-    return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

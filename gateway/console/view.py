@@ -66,8 +66,9 @@ def feed(items: list[Item], limit: int) -> list[dict[str, Any]]:
         if item.data.get("k") != "i":
             continue
         s = saved.get(item.id)
-        out.append({"id": item.id, **item.data, "tokens": s["tokens"] if s else None,
-                    "cost_usd": s["cost_usd"] if s else None})
+        out.append(
+            {"id": item.id, **item.data, "tokens": s["tokens"] if s else None, "cost_usd": s["cost_usd"] if s else None}
+        )
         if len(out) >= limit:
             break
     return out
@@ -84,10 +85,16 @@ class Tally:
 
     def as_dict(self) -> dict[str, Any]:
         warned = len(self.warned)
-        return {"warned": warned, "vetoed": len(self.vetoed), "terminated": len(self.terminated),
-                "stopped": len(self.vetoed | self.terminated), "recovered": len(self.recovered),
-                "recovery_rate": round(len(self.recovered) / warned, 3) if warned else None,
-                "tokens_saved": self.tokens, "cost_saved_usd": round(self.cost_usd, 6)}
+        return {
+            "warned": warned,
+            "vetoed": len(self.vetoed),
+            "terminated": len(self.terminated),
+            "stopped": len(self.vetoed | self.terminated),
+            "recovered": len(self.recovered),
+            "recovery_rate": round(len(self.recovered) / warned, 3) if warned else None,
+            "tokens_saved": self.tokens,
+            "cost_saved_usd": round(self.cost_usd, 6),
+        }
 
 
 def totals(items: list[Item]) -> dict[str, Any]:
@@ -97,15 +104,21 @@ def totals(items: list[Item]) -> dict[str, Any]:
     interventions = [i for i in reversed(items) if i.data.get("k") == "i"]  # oldest first
     for item in interventions:
         d, s = item.data, saved.get(item.id)
-        for tally in (everything, detectors.setdefault(str(d.get("detector")), Tally()),
-                      agents.setdefault(d.get("agent") or "(default)", Tally())):
+        for tally in (
+            everything,
+            detectors.setdefault(str(d.get("detector")), Tally()),
+            agents.setdefault(d.get("agent") or "(default)", Tally()),
+        ):
             _count(tally, d)
             if s is not None:
                 tally.tokens += int(s.get("tokens") or 0)
                 tally.cost_usd += float(s.get("cost_usd") or 0.0)
-    return {"runs": everything.as_dict(), "events": len(interventions),
-            "by_detector": {k: v.as_dict() for k, v in sorted(detectors.items())},
-            "by_agent": {k: v.as_dict() for k, v in sorted(agents.items())}}
+    return {
+        "runs": everything.as_dict(),
+        "events": len(interventions),
+        "by_detector": {k: v.as_dict() for k, v in sorted(detectors.items())},
+        "by_agent": {k: v.as_dict() for k, v in sorted(agents.items())},
+    }
 
 
 def _count(tally: Tally, d: dict[str, Any]) -> None:

@@ -6,8 +6,24 @@ the earlier one decides): result-inclusive evidence first, argument-only guesses
 
 from __future__ import annotations
 
-from gateway.detectors import cycle, errors, progress, repeat, rounds, similar, unknown
-from gateway.detectors import compaction, judge, required_tool, retrieval, stagnation, target, turns, vetoed, warned
+from gateway.detectors import (
+    compaction,
+    cycle,
+    errors,
+    judge,
+    progress,
+    repeat,
+    required_tool,
+    retrieval,
+    rounds,
+    similar,
+    stagnation,
+    target,
+    turns,
+    unknown,
+    vetoed,
+    warned,
+)
 from gateway.detectors.base import Detector, DetectorSettings, Finding
 from gateway.detectors.compaction import PostCompactionSettings
 from gateway.detectors.cycle import CycleSettings
@@ -69,9 +85,26 @@ def largest_window(settings: dict[str, DetectorSettings]) -> int:
 
 
 __all__ = [
-    "REGISTRY", "CrossTurnSettings", "CycleSettings", "Detector", "DetectorSettings", "ErrorRepeatSettings",
-    "ExactRepeatSettings", "Finding", "IgnoredWarningSettings", "LlmJudgeSettings", "NoProgressSettings",
-    "PostCompactionSettings", "RequiredToolSettings", "RetrievalSettings", "SimilarRepeatSettings",
-    "StagnationSettings", "TargetFailureSettings", "ToolRoundsSettings", "UnknownToolSettings",
-    "VetoedCallSettings", "default_settings", "largest_window",
+    "REGISTRY",
+    "CrossTurnSettings",
+    "CycleSettings",
+    "Detector",
+    "DetectorSettings",
+    "ErrorRepeatSettings",
+    "ExactRepeatSettings",
+    "Finding",
+    "IgnoredWarningSettings",
+    "LlmJudgeSettings",
+    "NoProgressSettings",
+    "PostCompactionSettings",
+    "RequiredToolSettings",
+    "RetrievalSettings",
+    "SimilarRepeatSettings",
+    "StagnationSettings",
+    "TargetFailureSettings",
+    "ToolRoundsSettings",
+    "UnknownToolSettings",
+    "VetoedCallSettings",
+    "default_settings",
+    "largest_window",
 ]

@@ -65,7 +65,7 @@ class ProgressIndex:
     refused edit quotes each new attempt, so its text is always new.
     """
 
-    __slots__ = ("_events", "_counts", "_shapes")
+    __slots__ = ("_counts", "_events", "_shapes")
 
     def __init__(self, events: Sequence[ToolEvent]) -> None:
         self._events = events
@@ -107,17 +107,17 @@ class Chain(list):
     def interleaved(self) -> bool:
         return self.strict is not None and self.strict < len(self)
 
-    def count(self, settings: DetectorSettings, ladder: str | None = None,
-              measure: Callable[[Sequence[ToolEvent]], int] = len) -> tuple[int, bool]:
+    def count(
+        self, settings: DetectorSettings, ladder: str | None = None, measure: Callable[[Sequence[ToolEvent]], int] = len
+    ) -> tuple[int, bool]:
         """(count, warn_only) for a finding: the members up to the first interleaved read when
         they alone reach a blocking threshold of the ladder; else all of them, warning only.
         ``measure``: what a run of members counts for (default: one each)."""
         if not self.interleaved:
             return measure(self), False
-        strict = measure(self[:self.strict])
+        strict = measure(self[: self.strict])
         prefix = ladder + "_" if ladder else ""
-        blocking = [t for k in ("reject_at", "terminate_at")
-                    if (t := getattr(settings, prefix + k, None)) is not None]
+        blocking = [t for k in ("reject_at", "terminate_at") if (t := getattr(settings, prefix + k, None)) is not None]
         if blocking and strict >= min(blocking):
             return strict, False
         return measure(self), True

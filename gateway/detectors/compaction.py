@@ -51,12 +51,16 @@ def detect(trace: Trace, settings: PostCompactionSettings) -> Finding | None:
     after = [e for e in trace.events if e.message_index >= start and comparable(e) is not None]
     if not after or after[-1] is not latest or len(after) > settings.window:
         return None
-    same = [e for e in after
-            if e.tool == latest.tool and e.args_hash == latest.args_hash and e.result_hash == result]
+    same = [e for e in after if e.tool == latest.tool and e.args_hash == latest.args_hash and e.result_hash == result]
     count = len(same)
     if count < 2:
         return None
-    return Finding(NAME, count, steps_of(same), (latest.tool,),
-                   f"{REASON}: `{latest.tool}` was called {count} times with the same arguments "
-                   f"and the same result in the first {len(after)} calls after the context was "
-                   "compacted, so the compaction did not break the loop")
+    return Finding(
+        NAME,
+        count,
+        steps_of(same),
+        (latest.tool,),
+        f"{REASON}: `{latest.tool}` was called {count} times with the same arguments "
+        f"and the same result in the first {len(after)} calls after the context was "
+        "compacted, so the compaction did not break the loop",
+    )

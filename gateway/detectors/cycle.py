@@ -85,8 +85,13 @@ def _finding(run: Sequence[ToolEvent], period: int, settings: CycleSettings) -> 
             return None
         count = min(count, _cap(settings, count))
     tools = tuple(e.tool for e in run[-period:])
-    return Finding(NAME, count, tuple(e.step for e in run), tools,
-                   f"the last {len(run)} calls repeat a cycle of {period} ({' -> '.join(tools)})")
+    return Finding(
+        NAME,
+        count,
+        tuple(e.step for e in run),
+        tools,
+        f"the last {len(run)} calls repeat a cycle of {period} ({' -> '.join(tools)})",
+    )
 
 
 def _stable(run: Sequence[ToolEvent], period: int) -> bool:

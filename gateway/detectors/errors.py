@@ -13,7 +13,13 @@ from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
-    FAILED, chain, failed_or_same_result, same_call, skipped, steps_of, window,
+    FAILED,
+    chain,
+    failed_or_same_result,
+    same_call,
+    skipped,
+    steps_of,
+    window,
 )
 from gateway.trace.model import Trace
 
@@ -35,8 +41,7 @@ def detect(trace: Trace, settings: ErrorRepeatSettings) -> Finding | None:
     events = window(trace, settings.window)
     if skipped(events[-1], settings.exempt_tools, settings.skip_polling):
         return None
-    members = chain(events, same_call, failed_or_same_result,
-                    consecutive=settings.consecutive, stop_on_progress=True)
+    members = chain(events, same_call, failed_or_same_result, consecutive=settings.consecutive, stop_on_progress=True)
     # All known outcomes are failures, and there is at least one (not only vetoes or proposals).
     outcomes = {failed_or_same_result(e) for e in members} - {None}
     if len(members) < 2 or outcomes != {FAILED}:
@@ -45,5 +50,11 @@ def detect(trace: Trace, settings: ErrorRepeatSettings) -> Finding | None:
     count, warn_only = members.count(settings)
     if count < 2:
         return None
-    return Finding(NAME, count, steps_of(members[:count]), (tool,),
-                   f"`{tool}` failed {count} times with identical arguments", warn_only=warn_only)
+    return Finding(
+        NAME,
+        count,
+        steps_of(members[:count]),
+        (tool,),
+        f"`{tool}` failed {count} times with identical arguments",
+        warn_only=warn_only,
+    )

@@ -52,8 +52,7 @@ class LlmJudgeSettings(DetectorSettings):
     @model_validator(mode="after")
     def _intervals(self) -> LlmJudgeSettings:
         if self.max_interval < self.min_interval:
-            raise ValueError(f"max_interval ({self.max_interval}) must be at least min_interval "
-                             f"({self.min_interval})")
+            raise ValueError(f"max_interval ({self.max_interval}) must be at least min_interval ({self.min_interval})")
         return self
 
 
@@ -64,7 +63,11 @@ def detect(trace: Trace, settings: LlmJudgeSettings) -> Finding | None:
     latest = trace.latest
     if latest is None or not any(e.call_id == verdict.call_id for e in trace.events):
         return None  # another run's verdict, or one older than the trace's horizon
-    return Finding(NAME, max(1, verdict.streak), (latest.step,), (latest.tool,),
-                   f"a reviewing model judged this run stuck (confidence {verdict.confidence:.2f}): "
-                   f"{verdict.reason}",
-                   details=(("reason", verdict.reason), ("confidence", f"{verdict.confidence:.2f}")))
+    return Finding(
+        NAME,
+        max(1, verdict.streak),
+        (latest.step,),
+        (latest.tool,),
+        f"a reviewing model judged this run stuck (confidence {verdict.confidence:.2f}): {verdict.reason}",
+        details=(("reason", verdict.reason), ("confidence", f"{verdict.confidence:.2f}")),
+    )

@@ -58,6 +58,12 @@ def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:
         return None
     what = ("polled" if latest.paced else "polled without waiting") if polling else "called"
     between = ", between reads of other things" if warn_only else ""
-    return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
-                   f"`{latest.tool}` {what} {count} times with identical arguments and the same result{between}",
-                   ladder=ladder, warn_only=warn_only)
+    return Finding(
+        NAME,
+        count,
+        steps_of(members[:count]),
+        (latest.tool,),
+        f"`{latest.tool}` {what} {count} times with identical arguments and the same result{between}",
+        ladder=ladder,
+        warn_only=warn_only,
+    )

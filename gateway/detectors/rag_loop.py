@@ -7,6 +7,7 @@ iteration. The numbers come from :class:`gateway.detectors.retrieval.RetrievalSe
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -44,7 +45,7 @@ def trend(confidences: Sequence[float], tolerance: float = 0.02) -> str:
     """The confidence trend: steps beyond +-tolerance, majority wins."""
     if len(confidences) < 2:
         return "unknown"
-    steps = [_diff(b, a) for a, b in zip(confidences, confidences[1:])]
+    steps = [_diff(b, a) for a, b in itertools.pairwise(confidences)]
     up = sum(d > tolerance for d in steps)
     down = sum(d < -tolerance for d in steps)
     return "declining" if down > up else "improving" if up > down else "stable"
@@ -78,8 +79,9 @@ def decide(iterations: Sequence[Iteration], s: RetrievalSettings) -> Verdict:
     if flow == "declining":
         return Verdict(Decision.STOP_NO_PROGRESS, flow, "confidence is declining")
     if flow == "stable" and len(known) >= 2 and _diff(known[-1], known[-2]) < s.min_confidence_improvement:
-        return Verdict(Decision.STOP_NO_PROGRESS, flow, f"confidence improved by less than "
-                       f"{fmt(s.min_confidence_improvement)}")
+        return Verdict(
+            Decision.STOP_NO_PROGRESS, flow, f"confidence improved by less than {fmt(s.min_confidence_improvement)}"
+        )
     return Verdict(Decision.CONTINUE, flow, "iterating normally")
 
 

@@ -17,7 +17,13 @@ from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
-    chain, comparable, no_outcome, same_call, skipped, steps_of, window,
+    chain,
+    comparable,
+    no_outcome,
+    same_call,
+    skipped,
+    steps_of,
+    window,
 )
 from gateway.trace.model import Trace
 
@@ -56,5 +62,11 @@ def detect(trace: Trace, settings: ExactRepeatSettings) -> Finding | None:
         return None
     tool = events[-1].tool
     where = "in a row" if settings.consecutive else f"within the last {len(events)} calls"
-    return Finding(NAME, count, steps_of(members[:count]), (tool,),
-                   f"`{tool}` called {count} times with identical arguments {where}", warn_only=warn_only)
+    return Finding(
+        NAME,
+        count,
+        steps_of(members[:count]),
+        (tool,),
+        f"`{tool}` called {count} times with identical arguments {where}",
+        warn_only=warn_only,
+    )

@@ -28,8 +28,18 @@ from gateway.detectors.turn_rules import Affirmative, FollowUp, Rule, Scalar, ma
 from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import ToolEvent, Trace, Turn
 
-__all__ = ["NAME", "Affirmative", "Expectation", "FollowUp", "RequiredToolSettings", "Rule", "detect",
-           "finding", "resolve", "satisfied"]
+__all__ = [
+    "NAME",
+    "Affirmative",
+    "Expectation",
+    "FollowUp",
+    "RequiredToolSettings",
+    "Rule",
+    "detect",
+    "finding",
+    "resolve",
+    "satisfied",
+]
 
 NAME = "required_tool"
 
@@ -58,7 +68,7 @@ class RequiredToolSettings(DetectorSettings):
     def typed(self, text: str) -> str:
         """What the user typed: recalled memories removed, the input block alone if there is
         one, normalized (lower-case, trimmed, whitespace collapsed)."""
-        text = text[:self.scan_chars]
+        text = text[: self.scan_chars]
         if self._memory_re is not None:
             text = self._memory_re.sub(" ", text)
         if self._input_re is not None:
@@ -97,7 +107,7 @@ def resolve(turns: Sequence[Turn], settings: RequiredToolSettings) -> Expectatio
     text = settings.typed(turns[user].text)
     if not text:
         return None
-    before = turns[max(0, user - settings.context_messages):user] if settings.context_messages else ()
+    before = turns[max(0, user - settings.context_messages) : user] if settings.context_messages else ()
     context = "\n".join(settings.typed(t.text) for t in before)
     for rule in settings.compiled_rules:
         kind = match(rule, text, context, settings.short_max_units)
@@ -126,9 +136,14 @@ def detect(trace: Trace, settings: RequiredToolSettings) -> Finding | None:
 
 
 def finding(expectation: Expectation, count: int, steps: tuple[int, ...] = ()) -> Finding:
-    return Finding(NAME, count, steps, (expectation.tool,),
-                   f"this request requires calling {expectation.call} ({expectation.rule} rule) "
-                   f"and it has not been called", details=(("call", expectation.call),))
+    return Finding(
+        NAME,
+        count,
+        steps,
+        (expectation.tool,),
+        f"this request requires calling {expectation.call} ({expectation.rule} rule) and it has not been called",
+        details=(("call", expectation.call),),
+    )
 
 
 # --- matching ---------------------------------------------------------------------------------

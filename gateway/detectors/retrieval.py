@@ -26,8 +26,20 @@ from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.rag_loop import Decision, Iteration, Verdict, decide, decisions, fmt, is_duplicate, trend
 from gateway.trace.model import Status, ToolEvent, Trace
 
-__all__ = ["NAME", "Decision", "Iteration", "RetrievalSettings", "Verdict", "confidence_of", "decide",
-           "decisions", "detect", "is_duplicate", "query_of", "trend"]
+__all__ = [
+    "NAME",
+    "Decision",
+    "Iteration",
+    "RetrievalSettings",
+    "Verdict",
+    "confidence_of",
+    "decide",
+    "decisions",
+    "detect",
+    "is_duplicate",
+    "query_of",
+    "trend",
+]
 
 NAME = "retrieval"
 
@@ -83,10 +95,11 @@ def detect(trace: Trace, settings: RetrievalSettings) -> Finding | None:
         verdict = decide(done, settings)
         if verdict.decision is not Decision.CONTINUE:
             return _finding(verdict, done, calls, len(calls) - position, settings)  # it + later
-    if latest.proposed or latest.vetoed:
-        if is_duplicate(query_of(latest, settings), [i.query for i in done], settings.duplicate_threshold):
-            verdict = Verdict(Decision.STOP_DUPLICATE, "unknown", "the query repeats an earlier one")
-            return _finding(verdict, done, calls, 1, settings)
+    if (latest.proposed or latest.vetoed) and is_duplicate(
+        query_of(latest, settings), [i.query for i in done], settings.duplicate_threshold
+    ):
+        verdict = Verdict(Decision.STOP_DUPLICATE, "unknown", "the query repeats an earlier one")
+        return _finding(verdict, done, calls, 1, settings)
     return None
 
 
@@ -148,18 +161,25 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _finding(verdict: Verdict, done: list[Iteration], calls: list[ToolEvent], count: int,
-             settings: RetrievalSettings) -> Finding:
+def _finding(
+    verdict: Verdict, done: list[Iteration], calls: list[ToolEvent], count: int, settings: RetrievalSettings
+) -> Finding:
     scored = [i for i in done if i.confidence is not None]
     best = max(scored, key=lambda i: i.confidence or 0.0) if scored else (done[-1] if done else None)
     query = best.query if best else ""
     confidence = fmt(best.confidence) if best and best.confidence is not None else "n/a"
     after = count - 1
-    description = (f"retrieval {verdict.decision.value} ({verdict.reason}; trend {verdict.trend}) after "
-                   f"{len(done)} iterations; best query {query!r} at confidence {confidence}"
-                   + (f"; {after} retrieval calls since" if after else ""))
+    description = (
+        f"retrieval {verdict.decision.value} ({verdict.reason}; trend {verdict.trend}) after "
+        f"{len(done)} iterations; best query {query!r} at confidence {confidence}"
+        + (f"; {after} retrieval calls since" if after else "")
+    )
     tools = tuple(dict.fromkeys(e.tool for e in calls))
-    return Finding(NAME, count, tuple(e.step for e in calls), tools, description,
-                   details=(("query", query), ("confidence", confidence), ("reason", verdict.decision.value)))
-
-
+    return Finding(
+        NAME,
+        count,
+        tuple(e.step for e in calls),
+        tools,
+        description,
+        details=(("query", query), ("confidence", confidence), ("reason", verdict.decision.value)),
+    )

@@ -32,5 +32,4 @@ def detect(trace: Trace, settings: ToolRoundsSettings) -> Finding | None:
     # A round's calls are the last events; 64 bounds the scan whatever a round's size.
     this_round = tuple(e for e in trace.events[-64:] if e.round == latest.round)
     tools = tuple(dict.fromkeys(e.tool for e in this_round))
-    return Finding(NAME, count, tuple(e.step for e in this_round), tools,
-                   f"{count} model-tool round trips in this run")
+    return Finding(NAME, count, tuple(e.step for e in this_round), tools, f"{count} model-tool round trips in this run")

@@ -21,7 +21,15 @@ from rapidfuzz.distance import Indel, Levenshtein
 
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
-    chain, comparable, failed, failed_or_same_result, has_chars, no_outcome, skipped, steps_of, window,
+    chain,
+    comparable,
+    failed,
+    failed_or_same_result,
+    has_chars,
+    no_outcome,
+    skipped,
+    steps_of,
+    window,
 )
 from gateway.detectors.values import differing_values, item_pair, numbers_only
 from gateway.trace.model import ToolEvent, Trace
@@ -71,9 +79,13 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
 
     def is_member(event: ToolEvent, newest: ToolEvent) -> bool:
         anchor = newest if settings.compare == "chain" else latest
-        return (event.tool == latest.tool and not skipped(event, exempt, skip_polling)
-                and similar(event.args, anchor.args) and not _alternatives(event, newest)
-                and not (guarded and numbers_only(event.args, newest.args)))
+        return (
+            event.tool == latest.tool
+            and not skipped(event, exempt, skip_polling)
+            and similar(event.args, anchor.args)
+            and not _alternatives(event, newest)
+            and not (guarded and numbers_only(event.args, newest.args))
+        )
 
     if guarded and not _informative(latest, settings.min_result_chars):
         return None
@@ -82,9 +94,15 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
     count, warn_only = members.count(settings)
     if count < 2:
         return None
-    return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
-                   f"`{latest.tool}` called {count} times with near-identical arguments "
-                   f"({settings.metric} similarity >= {settings.min_similarity:.2f})", warn_only=warn_only)
+    return Finding(
+        NAME,
+        count,
+        steps_of(members[:count]),
+        (latest.tool,),
+        f"`{latest.tool}` called {count} times with near-identical arguments "
+        f"({settings.metric} similarity >= {settings.min_similarity:.2f})",
+        warn_only=warn_only,
+    )
 
 
 def _next_to_same_tool(events: tuple[ToolEvent, ...]) -> bool:
@@ -150,7 +168,7 @@ def _jaccard3(a: str, b: str, _cutoff: float) -> float:
 
 
 def _grams(text: str) -> set[str]:
-    return {text[i:i + 3] for i in range(len(text) - 2)} or {text}
+    return {text[i : i + 3] for i in range(len(text) - 2)} or {text}
 
 
 _METRICS: dict[str, Callable[[str, str, float], float]] = {

@@ -46,8 +46,8 @@ from rapidfuzz.distance import Indel
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import comparable, failed, has_chars, skipped, steps_of, window
 from gateway.detectors.values import numbers_only, other_item
-from gateway.trace.volatile import scrub_random
 from gateway.trace.model import ToolEvent, Trace
+from gateway.trace.volatile import scrub_random
 
 NAME = "stagnation"
 _DIGITS = re.compile(r"\d+")
@@ -78,7 +78,12 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
     if not events:
         return None
     latest = events[-1]
-    if latest.neutral or latest.neutral_guess or skipped(latest, settings.exempt_tools, settings.skip_polling) or not _usable(latest, settings):
+    if (
+        latest.neutral
+        or latest.neutral_guess
+        or skipped(latest, settings.exempt_tools, settings.skip_polling)
+        or not _usable(latest, settings)
+    ):
         return None
     members = [latest]
     for event in reversed(events[:-1]):
@@ -86,9 +91,14 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
             continue
         if event.tool != latest.tool or skipped(event, settings.exempt_tools, settings.skip_polling):
             break
-        if not (_usable(event, settings) and not _other_item(event, latest)
-                and (_same_request(event, latest, settings) and _same_answer(event, latest, settings)
-                     or _same_action(event, latest, settings))):
+        if not (
+            _usable(event, settings)
+            and not _other_item(event, latest)
+            and (
+                (_same_request(event, latest, settings) and _same_answer(event, latest, settings))
+                or _same_action(event, latest, settings)
+            )
+        ):
             break
         members.append(event)
     count = len(members)
@@ -96,9 +106,13 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
         # The very same request each time: answered the same, it is no_progress's evidence
         # (its own ladder); answered anew each time, the answer moved (a poll's progress).
         return None
-    return Finding(NAME, count, steps_of(members), (latest.tool,),
-                   f"`{latest.tool}` was asked {count} times for nearly the same thing and "
-                   "answered nearly the same each time")
+    return Finding(
+        NAME,
+        count,
+        steps_of(members),
+        (latest.tool,),
+        f"`{latest.tool}` was asked {count} times for nearly the same thing and answered nearly the same each time",
+    )
 
 
 def _usable(event: ToolEvent, settings: StagnationSettings) -> bool:
@@ -152,8 +166,9 @@ def _names_difference(a: ToolEvent, b: ToolEvent, result: str) -> bool:
     if a.args_hash == b.args_hash:
         return False
     other = set(_TARGET.findall(b.args.lower()))
-    return any(len(t) >= 3 and not t.isalpha() and t not in other and t in result
-               for t in _TARGET.findall(a.args.lower()))
+    return any(
+        len(t) >= 3 and not t.isalpha() and t not in other and t in result for t in _TARGET.findall(a.args.lower())
+    )
 
 
 def _other_item(a: ToolEvent, b: ToolEvent) -> bool:
@@ -175,8 +190,11 @@ def _names_item(a: ToolEvent, b: ToolEvent) -> bool:
     same action line each time look like one request reworded (a warning at most)."""
     theirs = {w.lower() for w in _WORD.findall(b.request_text)}
     own, other = _answer_words(a), _answer_words(b)
-    hits = [w for w in _WORD.findall(a.request_text)[1:]
-            if w.lower() not in theirs and w.lower() in own and w.lower() not in other]
+    hits = [
+        w
+        for w in _WORD.findall(a.request_text)[1:]
+        if w.lower() not in theirs and w.lower() in own and w.lower() not in other
+    ]
     return any(w[0].isupper() or not w.isalpha() for w in hits)
 
 

@@ -84,12 +84,19 @@ def _on_target(events: tuple[ToolEvent, ...], latest: ToolEvent, settings: Targe
     varied = len({m.args_hash for m in members}) > 1
     shown = _shown(latest.target)
     how = " with varying arguments" if varied else ""
-    return Finding(NAME, count, steps_of(members[:count]), (latest.tool,),
-                   f"`{latest.tool}` failed {count} times on `{shown}`{how}", warn_only=warn_only)
+    return Finding(
+        NAME,
+        count,
+        steps_of(members[:count]),
+        (latest.tool,),
+        f"`{latest.tool}` failed {count} times on `{shown}`{how}",
+        warn_only=warn_only,
+    )
 
 
-def _whatever_arguments(events: tuple[ToolEvent, ...], latest: ToolEvent,
-                        settings: TargetFailureSettings) -> Finding | None:
+def _whatever_arguments(
+    events: tuple[ToolEvent, ...], latest: ToolEvent, settings: TargetFailureSettings
+) -> Finding | None:
     """The tool itself as the failing target: the same error for different things tried
     (``failing_tool``)."""
     members = failing_tool.members(events, latest)
@@ -98,10 +105,15 @@ def _whatever_arguments(events: tuple[ToolEvent, ...], latest: ToolEvent,
     count, warn_only = members.count(settings, measure=failing_tool.things)
     if count < 2:
         return None
-    counted = members if warn_only or not members.interleaved else members[:members.strict]
-    return Finding(NAME, count, steps_of(counted), (latest.tool,),
-                   f"`{latest.tool}` failed with the same error for {count} different arguments",
-                   warn_only=warn_only)
+    counted = members if warn_only or not members.interleaved else members[: members.strict]
+    return Finding(
+        NAME,
+        count,
+        steps_of(counted),
+        (latest.tool,),
+        f"`{latest.tool}` failed with the same error for {count} different arguments",
+        warn_only=warn_only,
+    )
 
 
 def _shown(target: str) -> str:

@@ -38,7 +38,7 @@ def tokens(text: str) -> frozenset[str]:
         piece = match.group()
         if _CJK_RUN.fullmatch(piece):
             piece = piece.translate(_PARTICLES)
-            out.update(piece[i:i + 2] for i in range(len(piece) - 1))
+            out.update(piece[i : i + 2] for i in range(len(piece) - 1))
         elif len(piece) >= 2:
             out.add(piece)
     return frozenset(out)

@@ -62,9 +62,13 @@ def match(rule: Rule, text: str, context: str, short_max: int) -> str | None:
         if is_short or _any_in(follow.deictic, text):
             return "followup"
     yes = rule.affirmative
-    if yes is not None and text.strip(EDGE_PUNCTUATION) in yes.words:
-        if _any_in(yes.hints, context) and _any_in(yes.markers, context):
-            return "affirmative"
+    if (
+        yes is not None
+        and text.strip(EDGE_PUNCTUATION) in yes.words
+        and _any_in(yes.hints, context)
+        and _any_in(yes.markers, context)
+    ):
+        return "affirmative"
     return None
 
 
@@ -82,15 +86,25 @@ def tag_pattern(tags: tuple[str, ...]) -> re.Pattern[str] | None:
 
 def normalized(rule: Rule) -> Rule:
     """Phrases normalized like the input once, at load, so matching is plain substring tests."""
+
     def low(items: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(n for n in map(normalize, items) if n)
 
     follow, yes = rule.followup, rule.affirmative
-    return rule.model_copy(update={
-        "keywords": low(rule.keywords),
-        "followup": follow and follow.model_copy(update={
-            "short": low(follow.short), "deictic": low(follow.deictic), "markers": low(follow.markers)}),
-        "affirmative": yes and yes.model_copy(update={
-            "words": tuple(w.strip(EDGE_PUNCTUATION) for w in low(yes.words)),
-            "hints": low(yes.hints), "markers": low(yes.markers)}),
-    })
+    return rule.model_copy(
+        update={
+            "keywords": low(rule.keywords),
+            "followup": follow
+            and follow.model_copy(
+                update={"short": low(follow.short), "deictic": low(follow.deictic), "markers": low(follow.markers)}
+            ),
+            "affirmative": yes
+            and yes.model_copy(
+                update={
+                    "words": tuple(w.strip(EDGE_PUNCTUATION) for w in low(yes.words)),
+                    "hints": low(yes.hints),
+                    "markers": low(yes.markers),
+                }
+            ),
+        }
+    )

@@ -51,9 +51,14 @@ def detect(trace: Trace, settings: CrossTurnSettings) -> Finding | None:
         return None
     count = len(members)
     current = tuple(e for e in members if e.step > 0) or (latest,)
-    return Finding(NAME, count, steps_of(current), (latest.tool,),
-                   f"`{latest.tool}` failed {count} times with identical arguments and the same "
-                   f"error, across {len(turns)} user turns")
+    return Finding(
+        NAME,
+        count,
+        steps_of(current),
+        (latest.tool,),
+        f"`{latest.tool}` failed {count} times with identical arguments and the same "
+        f"error, across {len(turns)} user turns",
+    )
 
 
 def _repeats_before(trace: Trace, size: int) -> bool:
@@ -68,7 +73,7 @@ def _repeats_before(trace: Trace, size: int) -> bool:
 def _recent(trace: Trace, size: int) -> tuple[ToolEvent, ...]:
     events = trace.events[-size:]
     if len(events) < size and trace.prior:
-        return trace.prior[len(events) - size:] + events
+        return trace.prior[len(events) - size :] + events
     return events
 
 

@@ -44,5 +44,10 @@ def detect(trace: Trace, settings: UnknownToolSettings) -> Finding | None:
             break
     names = tuple(dict.fromkeys(e.tool for e in reversed(members)))
     count = len(members)
-    return Finding(NAME, count, steps_of(members), names,
-                   f"{count} call{'s' if count > 1 else ''} to unknown tools ({', '.join(names)})")
+    return Finding(
+        NAME,
+        count,
+        steps_of(members),
+        names,
+        f"{count} call{'s' if count > 1 else ''} to unknown tools ({', '.join(names)})",
+    )

@@ -80,7 +80,7 @@ def _middle(a: str, b: str) -> str:
     end = 0
     while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
         end += 1
-    return a[start:len(a) - end]
+    return a[start : len(a) - end]
 
 
 def numbers_only(args_a: str, args_b: str) -> bool:

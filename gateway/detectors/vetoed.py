@@ -45,6 +45,11 @@ def detect(trace: Trace, settings: VetoedCallSettings) -> Finding | None:
     if not any(e.vetoed for e in same[:-1]):
         return None
     count = len(same)
-    return Finding(NAME, count, steps_of(same), (latest.tool,),
-                   f"`{latest.tool}` was refused earlier in this run and was called again with "
-                   f"the same arguments ({count} times in all)")
+    return Finding(
+        NAME,
+        count,
+        steps_of(same),
+        (latest.tool,),
+        f"`{latest.tool}` was refused earlier in this run and was called again with "
+        f"the same arguments ({count} times in all)",
+    )

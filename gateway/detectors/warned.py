@@ -40,7 +40,6 @@ from gateway.trace.target import call_target
 NAME = "ignored_warning"
 
 
-
 class IgnoredWarningSettings(DetectorSettings):
     # Counted from a warning at the 3rd call, 1/2/5 are the 4th/5th/8th: the steps of
     # no_progress's 3/5/8, so an exact repeat ends where it did, and a varied one ends too.
@@ -67,15 +66,20 @@ def detect(trace: Trace, settings: IgnoredWarningSettings) -> Finding | None:
     best: list[ToolEvent] = []
     for at, anchor in enumerate(events[:-1]):
         if anchor.call_id in ids and anchor.tool == latest.tool:
-            members = _continued(anchor, events[at + 1:], settings)
+            members = _continued(anchor, events[at + 1 :], settings)
             if members and members[-1] is latest and len(members) > len(best):
                 best = members
     if not best:
         return None
     count = len(best)
-    return Finding(NAME, count, steps_of(best), (latest.tool,),
-                   f"`{latest.tool}` went on with the pattern it was warned about: {count} more "
-                   f"time{'s' if count > 1 else ''} since the warning")
+    return Finding(
+        NAME,
+        count,
+        steps_of(best),
+        (latest.tool,),
+        f"`{latest.tool}` went on with the pattern it was warned about: {count} more "
+        f"time{'s' if count > 1 else ''} since the warning",
+    )
 
 
 def _continued(anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredWarningSettings) -> list[ToolEvent]:
@@ -110,16 +114,16 @@ def _continued(anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredW
     return members
 
 
-def _same_pattern(event: ToolEvent, last: ToolEvent, anchor: ToolEvent, target: str | None,
-                  settings: IgnoredWarningSettings) -> bool:
+def _same_pattern(
+    event: ToolEvent, last: ToolEvent, anchor: ToolEvent, target: str | None, settings: IgnoredWarningSettings
+) -> bool:
     if event.args_hash in (anchor.args_hash, last.args_hash):
         return True
     if target is not None:
         return _target(event) == target
     if _target(event) is not None:
         return False
-    return any(Indel.normalized_similarity(event.args, ref.args) >= settings.min_similarity
-               for ref in (anchor, last))
+    return any(Indel.normalized_similarity(event.args, ref.args) >= settings.min_similarity for ref in (anchor, last))
 
 
 def _same_error(event: ToolEvent, target: str | None, failures: set[str | None]) -> bool:

@@ -22,13 +22,14 @@ from gateway.guard.prefix import anchored, prefix_hashes_at
 from gateway.state.base import HistoryMark, SessionState, VetoRecord
 from gateway.trace.model import Turn
 
-
 # How agents introduce the text that replaces their compacted turns ("Summary of the work so
 # far", "This session is being continued from a previous conversation", "[context compacted]").
 _SUMMARY = re.compile(
     r"\b(summary|summari[sz]ed?|summarizing|compacted|compaction|condensed|"
     r"continued from a previous|previous conversation|conversation so far|earlier conversation|"
-    r"context (was|has been) (truncated|compressed|reset))\b", re.IGNORECASE)
+    r"context (was|has been) (truncated|compressed|reset))\b",
+    re.IGNORECASE,
+)
 _SUMMARY_CHARS = 600  # the introduction opens the message
 
 
@@ -45,8 +46,7 @@ class Tracked:
     continues: bool = True
 
 
-def track(state: SessionState, turns: Sequence[Turn], length: int, digest: str,
-          explicit: bool = True) -> Tracked:
+def track(state: SessionState, turns: Sequence[Turn], length: int, digest: str, explicit: bool = True) -> Tracked:
     """Compare the request's history (``length`` client messages, prefix hash ``digest``) with
     the session's previous request and its compaction marker. Hashing beyond ``digest`` is
     only needed when the session has vetoed exchanges or a marker to check. ``explicit``: the
@@ -80,8 +80,11 @@ def compacted(turns: Sequence[Turn], explicit: bool) -> bool:
     a truncated history; a new run starts with no work done).
     """
     opening = _opening(turns, explicit)
-    if any(i not in opening and _SUMMARY.search(t.text, 0, _SUMMARY_CHARS) for i, t in enumerate(turns)
-           if t.role in ("system", "user", "assistant")):
+    if any(
+        i not in opening and _SUMMARY.search(t.text, 0, _SUMMARY_CHARS)
+        for i, t in enumerate(turns)
+        if t.role in ("system", "user", "assistant")
+    ):
         return True
     return explicit and any(t.role == "assistant" for t in turns)
 
@@ -104,5 +107,4 @@ def _hashes(turns: Sequence[Turn], length: int, digest: str, wanted: set[int]) -
 def shown_index(client_index: int, hashes: Mapping[int, str], vetoes: Sequence[VetoRecord]) -> int:
     """``client_index`` in the messages the model sees, where the vetoed exchanges that
     belong before it are re-inserted (``prefix.insert_vetoes``)."""
-    return client_index + sum(len(r.messages) for r in vetoes
-                              if r.anchor_len < client_index and anchored(r, hashes))
+    return client_index + sum(len(r.messages) for r in vetoes if r.anchor_len < client_index and anchored(r, hashes))

@@ -27,8 +27,20 @@ from gateway.guard.response import ProposalJudge, Refusal
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.trace.model import ToolCall, Trace
 
-__all__ = ["ANSWER", "ERROR", "REPLY", "Decision", "Judged", "Move", "at_request", "decide", "ending",
-           "final_text", "judge_round", "observation"]
+__all__ = [
+    "ANSWER",
+    "ERROR",
+    "REPLY",
+    "Decision",
+    "Judged",
+    "Move",
+    "at_request",
+    "decide",
+    "ending",
+    "final_text",
+    "judge_round",
+    "observation",
+]
 
 # How a terminate's final reply is written (``interventions.terminate.mode``): the model's own
 # answer with tools closed, the policy's template, or the protocol's error.
@@ -117,8 +129,9 @@ def decide(judged: Judged | None, policy: EffectivePolicy | None, reasks: int) -
         return Decision(Move.DROP, first.judgement, first, others, judged.keep)
     if may_reask(policy, first, reasks):
         return Decision(Move.REASK, first.judgement, first, others, judged.keep)
-    return Decision(Move.TERMINATE, first.judgement, first, others, judged.keep,
-                    insisted=not first.terminate, ending=ending(policy))
+    return Decision(
+        Move.TERMINATE, first.judgement, first, others, judged.keep, insisted=not first.terminate, ending=ending(policy)
+    )
 
 
 def at_request(policy: EffectivePolicy, judgement: Judgement) -> Decision:

@@ -68,8 +68,9 @@ class HistoryCache:
         self._keys.clear()
         self._bytes = 0
 
-    def parse(self, adapter: Adapter, payload: dict[str, Any], messages: list[Any], size: int,
-              settings: TraceSettings) -> Parsed:
+    def parse(
+        self, adapter: Adapter, payload: dict[str, Any], messages: list[Any], size: int, settings: TraceSettings
+    ) -> Parsed:
         """``messages``: the request's items as ``adapter`` reads them (``Adapter.items``)."""
         key = self._key_of(adapter.name, messages)
         if key is None:  # nothing to remember it by (no items)
@@ -88,7 +89,9 @@ class HistoryCache:
             new = adapter.conversation(_NO_FIELDS, messages, start)
             conv = Conversation(old.conv.turns + new.turns, old.conv.tools)
             hasher = _grow(old.hasher.copy(), conv, len(old.conv.turns), start, len(messages))
-            entry = _Entry(messages, conv, size, hasher, fields, settings, old.events if old.settings is settings else {})
+            entry = _Entry(
+                messages, conv, size, hasher, fields, settings, old.events if old.settings is settings else {}
+            )
         else:
             self.misses += 1
             conv = adapter.conversation(payload, messages)

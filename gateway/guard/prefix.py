@@ -17,6 +17,7 @@ from typing import Any
 from gateway.state.base import VetoRecord
 from gateway.trace.model import Turn
 
+
 def prefix_hashes(turns: Sequence[Turn], count: int) -> list[str]:
     """Rolling hash of the first ``k`` messages for k = 0..count, over a canonical projection
     of each turn (role, text, calls, call id): SDKs re-serialize history with extra null
@@ -82,8 +83,7 @@ def extend_history_hash(state: Any, turns: Sequence[Turn], start: int, count: in
 
 
 def _turn_text(turn: Turn) -> str:
-    calls = "\x1f".join(f"{c.id}\x1d{c.name}\x1d{c.arguments}" for c in turn.tool_calls) \
-        if turn.tool_calls else ""
+    calls = "\x1f".join(f"{c.id}\x1d{c.name}\x1d{c.arguments}" for c in turn.tool_calls) if turn.tool_calls else ""
     return f"{turn.role}\x00{turn.text}\x00{calls}\x00{turn.tool_call_id or ''}"
 
 
@@ -93,13 +93,13 @@ def _turn_bytes(turn: Turn) -> bytes:
     return "\x00".join(fields).encode("utf-8", "surrogatepass")
 
 
-def insert_vetoes(messages: list[Any], hashes: list[str] | Mapping[int, str],
-                  records: Sequence[VetoRecord]) -> list[Any]:
+def insert_vetoes(
+    messages: list[Any], hashes: list[str] | Mapping[int, str], records: Sequence[VetoRecord]
+) -> list[Any]:
     """Show the model the exchanges it was refused, each right after the client messages of
     the request in which it was refused, i.e. just before the answer the model gave instead.
     ``hashes``: ``prefix_hashes`` or ``prefix_hashes_at`` (at least at the records' anchors)."""
-    placed = [(record.anchor_len, order, record) for order, record in enumerate(records)
-              if anchored(record, hashes)]
+    placed = [(record.anchor_len, order, record) for order, record in enumerate(records) if anchored(record, hashes)]
     if not placed:
         return messages
     out = list(messages)

@@ -14,8 +14,8 @@ from gateway.guard.history import HistoryCache
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.base import Adapter
-from gateway.state.bounds import VETO_TEXT_CHARS, bounded
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
+from gateway.state.bounds import VETO_TEXT_CHARS, bounded
 from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, credential_hash, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation, Trace, Turn, WarnedCall
@@ -42,8 +42,16 @@ class RequestPlan:
 
 
 async def plan_request(
-    adapter: Adapter, payload: dict[str, Any], items: list[Any], headers: dict[str, str], path: str, policies,
-    store: StateStore, log, sessions: SessionsConfig = DEFAULT_SOURCES, history: HistoryCache | None = None,
+    adapter: Adapter,
+    payload: dict[str, Any],
+    items: list[Any],
+    headers: dict[str, str],
+    path: str,
+    policies,
+    store: StateStore,
+    log,
+    sessions: SessionsConfig = DEFAULT_SOURCES,
+    history: HistoryCache | None = None,
     size: int = 0,
 ) -> RequestPlan:
     """``items``: the conversation as the model will see it before any edit (``Adapter.items``,
@@ -81,9 +89,19 @@ async def plan_request(
     if state.warned or state.verdict is not None:
         trace = replace(trace, warned=state.warned, verdict=state.verdict)
     judgement = policy.judge(trace)
-    plan = RequestPlan(policy, session, payload, items, messages, conv, trace, judgement,
-                       client_conv.turns, changed=messages is not items,
-                       client_hash=mark.digest)
+    plan = RequestPlan(
+        policy,
+        session,
+        payload,
+        items,
+        messages,
+        conv,
+        trace,
+        judgement,
+        client_conv.turns,
+        changed=messages is not items,
+        client_hash=mark.digest,
+    )
     _apply_history_action(adapter, plan)
     _remember_warning(plan, store, log)
     return plan
@@ -98,8 +116,9 @@ async def _session_state(session: str, mark: HistoryMark, store: StateStore, log
         return EMPTY
 
 
-def _track(state: SessionState, conv: Conversation, mark: HistoryMark, session: str, store: StateStore,
-           log) -> compaction.Tracked:
+def _track(
+    state: SessionState, conv: Conversation, mark: HistoryMark, session: str, store: StateStore, log
+) -> compaction.Tracked:
     """Compare the history with the session's previous request; a compaction marker that starts
     or stops applying is written fire-and-forget, off the request's path."""
     tracked = compaction.track(state, conv.turns, mark.length, mark.digest, not is_fingerprint(session))
@@ -108,13 +127,12 @@ def _track(state: SessionState, conv: Conversation, mark: HistoryMark, session: 
     if tracked.marker_changed:
         try:
             store.mark_compacted(session, tracked.marker)
-        except Exception as exc:  # noqa: BLE001 - losing it only weakens compaction detection
+        except Exception as exc:
             log.warning("state_unavailable", op="mark_compacted", error=type(exc).__name__)
     return tracked
 
 
-def _run_state(state: SessionState, tracked: compaction.Tracked, session: str, store: StateStore,
-               log) -> SessionState:
+def _run_state(state: SessionState, tracked: compaction.Tracked, session: str, store: StateStore, log) -> SessionState:
     """The vetoed exchanges and warned calls this request may use. A fingerprint session is
     shared by every run of the same task (same system prompt, first user message and tools: a
     fleet running a job twice, a retried job), so its vetoes hold only while requests continue
@@ -128,7 +146,7 @@ def _run_state(state: SessionState, tracked: compaction.Tracked, session: str, s
     log.info("session_new_run", session=session, vetoes_dropped=len(state.vetoes))
     try:
         store.end_run(session)
-    except Exception as exc:  # noqa: BLE001 - a foreign store; this request still ignores them
+    except Exception as exc:
         log.warning("state_unavailable", op="end_run", error=type(exc).__name__)
     return replace(state, vetoes=(), warned=(), verdict=None)
 
@@ -166,7 +184,7 @@ def _remember_warning(plan: RequestPlan, store: StateStore, log) -> None:
     plan.trace = replace(plan.trace, warned=(*plan.trace.warned, warned))
     try:
         store.add_warned(plan.session, warned)
-    except Exception as exc:  # noqa: BLE001 - a foreign store; only the escalation is weaker
+    except Exception as exc:
         log.warning("state_unavailable", op="add_warned", error=type(exc).__name__)
 
 
@@ -174,8 +192,7 @@ def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
     """The trace of ``conv`` (the plan's conversation after an edit, e.g. a vetoed exchange
     shown), keeping what the request path learnt from the session's state."""
     trace = build_trace(conv, plan.policy.trace_settings)
-    return replace(trace, compacted_at=plan.trace.compacted_at, warned=plan.trace.warned,
-                   verdict=plan.trace.verdict)
+    return replace(trace, compacted_at=plan.trace.compacted_at, warned=plan.trace.warned, verdict=plan.trace.verdict)
 
 
 def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = frozenset({"id"})) -> VetoRecord:

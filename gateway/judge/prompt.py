@@ -37,8 +37,8 @@ def request_body(trace: Trace, settings: LlmJudgeSettings, model: str) -> bytes:
 
 
 def transcript(trace: Trace, settings: LlmJudgeSettings) -> str:
-    task = next((t.text for t in reversed(trace.turns[:trace.run_start]) if t.role == "user" and t.text), "")
-    events = trace.events[-settings.max_calls:]
+    task = next((t.text for t in reversed(trace.turns[: trace.run_start]) if t.role == "user" and t.text), "")
+    events = trace.events[-settings.max_calls :]
     earlier = trace.total_events - len(events)
     lines = [f"The agent's task: {_cut(task, settings.max_chars)}", ""]
     if earlier:
@@ -60,7 +60,7 @@ def _line(n: int, event: ToolEvent, limit: int) -> str:
 
 def _cut(text: str, limit: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def read_answer(body: bytes) -> tuple[Answer | None, int, int]:
@@ -84,4 +84,3 @@ def _verdict(content: Any) -> Answer | None:
         return None
     reason = value.get("reason")
     return Answer(looping, confidence, _cut(reason, 300) if isinstance(reason, str) else "")
-

@@ -45,5 +45,6 @@ def next_verdict(trace: Trace, answer: Answer, settings: LlmJudgeSettings) -> Ju
     looping_confidence = answer.confidence if answer.looping else 1.0 - answer.confidence
     span = settings.max_interval - settings.min_interval
     interval = settings.min_interval + round(span * (1.0 - looping_confidence))
-    return JudgeVerdict(latest.call_id, answer.looping, answer.confidence, answer.reason, streak,
-                        trace.rounds + interval)
+    return JudgeVerdict(
+        latest.call_id, answer.looping, answer.confidence, answer.reason, streak, trace.rounds + interval
+    )

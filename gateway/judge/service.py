@@ -33,8 +33,15 @@ class JudgeService:
         self._running: dict[str, asyncio.Task[None]] = {}  # session -> its check in flight
         self._own: dict[str, Upstream] = {}  # base_url -> the upstream built for it
 
-    def consider(self, policy: EffectivePolicy, session: str, trace: Trace, judgement: Judgement,
-                 model: Any, headers: list[tuple[bytes, bytes]]) -> bool:
+    def consider(
+        self,
+        policy: EffectivePolicy,
+        session: str,
+        trace: Trace,
+        judgement: Judgement,
+        model: Any,
+        headers: list[tuple[bytes, bytes]],
+    ) -> bool:
         """Start a check of this run when it is due; returns whether one was started.
         ``headers``: the request's own upstream headers (the client's credentials)."""
         settings = policy.detectors.get(NAME)
@@ -52,12 +59,13 @@ class JudgeService:
         task.add_done_callback(lambda _: self._running.pop(session, None))
         return True
 
-    async def _check(self, session: str, trace: Trace, settings: LlmJudgeSettings, model: str,
-                     headers: list[tuple[bytes, bytes]]) -> None:
+    async def _check(
+        self, session: str, trace: Trace, settings: LlmJudgeSettings, model: str, headers: list[tuple[bytes, bytes]]
+    ) -> None:
         try:
             async with asyncio.timeout(settings.timeout_s):
                 answer, used = await self._ask(trace, settings, model, headers)
-        except Exception as exc:  # noqa: BLE001 - any failure: no verdict this time
+        except Exception as exc:
             self.metrics.judge_checked("failed", 0, 0)
             self.log.warning("judge_failed", session=session, error=type(exc).__name__, detail=str(exc)[:200])
             return
@@ -67,15 +75,23 @@ class JudgeService:
             return
         verdict = schedule.next_verdict(trace, answer, settings)
         self.metrics.judge_checked("looping" if answer.looping else "clear", *used)
-        self.log.info("judge_verdict", session=session, looping=answer.looping, confidence=answer.confidence,
-                      reason=answer.reason, next_round=verdict.next_round)
+        self.log.info(
+            "judge_verdict",
+            session=session,
+            looping=answer.looping,
+            confidence=answer.confidence,
+            reason=answer.reason,
+            next_round=verdict.next_round,
+        )
         self.store.save_verdict(session, verdict)
 
-    async def _ask(self, trace: Trace, settings: LlmJudgeSettings, model: str,
-                   headers: list[tuple[bytes, bytes]]) -> tuple[prompt.Answer | None, tuple[int, int]]:
+    async def _ask(
+        self, trace: Trace, settings: LlmJudgeSettings, model: str, headers: list[tuple[bytes, bytes]]
+    ) -> tuple[prompt.Answer | None, tuple[int, int]]:
         upstream, headers = self._route(settings, headers)
-        response = await upstream.send(UpstreamRequest("POST", PATH, b"", headers,
-                                                       prompt.request_body(trace, settings, model)))
+        response = await upstream.send(
+            UpstreamRequest("POST", PATH, b"", headers, prompt.request_body(trace, settings, model))
+        )
         try:
             body = await response.aread()
         finally:
@@ -85,16 +101,18 @@ class JudgeService:
         answer, prompt_tokens, completion_tokens = prompt.read_answer(body)
         return answer, (prompt_tokens, completion_tokens)
 
-    def _route(self, settings: LlmJudgeSettings,
-               headers: list[tuple[bytes, bytes]]) -> tuple[Upstream, list[tuple[bytes, bytes]]]:
+    def _route(
+        self, settings: LlmJudgeSettings, headers: list[tuple[bytes, bytes]]
+    ) -> tuple[Upstream, list[tuple[bytes, bytes]]]:
         """The gateway's upstream with the client's headers, or the judge's own base URL with
         its own key (the client's credentials never go to a URL the operator named for the judge)."""
         if settings.base_url is None:
             return self.upstream, [(k, v) for k, v in headers if k != b"content-length"]
         upstream = self._own.get(settings.base_url)
         if upstream is None:
-            config = self.config.model_copy(update={"base_url": settings.base_url.rstrip("/"), "api_key": None,
-                                                    "headers": {}})
+            config = self.config.model_copy(
+                update={"base_url": settings.base_url.rstrip("/"), "api_key": None, "headers": {}}
+            )
             upstream = self._own[settings.base_url] = build_upstream(config)
         own = [(b"content-type", b"application/json"), (b"accept-encoding", b"identity")]
         key = os.environ.get(settings.api_key_env) if settings.api_key_env else None

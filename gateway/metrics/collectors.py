@@ -28,42 +28,60 @@ class GatewayCollector(Collector):
         yield from self._audit()
         yield from self._inflight()
         self.metrics.recovery.expire()  # settle quiet sessions so the outcome counters are current
-        yield GaugeMetricFamily("loopguard_warns_pending", "Warns waiting for the session's next request" + PER_WORKER,
-                                value=len(self.metrics.recovery))
+        yield GaugeMetricFamily(
+            "loopguard_warns_pending",
+            "Warns waiting for the session's next request" + PER_WORKER,
+            value=len(self.metrics.recovery),
+        )
 
     def _guard(self) -> Iterator[Metric]:
         # This app's: detector failures inside the engine plus guard failures in the pipeline
         # (gateway.pipeline.verdict.fail_open); each one forwarded a request untouched.
         stats = self.metrics.engine
-        yield CounterMetricFamily("loopguard_fail_open_errors",
-                                  "Guard errors that forwarded traffic untouched (fail-open)" + PER_WORKER,
-                                  value=stats.fail_open_errors)
-        by_detector = CounterMetricFamily("loopguard_detector_errors", "Detector exceptions, by detector" + PER_WORKER,
-                                          labels=["detector"])
+        yield CounterMetricFamily(
+            "loopguard_fail_open_errors",
+            "Guard errors that forwarded traffic untouched (fail-open)" + PER_WORKER,
+            value=stats.fail_open_errors,
+        )
+        by_detector = CounterMetricFamily(
+            "loopguard_detector_errors", "Detector exceptions, by detector" + PER_WORKER, labels=["detector"]
+        )
         for name in sorted(set(DETECTORS) | set(stats.errors_by_detector)):  # every detector from startup, at 0
             by_detector.add_metric([name], stats.errors_by_detector.get(name, 0))
         yield by_detector
 
     def _state(self) -> Iterator[Metric]:
         store = self.gateway.store
-        yield CounterMetricFamily("loopguard_state_degradations",
-                                  "State-store operations the backend could not serve (requests went on without)"
-                                  + PER_WORKER,
-                                  value=getattr(store, "degradations", 0))
-        yield CounterMetricFamily("loopguard_state_evictions", "Sessions dropped to stay within bounds" + PER_WORKER,
-                                  value=getattr(store, "evictions", 0))
+        yield CounterMetricFamily(
+            "loopguard_state_degradations",
+            "State-store operations the backend could not serve (requests went on without)" + PER_WORKER,
+            value=getattr(store, "degradations", 0),
+        )
+        yield CounterMetricFamily(
+            "loopguard_state_evictions",
+            "Sessions dropped to stay within bounds" + PER_WORKER,
+            value=getattr(store, "evictions", 0),
+        )
         if (veto_bytes := getattr(store, "veto_bytes", None)) is not None:  # memory: its byte budget
-            yield GaugeMetricFamily("loopguard_state_veto_bytes", "Vetoed exchanges kept, serialized "
-                                    "(state.max_veto_bytes)", value=veto_bytes)
+            yield GaugeMetricFamily(
+                "loopguard_state_veto_bytes",
+                "Vetoed exchanges kept, serialized (state.max_veto_bytes)",
+                value=veto_bytes,
+            )
             yield GaugeMetricFamily("loopguard_state_sessions", "Sessions kept", value=len(store))
 
     def _policy(self) -> Iterator[Metric]:
         holder = self.gateway.policies
-        yield CounterMetricFamily("loopguard_policy_reloads", "Policy files reloaded after an edit" + PER_WORKER,
-                                  value=getattr(holder, "reloads", 0))
-        yield CounterMetricFamily("loopguard_policy_reload_errors",
-                                  "Policy edits rejected (the previous policy kept running)" + PER_WORKER,
-                                  value=getattr(holder, "reload_errors", 0))
+        yield CounterMetricFamily(
+            "loopguard_policy_reloads",
+            "Policy files reloaded after an edit" + PER_WORKER,
+            value=getattr(holder, "reloads", 0),
+        )
+        yield CounterMetricFamily(
+            "loopguard_policy_reload_errors",
+            "Policy edits rejected (the previous policy kept running)" + PER_WORKER,
+            value=getattr(holder, "reload_errors", 0),
+        )
         info = GaugeMetricFamily("loopguard_policy_info", "The running policy", labels=["policy"])
         info.add_metric([str(getattr(holder.current, "name", ""))], 1)
         yield info
@@ -72,29 +90,44 @@ class GatewayCollector(Collector):
         inflight = self.metrics.inflight
         if inflight is None:
             return
-        yield GaugeMetricFamily("loopguard_inflight_body_bytes", "Request body bytes held now "
-                                "(limits.max_inflight_bytes)", value=inflight.used)
-        yield CounterMetricFamily("loopguard_inflight_refused", "Requests answered 503 because their "
-                                  "body would exceed limits.max_inflight_bytes", value=inflight.refused)
+        yield GaugeMetricFamily(
+            "loopguard_inflight_body_bytes",
+            "Request body bytes held now (limits.max_inflight_bytes)",
+            value=inflight.used,
+        )
+        yield CounterMetricFamily(
+            "loopguard_inflight_refused",
+            "Requests answered 503 because their body would exceed limits.max_inflight_bytes",
+            value=inflight.refused,
+        )
 
     def _audit(self) -> Iterator[Metric]:
         bus = self.gateway.audit
-        errors = CounterMetricFamily("loopguard_audit_sink_errors", "Audit sink failures, by sink" + PER_WORKER,
-                                     labels=["sink"])
+        errors = CounterMetricFamily(
+            "loopguard_audit_sink_errors", "Audit sink failures, by sink" + PER_WORKER, labels=["sink"]
+        )
         for name in sorted({sink.name for sink in bus.sinks} | set(bus.errors)):  # every sink, at 0 until it fails
             errors.add_metric([name], bus.errors.get(name, 0))
         yield errors
         webhook = bus.find("webhook")
         if webhook is None:
             return
-        yield CounterMetricFamily("loopguard_audit_webhook_sent", "Audit events delivered to the webhook" + PER_WORKER,
-                                  value=webhook.sent)
-        yield CounterMetricFamily("loopguard_audit_webhook_retries", "Webhook delivery retries" + PER_WORKER,
-                                  value=webhook.retries)
-        dropped = CounterMetricFamily("loopguard_audit_webhook_dropped",
-                                      "Audit events the webhook never got, by reason" + PER_WORKER, labels=["reason"])
+        yield CounterMetricFamily(
+            "loopguard_audit_webhook_sent", "Audit events delivered to the webhook" + PER_WORKER, value=webhook.sent
+        )
+        yield CounterMetricFamily(
+            "loopguard_audit_webhook_retries", "Webhook delivery retries" + PER_WORKER, value=webhook.retries
+        )
+        dropped = CounterMetricFamily(
+            "loopguard_audit_webhook_dropped",
+            "Audit events the webhook never got, by reason" + PER_WORKER,
+            labels=["reason"],
+        )
         for reason in ("queue_full", "undeliverable", "shutdown"):
             dropped.add_metric([reason], webhook.dropped.get(reason, 0))
         yield dropped
-        yield GaugeMetricFamily("loopguard_audit_webhook_queued", "Audit events waiting for the webhook" + PER_WORKER,
-                                value=webhook.queue.qsize())
+        yield GaugeMetricFamily(
+            "loopguard_audit_webhook_queued",
+            "Audit events waiting for the webhook" + PER_WORKER,
+            value=webhook.queue.qsize(),
+        )

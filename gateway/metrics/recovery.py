@@ -32,8 +32,14 @@ class _Warn:
 
 
 class RecoveryMonitor:
-    def __init__(self, on_outcome: Outcome, *, max_sessions: int = 10_000, settle_s: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        on_outcome: Outcome,
+        *,
+        max_sessions: int = 10_000,
+        settle_s: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.on_outcome = on_outcome
         self.max_sessions = max_sessions
         self.settle_s = settle_s

@@ -28,10 +28,27 @@ SHARED_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # Route families worth a label of their own (agent protocols first); any other is "other", so a
 # client cannot grow the label set.
-FAMILIES = frozenset({
-    "responses", "messages", "completions", "chat", "assistants", "threads", "realtime", "embeddings",
-    "models", "files", "batches", "images", "audio", "moderations", "fine_tuning", "uploads", "vector_stores",
-})
+FAMILIES = frozenset(
+    {
+        "responses",
+        "messages",
+        "completions",
+        "chat",
+        "assistants",
+        "threads",
+        "realtime",
+        "embeddings",
+        "models",
+        "files",
+        "batches",
+        "images",
+        "audio",
+        "moderations",
+        "fine_tuning",
+        "uploads",
+        "vector_stores",
+    }
+)
 
 
 # Routes with a label value of their own: the guarded protocols' (each spelling a client may use;
@@ -76,52 +93,92 @@ class GatewayMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.exposed = self.registry
         r = self.registry
-        self.requests = Counter("loopguard_requests", "HTTP requests answered, by route and status",
-                                ["route", "status"], registry=r)
+        self.requests = Counter(
+            "loopguard_requests", "HTTP requests answered, by route and status", ["route", "status"], registry=r
+        )
         self.interventions = Counter(
             "loopguard_interventions",
             "Findings acted on: shadow=false is what was applied to traffic; shadow=true is a "
             "stronger action the policy held back (shadow mode or max_action)",
-            ["detector", "action", "shadow"], registry=r)
-        self.overhead = Histogram("loopguard_gateway_overhead_seconds",
-                                  "Time a guarded request spent in the gateway's own code (upstream wait "
-                                  "excluded), by route (the protocol: chat, responses, anthropic, ...)",
-                                  ["route"], buckets=OVERHEAD_BUCKETS, registry=r)
-        self.upstream = Histogram("loopguard_upstream_seconds",
-                                  "Time a guarded request spent waiting for the upstream, re-asks included, "
-                                  "by route (the protocol)", ["route"], buckets=UPSTREAM_BUCKETS, registry=r)
+            ["detector", "action", "shadow"],
+            registry=r,
+        )
+        self.overhead = Histogram(
+            "loopguard_gateway_overhead_seconds",
+            "Time a guarded request spent in the gateway's own code (upstream wait "
+            "excluded), by route (the protocol: chat, responses, anthropic, ...)",
+            ["route"],
+            buckets=OVERHEAD_BUCKETS,
+            registry=r,
+        )
+        self.upstream = Histogram(
+            "loopguard_upstream_seconds",
+            "Time a guarded request spent waiting for the upstream, re-asks included, by route (the protocol)",
+            ["route"],
+            buckets=UPSTREAM_BUCKETS,
+            registry=r,
+        )
         self.unguarded_requests = Counter(
             "loopguard_unguarded_requests",
             "Requests relayed without judging, by route family (responses, messages, models, ...)",
-            ["family"], registry=r)
-        self.warn_outcomes = Counter("loopguard_warn_outcomes",
-                                     "After a warn, did the run break the pattern (recovered) or persist",
-                                     ["detector", "outcome"], registry=r)
-        self.tokens_saved = Counter("loopguard_tokens_saved",
-                                    "Tokens one more round of each stopped loop would have cost (reject, terminate)",
-                                    ["detector", "model"], registry=r)
-        self.cost_saved = Counter("loopguard_cost_saved_usd",
-                                  "USD one more round of each stopped loop would have cost, at the config's "
-                                  "`pricing:` or litellm's list prices (models with neither add tokens only)",
-                                  ["detector", "model"], registry=r)
-        self.savings_methods = Gauge("loopguard_savings_model_info",
-                                     "How each model's savings are counted (1 per model): tokens by a tiktoken "
-                                     "encoding or `estimated` (characters / 4); price from `table` (litellm's), "
-                                     "`config` (`pricing:`) or `none`", ["model", "tokens", "price"],
-                                     registry=r, multiprocess_mode="max")
-        self.terminations = Counter("loopguard_terminations",
-                                    "Runs ended, by how the final reply was written: answer (the model, "
-                                    "tools closed), reply (the template), error", ["mode"], registry=r)
-        self.answer_tokens = Counter("loopguard_terminate_answer_tokens",
-                                     "Output tokens of final answers the model wrote with tools closed "
-                                     "(terminate mode answer), by model; estimated at 4 characters a token "
-                                     "when the upstream reported none", ["model"], registry=r)
-        self.judge_checks = Counter("loopguard_judge_checks",
-                                    "Checks by the optional model judge (detectors.llm_judge), by outcome: "
-                                    "looping, clear, failed", ["outcome"], registry=r)
-        self.judge_tokens = Counter("loopguard_judge_tokens",
-                                    "Tokens the model judge's checks used, as its upstream reported them, "
-                                    "by kind: prompt, completion", ["kind"], registry=r)
+            ["family"],
+            registry=r,
+        )
+        self.warn_outcomes = Counter(
+            "loopguard_warn_outcomes",
+            "After a warn, did the run break the pattern (recovered) or persist",
+            ["detector", "outcome"],
+            registry=r,
+        )
+        self.tokens_saved = Counter(
+            "loopguard_tokens_saved",
+            "Tokens one more round of each stopped loop would have cost (reject, terminate)",
+            ["detector", "model"],
+            registry=r,
+        )
+        self.cost_saved = Counter(
+            "loopguard_cost_saved_usd",
+            "USD one more round of each stopped loop would have cost, at the config's "
+            "`pricing:` or litellm's list prices (models with neither add tokens only)",
+            ["detector", "model"],
+            registry=r,
+        )
+        self.savings_methods = Gauge(
+            "loopguard_savings_model_info",
+            "How each model's savings are counted (1 per model): tokens by a tiktoken "
+            "encoding or `estimated` (characters / 4); price from `table` (litellm's), "
+            "`config` (`pricing:`) or `none`",
+            ["model", "tokens", "price"],
+            registry=r,
+            multiprocess_mode="max",
+        )
+        self.terminations = Counter(
+            "loopguard_terminations",
+            "Runs ended, by how the final reply was written: answer (the model, "
+            "tools closed), reply (the template), error",
+            ["mode"],
+            registry=r,
+        )
+        self.answer_tokens = Counter(
+            "loopguard_terminate_answer_tokens",
+            "Output tokens of final answers the model wrote with tools closed "
+            "(terminate mode answer), by model; estimated at 4 characters a token "
+            "when the upstream reported none",
+            ["model"],
+            registry=r,
+        )
+        self.judge_checks = Counter(
+            "loopguard_judge_checks",
+            "Checks by the optional model judge (detectors.llm_judge), by outcome: looping, clear, failed",
+            ["outcome"],
+            registry=r,
+        )
+        self.judge_tokens = Counter(
+            "loopguard_judge_tokens",
+            "Tokens the model judge's checks used, as its upstream reported them, by kind: prompt, completion",
+            ["kind"],
+            registry=r,
+        )
         self.recovery = RecoveryMonitor(self._outcome, settle_s=settle_s)
         self.inflight: Any = None  # the front's body-bytes budget (gateway.server.inflight), when serving
         self.models = BoundedLabel()  # model names are the client's: a bounded set, then "other"
@@ -154,8 +211,7 @@ class GatewayMetrics:
         children[0].observe(overhead_s)
         children[1].observe(upstream_s)
 
-    def start_at_zero(self, detectors: Iterable[str], routes: Iterable[str] = (),
-                      requests: Iterable[str] = ()) -> None:
+    def start_at_zero(self, detectors: Iterable[str], routes: Iterable[str] = (), requests: Iterable[str] = ()) -> None:
         """Create every series whose label values are known before traffic, at 0: a dashboard
         panel then shows 0 rather than "No data", and ``rate()`` / ``increase()`` count a
         series' first event (a series born at its first event has no sample to increase from).

@@ -34,8 +34,15 @@ _Item = tuple[InterventionEvent, StoppedWork]
 class SavingsSink:
     name = "savings"
 
-    def __init__(self, metrics: GatewayMetrics, bus: AuditBus, forward: list[Sink], *,
-                 pricer: Pricer | None = None, queue_size: int = 10_000) -> None:
+    def __init__(
+        self,
+        metrics: GatewayMetrics,
+        bus: AuditBus,
+        forward: list[Sink],
+        *,
+        pricer: Pricer | None = None,
+        queue_size: int = 10_000,
+    ) -> None:
         self.metrics = metrics
         self.bus = bus
         self.forward = forward  # the record sinks that get the loop_savings events
@@ -78,7 +85,7 @@ class SavingsSink:
         while (item := self.queue.get()) is not _STOP:
             try:
                 self._one(item)
-            except Exception as exc:  # noqa: BLE001 - one odd history must not stop the worker
+            except Exception as exc:
                 structlog.get_logger("loopguard").warning("savings.estimate_failed", error=type(exc).__name__)
 
     def _one(self, item: _Item) -> None:
@@ -104,10 +111,18 @@ class SavingsSink:
             self.metrics.cost_saved.labels(event.detector, model).inc(savings.cost)
 
     def _send(self, event: InterventionEvent, work: StoppedWork, savings: Savings) -> None:
-        out = SavingsEvent(time=now_iso(), session=event.session, request_id=event.request_id,
-                           detector=event.detector, action=event.action, phase=event.phase,
-                           model=work.model, tokens=savings.tokens, cost_usd=savings.cost,
-                           estimated=savings.estimated)
+        out = SavingsEvent(
+            time=now_iso(),
+            session=event.session,
+            request_id=event.request_id,
+            detector=event.detector,
+            action=event.action,
+            phase=event.phase,
+            model=work.model,
+            tokens=savings.tokens,
+            cost_usd=savings.cost,
+            estimated=savings.estimated,
+        )
         if self._loop is not None and not self._loop.is_closed():
             try:
                 self._loop.call_soon_threadsafe(self._deliver, out)

@@ -25,6 +25,7 @@ from gateway.trace.model import ToolCall
 from gateway.upstream.base import UpstreamRequest, UpstreamResponse
 from gateway.upstream.errors import UpstreamError
 
+
 class _Closed:
     """The judge of an answer written with tools closed: every call is refused. ``closed``
     tells a stream filter that holds several choices whole that any call fails the answer."""
@@ -51,7 +52,7 @@ class FinalAnswer:
         self.closing: list[bytes] = []  # a relayed answer's last pieces, not yet sent
         try:
             self.payload: dict[str, Any] | None = self._payload(judgement)
-        except Exception:  # noqa: BLE001 - fail-open: the template still ends the run
+        except Exception:
             fail_open(ex, "terminate_answer")
             self.payload, self.failed = None, "guard_error"
 
@@ -98,7 +99,7 @@ class FinalAnswer:
             # an adapter raises on what it cannot read (then: unreadable).
             said = ex.adapter.answer(reply)
             calls = said is None or said.calls or any(ex.adapter.proposed_calls(reply))
-        except Exception:  # noqa: BLE001 - an unreadable answer: the template instead
+        except Exception:
             return self._fail("unreadable")
         if calls:
             return self._fail("tool_call" if said is not None else "unreadable")

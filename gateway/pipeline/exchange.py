@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from gateway.context import Gateway
 from gateway.guard.expectation import TurnGuard
 from gateway.guard.request import RequestPlan
 from gateway.pipeline.timing import Clock
@@ -19,7 +20,6 @@ from gateway.policy.actions import Action
 from gateway.protocols import codec
 from gateway.protocols.base import Adapter, StreamOptions
 from gateway.protocols.grown import appended
-from gateway.context import Gateway
 from gateway.upstream.base import Upstream, UpstreamRequest
 
 
@@ -62,8 +62,11 @@ class Exchange:
         """The client's payload carrying ``items``; a server-side chain's entries that are
         unchanged at their head are not sent again."""
         earlier = self.history
-        kept = len(earlier) if len(items) >= len(earlier) and all(
-            a is b for a, b in zip(items, earlier, strict=False)) else 0
+        kept = (
+            len(earlier)
+            if len(items) >= len(earlier) and all(a is b for a, b in zip(items, earlier, strict=False))
+            else 0
+        )
         return self.adapter.with_items(self.payload, items, kept, self.namespace)
 
     def stream_options(self) -> StreamOptions:

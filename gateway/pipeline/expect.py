@@ -26,7 +26,7 @@ def plain_answer(ex: Exchange, reply: dict[str, Any] | None = None, stream: byte
         return None
     try:
         said = ex.adapter.answer(reply) if stream is None else ex.adapter.stream_answer(stream)
-    except Exception:  # noqa: BLE001 - an odd body goes to the agent untouched
+    except Exception:
         fail_open(ex, "required_tool")
         return None
     return said if said is not None and not said.calls else None
@@ -58,7 +58,7 @@ def warn_reply(ex: Exchange, reply: dict[str, Any]) -> dict[str, Any]:
     assert guard is not None
     try:
         out = ex.adapter.prepend_text(reply, guard.warning())
-    except Exception:  # noqa: BLE001
+    except Exception:
         fail_open(ex, "required_tool")
         return reply
     ex.verdict.record(ex, guard.judgement(Action.WARN), Action.WARN, "response")
@@ -70,7 +70,7 @@ def warn_stream(ex: Exchange, stream: bytes) -> list[bytes]:
     assert guard is not None
     try:
         out = ex.adapter.stream_prepend_text(stream, guard.warning())
-    except Exception:  # noqa: BLE001
+    except Exception:
         fail_open(ex, "required_tool")
         return [stream]
     ex.verdict.record(ex, guard.judgement(Action.WARN), Action.WARN, "response")

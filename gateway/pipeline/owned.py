@@ -14,8 +14,8 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.pipeline.exchange import Exchange
-from gateway.web.responses import error_response
 from gateway.state import owned
+from gateway.web.responses import error_response
 
 
 async def foreign(ex: Exchange) -> Response | None:
@@ -28,8 +28,9 @@ async def foreign(ex: Exchange) -> Response | None:
             declared = next((o for o in adapter.declared.owned if o.kind == kind), None)
             what, code = (declared.called, declared.code) if declared else ("Object", "not_found")
             ex.log.info("reference_refused", kind=kind, detail="not created in the caller's tenant")
-            return error_response(404, f"{what} with id '{ident}' not found.", "not_found_error", code,
-                                  shape=adapter.error_body)
+            return error_response(
+                404, f"{what} with id '{ident}' not found.", "not_found_error", code, shape=adapter.error_body
+            )
     return None
 
 
@@ -43,6 +44,6 @@ async def claim_created(ex: Exchange, reply: dict[str, Any]) -> None:
 async def _owned(ex: Exchange, kind: str, ident: str) -> bool:
     try:
         return await owned.owned(ex.gateway.store, ex.namespace, kind, ident)
-    except Exception as exc:  # noqa: BLE001 - a foreign store that raises: refuse, never leak
+    except Exception as exc:
         ex.log.warning("state_unavailable", op="owned", error=type(exc).__name__)
         return False

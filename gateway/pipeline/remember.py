@@ -14,11 +14,11 @@ async def remember(ex: Exchange) -> None:
     sent = ex.sent_payload() if ex.plan is not None else ex.payload
     # The upstream holds exactly what the client saw of this exchange: the guard changed
     # nothing on either side and asked nothing more.
-    untouched = ex.plan is not None and not ex.plan.changed and ex.verdict.action == Action.PASS \
-        and ex.resent == 0
+    untouched = ex.plan is not None and not ex.plan.changed and ex.verdict.action == Action.PASS and ex.resent == 0
     try:
         await claim_created(ex, ex.reply)  # the tenant's own: a later request may name them
-        await ex.adapter.remember(sent, ex.reply, ex.gateway.store, ex.namespace, client=ex.payload,
-                                  untouched=untouched)
-    except Exception as exc:  # noqa: BLE001 - a later request then judges only what it carries
+        await ex.adapter.remember(
+            sent, ex.reply, ex.gateway.store, ex.namespace, client=ex.payload, untouched=untouched
+        )
+    except Exception as exc:
         ex.log.warning("state_unavailable", op="remember", error=type(exc).__name__)

@@ -19,8 +19,11 @@ from gateway.protocols.grown import GrownBodies
 from gateway.state.session import client_namespace
 
 
-def parse(adapter: Adapter, body: bytes, bodies: GrownBodies | None = None,
-          ) -> tuple[dict[str, Any] | None, str | None, str | None, int | None]:
+def parse(
+    adapter: Adapter,
+    body: bytes,
+    bodies: GrownBodies | None = None,
+) -> tuple[dict[str, Any] | None, str | None, str | None, int | None]:
     """(payload, None, None, where its last item ends in ``body`` if known), or (None, message,
     code, None) for a body that is not a JSON object. Valid JSON that orjson refuses (lone
     surrogate escapes, 1e400, deep nesting) is parsed all the same. ``bodies``: what the
@@ -49,9 +52,19 @@ async def judge(ex: Exchange, headers) -> None:
             # Read as a request sending the whole conversation: fields the upstream keeps
             # (an Anthropic thread's system and tools) back in place.
             judged = adapter.restored(ex.payload, ex.namespace)
-        plan = await plan_request(adapter, judged, items, headers, ex.path, gateway.policies.current,
-                                  gateway.store, ex.log, sessions=gateway.config.sessions,
-                                  history=gateway.history, size=len(ex.body))
+        plan = await plan_request(
+            adapter,
+            judged,
+            items,
+            headers,
+            ex.path,
+            gateway.policies.current,
+            gateway.store,
+            ex.log,
+            sessions=gateway.config.sessions,
+            history=gateway.history,
+            size=len(ex.body),
+        )
         ex.plan = plan
         SESSION.set(plan.session)  # for the request's span, whatever the session's source
         ex.expectation = for_plan(plan)  # a tool this turn requires, or None
@@ -61,7 +74,7 @@ async def judge(ex: Exchange, headers) -> None:
         _ask_judge(ex)
         if plan.judgement.finding is not None and plan.action != Action.TERMINATE:
             ex.verdict.record(ex, plan.judgement, plan.action, "request")  # a terminate: once its reply is written
-    except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
+    except Exception:
         fail_open(ex, "request")
         ex.plan, ex.expectation, ex.outgoing.body = None, None, ex.body
         ex.verdict.reset()

@@ -8,20 +8,20 @@ from typing import Any
 
 from starlette.responses import Response
 
-from gateway.pipeline import owned
+from gateway.context import Gateway, upstream_path
+from gateway.pipeline import owned, stream, terminate, unary
 from gateway.pipeline import request as request_stage
-from gateway.pipeline import stream, terminate, unary
 from gateway.pipeline.exchange import Exchange, new_request_id
 from gateway.pipeline.timing import Clock
 from gateway.policy.actions import Action
 from gateway.protocols.base import Adapter
-from gateway.web.body import too_many_items
-from gateway.context import Gateway, upstream_path
-from gateway.web.refused import read_or_refuse, refused, upstream_failed
-from gateway.web.responses import error_response
 from gateway.state.session import client_namespace
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
+from gateway.web.body import too_many_items
+from gateway.web.refused import read_or_refuse, refused, upstream_failed
+from gateway.web.responses import error_response
+
 
 class Guarded:
     """The ASGI app of one guarded protocol."""
@@ -39,7 +39,6 @@ class Guarded:
             return
         response = await run(adapter, self.gateway, scope, receive)
         await response(scope, receive, send)
-
 
 
 async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive: Any) -> Response:
@@ -86,15 +85,35 @@ def header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     return out
 
 
-def _exchange(gateway: Gateway, adapter: Adapter, scope: dict[str, Any], headers: dict[str, str], payload: dict,
-              body: bytes, started: float) -> Exchange:
+def _exchange(
+    gateway: Gateway,
+    adapter: Adapter,
+    scope: dict[str, Any],
+    headers: dict[str, str],
+    payload: dict,
+    body: bytes,
+    started: float,
+) -> Exchange:
     path = scope["path"]
     request_id = new_request_id(headers)
     spec = adapter.declared.upstream
     outgoing = UpstreamRequest(
-        method="POST", path=upstream_path(path, spec), query=gateway.forward_query(scope.get("query_string", b""), spec),
-        headers=gateway.forward_headers(scope["headers"], identity=True, spec=spec), body=body,
+        method="POST",
+        path=upstream_path(path, spec),
+        query=gateway.forward_query(scope.get("query_string", b""), spec),
+        headers=gateway.forward_headers(scope["headers"], identity=True, spec=spec),
+        body=body,
     )
-    return Exchange(gateway, adapter, request_id, path, payload, body, adapter.stream(payload),
-                    gateway.upstream_for(adapter.name), outgoing,
-                    gateway.log.bind(request_id=request_id, path=path), Clock(started))
+    return Exchange(
+        gateway,
+        adapter,
+        request_id,
+        path,
+        payload,
+        body,
+        adapter.stream(payload),
+        gateway.upstream_for(adapter.name),
+        outgoing,
+        gateway.log.bind(request_id=request_id, path=path),
+        Clock(started),
+    )

@@ -29,9 +29,10 @@ from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import upstream_failure
 from gateway.protocols.streaming import Held
-from gateway.web.responses import uncommented
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError
+from gateway.web.responses import uncommented
+
 
 def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
@@ -86,8 +87,9 @@ class _Decided(Response):
 _NOTE = b": loopguard action="
 
 
-async def _resumed(first: list[bytes], failure: UpstreamError | None,
-                   rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def _resumed(
+    first: list[bytes], failure: UpstreamError | None, rest: AsyncIterator[bytes]
+) -> AsyncIterator[bytes]:
     try:
         for chunk in first:
             yield chunk
@@ -139,14 +141,23 @@ def _is_sse(upstream: UpstreamResponse) -> bool:
 def _failed(ex: Exchange, tool_filter: StreamFilter, exc: UpstreamError | None) -> list[bytes]:
     """The client stream ends with its protocol's error events, and the log says which."""
     failure = upstream_failure(exc)
-    ex.log.warning("upstream_stream_failed", error=type(exc).__name__ if exc else "truncated",
-                   code=failure.code, ending=tool_filter.failure_event)
+    ex.log.warning(
+        "upstream_stream_failed",
+        error=type(exc).__name__ if exc else "truncated",
+        code=failure.code,
+        ending=tool_filter.failure_event,
+    )
     ex.ending = tool_filter.failure_event
     return tool_filter.fail(b"", failure)
 
 
-async def _attempt(ex: Exchange, upstream: UpstreamResponse, judge: StreamJudge | None = None,
-                   tool_filter: StreamFilter | None = None, last: bool = False) -> AsyncIterator[bytes]:
+async def _attempt(
+    ex: Exchange,
+    upstream: UpstreamResponse,
+    judge: StreamJudge | None = None,
+    tool_filter: StreamFilter | None = None,
+    last: bool = False,
+) -> AsyncIterator[bytes]:
     """One answer: the upstream stream and its re-asks, relayed through one stream filter
     (``respond`` may have made it, with its judge). ``last``: nothing follows it in the client
     stream, so the reply is remembered before the stream ends.

@@ -23,8 +23,8 @@ from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import StreamFailure
 from gateway.protocols.sse import comment
-from gateway.web.responses import relay, uncommented
 from gateway.upstream.base import UpstreamResponse
+from gateway.web.responses import relay, uncommented
 
 LOOP = "loop_detected"
 JSON = (b"content-type", b"application/json")
@@ -93,8 +93,9 @@ async def unary(ex: Exchange, decision: Decision) -> Response:
     return _reply(ex, text(ex, refusal.judgement), used)
 
 
-async def stream(ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge,
-                 decision: Decision) -> AsyncIterator[bytes]:
+async def stream(
+    ex: Exchange, tool_filter: StreamFilter, judge: StreamJudge, decision: Decision
+) -> AsyncIterator[bytes]:
     """The same mid-stream (the headers are out): the client stream ends with the final reply."""
     refusal = decision.refusal
     assert refusal is not None
@@ -140,8 +141,9 @@ def note(action: Action, refusal: Refusal, terminate: str | None = None) -> byte
     return comment(told if terminate is None else f"{told} terminate={terminate}")
 
 
-async def _answer_stream(ex: Exchange, final: FinalAnswer, upstream: UpstreamResponse,
-                         judgement: Judgement) -> AsyncIterator[bytes]:
+async def _answer_stream(
+    ex: Exchange, final: FinalAnswer, upstream: UpstreamResponse, judgement: Judgement
+) -> AsyncIterator[bytes]:
     """A request-path terminate in a stream: the model's answer is the whole client stream."""
     tool_filter = ex.adapter.stream_filter(closed, ex.payload, ex.stream_options())
     async for chunk in final.relay(tool_filter, upstream):

@@ -7,8 +7,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from gateway.web.responses import UPSTREAM_BROKEN, RelayStream
 from gateway.upstream.errors import UpstreamError
+from gateway.web.responses import UPSTREAM_BROKEN, RelayStream
 
 
 @dataclass(slots=True)
@@ -40,8 +40,13 @@ class LoggedStream(RelayStream):
     """A guarded stream: its request line is written once it is over, however it ended (the
     last byte out, the client gone, the upstream broken off), with ``ending`` saying which."""
 
-    def __init__(self, ex, headers: list[tuple[bytes, bytes]], chunks: AsyncIterator[bytes],
-                 on_close: Callable[[], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        ex,
+        headers: list[tuple[bytes, bytes]],
+        chunks: AsyncIterator[bytes],
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         super().__init__(200, headers, chunks, on_close)
         self._ex = ex
 
@@ -58,7 +63,14 @@ def log_request(ex, status: int, ending: str | None = None) -> None:
     clock = ex.clock
     ending = ex.ending if ex.ending is not None and ending != UPSTREAM_BROKEN else ending
     extra = {"ending": ending} if ending is not None else {}
-    ex.log.info("request", method="POST", status=status, stream=ex.stream, action=ex.verdict.action.label,
-                upstream_ms=round(clock.upstream_s * 1000, 3), overhead_ms=round(clock.overhead_s * 1000, 3),
-                **extra)
+    ex.log.info(
+        "request",
+        method="POST",
+        status=status,
+        stream=ex.stream,
+        action=ex.verdict.action.label,
+        upstream_ms=round(clock.upstream_s * 1000, 3),
+        overhead_ms=round(clock.overhead_s * 1000, 3),
+        **extra,
+    )
     ex.gateway.metrics.exchange_done(ex.adapter.name, clock.overhead_s, clock.upstream_s)

@@ -31,11 +31,22 @@ class Verdict:
         ``terminate``: how a terminate's final reply was written."""
         plan = ex.plan
         if plan is not None:
-            audit(ex.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
-                  action=action, bus=ex.gateway.audit, agent=plan.policy.agent, trace=plan.trace,
-                  request_id=ex.request_id,
-                  work=StoppedWork(ex.adapter.model(ex.payload), plan.messages, ex.adapter.name),
-                  terminate=terminate, effective=plan.policy, protocol=ex.adapter.name)
+            audit(
+                ex.log,
+                judgement,
+                phase=phase,
+                session=plan.session,
+                policy=plan.policy.name,
+                action=action,
+                bus=ex.gateway.audit,
+                agent=plan.policy.agent,
+                trace=plan.trace,
+                request_id=ex.request_id,
+                work=StoppedWork(ex.adapter.model(ex.payload), plan.messages, ex.adapter.name),
+                terminate=terminate,
+                effective=plan.policy,
+                protocol=ex.adapter.name,
+            )
         self.raise_to(action, judgement.detector)
         if terminate is not None:
             self.terminate = terminate

@@ -23,7 +23,19 @@ from gateway.policy.model import EffectivePolicy, Policy
 from gateway.policy.schema import PolicyError
 
 __all__ = [
-    "REJECT_MARKER", "Action", "EffectivePolicy", "EngineStats", "Judgement", "Policy",
-    "PolicyError", "PolicyHolder", "action_for", "load_policy", "load_policy_text",
-    "load_shipped_policy", "shipped_policy_names", "shipped_policy_path",
+    "REJECT_MARKER",
+    "Action",
+    "EffectivePolicy",
+    "EngineStats",
+    "Judgement",
+    "Policy",
+    "PolicyError",
+    "PolicyHolder",
+    "action_for",
+    "current_stats",
+    "load_policy",
+    "load_policy_text",
+    "load_shipped_policy",
+    "shipped_policy_names",
+    "shipped_policy_path",
 ]

@@ -16,8 +16,10 @@ from gateway.policy.schema import PolicyError
 
 def describe(policy: Policy) -> str:
     eff = policy.default
-    line = (f"{policy.source}: ok: policy {policy.name!r}, mode {eff.mode}, max_action "
-            f"{eff.max_action.label}, detectors {', '.join(eff.detectors) or 'none'}")
+    line = (
+        f"{policy.source}: ok: policy {policy.name!r}, mode {eff.mode}, max_action "
+        f"{eff.max_action.label}, detectors {', '.join(eff.detectors) or 'none'}"
+    )
     return line + "".join(f"\n  agents: {rule.label}" for rule in policy.rules)
 
 

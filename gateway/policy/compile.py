@@ -25,14 +25,21 @@ from gateway.policy.engine import Registry, blocking, build_plan
 from gateway.policy.messages import compile_messages
 from gateway.policy.model import AgentRule, EffectivePolicy, Policy
 from gateway.policy.schema import (
-    BODY_KEYS, AgentMatch, Body, PolicyError, PolicyFile, error_from, join_path as join,
+    BODY_KEYS,
+    AgentMatch,
+    Body,
+    PolicyError,
+    PolicyFile,
+    error_from,
+)
+from gateway.policy.schema import (
+    join_path as join,
 )
 from gateway.policy.thresholds import fix_order, warn_unreachable, written_problems
 from gateway.trace.settings import TraceSettings
 
 _RETRIED = {408, 409, 429}  # statuses the openai SDK retries on its own
-_CONTAINERS = frozenset({"exempt_tools", "normalize", "detectors", "interventions", "messages",
-                         "agents"})
+_CONTAINERS = frozenset({"exempt_tools", "normalize", "detectors", "interventions", "messages", "agents"})
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,13 @@ def compile_policy(raw: Any, file: str, registry: Registry) -> Policy:
     if isinstance(raw.get("agents"), list):
         raw["agents"] = [_without_empty(e) if isinstance(e, dict) else e for e in raw["agents"]]
     doc = _validate(PolicyFile, raw, _Ctx(file, "", registry))
-    ctx = _Ctx(file, doc.name or Path(file).stem, registry, allow_reorder=doc.allow_reorder,
-               profiles=_profiles(doc.profiles, file))
+    ctx = _Ctx(
+        file,
+        doc.name or Path(file).stem,
+        registry,
+        allow_reorder=doc.allow_reorder,
+        profiles=_profiles(doc.profiles, file),
+    )
     base_raw = _shorthand(_body(raw))
     default = _effective(base_raw, None, None, ctx)  # nothing to merge entries over without it
     rules, problems = [], []
@@ -84,8 +96,9 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
-               inherited: EffectivePolicy | None, ctx: _Ctx) -> EffectivePolicy:
+def _effective(
+    merged: dict[str, Any], override: dict[str, Any] | None, inherited: EffectivePolicy | None, ctx: _Ctx
+) -> EffectivePolicy:
     body = _validate(Body, merged, ctx)
 
     def own(*keys: str) -> bool:  # does this block set any of ``keys`` itself?
@@ -99,19 +112,31 @@ def _effective(merged: dict[str, Any], override: dict[str, Any] | None,
         trace = _trace_settings(body, horizon, ctx)
     else:  # shared: the trace builder's memo lives on the TraceSettings instance
         trace = inherited.trace_settings
-    messages = (compile_messages(body.messages.language, body.messages.model_dump())
-                if own("messages") else inherited.messages)
+    messages = (
+        compile_messages(body.messages.language, body.messages.model_dump()) if own("messages") else inherited.messages
+    )
     if own("interventions") and body.interventions.terminate.status in _RETRIED:
-        _log(__name__).warning("policy.terminate_status_retried", file=ctx.file, agent=ctx.agent,
-                               status=body.interventions.terminate.status,
-                               hint="clients retry this status; 422 ends the loop")
+        _log(__name__).warning(
+            "policy.terminate_status_retried",
+            file=ctx.file,
+            agent=ctx.agent,
+            status=body.interventions.terminate.status,
+            hint="clients retry this status; 422 ends the loop",
+        )
     # The master switch filters, it does not rewrite: detector_settings still show what is set.
     enabled = {} if body.enabled is False else {name: s for name, s in settings.items() if s.enabled}
     return EffectivePolicy(
-        name=ctx.name, source=ctx.file, agent=ctx.agent, mode=body.mode,
-        max_action=Action.parse(body.max_action), exempt_tools=body.exempt_tools,
-        trace_settings=trace, interventions=body.interventions, messages=messages,
-        detector_settings=MappingProxyType(settings), detectors=MappingProxyType(enabled),
+        name=ctx.name,
+        source=ctx.file,
+        agent=ctx.agent,
+        mode=body.mode,
+        max_action=Action.parse(body.max_action),
+        exempt_tools=body.exempt_tools,
+        trace_settings=trace,
+        interventions=body.interventions,
+        messages=messages,
+        detector_settings=MappingProxyType(settings),
+        detectors=MappingProxyType(enabled),
         plan=(plan := build_plan(enabled, body.exempt_tools, ctx.registry)),
         blocking_plan=blocking(plan),
         catalog=_catalog(body.profile, ctx),
@@ -134,7 +159,7 @@ def _profiles(entries: list[dict[str, Any] | str], file: str) -> tuple[AgentProf
         where = f"profiles[{i}]"
         try:
             if isinstance(entry, str):
-                path = (Path(file).parent / entry)
+                path = Path(file).parent / entry
                 raw = read_yaml(path.read_text(encoding="utf-8"), str(path))
                 own.append(load_profile(raw, str(path)))
             else:
@@ -145,16 +170,19 @@ def _profiles(entries: list[dict[str, Any] | str], file: str) -> tuple[AgentProf
     return (*own, *(p for p in shipped_profiles() if p.name not in names))
 
 
-def _detectors(blocks: dict[str, Any], touched: set[str], inherited: EffectivePolicy | None,
-               ctx: _Ctx, written: dict[str, Any]) -> dict[str, DetectorSettings]:
+def _detectors(
+    blocks: dict[str, Any], touched: set[str], inherited: EffectivePolicy | None, ctx: _Ctx, written: dict[str, Any]
+) -> dict[str, DetectorSettings]:
     """Each detector's settings; the problems of all detectors are raised together."""
     for name, block in blocks.items():
         if name not in ctx.registry:
-            raise PolicyError(ctx.file, join(ctx.prefix, f"detectors.{name}"),
-                              f"unknown detector (known: {', '.join(ctx.registry)})")
+            raise PolicyError(
+                ctx.file, join(ctx.prefix, f"detectors.{name}"), f"unknown detector (known: {', '.join(ctx.registry)})"
+            )
         if not isinstance(block, dict):
-            raise PolicyError(ctx.file, join(ctx.prefix, f"detectors.{name}"),
-                              "expected a mapping of settings, or true/false")
+            raise PolicyError(
+                ctx.file, join(ctx.prefix, f"detectors.{name}"), "expected a mapping of settings, or true/false"
+            )
     out, problems = {}, []
     for name, detector in ctx.registry.items():
         if inherited is not None and name not in touched:
@@ -187,8 +215,14 @@ def _trace_settings(body: Body, horizon: int, ctx: _Ctx) -> TraceSettings:
         if trace.horizon >= horizon:
             return trace
         if "horizon" in body.normalize:
-            _log(__name__).warning("policy.horizon_raised", file=ctx.file, agent=ctx.agent,
-                                   old=trace.horizon, new=horizon, reason="largest detector window")
+            _log(__name__).warning(
+                "policy.horizon_raised",
+                file=ctx.file,
+                agent=ctx.agent,
+                old=trace.horizon,
+                new=horizon,
+                reason="largest detector window",
+            )
         return _validate(TraceSettings, {**data, "horizon": horizon}, ctx, path)
     except re.error as exc:  # each compiles alone but not joined, e.g. duplicate group names
         raise PolicyError(ctx.file, path, f"patterns cannot be combined: {exc}") from None
@@ -225,6 +259,5 @@ def _shorthand(body: dict[str, Any]) -> dict[str, Any]:
     blocks = body.get("detectors")
     if not isinstance(blocks, dict):
         return body
-    fixed = {n: {"enabled": b} if isinstance(b, bool) else ({} if b is None else b)
-             for n, b in blocks.items()}
+    fixed = {n: {"enabled": b} if isinstance(b, bool) else ({} if b is None else b) for n, b in blocks.items()}
     return {**body, "detectors": fixed}

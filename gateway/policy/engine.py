@@ -86,8 +86,9 @@ def default_registry() -> Registry:
     return REGISTRY
 
 
-def build_plan(detectors: Mapping[str, DetectorSettings], exempt_tools: frozenset[str],
-               registry: Registry) -> tuple[Step, ...]:
+def build_plan(
+    detectors: Mapping[str, DetectorSettings], exempt_tools: frozenset[str], registry: Registry
+) -> tuple[Step, ...]:
     """Enabled detectors in registry order, which is their priority order on ties."""
     return tuple(
         Step(name, det.detect, detectors[name], exempt_tools | detectors[name].exempt_tools)
@@ -123,7 +124,7 @@ def evaluate(plan: tuple[Step, ...], trace: Trace, *, cap: Action, shadow: bool)
             action = action_of(step.settings, finding)
             if action >= Action.REJECT and not aimed_at(finding, trace):
                 action = Action.WARN
-        except Exception:  # noqa: BLE001 - fail-open: a broken detector must not break traffic
+        except Exception:
             _fail_open(step.name)
             continue
         findings.append(finding)

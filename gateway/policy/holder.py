@@ -25,8 +25,13 @@ SETTLE_S = 0.5  # how long a changed policy file must stay unchanged before it i
 
 
 class PolicyHolder:
-    def __init__(self, path: str | Path | None = None, registry: Registry | None = None, *,
-                 on_reload: Callable[[Policy], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        registry: Registry | None = None,
+        *,
+        on_reload: Callable[[Policy], None] | None = None,
+    ) -> None:
         """Load ``path`` (the shipped default pack when None). A bad file raises PolicyError
         here: at startup failing loudly is right, there is no previous policy to keep."""
         self.path = Path(path) if path is not None else shipped_policy_path()
@@ -56,7 +61,7 @@ class PolicyHolder:
             policy = load_policy(self.path, self._registry)
         except PolicyError as exc:
             return self._reject(str(exc))
-        except Exception as exc:  # noqa: BLE001 - e.g. a detector settings bug: keep running
+        except Exception as exc:
             _log(__name__).exception("policy.reload_crashed", file=str(self.path))
             return self._reject(f"{self.path}: {type(exc).__name__}: {exc}")
         self._policy = policy
@@ -67,12 +72,11 @@ class PolicyHolder:
         if self._on_reload is not None:
             try:
                 self._on_reload(policy)
-            except Exception:  # noqa: BLE001 - a listener must not undo a good reload
+            except Exception:
                 _log(__name__).exception("policy.on_reload_failed", file=str(self.path))
         return True
 
-    async def watch(self, *, poll_interval: float = 5.0, debounce_ms: int = 200,
-                    settle_s: float = SETTLE_S) -> None:
+    async def watch(self, *, poll_interval: float = 5.0, debounce_ms: int = 200, settle_s: float = SETTLE_S) -> None:
         """Reload on every change until cancelled; meant for the app's lifespan task.
 
         Watches the file's folder (a rename-replaced file or a ConfigMap symlink swap is not an
@@ -93,18 +97,25 @@ class PolicyHolder:
             if not inner.done():
                 inner.cancel()
 
-    async def _watch_forever(self, stop: threading.Event, poll_interval: float,
-                             debounce_ms: int, settle_s: float) -> None:
+    async def _watch_forever(
+        self, stop: threading.Event, poll_interval: float, debounce_ms: int, settle_s: float
+    ) -> None:
         while not stop.is_set():
             try:
                 from watchfiles import awatch  # declared; imported here to keep startup light
 
-                async for _ in awatch(self.path.parent, watch_filter=None, debounce=debounce_ms,
-                                      rust_timeout=int(poll_interval * 1000), yield_on_timeout=True,
-                                      recursive=False, stop_event=stop):
+                async for _ in awatch(
+                    self.path.parent,
+                    watch_filter=None,
+                    debounce=debounce_ms,
+                    rust_timeout=int(poll_interval * 1000),
+                    yield_on_timeout=True,
+                    recursive=False,
+                    stop_event=stop,
+                ):
                     await self._settled(stop, settle_s)
                     self.reload_if_changed()
-            except Exception:  # noqa: BLE001 - e.g. the folder vanished: poll until it is back
+            except Exception:
                 _log(__name__).warning("policy.watch_failed", file=str(self.path), retry_s=poll_interval)
                 await _wait(stop, poll_interval)
                 await self._settled(stop, settle_s)
@@ -124,8 +135,7 @@ class PolicyHolder:
     def _reject(self, reason: str) -> bool:
         self.reload_errors += 1
         self.last_error = reason
-        _log(__name__).error("policy.reload_rejected", file=str(self.path), reason=reason,
-                   kept=self._policy.name)
+        _log(__name__).error("policy.reload_rejected", file=str(self.path), reason=reason, kept=self._policy.name)
         return False
 
 

@@ -15,7 +15,6 @@ import yaml
 
 from gateway.agents.catalog import read_profiles
 from gateway.agents.profile import AgentProfile
-
 from gateway.policy.compile import compile_policy
 from gateway.policy.engine import Registry, default_registry
 from gateway.policy.model import Policy
@@ -88,7 +87,7 @@ def shipped_profiles() -> tuple[AgentProfile, ...]:
 
 def read_yaml(text: str, file: str) -> Any:
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -110,7 +109,10 @@ class _StrictLoader(yaml.SafeLoader):
             key = self.construct_object(key_node)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    f"duplicate key {key!r} (first at line {seen[key]});", None,
-                    "a repeated key would silently override the first", key_node.start_mark)
+                    f"duplicate key {key!r} (first at line {seen[key]});",
+                    None,
+                    "a repeated key would silently override the first",
+                    key_node.start_mark,
+                )
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)

@@ -22,14 +22,18 @@ from gateway.policy.texts import PATTERN_NAMES, SHIPPED, SPECIAL, TERMS
 from gateway.trace.model import Trace
 
 __all__ = [
-    "REJECT_MARKER", "PLACEHOLDERS", "Kind", "Messages", "check_template", "compile_messages",
+    "PLACEHOLDERS",
+    "REJECT_MARKER",
+    "Kind",
+    "Messages",
+    "check_template",
+    "compile_messages",
     "summarize_progress",
 ]
 
 Kind = Literal["warn", "reject", "reask", "terminate", "answer"]
 KINDS: tuple[Kind, ...] = ("warn", "reject", "reask", "terminate", "answer")
-PLACEHOLDERS = frozenset(
-    {"tool", "detector", "pattern", "count", "steps", "description", "progress"})
+PLACEHOLDERS = frozenset({"tool", "detector", "pattern", "count", "steps", "description", "progress"})
 # Filled from Finding.details by the detectors that have them (required_tool: call; retrieval:
 # query, confidence, reason); empty for the others.
 PLACEHOLDERS |= {"call", "query", "confidence", "reason"}
@@ -52,14 +56,14 @@ def check_template(text: str) -> Template:
         hint = "write literal braces as {{ and }}"
         raise ValueError(f"bad template syntax ({exc}); {hint}") from None
     pieces = []
-    for literal, field, spec, conversion in parsed:
-        if field is not None and field not in PLACEHOLDERS:
-            raise ValueError(f"unknown placeholder {{{field}}} (allowed: "
-                             + ", ".join(f"{{{p}}}" for p in sorted(PLACEHOLDERS)) + ")")
+    for literal, name, spec, conversion in parsed:
+        if name is not None and name not in PLACEHOLDERS:
+            raise ValueError(
+                f"unknown placeholder {{{name}}} (allowed: " + ", ".join(f"{{{p}}}" for p in sorted(PLACEHOLDERS)) + ")"
+            )
         if spec or conversion:
-            raise ValueError(f"placeholder {{{field}}}: format specs and conversions are not "
-                             "supported")
-        pieces.append((literal, field))
+            raise ValueError(f"placeholder {{{name}}}: format specs and conversions are not supported")
+        pieces.append((literal, name))
     return Template(text, tuple(pieces))
 
 
@@ -77,7 +81,7 @@ class Messages:
             detector = finding.detector if finding is not None else ""
             template = self.special.get((kind, detector)) or self.templates[kind]
             return template.render(values)
-        except Exception:  # noqa: BLE001 - an intervention must not fail because of its wording
+        except Exception:
             _log(__name__).exception("policy.render_failed", kind=kind)
             if kind == "reject":
                 return REJECT_MARKER + " call rejected: loop detected"
@@ -87,8 +91,7 @@ class Messages:
 def compile_messages(language: str, overrides: dict[str, str | None]) -> Messages:
     shipped = SHIPPED[language]
     templates = {k: check_template(overrides.get(k) or shipped[k]) for k in KINDS}
-    special = {key: check_template(text) for key, text in SPECIAL[language].items()
-               if not overrides.get(key[0])}
+    special = {key: check_template(text) for key, text in SPECIAL[language].items() if not overrides.get(key[0])}
     return Messages(language, MappingProxyType(templates), MappingProxyType(special))
 
 

@@ -41,8 +41,9 @@ class Policy:
     default: EffectivePolicy  # the global block, for requests no agents entry matches
     rules: tuple[AgentRule, ...]  # in file order
 
-    def resolve(self, agent: str | None = None, api_key_sha256: str | None = None,
-                model: str | None = None, path: str = "") -> EffectivePolicy:
+    def resolve(
+        self, agent: str | None = None, api_key_sha256: str | None = None, model: str | None = None, path: str = ""
+    ) -> EffectivePolicy:
         """The policy for one request: the first agents entry that matches, else the global one.
 
         ``agent`` is the x-loopguard-agent header, ``api_key_sha256`` the hex SHA-256 of the

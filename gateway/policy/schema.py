@@ -11,13 +11,19 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
     model_validator,
 )
 
 from gateway.policy.actions import REJECT_MARKER
-from gateway.trace.model import OWN_TEXT_MARKER
 from gateway.policy.messages import check_template
+from gateway.trace.model import OWN_TEXT_MARKER
 
 Mode = Literal["enforce", "shadow"]
 Level = Literal["warn", "reject", "terminate"]
@@ -29,8 +35,9 @@ class PolicyError(ValueError):
     """A policy that cannot be used. ``str()`` is ``"<file>: <key.path>: <reason>"``, one line per
     problem, so an operator can go straight to the offending key."""
 
-    def __init__(self, file: str, path: str, reason: str, *, line: int | None = None,
-                 more: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self, file: str, path: str, reason: str, *, line: int | None = None, more: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         self.file, self.path, self.reason, self.line = file, path, reason, line
         self.problems: tuple[tuple[str, str], ...] = ((path, reason), *more)
         super().__init__("\n".join(self._line(p, r) for p, r in self.problems))
@@ -90,16 +97,16 @@ class MessagesConfig(_Model):
         # the trace builder removes them by their opening marker, so they never make a repeated
         # call look new nor pass for the user's own words.
         if text is not None and not text.lower().startswith(OWN_TEXT_MARKER):
-            raise ValueError("must start with '[LoopGuard' (any case): the trace builder "
-                             "recognises the gateway's own text by it")
+            raise ValueError(
+                "must start with '[LoopGuard' (any case): the trace builder recognises the gateway's own text by it"
+            )
         return text
 
     @field_validator("reject")
     @classmethod
     def _marker(cls, text: str | None) -> str | None:
         if text is not None and not text.startswith(REJECT_MARKER):
-            raise ValueError(f"must start with {REJECT_MARKER!r}: the trace builder recognises "
-                             "vetoed calls by it")
+            raise ValueError(f"must start with {REJECT_MARKER!r}: the trace builder recognises vetoed calls by it")
         return text
 
 
@@ -114,8 +121,10 @@ class AgentMatch(_Model):
     @model_validator(mode="after")
     def _not_empty(self) -> AgentMatch:
         if not any((self.header, self.api_key_sha256, self.model, self.path)):
-            raise ValueError("needs at least one of header, api_key_sha256, model, path "
-                             "(an empty match would silently apply to every request)")
+            raise ValueError(
+                "needs at least one of header, api_key_sha256, model, path "
+                "(an empty match would silently apply to every request)"
+            )
         return self
 
 

@@ -13,9 +13,12 @@ is handled (e.g. no_progress's ``poll_*`` thresholds), so new detectors need not
 
 from __future__ import annotations
 
+import itertools
+
 from structlog import get_logger as _log
 
 from gateway.detectors.base import DetectorSettings
+
 _LADDER = ("warn_at", "reject_at", "terminate_at")
 
 
@@ -32,8 +35,9 @@ def ladders(settings_type: type[DetectorSettings]) -> tuple[tuple[str, str, str]
     return tuple(found)
 
 
-def written_problems(written: object, settings_type: type[DetectorSettings], path: str,
-                     allow_reorder: bool) -> list[tuple[str, str]]:
+def written_problems(
+    written: object, settings_type: type[DetectorSettings], path: str, allow_reorder: bool
+) -> list[tuple[str, str]]:
     """(key path, reason) for every threshold of ``written`` (a block's own detector settings)
     below 1, and every ladder it writes out of order unless ``allow_reorder``."""
     if not isinstance(written, dict):
@@ -42,12 +46,20 @@ def written_problems(written: object, settings_type: type[DetectorSettings], pat
     for triple in ladders(settings_type):
         values = [(name, written.get(name)) for name in triple]
         given = [(name, v) for name, v in values if isinstance(v, int) and not isinstance(v, bool)]
-        problems += [(f"{path}.{name}", f"must be a count of at least 1 (null switches it off), not {v}")
-                     for name, v in given if v < 1]
-        if not allow_reorder and any(b <= a for (_, a), (_, b) in zip(given, given[1:])):
+        problems += [
+            (f"{path}.{name}", f"must be a count of at least 1 (null switches it off), not {v}")
+            for name, v in given
+            if v < 1
+        ]
+        if not allow_reorder and any(b <= a for (_, a), (_, b) in itertools.pairwise(given)):
             shown = ", ".join(f"{name}: {v}" for name, v in given)
-            problems.append((f"{path}.{given[0][0]}", f"thresholds must increase ({shown}); fix them, "
-                             "or set allow_reorder: true to have each raised above the previous one"))
+            problems.append(
+                (
+                    f"{path}.{given[0][0]}",
+                    f"thresholds must increase ({shown}); fix them, "
+                    "or set allow_reorder: true to have each raised above the previous one",
+                )
+            )
     return problems
 
 
@@ -63,16 +75,22 @@ def ordered(values: list[int | None]) -> list[int | None]:
     return out
 
 
-def fix_order(settings: DetectorSettings, *, file: str, detector: str,
-              agent: str | None = None) -> DetectorSettings:
+def fix_order(settings: DetectorSettings, *, file: str, detector: str, agent: str | None = None) -> DetectorSettings:
     """``settings`` with every ladder strictly increasing; logs each correction it makes."""
     updates: dict[str, int | None] = {}
     for triple in ladders(type(settings)):
         old = [getattr(settings, name) for name in triple]
         new = ordered(old)
         if new != old:
-            _log(__name__).warning("policy.thresholds_reordered", file=file, detector=detector,
-                                   agent=agent, fields=list(triple), old=old, new=new)
+            _log(__name__).warning(
+                "policy.thresholds_reordered",
+                file=file,
+                detector=detector,
+                agent=agent,
+                fields=list(triple),
+                old=old,
+                new=new,
+            )
             updates.update(zip(triple, new))
     if not updates:
         return settings
@@ -80,8 +98,7 @@ def fix_order(settings: DetectorSettings, *, file: str, detector: str,
     return type(settings).model_validate({**settings.model_dump(), **updates})
 
 
-def warn_unreachable(settings: DetectorSettings, *, file: str, detector: str,
-                     agent: str | None = None) -> None:
+def warn_unreachable(settings: DetectorSettings, *, file: str, detector: str, agent: str | None = None) -> None:
     """A detector counts within its window, so a threshold above the window can never fire:
     almost always a forgotten window after raising thresholds (e.g. OpenClaw's 30 in a window
     of 8). Logged, not refused: it may be a deliberate way to switch a level off."""
@@ -92,5 +109,12 @@ def warn_unreachable(settings: DetectorSettings, *, file: str, detector: str,
         for name in triple:
             value = getattr(settings, name)
             if value is not None and value > size:
-                _log(__name__).warning("policy.threshold_unreachable", file=file, detector=detector,
-                                       agent=agent, field=name, value=value, window=size)
+                _log(__name__).warning(
+                    "policy.threshold_unreachable",
+                    file=file,
+                    detector=detector,
+                    agent=agent,
+                    field=name,
+                    value=value,
+                    window=size,
+                )

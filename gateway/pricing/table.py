@@ -54,8 +54,9 @@ def read_table(path: Path | None = None) -> dict[str, Price]:
     try:
         raw = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        structlog.get_logger("loopguard").warning("savings.price_table_unreadable", path=str(path),
-                                                  error=type(exc).__name__)
+        structlog.get_logger("loopguard").warning(
+            "savings.price_table_unreadable", path=str(path), error=type(exc).__name__
+        )
         return {}
     return {name: price for name, entry in raw.items() if (price := _price(entry)) is not None}
 
@@ -72,8 +73,10 @@ def _price(entry: object) -> Price | None:
 
 def configured(pricing: Mapping[str, Any]) -> dict[str, Price]:
     """The config's ``pricing:`` entries (USD per million tokens) as per-token prices."""
-    return {name: Price(entry.input_usd_per_mtok / 1e6, entry.output_usd_per_mtok / 1e6, "", "config",
-                        entry.tokenizer) for name, entry in pricing.items()}
+    return {
+        name: Price(entry.input_usd_per_mtok / 1e6, entry.output_usd_per_mtok / 1e6, "", "config", entry.tokenizer)
+        for name, entry in pricing.items()
+    }
 
 
 class PriceTable:

@@ -17,6 +17,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+
 from gateway.pricing.table import Price, package_dir
 from gateway.protocols.base import ItemText
 
@@ -36,7 +37,7 @@ def encoding_name(model: str, price: Price | None) -> str | None:
     name = model.split("/", 1)[1] if "/" in model else model
     if price is not None and price.provider and price.provider not in OPENAI_PROVIDERS:
         return None
-    import tiktoken.model  # noqa: PLC0415 - light; only once savings are counted
+    import tiktoken.model
 
     if "gpt-4o" in name:
         return "o200k_base"
@@ -67,11 +68,11 @@ class Tokenizers:
         cache = self._cache()
         if cache is None or not (cache / hashlib.sha1(_URL.format(encoding).encode()).hexdigest()).is_file():
             return None  # never a download
-        import tiktoken  # noqa: PLC0415
+        import tiktoken
 
         try:
             loaded = tiktoken.get_encoding(encoding)
-        except Exception:  # noqa: BLE001 - a corrupt cache file: estimate instead
+        except Exception:
             return None
         return lambda text: len(loaded.encode(text, disallowed_special=()))
 

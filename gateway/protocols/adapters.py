@@ -90,8 +90,15 @@ class WholeConversations:
     async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
         return []
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str, client: dict[str, Any] | None = None, untouched: bool = False) -> None:
+    async def remember(
+        self,
+        sent: dict[str, Any],
+        reply: dict[str, Any],
+        store: StateStore,
+        namespace: str,
+        client: dict[str, Any] | None = None,
+        untouched: bool = False,
+    ) -> None:
         return None
 
     def restored(self, payload: dict[str, Any], namespace: str = "") -> dict[str, Any]:

@@ -179,8 +179,9 @@ class Adapter(Protocol):
         with ``start > 0`` to parse only what a growing conversation added."""
         ...
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
-                   namespace: str = "") -> dict[str, Any]:
+    def with_items(
+        self, payload: dict[str, Any], items: list[Any], history: int = 0, namespace: str = ""
+    ) -> dict[str, Any]:
         """The payload carrying ``items`` in place of its own; every other field unchanged.
         The first ``history`` items are what ``history()`` supplied, unchanged: an upstream
         that holds them already (a server-side chain) need not get them again. ``history`` is 0
@@ -210,8 +211,15 @@ class Adapter(Protocol):
         same client is found, so a client cannot read another's conversation by its id."""
         ...
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str, client: dict[str, Any] | None = None, untouched: bool = False) -> None:
+    async def remember(
+        self,
+        sent: dict[str, Any],
+        reply: dict[str, Any],
+        store: StateStore,
+        namespace: str,
+        client: dict[str, Any] | None = None,
+        untouched: bool = False,
+    ) -> None:
         """After a reply reached the client: ``sent`` is the last request body the upstream got
         (the re-ask, when there was one), ``reply`` the reply (a stream's ``StreamFilter.reply``),
         ``client`` the client's own request body. ``untouched``: the upstream holds exactly what
@@ -287,7 +295,9 @@ class Adapter(Protocol):
         """The reply with ``text`` (and a blank line) before the answer's own text."""
         ...
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None) -> StreamFilter:
+    def stream_filter(
+        self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None
+    ) -> StreamFilter:
         """A filter for one client stream; ``options``: None for the defaults."""
         ...
 

@@ -125,7 +125,7 @@ def appended(body: bytes, end: int | None, payload: dict[str, Any], sent: dict[s
         return None
     if not all(map(operator.is_, old, new)) or any(sent[k] is not v for k, v in payload.items() if k != field):
         return None
-    return b"".join((body[:end], b",", b",".join(map(codec.dumps, new[len(old):])), body[end:]))
+    return b"".join((body[:end], b",", b",".join(map(codec.dumps, new[len(old) :])), body[end:]))
 
 
 def _grown(body: bytes, entry: _Body, field: str) -> tuple[dict[str, Any], _Body] | None:
@@ -141,8 +141,8 @@ def _grown(body: bytes, entry: _Body, field: str) -> tuple[dict[str, Any], _Body
         elif stripped[:1] == b"," and stripped.endswith(entry.tail):
             # New items, then the same fields after them (what agents send): the items between
             # are one array of their own; parsed, they prove the whole body reads as these parts.
-            new = orjson.loads(b"[" + stripped[1:len(stripped) - len(entry.tail)] + b"]")
-            head, tail, after = body[:_last_item_end(body, len(body) - len(entry.tail))], entry.tail, entry.after
+            new = orjson.loads(b"[" + stripped[1 : len(stripped) - len(entry.tail)] + b"]")
+            head, tail, after = body[: _last_item_end(body, len(body) - len(entry.tail))], entry.tail, entry.after
         else:
             return _grown_other(body, entry, field, start + len(rest) - len(stripped), stripped)
     except orjson.JSONDecodeError:
@@ -153,8 +153,13 @@ def _grown(body: bytes, entry: _Body, field: str) -> tuple[dict[str, Any], _Body
     return {**entry.before, field: items, **after}, _Body(head, tail, entry.before, after, items)
 
 
-def _grown_other(body: bytes, entry: _Body, field: str, offset: int, stripped: bytes,
-                 ) -> tuple[dict[str, Any], _Body] | None:
+def _grown_other(
+    body: bytes,
+    entry: _Body,
+    field: str,
+    offset: int,
+    stripped: bytes,
+) -> tuple[dict[str, Any], _Body] | None:
     """The same, when the fields after the items changed: the items' end found by the parser."""
     try:
         if stripped[:1] == b"]":
@@ -166,7 +171,7 @@ def _grown_other(body: bytes, entry: _Body, field: str, offset: int, stripped: b
                 return None
             new = orjson.loads(array)
             closing = offset + len(array.rstrip()) - 1
-            head, tail = body[:_last_item_end(body, closing)], body[closing:]
+            head, tail = body[: _last_item_end(body, closing)], body[closing:]
         else:
             return None
         after = _tail(tail[1:])
@@ -207,7 +212,7 @@ def _remembered(body: bytes, payload: Any, field: str) -> _Body | None:
 
 
 def _split(body: bytes, at: int, size: int, payload: dict[str, Any], field: str, items: list[Any]) -> _Body | None:
-    opening = body[at + size:].lstrip()
+    opening = body[at + size :].lstrip()
     if opening[:1] != b":":
         return None
     opening = opening[1:].lstrip()
@@ -228,7 +233,7 @@ def _split(body: bytes, at: int, size: int, payload: dict[str, Any], field: str,
     if {**before, field: items, **after} != payload:
         return None
     closing = begin + len(array.rstrip()) - 1
-    return _Body(body[:_last_item_end(body, closing)], body[closing:], before, after, items)
+    return _Body(body[: _last_item_end(body, closing)], body[closing:], before, after, items)
 
 
 def _leading_array(text: bytes) -> tuple[bytes | None, bytes]:
@@ -240,7 +245,7 @@ def _leading_array(text: bytes) -> tuple[bytes | None, bytes]:
         if not exc.msg.startswith("unexpected content after"):
             return None, b""
         # The position counts characters of the decoded text, not bytes.
-        at = exc.pos if text.isascii() else len(exc.doc[:exc.pos].encode())
+        at = exc.pos if text.isascii() else len(exc.doc[: exc.pos].encode())
         if not 0 < at < len(text):
             return None, b""
         return text[:at], text[at:]

@@ -48,7 +48,7 @@ def compile_route(pattern: str) -> re.Pattern[str]:
     """A declared path pattern (``Declaration.routes`` / ``relays``) as a regex."""
     parts, at = [], 0
     for match in _PARAM.finditer(pattern):
-        parts.append(re.escape(pattern[at:match.start()]))
+        parts.append(re.escape(pattern[at : match.start()]))
         parts.append(f"(?P<{match[1]}>.+)" if match[2] else f"(?P<{match[1]}>[^/]+)")
         at = match.end()
     parts.append(re.escape(pattern[at:]))
@@ -58,7 +58,10 @@ def compile_route(pattern: str) -> re.Pattern[str]:
 # Guarded paths: exact ones by dict lookup (every request checks), patterns in declared order.
 EXACT: dict[str, Adapter] = {path: a for a in ADAPTERS for path in a.declared.routes if "{" not in path}
 PATTERNS: tuple[tuple[re.Pattern[str], str, Adapter], ...] = tuple(
-    (compile_route(path), path, a) for a in ADAPTERS for path in a.declared.routes if "{" in path)
+    (compile_route(path), path, a) for a in ADAPTERS for path in a.declared.routes if "{" in path
+)
+
+
 def relay_route(relay: str) -> tuple[str, list[str] | None]:
     """A declared relay as (path pattern, methods); None: every method."""
     method, _, path = relay.rpartition(" ")
@@ -66,7 +69,8 @@ def relay_route(relay: str) -> tuple[str, list[str] | None]:
 
 
 RELAYS: tuple[tuple[re.Pattern[str], str, Adapter], ...] = tuple(
-    (compile_route(relay_route(r)[0]), relay_route(r)[0], a) for a in ADAPTERS for r in a.declared.relays)
+    (compile_route(relay_route(r)[0]), relay_route(r)[0], a) for a in ADAPTERS for r in a.declared.relays
+)
 
 
 def guarded_route(path: str) -> tuple[str, Adapter] | None:

@@ -13,8 +13,17 @@ from typing import Any
 
 from gateway.protocols import codec
 
-__all__ = ["DONE", "SSEDecoder", "SSEEvent", "comment", "data_event", "event_of", "json_events", "whole_events",
-           "whole_parts"]
+__all__ = [
+    "DONE",
+    "SSEDecoder",
+    "SSEEvent",
+    "comment",
+    "data_event",
+    "event_of",
+    "json_events",
+    "whole_events",
+    "whole_parts",
+]
 
 DONE = b"data: [DONE]\n\n"
 

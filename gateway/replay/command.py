@@ -18,9 +18,17 @@ from gateway.savings import Pricer
 from gateway.state.memory import MemoryStore
 
 
-def run_replay(files: list[str], policy_ref: str = "default", *, html: str | None = None, agent: str | None = None,
-               model: str | None = None, quiet: bool = False, out: IO[str] = sys.stdout,
-               err: IO[str] = sys.stderr) -> int:
+def run_replay(
+    files: list[str],
+    policy_ref: str = "default",
+    *,
+    html: str | None = None,
+    agent: str | None = None,
+    model: str | None = None,
+    quiet: bool = False,
+    out: IO[str] = sys.stdout,
+    err: IO[str] = sys.stderr,
+) -> int:
     try:
         policy = load_policy_ref(policy_ref)
     except (PolicyError, FileNotFoundError, ValueError) as exc:
@@ -40,8 +48,13 @@ def run_replay(files: list[str], policy_ref: str = "default", *, html: str | Non
         unknown = _price(results, reading, model, quiet, err)
         from gateway.replay.report_html import render_html
 
-        page = render_html(results, policy=policy.name, sources=sorted({r.source for r in reading.conversations}),
-                           unknown_models=sorted(unknown), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+        page = render_html(
+            results,
+            policy=policy.name,
+            sources=sorted({r.source for r in reading.conversations}),
+            unknown_models=sorted(unknown),
+            generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        )
         Path(html).write_text(page, encoding="utf-8")
         print(f"wrote {html}", file=err)
     return 0
@@ -52,12 +65,19 @@ def load_policy_ref(ref: str) -> Policy:
     return load_policy(policy_path(ref))  # a missing file raises PolicyError naming it
 
 
-def _replay_all(reading: Reading, policy: Policy, agent: str | None, *, show_progress: bool,
-                err: IO[str]) -> list[Result]:
+def _replay_all(
+    reading: Reading, policy: Policy, agent: str | None, *, show_progress: bool, err: IO[str]
+) -> list[Result]:
     from tqdm import tqdm
 
-    bar = tqdm(reading.conversations, desc="replaying", unit="conversation", file=err,
-               disable=not show_progress or len(reading.conversations) < 2, leave=False)
+    bar = tqdm(
+        reading.conversations,
+        desc="replaying",
+        unit="conversation",
+        file=err,
+        disable=not show_progress or len(reading.conversations) < 2,
+        leave=False,
+    )
     sessions = MemoryStore()  # shared, as the server's: a session's later conversations see its earlier ones
     return [replay(recorded, policy, agent, sessions) for recorded in bar]
 
@@ -67,7 +87,7 @@ def _price(results: list[Result], reading: Reading, model: str | None, quiet: bo
     stopped = [(r, rec) for r, rec in zip(results, reading.conversations) if r.cut is not None]
     pricer = Pricer(model)
     for result, recorded in stopped:
-        result.savings = pricer.savings(recorded.messages[result.cut:], result.model, recorded.adapter)
+        result.savings = pricer.savings(recorded.messages[result.cut :], result.model, recorded.adapter)
     if stopped and not quiet:
         print(pricing_note(pricer), file=err)
     return pricer.estimated | pricer.unpriced

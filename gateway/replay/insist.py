@@ -39,6 +39,8 @@ def ending(eff: EffectivePolicy, finding: Finding) -> Mark:
         if action_of(settings, dataclasses.replace(finding, count=finding.count + extra)) == Action.TERMINATE:
             count = finding.count + extra
             break
-    why = (f"the model asked for it again right after (as recorded): each re-ask counts, so with "
-           f"{reasks} re-ask{'s' if reasks != 1 else ''} the run ends at count {count}")
+    why = (
+        f"the model asked for it again right after (as recorded): each re-ask counts, so with "
+        f"{reasks} re-ask{'s' if reasks != 1 else ''} the run ends at count {count}"
+    )
     return Mark("terminate", finding.detector, "response", count, why)

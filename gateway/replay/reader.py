@@ -136,7 +136,6 @@ def longest_per_conversation(bodies: list[Recorded]) -> list[Recorded]:
 def _prefix_hashes(messages: list[Any]) -> list[bytes]:
     out, running = [], b""
     for message in messages:
-        running = hashlib.blake2b(running + orjson.dumps(message, option=orjson.OPT_SORT_KEYS),
-                                  digest_size=16).digest()
+        running = hashlib.blake2b(running + orjson.dumps(message, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
         out.append(running)
     return out

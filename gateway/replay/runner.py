@@ -94,8 +94,17 @@ class _Requests:
     async def plan(self, length: int) -> RequestPlan:
         items = self.recorded.messages[:length]
         payload = self.adapter.with_items(self.recorded.body, items)
-        return await plan_request(self.adapter, payload, items, self.headers, self.path, self.policies,
-                                  self.store, self.log, history=self.history)
+        return await plan_request(
+            self.adapter,
+            payload,
+            items,
+            self.headers,
+            self.path,
+            self.policies,
+            self.store,
+            self.log,
+            history=self.history,
+        )
 
 
 def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], dict[tuple[int, int], Row]]:
@@ -124,12 +133,17 @@ def _request_path(result: Result, plan: RequestPlan, where: dict, cut: int) -> N
     for finding in plan.judgement.findings:
         action = min(action_of(eff.detectors[finding.detector], finding), eff.max_action)
         if action > Action.PASS and row is not None:
-            _mark(result, row, Mark(action.label, finding.detector, "request", finding.count, finding.description),
-                  cut if action == Action.TERMINATE else None)
+            _mark(
+                result,
+                row,
+                Mark(action.label, finding.detector, "request", finding.count, finding.description),
+                cut if action == Action.TERMINATE else None,
+            )
 
 
-def _response_path(result: Result, eff: EffectivePolicy, trace: Trace, turn: Turn, where: dict,
-                   conv: Conversation) -> None:
+def _response_path(
+    result: Result, eff: EffectivePolicy, trace: Trace, turn: Turn, where: dict, conv: Conversation
+) -> None:
     judge = ProposalJudge(eff, trace)
     for position, call in enumerate(turn.tool_calls):
         if judge.judge(call, position):
@@ -178,7 +192,10 @@ def _mark(result: Result, row: Row, mark: Mark, cut: int | None) -> None:
     # Where the run would have been stopped: the first terminate, else the first vetoed call.
     stops = mark.action == "terminate" or (mark.action == "reject" and mark.phase == "response")
     if stops and cut is not None:
-        better = result.cut_step is None or row.step < result.cut_step or (
-            row.step == result.cut_step and cut < (result.cut or cut))
+        better = (
+            result.cut_step is None
+            or row.step < result.cut_step
+            or (row.step == result.cut_step and cut < (result.cut or cut))
+        )
         if better:
             result.cut, result.cut_step = cut, row.step

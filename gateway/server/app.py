@@ -14,29 +14,29 @@ from starlette.routing import Route
 from gateway.audit.bus import build_bus
 from gateway.config import Config, ConfigError
 from gateway.console import console
+from gateway.context import Gateway
 from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
+from gateway.judge import JudgeService
 from gateway.metrics.endpoint import metrics_endpoint
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
-from gateway.pricing import configured
 from gateway.pipeline.route import Guarded
 from gateway.policy.holder import PolicyHolder
+from gateway.pricing import configured
 from gateway.protocols.grown import GrownBodies
 from gateway.protocols.registry import ADAPTERS, PATTERNS, relay_route
-from gateway.server.auth import ClientAuth
-from gateway.context import Gateway
-from gateway.server.front import Front
 from gateway.server import owned
+from gateway.server.auth import ClientAuth
+from gateway.server.front import Front
 from gateway.server.health import healthz, readyz
 from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough, passthrough_for
 from gateway.server.paths import GuardedSpellings, PathGuard
-from gateway.state.base import StateStore
 from gateway.state import build_store
+from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
-from gateway.judge import JudgeService
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -47,7 +47,9 @@ SERVER_OPTIONS = {"server_header": False, "date_header": False}
 
 
 def build_app(
-    config: Config, upstream: Upstream | None = None, policies: PolicyHolder | None = None,
+    config: Config,
+    upstream: Upstream | None = None,
+    policies: PolicyHolder | None = None,
     store: StateStore | None = None,
 ) -> GatewayApp:
     """``PolicyError`` from a bad policy file propagates: refusing to start is right then."""
@@ -97,8 +99,11 @@ def build_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *ui,
-        *(Route(path, passthrough_for(adapter), methods=methods or _ALL_METHODS)
-          for adapter in ADAPTERS for path, methods in map(relay_route, adapter.declared.relays)),
+        *(
+            Route(path, passthrough_for(adapter), methods=methods or _ALL_METHODS)
+            for adapter in ADAPTERS
+            for path, methods in map(relay_route, adapter.declared.relays)
+        ),
         # Routes naming a tenant's server-side objects: checked against the caller's tenant.
         *(route for adapter in ADAPTERS for route in owned.routes(adapter, _ALL_METHODS)),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
@@ -106,19 +111,36 @@ def build_app(
     others = Starlette(routes=routes, lifespan=lifespan)
     # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline). A request
     # its adapter does not guard (``Adapter.at``) goes on to the other routes.
-    guarded = {path: Guarded(adapter, gateway, others)
-               for adapter in ADAPTERS for path in adapter.declared.routes if "{" not in path}
+    guarded = {
+        path: Guarded(adapter, gateway, others)
+        for adapter in ADAPTERS
+        for path in adapter.declared.routes
+        if "{" not in path
+    }
     patterns = tuple((regex, Guarded(adapter, gateway, others)) for regex, _, adapter in PATTERNS)
-    gateway.metrics.start_at_zero(DETECTORS, {adapter.name for adapter in ADAPTERS},
-                                  [path for adapter in ADAPTERS for path in adapter.declared.routes])
+    gateway.metrics.start_at_zero(
+        DETECTORS,
+        {adapter.name for adapter in ADAPTERS},
+        [path for adapter in ADAPTERS for path in adapter.declared.routes],
+    )
     others.state.gateway = gateway
     # Paths and header values are made canonical before authentication, both before any route;
     # a guarded route is then reached only by its own spelling and methods.
     other_methods = {path: adapter.declared.other_methods for adapter in ADAPTERS for path in adapter.declared.routes}
-    gates = (PathGuard(), ClientAuth(config.auth),
-             GuardedSpellings(guarded, other_methods, [pattern for _, pattern, _ in PATTERNS]))
-    front = Front(guarded, others, gates, gateway.metrics, config.limits.body_timeout_s,
-                  config.limits.max_inflight_bytes, patterns)
+    gates = (
+        PathGuard(),
+        ClientAuth(config.auth),
+        GuardedSpellings(guarded, other_methods, [pattern for _, pattern, _ in PATTERNS]),
+    )
+    front = Front(
+        guarded,
+        others,
+        gates,
+        gateway.metrics,
+        config.limits.body_timeout_s,
+        config.limits.max_inflight_bytes,
+        patterns,
+    )
     app = GatewayApp(front, others)
     if config.telemetry.enabled:  # OpenTelemetry is imported only then
         from gateway.telemetry import instrument, provider_for
@@ -134,10 +156,16 @@ def provider_upstreams(config: Config) -> dict[str, Upstream]:
     unclaimed = config.upstream.unclaimed({spec.config for spec in specs.values()})
     if unclaimed:
         known = ", ".join(sorted({f"{s.config}_base_url, {s.config}_api_key" for s in specs.values()}))
-        raise ConfigError("<config>", f"upstream.{unclaimed[0]}", f"no protocol reads it (known: {known})",
-                          tuple((f"upstream.{key}", "no protocol reads it") for key in unclaimed[1:]))
-    return {name: build_upstream(config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix))
-            for name, spec in specs.items()}
+        raise ConfigError(
+            "<config>",
+            f"upstream.{unclaimed[0]}",
+            f"no protocol reads it (known: {known})",
+            tuple((f"upstream.{key}", "no protocol reads it") for key in unclaimed[1:]),
+        )
+    return {
+        name: build_upstream(config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix))
+        for name, spec in specs.items()
+    }
 
 
 class GatewayApp:

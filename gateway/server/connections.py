@@ -42,13 +42,20 @@ def configure(header_timeout_s: float, max_connections: int) -> type[HttpToolsPr
 
 
 def _plain(status: bytes, text: bytes) -> bytes:
-    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: "
-            + str(len(text)).encode() + b"\r\nconnection: close\r\n\r\n" + text)
+    return (
+        b"HTTP/1.1 "
+        + status
+        + b"\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: "
+        + str(len(text)).encode()
+        + b"\r\nconnection: close\r\n\r\n"
+        + text
+    )
 
 
 TOO_MANY = _plain(b"503 Service Unavailable", b"Too many open connections (limits.max_connections).")
-SLOW_HEADERS = _plain(b"408 Request Timeout", b"The request headers were not received in time "
-                      b"(limits.header_timeout_s).")
+SLOW_HEADERS = _plain(
+    b"408 Request Timeout", b"The request headers were not received in time (limits.header_timeout_s)."
+)
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):

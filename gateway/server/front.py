@@ -26,9 +26,9 @@ from starlette.requests import ClientDisconnect
 from gateway.metrics.registry import GatewayMetrics, route_of
 from gateway.policy.engine import counting_into
 from gateway.server.inflight import InflightBytes, Overloaded, declared_length
-from gateway.web.body import BodyTimeout
 from gateway.server.lifecycle import Flow
 from gateway.server.refusal import Refusal, refuse
+from gateway.web.body import BodyTimeout
 
 ASGIApp = Callable[..., Any]
 # Reads the request scope; returns the scope to go on with, or the refusal to answer.
@@ -36,9 +36,16 @@ Gate = Callable[[dict], "dict | Refusal"]
 
 
 class Front:
-    def __init__(self, guarded: dict[str, ASGIApp], fallback: Any, gates: tuple[Gate, ...],
-                 metrics: GatewayMetrics, body_timeout_s: float, max_inflight_bytes: int = 256 * 1024 * 1024,
-                 patterns: tuple[tuple[re.Pattern[str], ASGIApp], ...] = ()) -> None:
+    def __init__(
+        self,
+        guarded: dict[str, ASGIApp],
+        fallback: Any,
+        gates: tuple[Gate, ...],
+        metrics: GatewayMetrics,
+        body_timeout_s: float,
+        max_inflight_bytes: int = 256 * 1024 * 1024,
+        patterns: tuple[tuple[re.Pattern[str], ASGIApp], ...] = (),
+    ) -> None:
         self.guarded = guarded  # exact path -> the protocol's app, POST only
         self.patterns = patterns  # then path patterns (a model named in the path), POST only
         self.fallback = fallback
@@ -57,8 +64,9 @@ class Front:
         if declared > self.inflight.limit:  # beyond the whole budget: the route answers 413
             declared = 0
         overloaded = not self.inflight.take(declared)
-        flow = Flow(receive, send, deadline, self.metrics, route_of(scope["path"]), self.inflight,
-                    0 if overloaded else declared)
+        flow = Flow(
+            receive, send, deadline, self.metrics, route_of(scope["path"]), self.inflight, 0 if overloaded else declared
+        )
         try:
             if overloaded:
                 raise Overloaded
@@ -81,15 +89,28 @@ class Front:
                 raise  # not (only) the client leaving: the server is stopping the task
         except BodyTimeout:
             if not flow.responded:
-                await refuse(scope, flow.send, 408, f"The request body was not received within "
-                             f"{self.body_timeout_s:g} s.", type="invalid_request_error",
-                             code="request_timeout", started=flow.started, headers=[(b"connection", b"close")])
+                await refuse(
+                    scope,
+                    flow.send,
+                    408,
+                    f"The request body was not received within {self.body_timeout_s:g} s.",
+                    type="invalid_request_error",
+                    code="request_timeout",
+                    started=flow.started,
+                    headers=[(b"connection", b"close")],
+                )
         except Overloaded:
             if not flow.responded:
-                await refuse(scope, flow.send, 503, "The gateway holds too many request bodies at once "
-                             "(limits.max_inflight_bytes); retry shortly.", type="server_error",
-                             code="overloaded", started=flow.started,
-                             headers=[(b"retry-after", b"1"), (b"connection", b"close")])
+                await refuse(
+                    scope,
+                    flow.send,
+                    503,
+                    "The gateway holds too many request bodies at once (limits.max_inflight_bytes); retry shortly.",
+                    type="server_error",
+                    code="overloaded",
+                    started=flow.started,
+                    headers=[(b"retry-after", b"1"), (b"connection", b"close")],
+                )
         except ClientDisconnect:
             flow.gone.set()  # left while sending its body
         except Exception:

@@ -20,9 +20,11 @@ async def readyz(request: Request) -> Response:
     gateway = request.app.state.gateway
     policy = gateway.policies.current
     healthy = await gateway.store.ping()
-    return JSONResponse({
-        "status": "ready",
-        "policy": getattr(policy, "name", None),
-        "policy_file": str(gateway.policies.path),
-        "state": {"backend": gateway.config.state.backend, "healthy": healthy},
-    })
+    return JSONResponse(
+        {
+            "status": "ready",
+            "policy": getattr(policy, "name", None),
+            "policy_file": str(gateway.policies.path),
+            "state": {"backend": gateway.config.state.backend, "healthy": healthy},
+        }
+    )

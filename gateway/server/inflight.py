@@ -15,7 +15,7 @@ class Overloaded(Exception):
 
 
 class InflightBytes:
-    __slots__ = ("limit", "used", "refused")
+    __slots__ = ("limit", "refused", "used")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit

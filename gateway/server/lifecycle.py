@@ -41,11 +41,35 @@ class Flow:
     """One request's connection events: the body under a deadline, then disconnects; and the
     answer as it goes out (``send``)."""
 
-    __slots__ = ("_receive", "_send", "_deadline", "_task", "_watcher", "_timer", "_metrics", "_inflight",
-                 "held", "received", "route", "started", "gone", "responded", "finished", "cancelled")
+    __slots__ = (
+        "_deadline",
+        "_inflight",
+        "_metrics",
+        "_receive",
+        "_send",
+        "_task",
+        "_timer",
+        "_watcher",
+        "cancelled",
+        "finished",
+        "gone",
+        "held",
+        "received",
+        "responded",
+        "route",
+        "started",
+    )
 
-    def __init__(self, receive: Any, send: Any, deadline: float, metrics: GatewayMetrics, route: str,
-                 inflight: InflightBytes, held: int = 0) -> None:
+    def __init__(
+        self,
+        receive: Any,
+        send: Any,
+        deadline: float,
+        metrics: GatewayMetrics,
+        route: str,
+        inflight: InflightBytes,
+        held: int = 0,
+    ) -> None:
         self._receive, self._send = receive, send
         self._deadline = deadline  # on the event loop's clock
         task = asyncio.current_task()
@@ -131,6 +155,14 @@ class Flow:
             self._watcher.cancel()
         if self.gone.is_set() and not self.responded:
             self._metrics.request(self.route, 499)
-            _log.info("request", method=scope.get("method"), path=scope["path"][:200], status=499,
-                      stream=False, action="pass", disconnected=True, upstream_ms=0.0,
-                      overhead_ms=round((time.perf_counter() - self.started) * 1000, 3))
+            _log.info(
+                "request",
+                method=scope.get("method"),
+                path=scope["path"][:200],
+                status=499,
+                stream=False,
+                action="pass",
+                disconnected=True,
+                upstream_ms=0.0,
+                overhead_ms=round((time.perf_counter() - self.started) * 1000, 3),
+            )

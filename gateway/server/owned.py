@@ -20,10 +20,10 @@ from gateway.protocols import codec
 from gateway.protocols.base import Adapter
 from gateway.protocols.declaration import Owned
 from gateway.server.passthrough import passthrough_for
-from gateway.web.refused import refused
-from gateway.web.responses import error_response, relay
 from gateway.state import owned
 from gateway.state.session import client_namespace
+from gateway.web.refused import refused
+from gateway.web.responses import error_response, relay
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -37,8 +37,10 @@ def routes(adapter: Adapter, methods: list[str]) -> list[Route]:
         if kind.creates is not None:
             out.append(Route(kind.collection, creating(adapter, kind), methods=["POST"]))
         named = of(adapter, kind)
-        out += [Route(kind.collection + "/{ident}", named, methods=methods),
-                Route(kind.collection + "/{ident}/{rest:path}", named, methods=methods)]
+        out += [
+            Route(kind.collection + "/{ident}", named, methods=methods),
+            Route(kind.collection + "/{ident}/{rest:path}", named, methods=methods),
+        ]
     return out
 
 
@@ -52,8 +54,13 @@ def of(adapter: Adapter, kind: Owned) -> Endpoint:
             namespace = client_namespace(request.headers)
             ident = request.path_params["ident"]
             if not await owned.owned(gateway.store, namespace, kind.kind, ident):
-                answer = error_response(404, f"No {kind.kind} found with id '{ident}'.", "invalid_request_error",
-                                        "not_found", shape=adapter.error_body)
+                answer = error_response(
+                    404,
+                    f"No {kind.kind} found with id '{ident}'.",
+                    "invalid_request_error",
+                    "not_found",
+                    shape=adapter.error_body,
+                )
                 return refused(gateway, request.method, request.url.path, answer, 0.0)
         return await relay_it(request)
 

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.context import Gateway, forward_query, upstream_path
+from gateway.context import Gateway, upstream_path
 from gateway.protocols.base import Adapter
 from gateway.protocols.declaration import UpstreamSpec
 from gateway.upstream.base import UpstreamRequest
@@ -18,8 +18,9 @@ from gateway.web.refused import read_or_refuse, upstream_failed
 from gateway.web.responses import RelayStream, Shape, openai_shape
 
 
-async def passthrough(request: Request, protocol: str = "", shape: Shape = openai_shape,
-                      spec: UpstreamSpec | None = None) -> Response:
+async def passthrough(
+    request: Request, protocol: str = "", shape: Shape = openai_shape, spec: UpstreamSpec | None = None
+) -> Response:
     """``protocol`` (an adapter's name) and ``spec``: a protocol served by its own provider."""
     gateway: Gateway = request.app.state.gateway
     started = time.perf_counter()
@@ -40,8 +41,14 @@ async def passthrough(request: Request, protocol: str = "", shape: Shape = opena
     except UpstreamError as exc:
         return upstream_failed(gateway, exc, request.url.path, request.method, shape)
     gateway.log.info(
-        "request", method=request.method, path=request.url.path, status=upstream.status,
-        upstream_ms=_ms(time.perf_counter() - sent), overhead_ms=_ms(sent - started), stream=True, action="pass",
+        "request",
+        method=request.method,
+        path=request.url.path,
+        status=upstream.status,
+        upstream_ms=_ms(time.perf_counter() - sent),
+        overhead_ms=_ms(sent - started),
+        stream=True,
+        action="pass",
     )
     return RelayStream(upstream.status, upstream.headers, upstream.aiter_raw(), upstream.aclose)
 
@@ -49,6 +56,7 @@ async def passthrough(request: Request, protocol: str = "", shape: Shape = opena
 def passthrough_for(adapter: Adapter) -> Callable[[Request], Awaitable[Response]]:
     """Sub-routes of a guarded protocol that another provider serves (Anthropic's
     /v1/messages/count_tokens): relayed untouched to that provider, errors in its shape."""
+
     async def endpoint(request: Request) -> Response:
         return await passthrough(request, adapter.name, adapter.error_body, adapter.declared.upstream)
 

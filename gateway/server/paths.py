@@ -68,13 +68,18 @@ class PathGuard:
         try:
             path = canonical_path(raw)
         except PathError as exc:
-            return Refusal(400, f"The request path is not allowed: it contains {exc}.",
-                           "invalid_request_error", "invalid_path")
+            return Refusal(
+                400, f"The request path is not allowed: it contains {exc}.", "invalid_request_error", "invalid_path"
+            )
         bad = unsendable_header(scope["headers"])
         if bad is not None:  # named, never echoed: the value may be a key
-            return Refusal(400, f"The request header {bad!r} has a value HTTP cannot carry "
-                           "(control characters or leading/trailing whitespace).",
-                           "invalid_request_error", "invalid_header")
+            return Refusal(
+                400,
+                f"The request header {bad!r} has a value HTTP cannot carry "
+                "(control characters or leading/trailing whitespace).",
+                "invalid_request_error",
+                "invalid_header",
+            )
         if path != raw:
             return {**scope, "path": unquote(path.decode("latin-1")), "raw_path": path}
         return scope
@@ -98,8 +103,9 @@ class GuardedSpellings:
     define there is refused (405): relayed, either would reach the model unjudged. Declared
     patterns (Google's ``/v1beta/models/{model}:generateContent``) are held to it alike."""
 
-    def __init__(self, guarded: Iterable[str], other_methods: dict[str, tuple[str, ...]],
-                 patterns: Iterable[str] = ()) -> None:
+    def __init__(
+        self, guarded: Iterable[str], other_methods: dict[str, tuple[str, ...]], patterns: Iterable[str] = ()
+    ) -> None:
         """``other_methods``: path or pattern -> the methods besides POST its protocol defines
         there (``Declaration.other_methods``), relayed untouched."""
         self.guarded = frozenset(guarded)
@@ -117,14 +123,23 @@ class GuardedSpellings:
             if method == "POST" or method in self.other_methods.get(declared, ()):
                 return scope
             allow = ", ".join(("POST", *self.other_methods.get(declared, ())))
-            return Refusal(405, f"{method} is not allowed on {path} (allowed: {allow}).",
-                           "invalid_request_error", "method_not_allowed", ((b"allow", allow.encode()),))
+            return Refusal(
+                405,
+                f"{method} is not allowed on {path} (allowed: {allow}).",
+                "invalid_request_error",
+                "method_not_allowed",
+                ((b"allow", allow.encode()),),
+            )
         key = routing_key(path)
         canonical = self.keys.get(key) or _first(self.pattern_keys, key)
         if canonical is None:
             return scope
-        return Refusal(400, f"The request path is not allowed: it is another spelling of {canonical}.",
-                       "invalid_request_error", "invalid_path")
+        return Refusal(
+            400,
+            f"The request path is not allowed: it is another spelling of {canonical}.",
+            "invalid_request_error",
+            "invalid_path",
+        )
 
 
 def _first(patterns: tuple[tuple[re.Pattern[str], str], ...], path: str) -> str | None:

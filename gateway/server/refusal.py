@@ -41,19 +41,49 @@ class Refusal:
     headers: tuple[tuple[bytes, bytes], ...] = ()
 
     async def send(self, scope: dict[str, Any], send: Any, started: float) -> None:
-        await refuse(scope, send, self.status, self.message, type=self.type, code=self.code,
-                     started=started, headers=self.headers)
+        await refuse(
+            scope,
+            send,
+            self.status,
+            self.message,
+            type=self.type,
+            code=self.code,
+            started=started,
+            headers=self.headers,
+        )
 
 
-async def refuse(scope: dict[str, Any], send: Any, status: int, message: str, *, type: str,
-                 code: str, started: float | None = None,
-                 headers: tuple[tuple[bytes, bytes], ...] | list[tuple[bytes, bytes]] = ()) -> None:
+async def refuse(
+    scope: dict[str, Any],
+    send: Any,
+    status: int,
+    message: str,
+    *,
+    type: str,
+    code: str,
+    started: float | None = None,
+    headers: tuple[tuple[bytes, bytes], ...] | list[tuple[bytes, bytes]] = (),
+) -> None:
     """Send the error and log the request line (the path is cut short: it is the client's text)."""
     path = scope.get("path", "")
     body = error_json(path, message, type, code)
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body, "more_body": False})
     elapsed = 0.0 if started is None else round((time.perf_counter() - started) * 1000, 3)
-    _log.info("request", method=scope.get("method"), path=path[:200], status=status, stream=False,
-              action="pass", refused=code, upstream_ms=0.0, overhead_ms=elapsed)
+    _log.info(
+        "request",
+        method=scope.get("method"),
+        path=path[:200],
+        status=status,
+        stream=False,
+        action="pass",
+        refused=code,
+        upstream_ms=0.0,
+        overhead_ms=elapsed,
+    )

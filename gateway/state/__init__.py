@@ -13,12 +13,25 @@ def build_store(config: StateConfig) -> StateStore:
     if config.backend == "redis":
         from gateway.state.redis import RedisStore  # imported only when configured
 
-        return RedisStore(config.url, key_prefix=config.key_prefix, ttl_s=config.ttl_s,
-                          op_timeout_s=config.op_timeout_s, retry_after_s=config.retry_after_s,
-                          max_connections=config.max_connections,
-                          mirror_sessions=config.max_sessions if config.mirror else 0)
-    return MemoryStore(max_sessions=config.max_sessions, ttl_s=config.ttl_s,
-                       max_veto_bytes=config.max_veto_bytes)
+        return RedisStore(
+            config.url,
+            key_prefix=config.key_prefix,
+            ttl_s=config.ttl_s,
+            op_timeout_s=config.op_timeout_s,
+            retry_after_s=config.retry_after_s,
+            max_connections=config.max_connections,
+            mirror_sessions=config.max_sessions if config.mirror else 0,
+        )
+    return MemoryStore(max_sessions=config.max_sessions, ttl_s=config.ttl_s, max_veto_bytes=config.max_veto_bytes)
 
 
-__all__ = ["EMPTY", "ChainRecord", "HistoryMark", "MemoryStore", "SessionState", "StateStore", "VetoRecord", "build_store"]
+__all__ = [
+    "EMPTY",
+    "ChainRecord",
+    "HistoryMark",
+    "MemoryStore",
+    "SessionState",
+    "StateStore",
+    "VetoRecord",
+    "build_store",
+]

@@ -48,8 +48,7 @@ class VetoRecord:
     ids: frozenset[str] = field(default=frozenset({"id"}), compare=False)
 
     def dumps(self) -> bytes:
-        return codec.dumps({"n": self.anchor_len, "h": self.anchor_hash, "m": self.messages,
-                             "k": self.identity})
+        return codec.dumps({"n": self.anchor_len, "h": self.anchor_hash, "m": self.messages, "k": self.identity})
 
     @property
     def identity(self) -> str:
@@ -118,8 +117,12 @@ class ChainRecord:
     def loads(cls, raw: bytes | str) -> ChainRecord:
         data = codec.loads(raw)
         upstream, fields = data.get("u"), data.get("f")
-        return cls(tuple(data["i"]), tuple(data.get("o", ())), upstream if isinstance(upstream, str) else None,
-                   fields if isinstance(fields, dict) else None)
+        return cls(
+            tuple(data["i"]),
+            tuple(data.get("o", ())),
+            upstream if isinstance(upstream, str) else None,
+            fields if isinstance(fields, dict) else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +146,9 @@ def load_warned(raw: bytes | str) -> WarnedCall:
 
 
 def dump_verdict(verdict: JudgeVerdict) -> bytes:
-    return codec.dumps([verdict.call_id, verdict.looping, verdict.confidence, verdict.reason,
-                        verdict.streak, verdict.next_round])
+    return codec.dumps(
+        [verdict.call_id, verdict.looping, verdict.confidence, verdict.reason, verdict.streak, verdict.next_round]
+    )
 
 
 def load_verdict(raw: bytes | str) -> JudgeVerdict:

@@ -20,8 +20,7 @@ from gateway.state.mirror import Mirror
 CHANNEL = "__redis__:invalidate"
 
 
-async def listen(url: str, mirror: Mirror, *, retry_after_s: float, connect_timeout_s: float,
-                 where: str) -> None:
+async def listen(url: str, mirror: Mirror, *, retry_after_s: float, connect_timeout_s: float, where: str) -> None:
     """Run until cancelled, keeping ``mirror`` true (or untrusted while that cannot be)."""
     log = structlog.get_logger("loopguard")
     options = ConnectionPool.from_url(url, protocol=2, socket_connect_timeout=connect_timeout_s).connection_kwargs
@@ -29,7 +28,7 @@ async def listen(url: str, mirror: Mirror, *, retry_after_s: float, connect_time
         connection = Connection(**options)
         try:
             await _follow(connection, mirror)
-        except Exception as exc:  # noqa: BLE001 - any failure: trust nothing, try again later
+        except Exception as exc:
             if asyncio.current_task().cancelling():  # the library turns a cancelled read into a timeout
                 raise asyncio.CancelledError from exc
             if mirror.trusted:

@@ -23,7 +23,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from gateway.state.base import (
-    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord,
+    EMPTY,
+    MAX_WARNED_PER_SESSION,
+    ChainRecord,
+    HistoryMark,
+    SessionState,
+    VetoRecord,
 )
 from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent
 from gateway.trace.model import JudgeVerdict, WarnedCall
@@ -51,9 +56,14 @@ class _Entry:
 class MemoryStore:
     degradations = 0  # nothing here can be unavailable
 
-    def __init__(self, max_sessions: int = 10_000, ttl_s: float = 3600.0,
-                 max_chain_bytes: int = 64 * 1024 * 1024, max_event_bytes: int = DEFAULT_MAX_BYTES,
-                 max_veto_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        max_sessions: int = 10_000,
+        ttl_s: float = 3600.0,
+        max_chain_bytes: int = 64 * 1024 * 1024,
+        max_event_bytes: int = DEFAULT_MAX_BYTES,
+        max_veto_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
         self.max_veto_bytes = max_veto_bytes

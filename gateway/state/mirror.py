@@ -115,7 +115,7 @@ class Mirror:
         size = len(self.key_prefix)
         for raw in keys:
             key = raw.decode("utf-8", "surrogateescape")
-            kind, session = key[size:size + 1], key[size + 2:]
+            kind, session = key[size : size + 1], key[size + 2 :]
             if kind == MARK and self._own_echo(session):
                 continue
             self._known.pop(session, None)

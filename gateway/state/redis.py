@@ -43,8 +43,16 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from gateway.state.base import (
-    EMPTY, MAX_WARNED_PER_SESSION, ChainRecord, HistoryMark, SessionState, VetoRecord, dump_verdict,
-    dump_warned, load_verdict, load_warned,
+    EMPTY,
+    MAX_WARNED_PER_SESSION,
+    ChainRecord,
+    HistoryMark,
+    SessionState,
+    VetoRecord,
+    dump_verdict,
+    dump_warned,
+    load_verdict,
+    load_warned,
 )
 from gateway.state.events import LoggedEvent
 from gateway.state.invalidations import listen
@@ -99,9 +107,18 @@ return #KEYS
 class RedisStore:
     evictions = 0  # Redis bounds itself: keys expire by TTL
 
-    def __init__(self, url: str, *, key_prefix: str = "loopguard:", ttl_s: float = 3600.0,
-                 op_timeout_s: float = 0.1, retry_after_s: float = 1.0, max_connections: int = 64,
-                 max_pending_writes: int = 1024, mirror_sessions: int = 10_000) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        key_prefix: str = "loopguard:",
+        ttl_s: float = 3600.0,
+        op_timeout_s: float = 0.1,
+        retry_after_s: float = 1.0,
+        max_connections: int = 64,
+        max_pending_writes: int = 1024,
+        mirror_sessions: int = 10_000,
+    ) -> None:
         self.url = url
         self.key_prefix = key_prefix
         self.ttl_ms = max(1, round(ttl_s * 1000))
@@ -114,8 +131,13 @@ class RedisStore:
         # One immediate retry: a pooled connection to a server that has since restarted fails
         # once, and the retry on a fresh connection succeeds within the same operation.
         self._pool = BlockingConnectionPool.from_url(
-            url, max_connections=max_connections, timeout=None, retry=Retry(NoBackoff(), 1),
-            socket_connect_timeout=max(op_timeout_s, 0.5), socket_timeout=max(op_timeout_s, 0.5))
+            url,
+            max_connections=max_connections,
+            timeout=None,
+            retry=Retry(NoBackoff(), 1),
+            socket_connect_timeout=max(op_timeout_s, 0.5),
+            socket_timeout=max(op_timeout_s, 0.5),
+        )
         self._client = Redis(connection_pool=self._pool)
         self._down_until = 0.0
         self._healthy = True
@@ -171,8 +193,9 @@ class RedisStore:
 
     def end_run(self, session: str) -> None:
         self._forget(session)
-        self._background("end_run", lambda: self._client.delete(
-            *(self.key(kind, session) for kind in (VETOES, WARNED, VERDICT))))
+        self._background(
+            "end_run", lambda: self._client.delete(*(self.key(kind, session) for kind in (VETOES, WARNED, VERDICT)))
+        )
 
     def _forget(self, session: str) -> None:
         """Writes other than the mark make the session one that reads Redis (at once: the
@@ -222,9 +245,15 @@ class RedisStore:
         if listener is not None and not listener.done() and listener.get_loop() is asyncio.get_running_loop():
             return
         self.mirror.lost()  # a listener of another (closed) event loop hears nothing any more
-        self._listener = asyncio.get_running_loop().create_task(listen(
-                self.url, self.mirror, retry_after_s=self.retry_after_s,
-                connect_timeout_s=max(self.op_timeout_s, 0.5), where=self.where))
+        self._listener = asyncio.get_running_loop().create_task(
+            listen(
+                self.url,
+                self.mirror,
+                retry_after_s=self.retry_after_s,
+                connect_timeout_s=max(self.op_timeout_s, 0.5),
+                where=self.where,
+            )
+        )
 
     def _write_mark_behind(self, session: str, known: Known, mark: HistoryMark) -> None:
         """The request goes on at once; its mark is written after it, with the marks of every
@@ -252,8 +281,9 @@ class RedisStore:
         if not due:
             return
         try:
-            await self._set_marks(keys=[self.key(MARK, session) for session in due],
-                                  args=[self.ttl_ms, *(raw for _, raw in due.values())])
+            await self._set_marks(
+                keys=[self.key(MARK, session) for session in due], args=[self.ttl_ms, *(raw for _, raw in due.values())]
+            )
         except BaseException:
             for session in due:  # they may not have landed: those sessions read Redis next time
                 self.mirror.forget(session)
@@ -263,7 +293,7 @@ class RedisStore:
         try:
             async with asyncio.timeout(self.op_timeout_s):
                 return bool(await self._client.ping())
-        except Exception:  # noqa: BLE001 - any failure is "not answering"; cancellation propagates
+        except Exception:
             return False
 
     async def aclose(self) -> None:
@@ -283,7 +313,8 @@ class RedisStore:
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
         keys = [self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)]
         raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict = await self._read_script(
-            keys=keys, args=[mark.dumps() if mark is not None else b"", self.ttl_ms])
+            keys=keys, args=[mark.dumps() if mark is not None else b"", self.ttl_ms]
+        )
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
         previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
         compacted = HistoryMark.loads(raw_compacted) if raw_compacted is not None else None
@@ -295,8 +326,10 @@ class RedisStore:
 
     async def _append(self, session: str, record: VetoRecord) -> None:
         # One script: replicas serving parallel requests of a session store a veto once.
-        await self._append_once(keys=[self.key(VETOES, session)],
-                                args=[record.dumps(), record.identity, MAX_VETOES_PER_SESSION, self.ttl_ms])
+        await self._append_once(
+            keys=[self.key(VETOES, session)],
+            args=[record.dumps(), record.identity, MAX_VETOES_PER_SESSION, self.ttl_ms],
+        )
 
     async def _push_warned(self, session: str, warned: WarnedCall) -> None:
         key = self.key(WARNED, session)
@@ -325,7 +358,7 @@ class RedisStore:
         try:
             async with asyncio.timeout(self.op_timeout_s):
                 result = await command()
-        except Exception as exc:  # noqa: BLE001 - any failure degrades; cancellation still propagates
+        except Exception as exc:
             self._degraded(op, exc)
             return _FAILED
         if not self._healthy:
@@ -341,8 +374,14 @@ class RedisStore:
         if self._password:
             detail = detail.replace(self._password, "***")
         structlog.get_logger("loopguard").warning(
-            "state_degraded", backend="redis", op=op, error=type(exc).__name__, detail=detail[:200],
-            redis=self.where, retry_after_s=self.retry_after_s)
+            "state_degraded",
+            backend="redis",
+            op=op,
+            error=type(exc).__name__,
+            detail=detail[:200],
+            redis=self.where,
+            retry_after_s=self.retry_after_s,
+        )
 
 
 def redacted_url(url: str) -> str:

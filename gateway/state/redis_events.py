@@ -41,13 +41,15 @@ class RedisEventLog:
         self._append = client.register_script(_APPEND)
 
     async def add(self, entry: bytes, detail: bytes | None, keep: int) -> None:
-        await self._run("add_event", lambda: self._append(
-            keys=[self.feed, self.details], args=[entry, detail or b"", max(1, keep)]), None)
+        await self._run(
+            "add_event",
+            lambda: self._append(keys=[self.feed, self.details], args=[entry, detail or b"", max(1, keep)]),
+            None,
+        )
 
     async def recent(self, count: int) -> list[LoggedEvent]:
         rows = await self._run("recent_events", lambda: self.client.xrevrange(self.feed, count=count), [])
-        return [LoggedEvent(_text(key), fields.get(b"e", b""), _text(fields.get(b"r")) or None)
-                for key, fields in rows]
+        return [LoggedEvent(_text(key), fields.get(b"e", b""), _text(fields.get(b"r")) or None) for key, fields in rows]
 
     async def detail(self, ref: str) -> bytes | None:
         rows = await self._run("event_detail", lambda: self.client.xrange(self.details, ref, ref, count=1), [])
@@ -57,10 +59,11 @@ class RedisEventLog:
         try:
             async with asyncio.timeout(BUDGET_S):
                 return await command()
-        except Exception as exc:  # noqa: BLE001 - the console shows less; traffic is not concerned
+        except Exception as exc:
             self.failures += 1
-            structlog.get_logger("loopguard").warning("console_state_failed", op=op, error=type(exc).__name__,
-                                                      redis=self.where)
+            structlog.get_logger("loopguard").warning(
+                "console_state_failed", op=op, error=type(exc).__name__, redis=self.where
+            )
             return failed
 
 

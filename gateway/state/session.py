@@ -22,9 +22,14 @@ CLIENT_HEADER = "x-loopguard-client"
 _KEY_HEADERS = tuple(name for name in CREDENTIALS if name != "authorization")
 
 
-def session_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
-               sources: SessionsConfig = DEFAULT_SOURCES, user: str | None = None,
-               memo: dict | None = None) -> str:
+def session_id(
+    headers: Mapping[str, str],
+    payload: dict[str, Any],
+    conv: Conversation,
+    sources: SessionsConfig = DEFAULT_SOURCES,
+    user: str | None = None,
+    memo: dict | None = None,
+) -> str:
     """The session's key in the state store: the client's own id, namespaced by its credential.
     ``user``: the end user the body names, read by the protocol's adapter (``Adapter.user``).
     ``memo``: the history cache's memo of this conversation (``guard/history.py``), where its
@@ -63,8 +68,14 @@ def credential_hash(headers: Mapping[str, str]) -> str | None:
     return hashlib.sha256(token.encode("latin-1", "replace")).hexdigest() if token else None
 
 
-def _local_id(headers: Mapping[str, str], payload: dict[str, Any], conv: Conversation,
-              sources: SessionsConfig, user: str | None, memo: dict | None) -> str:
+def _local_id(
+    headers: Mapping[str, str],
+    payload: dict[str, Any],
+    conv: Conversation,
+    sources: SessionsConfig,
+    user: str | None,
+    memo: dict | None,
+) -> str:
     """Explicit identifiers first, in the configured order (headers, the body's end user,
     ``metadata.<key>``); else a fingerprint of how the conversation starts, which is stable
     across its requests. The prefix keeps an id from one source from meeting another's.

@@ -43,8 +43,11 @@ class TracingMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         route = route_of(scope["path"])
         span = self.tracer.start_span(
-            f"{scope['method']} {route}", context=_W3C.extract(headers), kind=SpanKind.SERVER,
-            attributes=self._request_attributes(scope, route, headers))
+            f"{scope['method']} {route}",
+            context=_W3C.extract(headers),
+            kind=SpanKind.SERVER,
+            attributes=self._request_attributes(scope, route, headers),
+        )
         token = context.attach(trace.set_span_in_context(span))
         unjudged = SESSION.set(None)  # a context reused across requests never shows an earlier session
 
@@ -66,7 +69,9 @@ class TracingMiddleware:
 
     def _request_attributes(self, scope: dict, route: str, headers: dict[str, str]) -> dict[str, Any]:
         attributes: dict[str, Any] = {
-            "http.request.method": scope["method"], "url.path": scope["path"], "http.route": route,
+            "http.request.method": scope["method"],
+            "url.path": scope["path"],
+            "http.route": route,
             "loopguard.protocol": _protocol(scope["path"]),
         }
         if any(headers.get(name) for name in self.sessions.headers):  # the guard's own rule

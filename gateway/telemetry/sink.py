@@ -25,9 +25,15 @@ class SpanSink:
         span.set_attribute("loopguard.session_hash", session_hash(event.session))
         if event.request_id:
             span.set_attribute("loopguard.request_id", event.request_id)
-        span.add_event("loop_intervention", {
-            "loopguard.detector": event.detector, "loopguard.action": event.action,
-            "loopguard.would": event.would, "loopguard.phase": event.phase,
-            "loopguard.count": event.count, "loopguard.tool": event.tool or "",
-            "loopguard.shadow": event.shadow,
-        })
+        span.add_event(
+            "loop_intervention",
+            {
+                "loopguard.detector": event.detector,
+                "loopguard.action": event.action,
+                "loopguard.would": event.would,
+                "loopguard.phase": event.phase,
+                "loopguard.count": event.count,
+                "loopguard.tool": event.tool or "",
+                "loopguard.shadow": event.shadow,
+            },
+        )

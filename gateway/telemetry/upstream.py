@@ -30,9 +30,11 @@ class TracingUpstream:
 
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         parent = trace.get_current_span()
-        span = self.tracer.start_span(f"upstream {request.method} /{request.path}", kind=SpanKind.CLIENT,
-                                      attributes={"http.request.method": request.method,
-                                                  "url.path": "/" + request.path})
+        span = self.tracer.start_span(
+            f"upstream {request.method} /{request.path}",
+            kind=SpanKind.CLIENT,
+            attributes={"http.request.method": request.method, "url.path": "/" + request.path},
+        )
         carrier: dict[str, str] = {}
         _W3C.inject(carrier, context=trace.set_span_in_context(span))
         # Ours replaces a client's: the upstream's parent is this call, itself in the client's trace.

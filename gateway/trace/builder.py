@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from gateway.trace.harness import harness_view
 from gateway.trace.memo import Memo
 from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
-from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
 from gateway.trace.normalize import args_info, classify, failure_hash, result_info
+from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
 from gateway.trace.roles import looks_read_only, neutral_by_shape
 from gateway.trace.settings import TraceSettings, tool_key
 
@@ -41,8 +41,15 @@ class _Context:
         if ctx is None:
             if len(known[1]) > 256:  # declared tool sets differ per agent, not per request
                 known[1].clear()
-            ctx = known[1][tools] = cls(settings, tools, settings.memo("args"), settings.memo("results"),
-                                        settings.memo("failures"), settings.polling_tools, settings.neutral_names)
+            ctx = known[1][tools] = cls(
+                settings,
+                tools,
+                settings.memo("args"),
+                settings.memo("results"),
+                settings.memo("failures"),
+                settings.polling_tools,
+                settings.neutral_names,
+            )
         return ctx
 
 
@@ -79,15 +86,16 @@ def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None =
     ctx = _Context.of(settings, conv.tools)
     turns = harness_view(conv.turns, settings)
     built = _build(turns, settings, ctx, memo)
-    return Trace(built.events, turns, built.start, built.run.rounds, conv.tools, built.skipped,
-                 prior=built.prior).indexed(built.index)
+    return Trace(
+        built.events, turns, built.start, built.run.rounds, conv.tools, built.skipped, prior=built.prior
+    ).indexed(built.index)
 
 
 def _build(turns: tuple[Turn, ...], settings: TraceSettings, ctx: _Context, memo: dict | None) -> _Built:
     by_run = settings.scope == "run"
     done = memo.get(_BUILT) if memo is not None else None
     if done is not None and done.ctx is ctx and 0 < done.end <= len(turns) and turns[done.end - 1] is done.last:
-        new = turns[done.end:]
+        new = turns[done.end :]
         if not new:
             return done
         if not (by_run and any(map(is_genuine_user, new))):  # else a new run starts: steps renumber
@@ -118,10 +126,20 @@ def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], setting
     skipped = max(0, len(run.calls) - settings.horizon)
     # Calls before the first one the new turns added or answered keep their events.
     same_until = max(skipped, min(run.changed_from, done.skipped + len(done.events)))
-    same = done.events[skipped - done.skipped: same_until - done.skipped]
+    same = done.events[skipped - done.skipped : same_until - done.skipped]
     events = same + _events(run, same_until, same_until + 1, done.ctx)
-    return _Built(len(turns), turns[-1], done.ctx, done.start, done.earlier, run, skipped, events, done.prior,
-                  _grown_index(done, events))
+    return _Built(
+        len(turns),
+        turns[-1],
+        done.ctx,
+        done.start,
+        done.earlier,
+        run,
+        skipped,
+        events,
+        done.prior,
+        _grown_index(done, events),
+    )
 
 
 def _grown_index(done: _Built, events: tuple[ToolEvent, ...]) -> CallIndex:
@@ -138,8 +156,10 @@ def _grown_index(done: _Built, events: tuple[ToolEvent, ...]) -> CallIndex:
 def _events(pairing: Pairing, start: int, first: int, ctx: _Context) -> tuple[ToolEvent, ...]:
     """Events for ``pairing.calls[start:]``, with steps counted from ``first``."""
     calls, results = pairing.calls, pairing.results
-    return tuple(_event(calls[i], results.get(i), first + i - start, ctx, waited=i > 0 and _waits(calls[i - 1].call, ctx))
-                 for i in range(start, len(calls)))
+    return tuple(
+        _event(calls[i], results.get(i), first + i - start, ctx, waited=i > 0 and _waits(calls[i - 1].call, ctx))
+        for i in range(start, len(calls))
+    )
 
 
 def _waits(call: ToolCall, ctx: _Context) -> bool:
@@ -147,8 +167,9 @@ def _waits(call: ToolCall, ctx: _Context) -> bool:
     return args_info(call.arguments, ctx.settings, ctx.args_memo, call.name).action == "wait"
 
 
-def proposed_events(trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSettings,
-                    after: int = 0) -> tuple[ToolEvent, ...]:
+def proposed_events(
+    trace: Trace, calls: tuple[ToolCall, ...], settings: TraceSettings, after: int = 0
+) -> tuple[ToolEvent, ...]:
     """Events for calls the model proposes in the response being judged: no result yet, one new
     round (``Trace.with_events`` counts it), steps continuing the trace. ``after``: calls of the
     same round already made into events (a stream's calls are judged one by one)."""
@@ -175,8 +196,9 @@ def run_start(turns: tuple[Turn, ...]) -> int:
 # --- pass 2: the text work -------------------------------------------------------------------
 
 
-def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, proposed: bool = False,
-           waited: bool = False) -> ToolEvent:
+def _event(
+    issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, proposed: bool = False, waited: bool = False
+) -> ToolEvent:
     call = issued.call
     args = args_info(call.arguments, ctx.settings, ctx.args_memo, call.name)
     declared = None if ctx.tools is None else call.name in ctx.tools
@@ -184,7 +206,7 @@ def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, propo
     vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)
     info = result_info(result, ctx.settings, ctx.results_memo) if result is not None else None
     if info is not None and info.own_text_at is not None and not vetoed:
-        result = result[:info.own_text_at].rstrip()  # a warning appended to the result the model read
+        result = result[: info.own_text_at].rstrip()  # a warning appended to the result the model read
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
     status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)
@@ -192,8 +214,11 @@ def _event(issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, propo
     if status is Status.ERROR and not vetoed and result is not None:
         shape = failure_hash(result, call.arguments, ctx.settings, ctx.failures_memo)
     neutral = tool_key(call.name) in ctx.neutral_tools
-    guess = not neutral and ctx.settings.neutral_by_shape and neutral_by_shape(
-        args.text_only, args.text, result, status is Status.OK)
+    guess = (
+        not neutral
+        and ctx.settings.neutral_by_shape
+        and neutral_by_shape(args.text_only, args.text, result, status is Status.OK)
+    )
     return ToolEvent(
         step=step,
         round=issued.round,

@@ -83,8 +83,9 @@ def _search_replace(turn: Turn) -> tuple[ToolCall, ...]:
     (Aider's edit format); the harness's next user message (applied, or the refusal) answers them."""
     calls = []
     for k, found in enumerate(_EDIT.finditer(turn.text)):
-        arguments = orjson.dumps({"path": _path_before(turn.text, found.start()), "search": found["search"],
-                                  "replace": found["replace"]}).decode()
+        arguments = orjson.dumps(
+            {"path": _path_before(turn.text, found.start()), "search": found["search"], "replace": found["replace"]}
+        ).decode()
         calls.append(ToolCall(f"text-{turn.index}-{k}", EDIT_TOOL, arguments))
     return tuple(calls)
 
@@ -98,6 +99,7 @@ def _path_before(text: str, at: int) -> str:
     return ""
 
 
-_EDIT = re.compile(r"^<{5,9} SEARCH[^\n]*\n(?P<search>.*?)^={5,9}[ \t]*\n(?P<replace>.*?)^>{5,9} REPLACE",
-                   re.DOTALL | re.MULTILINE)
+_EDIT = re.compile(
+    r"^<{5,9} SEARCH[^\n]*\n(?P<search>.*?)^={5,9}[ \t]*\n(?P<replace>.*?)^>{5,9} REPLACE", re.DOTALL | re.MULTILINE
+)
 _READERS = {"bash_block": _bash_block, "search_replace": _search_replace}

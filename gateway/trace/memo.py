@@ -43,7 +43,7 @@ def text_bytes(key: Any, value: Any) -> int:
 
 
 class Memo(Generic[K, V]):
-    __slots__ = ("capacity", "max_bytes", "_young", "_old", "_young_bytes", "_old_bytes", "__weakref__")
+    __slots__ = ("__weakref__", "_old", "_old_bytes", "_young", "_young_bytes", "capacity", "max_bytes")
 
     def __init__(self, capacity: int, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         _ALL.add(self)

@@ -185,9 +185,18 @@ class Trace:
         """This trace with proposed events appended (the response path judges them this way)."""
         # Built field by field: dataclasses.replace inspects the fields on every call, and the
         # response path calls this for every proposed call.
-        trace = Trace(self.events + extra, self.turns, self.run_start, self.rounds + (1 if extra else 0),
-                      self.declared_tools, self.skipped, self.compacted_at, self.prior, self.warned,
-                      self.verdict)
+        trace = Trace(
+            self.events + extra,
+            self.turns,
+            self.run_start,
+            self.rounds + (1 if extra else 0),
+            self.declared_tools,
+            self.skipped,
+            self.compacted_at,
+            self.prior,
+            self.warned,
+            self.verdict,
+        )
         if self._seen is not None:  # only the extra is new
             trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]) if extra else self._seen)
         return trace
@@ -243,8 +252,12 @@ class CallIndex:
     def of(cls, events: tuple[ToolEvent, ...], earlier: CallIndex | None = None) -> CallIndex:
         # dict() keeps the last step of a repeated key; built at C speed.
         steps = tuple(map(_STEP, events))
-        return cls(dict(zip(map(_CALL, events), steps)), dict(zip(map(_TOOL, events), steps)), earlier,
-                   0 if earlier is None else earlier.depth + 1)
+        return cls(
+            dict(zip(map(_CALL, events), steps)),
+            dict(zip(map(_TOOL, events), steps)),
+            earlier,
+            0 if earlier is None else earlier.depth + 1,
+        )
 
     def extended(self, events: tuple[ToolEvent, ...], since: int | None = None) -> CallIndex:
         """This index followed by ``events``. Past ``_MAX_DEPTH`` layers, one layer again,

@@ -22,8 +22,19 @@ from gateway.trace.settings import ToolRole, TraceSettings
 from gateway.trace.target import acted_on, call_target
 from gateway.trace.volatile import PLACEHOLDER, scrub_args, scrub_random
 
-__all__ = ["PLACEHOLDER", "ArgsInfo", "ResultInfo", "args_info", "canonical_args", "classify", "failure_hash",
-           "normalize_result", "parsed_args", "result_info", "text_hash"]
+__all__ = [
+    "PLACEHOLDER",
+    "ArgsInfo",
+    "ResultInfo",
+    "args_info",
+    "canonical_args",
+    "classify",
+    "failure_hash",
+    "normalize_result",
+    "parsed_args",
+    "result_info",
+    "text_hash",
+]
 UNKNOWN_SCAN_CHARS = 300  # agents report an unknown tool in a short leading message
 RANDOM_SCAN_CHARS = 300  # random-looking tokens are scrubbed this close to a result's edges only
 _MEMO_KEY_CHARS = 4096  # longer texts are memoized by digest so the memo never pins big strings
@@ -117,8 +128,16 @@ def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> Args
     if compared != value:  # scrub_args always copies: dump again only when something changed
         canonical = _dumps(compared)
     target = found.target or call_target(value, settings.target_keys, settings.command_keys)
-    return ArgsInfo(canonical, text_hash(canonical), polling, *prose(value), read_only_command(value), target,
-                    found.action, found.paced)
+    return ArgsInfo(
+        canonical,
+        text_hash(canonical),
+        polling,
+        *prose(value),
+        read_only_command(value),
+        target,
+        found.action,
+        found.paced,
+    )
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -198,8 +217,11 @@ def _only_volatile(text: str) -> bool:
 
 # The lines coding-agent harnesses write around a command's output (Codex's exec_command): a
 # clock read through such a harness is still only a clock.
-_HARNESS = re.compile(r"^(Chunk ID|Wall time|Process exited with code|Original|Output|Exit code|"
-                      r"Process running with|Total output lines)\b.*$", re.MULTILINE)
+_HARNESS = re.compile(
+    r"^(Chunk ID|Wall time|Process exited with code|Original|Output|Exit code|"
+    r"Process running with|Total output lines)\b.*$",
+    re.MULTILINE,
+)
 
 
 def classify(info: ResultInfo | None, is_error: bool | None, declared: bool | None) -> Status:
@@ -264,7 +286,9 @@ def _scrub(text: str, settings: TraceSettings) -> str:
         text = _edges(volatile_re, PLACEHOLDER, text, settings.scan_chars)
     if settings.scrub_random_tokens:
         n = RANDOM_SCAN_CHARS
-        text = scrub_random(text) if len(text) <= 2 * n else scrub_random(text[:n]) + text[n:-n] + scrub_random(text[-n:])
+        text = (
+            scrub_random(text) if len(text) <= 2 * n else scrub_random(text[:n]) + text[n:-n] + scrub_random(text[-n:])
+        )
     return text
 
 
@@ -293,11 +317,7 @@ def _dumps(value: Any) -> str:
 
 def _drop_keys(value: Any, keys: frozenset[str], *, fold: bool) -> Any:
     if isinstance(value, dict):
-        return {
-            k: _drop_keys(v, keys, fold=fold)
-            for k, v in value.items()
-            if (k.lower() if fold else k) not in keys
-        }
+        return {k: _drop_keys(v, keys, fold=fold) for k, v in value.items() if (k.lower() if fold else k) not in keys}
     if isinstance(value, list):
         return [_drop_keys(v, keys, fold=fold) for v in value]
     return value

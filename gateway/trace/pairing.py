@@ -34,7 +34,7 @@ class Pairing:
     """Calls in issue order (``calls``) and the result turn of each answered one (``results``,
     by position in ``calls``), with the number of rounds and of genuine user messages read."""
 
-    __slots__ = ("calls", "results", "rounds", "users", "changed_from", "_by_id", "_last_round")
+    __slots__ = ("_by_id", "_last_round", "calls", "changed_from", "results", "rounds", "users")
 
     def __init__(self, users: int = 0) -> None:
         self.calls: list[Issued] = []
@@ -91,7 +91,7 @@ class Pairing:
             queue = self._by_id.get(turn.tool_call_id, ())
             for k, position in enumerate(queue):
                 if position not in results:  # answered calls left here were paired by order
-                    self._by_id[turn.tool_call_id] = queue[k + 1:]
+                    self._by_id[turn.tool_call_id] = queue[k + 1 :]
                     return position
             if queue:
                 self._by_id[turn.tool_call_id] = ()

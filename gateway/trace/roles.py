@@ -17,23 +17,83 @@ MIN_PROSE_WORDS = 4
 _PLAIN_WORD = re.compile(r"^[(\"'“‘]*[^\W\d_][^\W_]*(['’-][^\W_]+)*[)\"'”’.,;:!?]*$")
 # Argument keys that name a target (a file, a command, a record): such a call acts on something,
 # so it is never neutral by shape, whatever its text.
-_TARGET_KEY = re.compile(r"path|file|dir|url|uri|command|cmd|code|script|sql|query|(^|_)id$|ids?$|"
-                         r"recipient|^to$|email|target|amount|name", re.IGNORECASE)
+_TARGET_KEY = re.compile(
+    r"path|file|dir|url|uri|command|cmd|code|script|sql|query|(^|_)id$|ids?$|"
+    r"recipient|^to$|email|target|amount|name",
+    re.IGNORECASE,
+)
 TRIVIAL_RESULT_CHARS = 80  # "OK", "Thought recorded", "{}": a result that says nothing
 _ECHO_CHARS = 40  # a result that repeats the first 40 characters of the text echoes it
 
 # Tool-name words: a name with a reading verb and no writing verb looks read-only.
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_READ_WORDS = frozenset({
-    "read", "view", "get", "list", "search", "find", "fetch", "lookup", "look", "show", "cat",
-    "grep", "glob", "ls", "browse", "describe", "inspect", "retrieve", "query",
-})
-_WRITE_WORDS = frozenset({
-    "write", "edit", "update", "create", "delete", "remove", "set", "put", "post", "patch",
-    "apply", "insert", "replace", "move", "rename", "send", "submit", "execute", "exec", "run",
-    "install", "cancel", "modify", "add", "save", "upload", "book", "pay", "transfer", "refund",
-    "exchange", "return", "make", "change", "reset", "kill", "start", "stop", "commit", "push",
-})
+_READ_WORDS = frozenset(
+    {
+        "read",
+        "view",
+        "get",
+        "list",
+        "search",
+        "find",
+        "fetch",
+        "lookup",
+        "look",
+        "show",
+        "cat",
+        "grep",
+        "glob",
+        "ls",
+        "browse",
+        "describe",
+        "inspect",
+        "retrieve",
+        "query",
+    }
+)
+_WRITE_WORDS = frozenset(
+    {
+        "write",
+        "edit",
+        "update",
+        "create",
+        "delete",
+        "remove",
+        "set",
+        "put",
+        "post",
+        "patch",
+        "apply",
+        "insert",
+        "replace",
+        "move",
+        "rename",
+        "send",
+        "submit",
+        "execute",
+        "exec",
+        "run",
+        "install",
+        "cancel",
+        "modify",
+        "add",
+        "save",
+        "upload",
+        "book",
+        "pay",
+        "transfer",
+        "refund",
+        "exchange",
+        "return",
+        "make",
+        "change",
+        "reset",
+        "kill",
+        "start",
+        "stop",
+        "commit",
+        "push",
+    }
+)
 
 
 def prose(value: Any) -> tuple[str, bool]:
@@ -48,8 +108,7 @@ def prose(value: Any) -> tuple[str, bool]:
     text = max(strings, key=len, default="")
     if not is_prose(text):
         return "", False
-    only = (len(value) <= 3 and len(strings) == len(value)
-            and not any(_TARGET_KEY.search(k) for k in value))
+    only = len(value) <= 3 and len(strings) == len(value) and not any(_TARGET_KEY.search(k) for k in value)
     return text, only
 
 
@@ -81,16 +140,64 @@ def looks_read_only(name: str) -> bool:
 
 # Shell programs that only look (no writing flags are checked: `sed -i`, `tee`, redirections
 # and chains with anything else make the command count as an action).
-_READ_PROGRAMS = frozenset({
-    "cat", "ls", "head", "tail", "grep", "rg", "find", "pwd", "file", "strings", "wc", "stat", "which",
-    "whoami", "id", "env", "ps", "tree", "du", "df", "less", "more", "nl", "xxd", "hexdump", "readelf",
-    "objdump", "uname", "date", "echo", "type",
-})
+_READ_PROGRAMS = frozenset(
+    {
+        "cat",
+        "ls",
+        "head",
+        "tail",
+        "grep",
+        "rg",
+        "find",
+        "pwd",
+        "file",
+        "strings",
+        "wc",
+        "stat",
+        "which",
+        "whoami",
+        "id",
+        "env",
+        "ps",
+        "tree",
+        "du",
+        "df",
+        "less",
+        "more",
+        "nl",
+        "xxd",
+        "hexdump",
+        "readelf",
+        "objdump",
+        "uname",
+        "date",
+        "echo",
+        "type",
+    }
+)
 _READ_GIT = frozenset({"status", "log", "diff", "show", "branch", "blame"})
 _COMMAND_KEYS = ("command", "cmd")
 # One-word actions of multi-purpose tools (an editor's view, a browser's snapshot) that only look.
-_READ_ACTIONS = frozenset({"view", "read", "list", "search", "find", "get", "show", "open", "cat", "ls",
-                           "grep", "snapshot", "screenshot", "inspect", "describe", "status"})
+_READ_ACTIONS = frozenset(
+    {
+        "view",
+        "read",
+        "list",
+        "search",
+        "find",
+        "get",
+        "show",
+        "open",
+        "cat",
+        "ls",
+        "grep",
+        "snapshot",
+        "screenshot",
+        "inspect",
+        "describe",
+        "status",
+    }
+)
 _SHELL_CONTROL = re.compile(r"[;&>`]|\$\(|\|\|")
 
 
@@ -127,7 +234,7 @@ def own_text_start(text: str) -> int | None:
         return 0
     at = text.find("\n[")
     while at != -1:
-        if text[at + 1:at + 11].lower() == OWN_TEXT_MARKER:
+        if text[at + 1 : at + 11].lower() == OWN_TEXT_MARKER:
             return at
         at = text.find("\n[", at + 1)
     return None

@@ -17,9 +17,29 @@ from gateway.trace.memo import Memo
 # Keys whose values change on every call without meaning progress (OpenClaw's list: pid, duration,
 # session id, cwd, message/file ids, timestamps). Compared case-insensitively.
 DEFAULT_VOLATILE_KEYS: tuple[str, ...] = (
-    "pid", "duration", "duration_ms", "durationms", "elapsed", "elapsed_ms", "took", "took_ms",
-    "cwd", "session_id", "sessionid", "message_id", "messageid", "file_id", "fileid",
-    "request_id", "requestid", "timestamp", "ts", "time", "created", "created_at", "updated_at",
+    "pid",
+    "duration",
+    "duration_ms",
+    "durationms",
+    "elapsed",
+    "elapsed_ms",
+    "took",
+    "took_ms",
+    "cwd",
+    "session_id",
+    "sessionid",
+    "message_id",
+    "messageid",
+    "file_id",
+    "fileid",
+    "request_id",
+    "requestid",
+    "timestamp",
+    "ts",
+    "time",
+    "created",
+    "created_at",
+    "updated_at",
 )
 # Text fragments that differ between otherwise identical results.
 DEFAULT_VOLATILE_PATTERNS: tuple[str, ...] = (
@@ -86,25 +106,81 @@ DEFAULT_POLLING_ARGS_PATTERNS: tuple[str, ...] = (r"\bsleep\s+\d", r'"action":"p
 # Tools that carry no information for a loop: the agent thinking, planning, logging or keeping a
 # to-do list with new text each time. Compared after lower-casing and dropping everything but
 # letters and digits, so "TodoWrite", "todo_write" and "todo-write" are one name.
-DEFAULT_NEUTRAL_TOOLS: frozenset[str] = frozenset({
-    "think", "thinking", "think_tool", "thought", "reasoning", "reflect", "reflection", "plan",
-    "update_plan", "write_plan", "plan_update", "todo", "todos", "todo_write", "write_todos",
-    "todo_read", "update_todos", "update_todo", "todo_update", "log", "log_thought", "log_note",
-    "note", "take_note", "sequentialthinking", "scratchpad", "record_thought", "update_memory",
-})
+DEFAULT_NEUTRAL_TOOLS: frozenset[str] = frozenset(
+    {
+        "think",
+        "thinking",
+        "think_tool",
+        "thought",
+        "reasoning",
+        "reflect",
+        "reflection",
+        "plan",
+        "update_plan",
+        "write_plan",
+        "plan_update",
+        "todo",
+        "todos",
+        "todo_write",
+        "write_todos",
+        "todo_read",
+        "update_todos",
+        "update_todo",
+        "todo_update",
+        "log",
+        "log_thought",
+        "log_note",
+        "note",
+        "take_note",
+        "sequentialthinking",
+        "scratchpad",
+        "record_thought",
+        "update_memory",
+    }
+)
 # Argument keys whose value is fresh on every call by design (a request id, a nonce, a cache
 # buster): ignored when arguments are compared. Compared case-insensitively. Narrower than
 # DEFAULT_VOLATILE_KEYS: in arguments `time`, `session_id` or `file_id` name what to act on.
 DEFAULT_VOLATILE_ARG_KEYS: tuple[str, ...] = (
-    "request_id", "requestid", "nonce", "idempotency_key", "idempotencykey", "trace_id", "traceid",
-    "span_id", "correlation_id", "correlationid", "client_request_id", "cache_buster", "cachebuster",
-    "timestamp", "ts", "_t", "now", "sent_at",
+    "request_id",
+    "requestid",
+    "nonce",
+    "idempotency_key",
+    "idempotencykey",
+    "trace_id",
+    "traceid",
+    "span_id",
+    "correlation_id",
+    "correlationid",
+    "client_request_id",
+    "cache_buster",
+    "cachebuster",
+    "timestamp",
+    "ts",
+    "_t",
+    "now",
+    "sent_at",
 )
 # Argument keys that name what a call acts on, in order of preference: a call's target is the
 # first of them it carries (see gateway/trace/target.py). A shell command's target is its head.
 DEFAULT_TARGET_KEYS: tuple[str, ...] = (
-    "path", "file_path", "filepath", "file", "filename", "notebook_path", "target_file", "url", "uri",
-    "href", "query", "q", "search_query", "selector", "element", "locator", "xpath",
+    "path",
+    "file_path",
+    "filepath",
+    "file",
+    "filename",
+    "notebook_path",
+    "target_file",
+    "url",
+    "uri",
+    "href",
+    "query",
+    "q",
+    "search_query",
+    "selector",
+    "element",
+    "locator",
+    "xpath",
 )
 DEFAULT_COMMAND_KEYS: tuple[str, ...] = ("command", "cmd", "script")
 DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
@@ -113,10 +189,10 @@ DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
 )
 
 
-ACTIONS = ("read", "edit", "write", "shell", "search", "list", "fetch", "poll", "wait", "delegate", "plan",
-           "finish")
-Action = Literal["read", "edit", "write", "shell", "search", "list", "fetch", "poll", "wait", "delegate", "plan",
-                 "finish"]
+ACTIONS = ("read", "edit", "write", "shell", "search", "list", "fetch", "poll", "wait", "delegate", "plan", "finish")
+Action = Literal[
+    "read", "edit", "write", "shell", "search", "list", "fetch", "poll", "wait", "delegate", "plan", "finish"
+]
 
 
 def _valid_regex(pattern: str) -> str:

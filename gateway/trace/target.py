@@ -21,7 +21,6 @@ _MAX_ACTION_CHARS = 24
 _MAX_TARGET_CHARS = 300
 
 
-
 def call_target(value: Any, target_keys: tuple[str, ...], command_keys: tuple[str, ...]) -> str:
     """The target of a call with parsed arguments ``value``; "" when it names none."""
     if not isinstance(value, dict):
@@ -84,7 +83,7 @@ def acted_on(value: Any, role: ToolRole | None, target_keys: tuple[str, ...], co
 
 def _waits(value: dict, key: str | None) -> bool:
     waited = lookup(value, key) if key else None
-    return type(waited) in (int, float) and waited > 0 or (isinstance(waited, str) and _positive(waited))
+    return (type(waited) in (int, float) and waited > 0) or (isinstance(waited, str) and _positive(waited))
 
 
 def _positive(text: str) -> bool:
@@ -150,10 +149,10 @@ def command_head(command: str) -> str:
     words = _words(command)
     for i in range(len(words) - 1, -1, -1):  # the last step of `a && b`, the first stage of `b | c`
         if words[i] in ("&&", "||", ";"):
-            words = words[i + 1:]
+            words = words[i + 1 :]
             break
     if "|" in words:
-        words = words[:words.index("|")]
+        words = words[: words.index("|")]
     words = [w for w in words if "=" not in w or w.startswith("-")]  # leading VAR=value assignments
     if not words:
         return ""

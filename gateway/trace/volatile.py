@@ -35,8 +35,11 @@ _EMBEDDED = re.compile(
 )
 # Keys whose value names what the call acts on (a path, a URL, a command, a record id): never
 # scrubbed, whatever it looks like; another id is another record.
-_TARGET_KEY = re.compile(r"path|file|dir|url|uri|href|command|cmd|code|script|sql|query|(^|_)id$|ids?$|"
-                         r"key$|hash|sha|ref|target|name|content|text|body", re.IGNORECASE)
+_TARGET_KEY = re.compile(
+    r"path|file|dir|url|uri|href|command|cmd|code|script|sql|query|(^|_)id$|ids?$|"
+    r"key$|hash|sha|ref|target|name|content|text|body",
+    re.IGNORECASE,
+)
 
 
 def scrub_random(text: str) -> str:

@@ -38,7 +38,7 @@ def _translate(exc: BaseException, default: str) -> UpstreamError:
 
 
 class AiohttpResponse:
-    __slots__ = ("_response", "_done", "_deadline", "_idle", "status", "headers")
+    __slots__ = ("_deadline", "_done", "_idle", "_response", "headers", "status")
 
     def __init__(self, response: aiohttp.ClientResponse, deadline: float, idle: float) -> None:
         self._response = response
@@ -98,13 +98,19 @@ class AiohttpUpstream:
         # One session for the process: keep-alive pooling is most of a proxy hop's cost.
         # ``connect`` bounds waiting for a pooled connection too, as httpx's pool timeout did.
         # Reads are bounded here, per response (``Timing``), not per socket read.
-        timeout = aiohttp.ClientTimeout(total=None, connect=config.timeout_s,
-                                        sock_connect=config.connect_timeout_s, sock_read=None)
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=config.timeout_s, sock_connect=config.connect_timeout_s, sock_read=None
+        )
         connector = aiohttp.TCPConnector(limit=config.max_connections, limit_per_host=0)
         return aiohttp.ClientSession(
-            connector=connector, timeout=timeout, auto_decompress=False, trust_env=False,
-            cookie_jar=aiohttp.DummyCookieJar(), skip_auto_headers=_NOT_ADDED,
-            max_line_size=_MAX_FIELD, max_field_size=_MAX_FIELD,
+            connector=connector,
+            timeout=timeout,
+            auto_decompress=False,
+            trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            skip_auto_headers=_NOT_ADDED,
+            max_line_size=_MAX_FIELD,
+            max_field_size=_MAX_FIELD,
         )
 
     async def send(self, request: UpstreamRequest) -> AiohttpResponse:
@@ -117,7 +123,10 @@ class AiohttpUpstream:
         try:
             async with asyncio.timeout_at(deadline):
                 response = await session.request(
-                    request.method, URL(url), headers=headers, data=request.body or None,
+                    request.method,
+                    URL(url),
+                    headers=headers,
+                    data=request.body or None,
                     allow_redirects=False,
                 )
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -133,4 +142,4 @@ class AiohttpUpstream:
             await self._session.close()
 
 
-__all__ = ["AiohttpUpstream", "AiohttpResponse", "UpstreamError"]
+__all__ = ["AiohttpResponse", "AiohttpUpstream", "UpstreamError"]

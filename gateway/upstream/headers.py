@@ -6,8 +6,16 @@ from collections.abc import Iterable
 
 HOP_BY_HOP = frozenset(
     {
-        b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
-        b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"proxy-connection",
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"trailers",
+        b"transfer-encoding",
+        b"upgrade",
+        b"proxy-connection",
     }
 )
 # Recomputed by whoever sends the message next.
@@ -44,18 +52,26 @@ class HeaderRules:
     tool calls in them, so it cannot relay a gzip stream it would have to decode anyway.
     """
 
-    __slots__ = ("drop", "added")
+    __slots__ = ("added", "drop")
 
-    def __init__(self, extra: dict[str, str], identity: bool, key: tuple[bytes, bytes] | None = None,
-                 credentials: Iterable[bytes] = ()) -> None:
+    def __init__(
+        self,
+        extra: dict[str, str],
+        identity: bool,
+        key: tuple[bytes, bytes] | None = None,
+        credentials: Iterable[bytes] = (),
+    ) -> None:
         # The key and identity win over a configured header of the same name: each is sent once.
         forced = ({key[0]} if key else set()) | ({b"accept-encoding"} if identity else set())
         replaced = {k.lower().encode("latin-1") for k in extra} | forced
         if key:
             replaced |= set(credentials)
         self.drop = frozenset(_REQUEST_DROP | replaced)
-        added = [(k, v) for k, v in ((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items())
-                 if k not in forced]
+        added = [
+            (k, v)
+            for k, v in ((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items())
+            if k not in forced
+        ]
         if key:
             added.append(key)
         if identity:

@@ -16,7 +16,7 @@ from gateway.upstream.timing import Timing
 
 
 class HttpxResponse:
-    __slots__ = ("_response", "_deadline", "_idle", "status", "headers")
+    __slots__ = ("_deadline", "_idle", "_response", "headers", "status")
 
     def __init__(self, response: httpx.Response, deadline: float, idle: float) -> None:
         self._response = response
@@ -79,9 +79,7 @@ class HttpxUpstream:
         url = self._base + request.path.lstrip("/")
         if request.query:
             url += "?" + request.query.decode("latin-1")
-        built = self._client.build_request(
-            request.method, url, headers=request.headers, content=request.body
-        )
+        built = self._client.build_request(request.method, url, headers=request.headers, content=request.body)
         deadline = self._timing.deadline()
         try:
             async with asyncio.timeout_at(deadline):
@@ -96,4 +94,4 @@ class HttpxUpstream:
         await self._client.aclose()
 
 
-__all__ = ["HttpxUpstream", "HttpxResponse", "UpstreamError"]
+__all__ = ["HttpxResponse", "HttpxUpstream", "UpstreamError"]

@@ -15,12 +15,14 @@ from gateway.web.responses import Shape, error_response, openai_shape
 
 def too_large(gateway: Gateway, shape: Shape = openai_shape) -> Response:
     limit = gateway.config.limits.max_body_bytes
-    return error_response(413, f"Request body exceeds the gateway limit of {limit} bytes.",
-                          code="request_too_large", shape=shape)
+    return error_response(
+        413, f"Request body exceeds the gateway limit of {limit} bytes.", code="request_too_large", shape=shape
+    )
 
 
-async def read_or_refuse(gateway: Gateway, scope: dict, receive, started: float,
-                         shape: Shape = openai_shape) -> bytes | Response:
+async def read_or_refuse(
+    gateway: Gateway, scope: dict, receive, started: float, shape: Shape = openai_shape
+) -> bytes | Response:
     """The request body, or the logged 413 answer when it is over the configured limit."""
     try:
         return await read_body(scope, receive, gateway.config.limits.max_body_bytes)
@@ -30,20 +32,38 @@ async def read_or_refuse(gateway: Gateway, scope: dict, receive, started: float,
 
 def refused(gateway: Gateway, method: str, path: str, response: Response, started: float) -> Response:
     """Log the request line of an answer the gateway gave without asking the upstream."""
-    gateway.log.info("request", method=method, path=path, status=response.status_code, stream=False,
-                     action="pass", upstream_ms=0.0, overhead_ms=_ms(time.perf_counter() - started))
+    gateway.log.info(
+        "request",
+        method=method,
+        path=path,
+        status=response.status_code,
+        stream=False,
+        action="pass",
+        upstream_ms=0.0,
+        overhead_ms=_ms(time.perf_counter() - started),
+    )
     return response
 
 
-def upstream_failed(gateway: Gateway, exc: UpstreamError, path: str, method: str = "POST",
-                    shape: Shape = openai_shape) -> Response:
+def upstream_failed(
+    gateway: Gateway, exc: UpstreamError, path: str, method: str = "POST", shape: Shape = openai_shape
+) -> Response:
     # The request line of a failed request: operators count requests by status from these.
-    gateway.log.warning("request", method=method, path=path, status=exc.status, action="pass",
-                        error=type(exc).__name__, detail=str(exc)[:300])
+    gateway.log.warning(
+        "request",
+        method=method,
+        path=path,
+        status=exc.status,
+        action="pass",
+        error=type(exc).__name__,
+        detail=str(exc)[:300],
+    )
     kind = {"upstream_timeout": "timed out", "upstream_invalid_response": "answered with a body that is not JSON"}.get(
-        exc.code, "could not be reached")
-    return error_response(exc.status, f"The upstream model provider {kind}.", type="upstream_error",
-                          code=exc.code, shape=shape)
+        exc.code, "could not be reached"
+    )
+    return error_response(
+        exc.status, f"The upstream model provider {kind}.", type="upstream_error", code=exc.code, shape=shape
+    )
 
 
 def _ms(seconds: float) -> float:

@@ -24,8 +24,9 @@ def openai_shape(message: str, type: str, code: str | None = None) -> dict[str, 
     return error_body(message, type, code=code)
 
 
-def error_response(status: int, message: str, type: str = "invalid_request_error", code: str | None = None,
-                   shape: Shape = openai_shape) -> Response:
+def error_response(
+    status: int, message: str, type: str = "invalid_request_error", code: str | None = None, shape: Shape = openai_shape
+) -> Response:
     return relay(status, [_JSON], orjson.dumps(shape(message, type, code)))
 
 
@@ -67,7 +68,10 @@ class RelayStream(Response):
     """
 
     def __init__(
-        self, status: int, headers: list[tuple[bytes, bytes]], chunks: AsyncIterator[bytes],
+        self,
+        status: int,
+        headers: list[tuple[bytes, bytes]],
+        chunks: AsyncIterator[bytes],
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.status_code = status

@@ -35,8 +35,12 @@ def test_a_refused_edit_retried_again_and_again_is_ended_with_the_models_answer(
     (work / "hello.py").write_text("print('hello')\n")
     audit = tmp_path / "audit.jsonl"
     messages = ["Change the greeting in hello.py from goodbye to hi."] + ["try again"] * 4
-    with guarded(refused_edit("hello.py", "print('goodbye')", "print('hi')", FINAL), tmp_path,
-                 default_policy(), audit={"jsonl_path": str(audit)}) as gw:
+    with guarded(
+        refused_edit("hello.py", "print('goodbye')", "print('hi')", FINAL),
+        tmp_path,
+        default_policy(),
+        audit={"jsonl_path": str(audit)},
+    ) as gw:
         run = run_aider(gw.url, work, tmp_path, messages, ["hello.py"], stream=stream)
         requests = list(gw.upstream.requests)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -58,8 +62,7 @@ def test_twelve_different_edits_apply_in_full(stream, tmp_path):
     (work / "values.py").write_text("".join(f"v{i} = 0\n" for i in range(1, 13)))
     audit = tmp_path / "audit.jsonl"
     messages = [f"In values.py please set v{i} to {i}." for i in range(1, 13)]
-    with guarded(numbered_edits("values.py"), tmp_path, default_policy(),
-                 audit={"jsonl_path": str(audit)}) as gw:
+    with guarded(numbered_edits("values.py"), tmp_path, default_policy(), audit={"jsonl_path": str(audit)}) as gw:
         run = run_aider(gw.url, work, tmp_path, messages, ["values.py"], stream=stream)
         requests = list(gw.upstream.requests)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from gateway.agents.catalog import AUTO, GENERIC, Catalog, derive, load_profile, ProfileError
+from gateway.agents.catalog import AUTO, GENERIC, Catalog, ProfileError, derive, load_profile
 from gateway.agents.profile import AgentProfile
 from gateway.policy.loader import load_policy_text, shipped_profiles
 from gateway.policy.schema import PolicyError
@@ -17,13 +17,15 @@ from gateway.trace.settings import TraceSettings
 
 
 def profile(name: str, tools=(), system=(), user_agent=()) -> AgentProfile:
-    return AgentProfile.model_validate({"name": name, "recognize": {
-        "tools": list(tools), "system": list(system), "user_agent": list(user_agent)}})
+    return AgentProfile.model_validate(
+        {"name": name, "recognize": {"tools": list(tools), "system": list(system), "user_agent": list(user_agent)}}
+    )
 
 
 def conv(tools=None, system="You are a helpful agent.") -> Conversation:
-    return Conversation((Turn(0, "system", system), Turn(1, "user", "go")),
-                        frozenset(tools) if tools is not None else None)
+    return Conversation(
+        (Turn(0, "system", system), Turn(1, "user", "go")), frozenset(tools) if tools is not None else None
+    )
 
 
 PARENT = profile("parent", tools=["run_shell_command", "read_file"])
@@ -32,15 +34,18 @@ NAMED = profile("named", system=["You are Named Agent"], user_agent=["named-cli/
 CATALOG = Catalog((PARENT, FORK, NAMED))
 
 
-@pytest.mark.parametrize(("request_conv", "user_agent", "expected"), [
-    (conv(["run_shell_command", "read_file", "glob"]), "", "parent"),
-    (conv(["run_shell_command", "read_file", "todo_write"]), "", "fork"),  # the larger set wins
-    (conv(["run_shell_command"]), "", None),  # every tool of the rule must be declared
-    (conv(None), "", None),
-    (conv(["run_shell_command", "read_file"], system="You are Named Agent, a CLI"), "", "named"),
-    (conv(["run_shell_command", "read_file"]), "named-cli/1.2 (linux)", "named"),  # named beats tools
-    (conv(["get_weather"]), "python-httpx/0.27", None),
-])
+@pytest.mark.parametrize(
+    ("request_conv", "user_agent", "expected"),
+    [
+        (conv(["run_shell_command", "read_file", "glob"]), "", "parent"),
+        (conv(["run_shell_command", "read_file", "todo_write"]), "", "fork"),  # the larger set wins
+        (conv(["run_shell_command"]), "", None),  # every tool of the rule must be declared
+        (conv(None), "", None),
+        (conv(["run_shell_command", "read_file"], system="You are Named Agent, a CLI"), "", "named"),
+        (conv(["run_shell_command", "read_file"]), "named-cli/1.2 (linux)", "named"),  # named beats tools
+        (conv(["get_weather"]), "python-httpx/0.27", None),
+    ],
+)
 def test_a_request_is_recognised_from_its_tools_system_prompt_or_user_agent(request_conv, user_agent, expected):
     found = CATALOG.recognise(request_conv, user_agent)
     assert (found.name if found else None) == expected
@@ -68,13 +73,16 @@ def test_no_two_shipped_profiles_claim_the_same_tool_set():
     assert len(sets) == len(set(sets))
 
 
-@pytest.mark.parametrize(("raw", "problem"), [
-    ({"name": "Bad Name"}, "name"),
-    ({"name": "x", "tools": {"Bash": {"action": "dance"}}}, "tools.Bash.action"),
-    ({"name": "x", "results": {"volatile": ["(unclosed"]}}, "results.volatile.0"),
-    ({"name": "x", "recognise": {"tools": ["a"]}}, "recognise"),
-    ({"name": "x", "text_actions": "xml"}, "text_actions"),
-])
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ({"name": "Bad Name"}, "name"),
+        ({"name": "x", "tools": {"Bash": {"action": "dance"}}}, "tools.Bash.action"),
+        ({"name": "x", "results": {"volatile": ["(unclosed"]}}, "results.volatile.0"),
+        ({"name": "x", "recognise": {"tools": ["a"]}}, "recognise"),
+        ({"name": "x", "text_actions": "xml"}, "text_actions"),
+    ],
+)
 def test_a_bad_profile_is_refused_naming_the_file_and_key(raw, problem):
     with pytest.raises(ProfileError, match=r"^agents/x\.yaml: .*" + re.escape(problem)):
         load_profile(raw, "agents/x.yaml")
@@ -114,12 +122,15 @@ def test_the_derived_policy_is_made_once_per_profile():
     assert first.trace_settings.tool_roles["do_thing"].narration == ("why",)
 
 
-@pytest.mark.parametrize(("text", "path"), [
-    ("version: 1\nprofile: nope\n", "profile"),
-    ("version: 1\nagents:\n  - match: {header: a}\n    profile: nope\n", "agents[0].profile"),
-    ("version: 1\nprofiles:\n  - {name: x, results: {errors: ['(']}}\n", "profiles[0]"),
-    ("version: 1\nprofiles:\n  - missing.yaml\n", "profiles[0]"),
-])
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("version: 1\nprofile: nope\n", "profile"),
+        ("version: 1\nagents:\n  - match: {header: a}\n    profile: nope\n", "agents[0].profile"),
+        ("version: 1\nprofiles:\n  - {name: x, results: {errors: ['(']}}\n", "profiles[0]"),
+        ("version: 1\nprofiles:\n  - missing.yaml\n", "profiles[0]"),
+    ],
+)
 def test_policy_problems_with_profiles_name_the_key(text, path):
     with pytest.raises(PolicyError) as caught:
         load_policy_text(text, "/tmp/ops.yaml")
@@ -128,8 +139,13 @@ def test_policy_problems_with_profiles_name_the_key(text, path):
 
 def test_derived_settings_add_to_the_policys_own_and_keep_them():
     base = TraceSettings(extra_error_patterns=(r"^boom",), polling_tools=frozenset({"wait_job"}))
-    agent = AgentProfile.model_validate({"name": "a", "tools": {"todo": {"action": "plan"}},
-                                          "results": {"errors": [r"^oops"], "volatile": [r"^id: \d+$"]}})
+    agent = AgentProfile.model_validate(
+        {
+            "name": "a",
+            "tools": {"todo": {"action": "plan"}},
+            "results": {"errors": [r"^oops"], "volatile": [r"^id: \d+$"]},
+        }
+    )
     derived = derive(base, agent)
     assert derived.extra_error_patterns == (r"^boom", r"^oops")
     assert derived.polling_tools == frozenset({"wait_job"})
@@ -137,15 +153,20 @@ def test_derived_settings_add_to_the_policys_own_and_keep_them():
     assert derived.envelope_patterns == (r"^id: \d+$",)
 
 
-@pytest.mark.parametrize(("mode", "ending", "expected"), [
-    ("error", "answer", ("answer", 422)),  # a client that retries every error gets the model's answer
-    ("error", 404, ("error", 404)),  # ... or the status it takes as final
-    ("error", None, ("error", 422)),
-    ("answer", 404, ("answer", 422)),  # only error mode is changed
-])
+@pytest.mark.parametrize(
+    ("mode", "ending", "expected"),
+    [
+        ("error", "answer", ("answer", 422)),  # a client that retries every error gets the model's answer
+        ("error", 404, ("error", 404)),  # ... or the status it takes as final
+        ("error", None, ("error", 422)),
+        ("answer", 404, ("answer", 422)),  # only error mode is changed
+    ],
+)
 def test_a_profile_says_how_its_client_takes_the_end_of_a_run(mode, ending, expected):
-    text = f"version: 1\ninterventions: {{terminate: {{mode: {mode}}}}}\nprofiles:\n  - name: cli\n" \
-           f"    recognize: {{tools: [go]}}\n" + (f"    terminate: {{error: {ending}}}\n" if ending else "")
+    text = (
+        f"version: 1\ninterventions: {{terminate: {{mode: {mode}}}}}\nprofiles:\n  - name: cli\n"
+        f"    recognize: {{tools: [go]}}\n" + (f"    terminate: {{error: {ending}}}\n" if ending else "")
+    )
     policy = load_policy_text(text, "ops.yaml").resolve().for_agent(conv(["go"]))
     terminate = policy.interventions.terminate
     assert (terminate.mode, terminate.status) == expected

@@ -17,10 +17,35 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli_runs import (CALC, CHECK, DONE, FAILING_TEST, FINAL, LONG, MAX_EXECUTED, MISSING_FILE, NOTES,
-                              OTHER_PROGRAMS, PAST_END_SEDS, SCROLL_SEDS, SWEEP, Scenario, Turn, check_ended,
-                              check_untouched, cycling, error_mode_policy, failing_test_runs, first_then, is_tool,
-                              moving_poll, paced_poll, scripted, status_polls, switching)
+from support.cli_runs import (
+    CALC,
+    CHECK,
+    DONE,
+    FAILING_TEST,
+    FINAL,
+    LONG,
+    MAX_EXECUTED,
+    MISSING_FILE,
+    NOTES,
+    OTHER_PROGRAMS,
+    PAST_END_SEDS,
+    SCROLL_SEDS,
+    SWEEP,
+    Scenario,
+    Turn,
+    check_ended,
+    check_untouched,
+    cycling,
+    error_mode_policy,
+    failing_test_runs,
+    first_then,
+    is_tool,
+    moving_poll,
+    paced_poll,
+    scripted,
+    status_polls,
+    switching,
+)
 from support.clis import find_cli
 from support.clis_claude import run_claude
 
@@ -47,10 +72,19 @@ def described(commands: list[str], descriptions: list[str]) -> list[tuple[str, d
 
 
 def _test_commands(turn: Turn):
-    return described(failing_test_runs(turn.work),
-                     ["Run the test suite", "Run tests", "Run tests, stop at first failure",
-                      "Run tests from the project root", "Run all tests", "Run tests quietly",
-                      "Run the failing test file", "Run pytest in the project"])
+    return described(
+        failing_test_runs(turn.work),
+        [
+            "Run the test suite",
+            "Run tests",
+            "Run tests, stop at first failure",
+            "Run tests from the project root",
+            "Run all tests",
+            "Run tests quietly",
+            "Run the failing test file",
+            "Run pytest in the project",
+        ],
+    )
 
 
 def _past_end_reads(turn: Turn):
@@ -63,26 +97,64 @@ def _past_end_seds(turn: Turn):
 
 def _refused_edits(turn: Turn):
     path = turn.work / "calc.py"
-    olds = ["return a-b", "return a -b", "return (a - b)", "    return a-b", "return a - b  # sum",
-            "return b - a", "return a- b", "  return a - b\n"]
+    olds = [
+        "return a-b",
+        "return a -b",
+        "return (a - b)",
+        "    return a-b",
+        "return a - b  # sum",
+        "return b - a",
+        "return a- b",
+        "  return a - b\n",
+    ]
     return [edit(path, old, "return a + b") for old in olds]
 
 
 def _status_polls(turn: Turn):
-    return described(status_polls(turn.work),
-                     ["Check the job status", "Show the latest status", "Read the status line", "Look at the status",
-                      "Check status again", "Peek at status", "Status check", "See if the job finished"])
+    return described(
+        status_polls(turn.work),
+        [
+            "Check the job status",
+            "Show the latest status",
+            "Read the status line",
+            "Look at the status",
+            "Check status again",
+            "Peek at status",
+            "Status check",
+            "See if the job finished",
+        ],
+    )
 
 
-_missing_file = switching([bash(MISSING_FILE, "Show x.txt")], described(OTHER_PROGRAMS, [
-    "Show the start of x.txt", "Search x.txt for foo", "Count lines in x.txt", "Show the end of x.txt",
-    "Print the first line of x.txt", "Number x.txt's lines", "Print x.txt's first line", "Sort x.txt"]))
+_missing_file = switching(
+    [bash(MISSING_FILE, "Show x.txt")],
+    described(
+        OTHER_PROGRAMS,
+        [
+            "Show the start of x.txt",
+            "Search x.txt for foo",
+            "Count lines in x.txt",
+            "Show the end of x.txt",
+            "Print the first line of x.txt",
+            "Number x.txt's lines",
+            "Print x.txt's first line",
+            "Sort x.txt",
+        ],
+    ),
+)
 
 
 def _narrated(turn: Turn):
-    descriptions = ["Show the settings file", "Print the settings", "Display settings.ini contents",
-                    "Read the configuration", "Check what the settings say", "Look at the settings file again",
-                    "Open the settings", "Dump the settings file"]
+    descriptions = [
+        "Show the settings file",
+        "Print the settings",
+        "Display settings.ini contents",
+        "Read the configuration",
+        "Check what the settings say",
+        "Look at the settings file again",
+        "Open the settings",
+        "Dump the settings file",
+    ]
     return [bash("cat settings.ini", d) for d in descriptions]
 
 
@@ -90,8 +162,7 @@ def _narrated(turn: Turn):
 # is Read on the file it named; the model reads it again and again without waiting.
 QUIET_JOB = "echo running; while [ ! -f .stop ]; do sleep 0.2; done"
 # A background job whose status line carries a new timestamp every time it is looked at.
-STAMPING_JOB = ("while [ ! -f .stop ]; do echo \"status: running at $(date -u +%Y-%m-%dT%H:%M:%S.%NZ)\"; "
-                "sleep 0.05; done")
+STAMPING_JOB = 'while [ ! -f .stop ]; do echo "status: running at $(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"; sleep 0.05; done'
 
 
 def _output_file(turn: Turn) -> str:
@@ -118,23 +189,43 @@ def _is_poll(name: str, args: dict[str, Any]) -> bool:
 
 LOOPS = [
     Scenario("failing_test_spelled_many_ways", cycling(_test_commands), {"tests/test_total.py": FAILING_TEST}),
-    Scenario("read_past_the_end_with_read", cycling(_past_end_reads), {"notes.txt": NOTES},
-             prompt="Read notes.txt to the end."),
-    Scenario("read_past_the_end_with_sed", cycling(_past_end_seds), {"notes.txt": NOTES},
-             prompt="Read notes.txt to the end."),
-    Scenario("refused_edit_retried_with_changes",
-             first_then(lambda turn: read(turn.work / "calc.py"), cycling(_refused_edits)),
-             {"calc.py": "def add(a, b):\n    return a + b  # fixed\n"}, counted=is_tool("Edit")),
-    Scenario("poll_spelled_many_ways", cycling(_status_polls), {"status.txt": "running\n"},
-             prompt="Wait for the job to finish."),
+    Scenario(
+        "read_past_the_end_with_read",
+        cycling(_past_end_reads),
+        {"notes.txt": NOTES},
+        prompt="Read notes.txt to the end.",
+    ),
+    Scenario(
+        "read_past_the_end_with_sed", cycling(_past_end_seds), {"notes.txt": NOTES}, prompt="Read notes.txt to the end."
+    ),
+    Scenario(
+        "refused_edit_retried_with_changes",
+        first_then(lambda turn: read(turn.work / "calc.py"), cycling(_refused_edits)),
+        {"calc.py": "def add(a, b):\n    return a + b  # fixed\n"},
+        counted=is_tool("Edit"),
+    ),
+    Scenario(
+        "poll_spelled_many_ways",
+        cycling(_status_polls),
+        {"status.txt": "running\n"},
+        prompt="Wait for the job to finish.",
+    ),
     Scenario("same_missing_file_other_programs", cycling(_missing_file), prompt="What is in x.txt?"),
 ]
 # Loops that must also be warned by the third call.
 EARLY_LOOPS = [
-    Scenario("background_job_read_without_pause", first_then(_start(QUIET_JOB), cycling(_read_output)),
-             prompt="Build the project.", counted=_is_poll),
-    Scenario("background_job_stamped_status", first_then(_start(STAMPING_JOB), cycling(_tail_output)),
-             prompt="Build the project.", counted=_is_poll),
+    Scenario(
+        "background_job_read_without_pause",
+        first_then(_start(QUIET_JOB), cycling(_read_output)),
+        prompt="Build the project.",
+        counted=_is_poll,
+    ),
+    Scenario(
+        "background_job_stamped_status",
+        first_then(_start(STAMPING_JOB), cycling(_tail_output)),
+        prompt="Build the project.",
+        counted=_is_poll,
+    ),
     Scenario("same_command_new_description", cycling(_narrated), prompt="What do the settings say?"),
 ]
 
@@ -145,9 +236,14 @@ def _thirty_reads(turn: Turn):
 
 def _edit_run_test(turn: Turn):
     calc = turn.work / "calc.py"
-    return [read(calc), bash("python check_calc.py", "Run the checks"), edit(calc, "return a - b", "return a + b"),
-            bash("python check_calc.py", "Run the checks again"), edit(calc, "return a ** b", "return a * b"),
-            bash("python check_calc.py", "Run the checks once more")]
+    return [
+        read(calc),
+        bash("python check_calc.py", "Run the checks"),
+        edit(calc, "return a - b", "return a + b"),
+        bash("python check_calc.py", "Run the checks again"),
+        edit(calc, "return a ** b", "return a * b"),
+        bash("python check_calc.py", "Run the checks once more"),
+    ]
 
 
 def _sweep(turn: Turn):
@@ -163,16 +259,36 @@ def _scroll_sed(turn: Turn):
 
 
 HEALTHY = [
-    Scenario("thirty_different_files", scripted(_thirty_reads),
-             {f"src/f{n:02d}.txt": f"file {n}\n" for n in range(30)}, calls=30, prompt="Review every file in src."),
-    Scenario("edit_run_test_until_it_passes", scripted(_edit_run_test), {"calc.py": CALC, "check_calc.py": CHECK},
-             calls=6),
-    Scenario("poll_that_sleeps", paced_poll(lambda c: bash(c, "Wait, then check the job status")),
-             {"status.txt": "running\n"}, calls=6, prompt="Wait for the job to finish."),
-    Scenario("poll_whose_output_moves", moving_poll(lambda c: bash(c, "Check the job's progress")), calls=8,
-             prompt="Wait for the job to finish."),
-    Scenario("sweep_over_files", scripted(_sweep), {f"f{n}.txt": "x\n" * n for n in range(1, 13)}, calls=12,
-             prompt="Count the lines of every file."),
+    Scenario(
+        "thirty_different_files",
+        scripted(_thirty_reads),
+        {f"src/f{n:02d}.txt": f"file {n}\n" for n in range(30)},
+        calls=30,
+        prompt="Review every file in src.",
+    ),
+    Scenario(
+        "edit_run_test_until_it_passes", scripted(_edit_run_test), {"calc.py": CALC, "check_calc.py": CHECK}, calls=6
+    ),
+    Scenario(
+        "poll_that_sleeps",
+        paced_poll(lambda c: bash(c, "Wait, then check the job status")),
+        {"status.txt": "running\n"},
+        calls=6,
+        prompt="Wait for the job to finish.",
+    ),
+    Scenario(
+        "poll_whose_output_moves",
+        moving_poll(lambda c: bash(c, "Check the job's progress")),
+        calls=8,
+        prompt="Wait for the job to finish.",
+    ),
+    Scenario(
+        "sweep_over_files",
+        scripted(_sweep),
+        {f"f{n}.txt": "x\n" * n for n in range(1, 13)},
+        calls=12,
+        prompt="Count the lines of every file.",
+    ),
     Scenario("scroll_with_read", scripted(_scroll_read), {"long.txt": LONG}, calls=5, prompt="Read long.txt."),
     Scenario("scroll_with_sed", scripted(_scroll_sed), {"long.txt": LONG}, calls=5, prompt="Read long.txt."),
 ]

@@ -59,10 +59,14 @@ def test_a_read_loop_is_ended_with_the_models_answer(tmp_path, script):
     stack.check_ended(run)
 
 
-@pytest.mark.parametrize("script, calls", [
-    (thirty_reads, 30),
-    (moving_poll, 8),
-], ids=["thirty-different-files", "poll-whose-output-moves"])
+@pytest.mark.parametrize(
+    "script, calls",
+    [
+        (thirty_reads, 30),
+        (moving_poll, 8),
+    ],
+    ids=["thirty-different-files", "poll-whose-output-moves"],
+)
 def test_healthy_look_alikes_run_every_call(tmp_path, script, calls):
     """As many calls run through the gateway as without it. Cline stops a run itself at the 5th
     identical call in a row, whatever the results ("consecutive identical calls"), so its poll

@@ -12,10 +12,34 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.cli_runs import (CALC, CHECK, DONE, FAILING_TEST, FINAL, LONG, MAX_EXECUTED, MISSING_FILE, NOTES,
-                              OTHER_PROGRAMS, PAST_END_SEDS, SCROLL_SEDS, SWEEP, Scenario, Turn, check_ended,
-                              check_untouched, cycling, error_mode_policy, failing_test_runs, is_tool, moving_poll,
-                              paced_poll, scripted, status_polls, switching)
+from support.cli_runs import (
+    CALC,
+    CHECK,
+    DONE,
+    FAILING_TEST,
+    FINAL,
+    LONG,
+    MAX_EXECUTED,
+    MISSING_FILE,
+    NOTES,
+    OTHER_PROGRAMS,
+    PAST_END_SEDS,
+    SCROLL_SEDS,
+    SWEEP,
+    Scenario,
+    Turn,
+    check_ended,
+    check_untouched,
+    cycling,
+    error_mode_policy,
+    failing_test_runs,
+    is_tool,
+    moving_poll,
+    paced_poll,
+    scripted,
+    status_polls,
+    switching,
+)
 from support.clis import find_cli
 from support.clis_codex import run_codex
 
@@ -31,43 +55,91 @@ def patch(path: str, old: str, new: str) -> tuple[str, str]:
 
 
 def _refused_patches(turn: Turn):
-    olds = ["    return a-b", "    return a -b", "    return (a - b)", "  return a - b", "    return a - b  # sum",
-            "    return b - a", "    return a- b", "\treturn a - b"]
+    olds = [
+        "    return a-b",
+        "    return a -b",
+        "    return (a - b)",
+        "  return a - b",
+        "    return a - b  # sum",
+        "    return b - a",
+        "    return a- b",
+        "\treturn a - b",
+    ]
     return [patch("calc.py", old, "    return a + b") for old in olds]
 
 
 LOOPS = [
-    Scenario("failing_test_spelled_many_ways", cycling(lambda turn: [sh(c) for c in failing_test_runs(turn.work)]),
-             {"tests/test_total.py": FAILING_TEST}),
-    Scenario("read_past_the_end_with_sed", cycling(lambda turn: [sh(c) for c in PAST_END_SEDS]), {"notes.txt": NOTES},
-             prompt="Read notes.txt to the end."),
-    Scenario("refused_patch_retried_with_changes", cycling(_refused_patches),
-             {"calc.py": "def add(a, b):\n    return a + b  # fixed\n"}, counted=is_tool("apply_patch")),
-    Scenario("poll_spelled_many_ways", cycling(lambda turn: [sh(c) for c in status_polls(turn.work)]),
-             {"status.txt": "running\n"}, prompt="Wait for the job to finish."),
-    Scenario("same_missing_file_other_programs",
-             cycling(switching([sh(MISSING_FILE)], [sh(c) for c in OTHER_PROGRAMS])), prompt="What is in x.txt?"),
+    Scenario(
+        "failing_test_spelled_many_ways",
+        cycling(lambda turn: [sh(c) for c in failing_test_runs(turn.work)]),
+        {"tests/test_total.py": FAILING_TEST},
+    ),
+    Scenario(
+        "read_past_the_end_with_sed",
+        cycling(lambda turn: [sh(c) for c in PAST_END_SEDS]),
+        {"notes.txt": NOTES},
+        prompt="Read notes.txt to the end.",
+    ),
+    Scenario(
+        "refused_patch_retried_with_changes",
+        cycling(_refused_patches),
+        {"calc.py": "def add(a, b):\n    return a + b  # fixed\n"},
+        counted=is_tool("apply_patch"),
+    ),
+    Scenario(
+        "poll_spelled_many_ways",
+        cycling(lambda turn: [sh(c) for c in status_polls(turn.work)]),
+        {"status.txt": "running\n"},
+        prompt="Wait for the job to finish.",
+    ),
+    Scenario(
+        "same_missing_file_other_programs",
+        cycling(switching([sh(MISSING_FILE)], [sh(c) for c in OTHER_PROGRAMS])),
+        prompt="What is in x.txt?",
+    ),
 ]
 
 
 def _edit_run_test(turn: Turn):
-    return [sh("cat calc.py"), sh("python check_calc.py"), patch("calc.py", "    return a - b", "    return a + b"),
-            sh("python check_calc.py"), patch("calc.py", "    return a ** b", "    return a * b"),
-            sh("python check_calc.py")]
+    return [
+        sh("cat calc.py"),
+        sh("python check_calc.py"),
+        patch("calc.py", "    return a - b", "    return a + b"),
+        sh("python check_calc.py"),
+        patch("calc.py", "    return a ** b", "    return a * b"),
+        sh("python check_calc.py"),
+    ]
 
 
 HEALTHY = [
-    Scenario("thirty_different_files", scripted(lambda turn: [sh(f"cat src/f{n:02d}.txt") for n in range(30)]),
-             {f"src/f{n:02d}.txt": f"file {n}\n" for n in range(30)}, calls=30, prompt="Review every file in src."),
-    Scenario("edit_run_test_until_it_passes", scripted(_edit_run_test), {"calc.py": CALC, "check_calc.py": CHECK},
-             calls=6),
-    Scenario("poll_that_sleeps", paced_poll(sh), {"status.txt": "running\n"}, calls=6,
-             prompt="Wait for the job to finish."),
+    Scenario(
+        "thirty_different_files",
+        scripted(lambda turn: [sh(f"cat src/f{n:02d}.txt") for n in range(30)]),
+        {f"src/f{n:02d}.txt": f"file {n}\n" for n in range(30)},
+        calls=30,
+        prompt="Review every file in src.",
+    ),
+    Scenario(
+        "edit_run_test_until_it_passes", scripted(_edit_run_test), {"calc.py": CALC, "check_calc.py": CHECK}, calls=6
+    ),
+    Scenario(
+        "poll_that_sleeps", paced_poll(sh), {"status.txt": "running\n"}, calls=6, prompt="Wait for the job to finish."
+    ),
     Scenario("poll_whose_output_moves", moving_poll(sh), calls=8, prompt="Wait for the job to finish."),
-    Scenario("sweep_over_files", scripted(lambda turn: [sh(c) for c in SWEEP]),
-             {f"f{n}.txt": "x\n" * n for n in range(1, 13)}, calls=12, prompt="Count the lines of every file."),
-    Scenario("scroll_with_sed", scripted(lambda turn: [sh(c) for c in SCROLL_SEDS]), {"long.txt": LONG}, calls=5,
-             prompt="Read long.txt."),
+    Scenario(
+        "sweep_over_files",
+        scripted(lambda turn: [sh(c) for c in SWEEP]),
+        {f"f{n}.txt": "x\n" * n for n in range(1, 13)},
+        calls=12,
+        prompt="Count the lines of every file.",
+    ),
+    Scenario(
+        "scroll_with_sed",
+        scripted(lambda turn: [sh(c) for c in SCROLL_SEDS]),
+        {"long.txt": LONG},
+        calls=5,
+        prompt="Read long.txt.",
+    ),
 ]
 
 

@@ -32,8 +32,20 @@ def same_view(work: Path, limit: int = 30):
     return repeating(("view", {"path": str(work / "status.txt")}), limit)
 
 
-GUESSES = ["config.yaml", "config.yml", "conf/config.yaml", "settings.json", "app.toml", "config/app.yaml",
-           ".env", "settings.ini", "etc/app.conf", "config.json", "conf.d/main.yaml", "app.config"]
+GUESSES = [
+    "config.yaml",
+    "config.yml",
+    "conf/config.yaml",
+    "settings.json",
+    "app.toml",
+    "config/app.yaml",
+    ".env",
+    "settings.ini",
+    "etc/app.conf",
+    "config.json",
+    "conf.d/main.yaml",
+    "app.config",
+]
 
 
 def missing_views(work: Path, limit: int = len(GUESSES)):
@@ -80,10 +92,14 @@ def test_views_of_missing_paths_are_at_least_warned(tmp_path):
     assert stack.model.warned(), stack.actions()
 
 
-@pytest.mark.parametrize("script, calls", [
-    (thirty_views, 30),
-    (lambda work: moving_poll(), 8),
-], ids=["thirty-different-files", "poll-whose-output-moves"])
+@pytest.mark.parametrize(
+    "script, calls",
+    [
+        (thirty_views, 30),
+        (lambda work: moving_poll(), 8),
+    ],
+    ids=["thirty-different-files", "poll-whose-output-moves"],
+)
 def test_healthy_look_alikes_run_every_call(tmp_path, script, calls):
     work = workdir(tmp_path)
     with guarded(script(work), tmp_path) as stack:

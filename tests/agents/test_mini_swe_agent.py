@@ -25,8 +25,7 @@ from support.guarded import guarded
 pytestmark = pytest.mark.skipif(mini_cli() is None, reason="mini-SWE-agent is not installed")
 
 FINAL = "FINAL ANSWER: a.txt says hello and never changes; there is nothing more to read."
-MODES = [pytest.param(TOOL, id="tool"), pytest.param(TEXT, id="text"),
-         pytest.param(TEXT_BASH, id="text-bash-fence")]
+MODES = [pytest.param(TOOL, id="tool"), pytest.param(TEXT, id="text"), pytest.param(TEXT_BASH, id="text-bash-fence")]
 
 
 def workspace(tmp_path, files: dict[str, str]):
@@ -41,8 +40,7 @@ def loopguard_reached_model(requests: list[dict]) -> bool:
 def test_the_same_command_every_reply_is_ended_with_the_models_answer(mode, tmp_path):
     work = workspace(tmp_path, {"a.txt": "hello\n"})
     audit = tmp_path / "audit.jsonl"
-    with guarded(looping(mode, "cat a.txt", FINAL), tmp_path, default_policy(),
-                 audit={"jsonl_path": str(audit)}) as gw:
+    with guarded(looping(mode, "cat a.txt", FINAL), tmp_path, default_policy(), audit={"jsonl_path": str(audit)}) as gw:
         run = run_mini(gw.url, work, tmp_path, "Read a.txt and tell me what it says.", mode)
         requests = list(gw.upstream.requests)
     actions = [(e["action"], e["detector"]) for e in read_audit(audit)]
@@ -58,8 +56,7 @@ def test_twelve_different_commands_run_in_full(mode, tmp_path):
     work = workspace(tmp_path, files)
     commands = [f"wc -l f{i}.txt" for i in range(1, 13)]
     audit = tmp_path / "audit.jsonl"
-    with guarded(sweeping(mode, commands), tmp_path, default_policy(),
-                 audit={"jsonl_path": str(audit)}) as gw:
+    with guarded(sweeping(mode, commands), tmp_path, default_policy(), audit={"jsonl_path": str(audit)}) as gw:
         run = run_mini(gw.url, work, tmp_path, "Count the lines of f1.txt to f12.txt.", mode)
         requests = list(gw.upstream.requests)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -74,10 +71,17 @@ def test_error_mode_is_final_for_mini_swe_agent(tmp_path):
     3 so a client that does retry shows it within seconds instead of minutes.)"""
     work = workspace(tmp_path, {"a.txt": "hello\n"})
     audit = tmp_path / "audit.jsonl"
-    with guarded(looping(TOOL, "cat a.txt", FINAL), tmp_path, error_mode_policy(),
-                 audit={"jsonl_path": str(audit)}) as gw:
-        run = run_mini(gw.url, work, tmp_path, "Read a.txt and tell me what it says.", TOOL,
-                       extra_env={"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "3"})
+    with guarded(
+        looping(TOOL, "cat a.txt", FINAL), tmp_path, error_mode_policy(), audit={"jsonl_path": str(audit)}
+    ) as gw:
+        run = run_mini(
+            gw.url,
+            work,
+            tmp_path,
+            "Read a.txt and tell me what it says.",
+            TOOL,
+            extra_env={"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "3"},
+        )
         bodies = [r["raw"] for r in gw.upstream.requests]
     terminates = [e for e in read_audit(audit) if e["action"] == "terminate"]
     assert len(terminates) == 1, [(e["action"], e["detector"], e["phase"]) for e in read_audit(audit)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from structlog.testing import capture_logs
-
 from support.guarded import sample_event as event
 
 from gateway.audit.bus import AuditBus, build_bus
@@ -40,7 +39,7 @@ def test_log_sink_is_always_first():
     assert [s.name for s in bus.sinks] == ["log", "jsonl"]
     with capture_logs() as logs:
         AuditBus().emit(event())
-    line, = logs
+    (line,) = logs
     assert line["event"] == "loop_intervention" and line["detector"] == "exact_repeat"
 
 

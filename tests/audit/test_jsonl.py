@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from support.agent import Agent
-from support.guarded import guarded, sample_event as event
+from support.guarded import guarded
+from support.guarded import sample_event as event
 from support.looping import stubborn
 
 from gateway.audit.jsonl_sink import JsonlSink
@@ -22,7 +23,8 @@ def test_every_event_is_one_json_line(tmp_path):
     # Each stop is followed by what it saved (estimated off the request path, drained at shutdown).
     savings = [e for e in records if e["event"] == "loop_savings"]
     assert sorted((e["action"], e["request_id"]) for e in savings) == [
-        (e["action"], e["request_id"]) for e in lines[1:]]
+        (e["action"], e["request_id"]) for e in lines[1:]
+    ]
     assert all(e["tokens"] > 0 and e["detector"] == "no_progress" for e in savings)
 
 

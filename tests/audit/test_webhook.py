@@ -47,8 +47,16 @@ def closed_url() -> str:
 
 
 def webhook_config(url: str, **extra) -> dict:
-    return {"webhook": {"url": url, "backoff_s": 0.01, "max_retries": 2, "timeout_s": 2,
-                        "headers": {"Authorization": "Bearer audit-token"}, **extra}}
+    return {
+        "webhook": {
+            "url": url,
+            "backoff_s": 0.01,
+            "max_retries": 2,
+            "timeout_s": 2,
+            "headers": {"Authorization": "Bearer audit-token"},
+            **extra,
+        }
+    }
 
 
 def metric(url: str, name: str, **labels: str) -> float:

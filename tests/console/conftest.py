@@ -1,7 +1,7 @@
 # Imported before any run is stopped: the first stop loads litellm's price table in a thread,
 # which imports httpx; the openai SDK looks httpx up in sys.modules and must never find it half
 # imported by that thread.
-import httpx  # noqa: F401
+import httpx
 import pytest
 from support.browser import chromium, chromium_path
 

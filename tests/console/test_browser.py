@@ -11,6 +11,7 @@ from support.guarded import guarded
 from support.looping import stubborn
 from support.policies import ladder_policy
 
+
 def test_a_stopped_run_appears_live_and_its_page_explains_it(tmp_path, page):
     with guarded(stubborn(), tmp_path) as g:
         page.goto(g.url + "/ui")
@@ -36,7 +37,9 @@ def test_a_stopped_run_appears_live_and_its_page_explains_it(tmp_path, page):
 
         page.locator("#feed tbody tr[data-action=terminate] td.session a").click()
         page.wait_for_selector("table.timeline")
-        calls = page.eval_on_selector_all("table.timeline tbody tr.call", "rows => rows.map(r => r.querySelector('td.tool').innerText)")
+        calls = page.eval_on_selector_all(
+            "table.timeline tbody tr.call", "rows => rows.map(r => r.querySelector('td.tool').innerText)"
+        )
         assert calls and set(calls) == {"read_file"}
         repeats = page.eval_on_selector_all("table.timeline tr.repeat", "rows => rows.length")
         assert repeats >= 2  # the repeated steps are highlighted
@@ -72,7 +75,11 @@ def test_the_feed_filters_by_agent_and_detector(tmp_path, page):
         assert agents == ["crawler"]
         page.select_option("#f-agent", "")
         page.select_option("#f-detector", "no_progress")
-        assert page.locator("#feed tbody tr").count() == page.locator("#feed tbody tr[data-detector=no_progress]").count() > 0
+        assert (
+            page.locator("#feed tbody tr").count()
+            == page.locator("#feed tbody tr[data-detector=no_progress]").count()
+            > 0
+        )
         by_agent = page.eval_on_selector_all("#by-agent tbody tr", "rows => rows.map(r => r.cells[0].innerText)")
         assert set(by_agent) == {"(default)", "crawler"}
         page.wait_for_selector("#overrides tbody tr:has-text('crawler')")  # the policy's overrides, listed

@@ -47,8 +47,12 @@ def test_excerpts_are_capped_and_masked():
     assert excerpt("a  b\n\nc", 10) == "a b c"
     assert len(excerpt("y" * 1000, 50)) == 50
     assert excerpt(None, 10) is None
-    for secret in ("sk-ant-api03-abcdefghijklmnop", "AKIAABCDEFGHIJKLMNOP", "ghp_abcdefghijklmnopqrstuvwxyz012345",
-                   "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"):
+    for secret in (
+        "sk-ant-api03-abcdefghijklmnop",
+        "AKIAABCDEFGHIJKLMNOP",
+        "ghp_abcdefghijklmnopqrstuvwxyz012345",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ):
         assert secret not in mask(f"value: {secret} end")
     assert mask("redis://:pw-secret@host:6379/0") == f"redis://:{MASK}@host:6379/0"
     assert mask('{"client_secret": "abc", "path": "a.txt"}') == f'{{"client_secret": "{MASK}", "path": "a.txt"}}'

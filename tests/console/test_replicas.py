@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
+from support.browser import SHOWN_S, loop_run
 from support.looping import RespondingUpstream, stubborn
 from support.policies import ladder_policy
 from support.process import free_port, gateway_process
 from support.redis_server import RedisServer
-from support.browser import SHOWN_S, loop_run
 from support.servers import serve
 
 FEED_IDS = "rows => rows.map(r => r.dataset.id)"
@@ -27,16 +27,32 @@ def replicas(tmp_path_factory) -> Iterator[list[str]]:
             policy = workdir / "policy.yaml"
             policy.write_text(ladder_policy())
             config = workdir / "loopguard.yaml"
-            config.write_text(yaml.safe_dump({
-                "upstream": {"base_url": upstream_url + "/v1"}, "policy": str(policy),
-                "state": {"backend": "redis", "url": redis.url, "key_prefix": "console:", "op_timeout_s": 5.0},
-                "auth": {"metrics_keys": ["operator-key"]}}))
+            config.write_text(
+                yaml.safe_dump(
+                    {
+                        "upstream": {"base_url": upstream_url + "/v1"},
+                        "policy": str(policy),
+                        "state": {"backend": "redis", "url": redis.url, "key_prefix": "console:", "op_timeout_s": 5.0},
+                        "auth": {"metrics_keys": ["operator-key"]},
+                    }
+                )
+            )
             urls = []
             ports = [free_port(), free_port()]
-            with gateway_process(["serve", "--config", str(config), "--port", str(ports[0])], ports[0],
-                                 workdir / "a.log", ready_timeout=60) as a, \
-                 gateway_process(["serve", "--config", str(config), "--port", str(ports[1])], ports[1],
-                                 workdir / "b.log", ready_timeout=60) as b:
+            with (
+                gateway_process(
+                    ["serve", "--config", str(config), "--port", str(ports[0])],
+                    ports[0],
+                    workdir / "a.log",
+                    ready_timeout=60,
+                ) as a,
+                gateway_process(
+                    ["serve", "--config", str(config), "--port", str(ports[1])],
+                    ports[1],
+                    workdir / "b.log",
+                    ready_timeout=60,
+                ) as b,
+            ):
                 urls = [a.url, b.url]
                 yield urls
     finally:
@@ -64,7 +80,9 @@ def test_both_replicas_show_the_run_one_of_them_stopped(replicas, browser):
     page_b.wait_for_selector("#feed tbody tr[data-action=terminate]", timeout=SHOWN_S)
     page_a = signed_in(browser, a)
     page_a.wait_for_selector("#feed tbody tr[data-action=terminate]", timeout=SHOWN_S)
-    assert page_a.eval_on_selector_all("#feed tbody tr", FEED_IDS) == page_b.eval_on_selector_all("#feed tbody tr", FEED_IDS)
+    assert page_a.eval_on_selector_all("#feed tbody tr", FEED_IDS) == page_b.eval_on_selector_all(
+        "#feed tbody tr", FEED_IDS
+    )
 
     page_b.locator("#feed tbody tr[data-action=terminate] td.session a").click()
     page_b.wait_for_selector("table.timeline")

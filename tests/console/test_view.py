@@ -14,21 +14,49 @@ def log(*entries: dict) -> list[LoggedEvent]:
     return [LoggedEvent(f"{n}-0", orjson.dumps(e), None) for n, e in reversed(list(enumerate(entries, 1)))]
 
 
-def hit(session: str, action: str, detector: str = "no_progress", agent: str | None = None,
-        request: str = "r1", count: int = 3) -> dict:
-    return {"k": "i", "session": session, "run": 1, "agent": agent, "detector": detector, "action": action,
-            "request_id": request, "count": count, "time": "t"}
+def hit(
+    session: str,
+    action: str,
+    detector: str = "no_progress",
+    agent: str | None = None,
+    request: str = "r1",
+    count: int = 3,
+) -> dict:
+    return {
+        "k": "i",
+        "session": session,
+        "run": 1,
+        "agent": agent,
+        "detector": detector,
+        "action": action,
+        "request_id": request,
+        "count": count,
+        "time": "t",
+    }
 
 
 def saved(request: str, action: str, tokens: int, cost: float | None) -> dict:
-    return {"k": "s", "request_id": request, "detector": "no_progress", "action": action, "tokens": tokens,
-            "cost_usd": cost}
+    return {
+        "k": "s",
+        "request_id": request,
+        "detector": "no_progress",
+        "action": action,
+        "tokens": tokens,
+        "cost_usd": cost,
+    }
 
 
 def test_runs_are_counted_once_and_a_warned_run_that_was_stopped_did_not_recover():
-    items = parse(log(hit("a", "warn"), hit("a", "warn", count=4), hit("a", "reject", request="r2"),
-                      hit("a", "terminate", request="r2"), hit("b", "warn", agent="bot"),
-                      hit("c", "pass", detector="cycle")))
+    items = parse(
+        log(
+            hit("a", "warn"),
+            hit("a", "warn", count=4),
+            hit("a", "reject", request="r2"),
+            hit("a", "terminate", request="r2"),
+            hit("b", "warn", agent="bot"),
+            hit("c", "pass", detector="cycle"),
+        )
+    )
     runs = totals(items)["runs"]
     assert runs["warned"] == 2 and runs["vetoed"] == 1 and runs["terminated"] == 1 and runs["stopped"] == 1
     assert runs["recovered"] == 1 and runs["recovery_rate"] == 0.5  # b recovered, a did not
@@ -38,9 +66,16 @@ def test_runs_are_counted_once_and_a_warned_run_that_was_stopped_did_not_recover
 
 
 def test_two_vetoes_of_one_request_each_get_their_own_savings():
-    items = parse(log(hit("a", "reject", count=5), hit("a", "reject", count=6), hit("a", "terminate", count=7),
-                      saved("r1", "reject", 100, 0.01), saved("r1", "reject", 120, 0.02),
-                      saved("r1", "terminate", 150, None)))
+    items = parse(
+        log(
+            hit("a", "reject", count=5),
+            hit("a", "reject", count=6),
+            hit("a", "terminate", count=7),
+            saved("r1", "reject", 100, 0.01),
+            saved("r1", "reject", 120, 0.02),
+            saved("r1", "terminate", 150, None),
+        )
+    )
     rows = feed(items, 10)
     assert [(r["count"], r["tokens"]) for r in rows] == [(7, 150), (6, 120), (5, 100)]
     runs = totals(items)["runs"]

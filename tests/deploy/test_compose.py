@@ -60,7 +60,7 @@ def test_the_gateway_config_loads_and_its_policy_is_mounted():
 
 def test_prometheus_scrapes_the_gateway():
     scrape = yaml.safe_load((DEPLOY / "prometheus.yml").read_text(encoding="utf-8"))
-    job, = scrape["scrape_configs"]
+    (job,) = scrape["scrape_configs"]
     assert job["metrics_path"] == "/metrics"
     assert job["static_configs"][0]["targets"] == ["gateway:8080"]
 
@@ -70,11 +70,12 @@ def test_grafana_is_provisioned_with_the_datasource_the_dashboard_uses():
 
     files = mounts("grafana")
     provisioning = files["/etc/grafana/provisioning"]
-    source, = yaml.safe_load((provisioning / "datasources/prometheus.yml").read_text())["datasources"]
+    (source,) = yaml.safe_load((provisioning / "datasources/prometheus.yml").read_text())["datasources"]
     assert source["url"] == "http://prometheus:9090"
-    provider, = yaml.safe_load((provisioning / "dashboards/loopguard.yml").read_text())["providers"]
-    dashboard = next(host for container, host in files.items()
-                     if container.startswith(provider["options"]["path"] + "/"))
+    (provider,) = yaml.safe_load((provisioning / "dashboards/loopguard.yml").read_text())["providers"]
+    dashboard = next(
+        host for container, host in files.items() if container.startswith(provider["options"]["path"] + "/")
+    )
     panels = json.loads(dashboard.read_text(encoding="utf-8"))["panels"]
     uids = {p["datasource"]["uid"] for p in panels if "datasource" in p}
     assert uids == {source["uid"]}
@@ -93,6 +94,7 @@ def compose_command() -> list[str] | None:
 
 @pytest.mark.skipif(compose_command() is None, reason="docker compose is not installed")
 def test_docker_compose_validates_the_file():
-    done = subprocess.run([*compose_command(), "-f", str(COMPOSE), "config", "--quiet"], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [*compose_command(), "-f", str(COMPOSE), "config", "--quiet"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr

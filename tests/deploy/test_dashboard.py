@@ -21,8 +21,13 @@ _METRIC = re.compile(r"\bloopguard_[a-z0-9_]+")
 _GROUPED = re.compile(r"\bby \(([^)]*)\)")  # sum by (le, route) (...)
 _MATCHED = re.compile(r"([a-z_]+)=~?\"")  # {shadow="false"}
 # The series names each metric type exposes besides its family name.
-_SUFFIXES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count", "_created"),
-             "summary": ("_sum", "_count", "_created"), "gauge": (), "info": ("_info",)}
+_SUFFIXES = {
+    "counter": ("_total", "_created"),
+    "histogram": ("_bucket", "_sum", "_count", "_created"),
+    "summary": ("_sum", "_count", "_created"),
+    "gauge": (),
+    "info": ("_info",),
+}
 
 
 def queried() -> dict[str, list[str]]:
@@ -59,10 +64,16 @@ def served(text: str) -> set[str]:
 
 def test_the_dashboard_covers_what_operators_watch():
     names = set(queried())
-    for needed in ("loopguard_requests_total", "loopguard_gateway_overhead_seconds_bucket",
-                   "loopguard_interventions_total", "loopguard_warn_outcomes_total",
-                   "loopguard_fail_open_errors_total", "loopguard_state_degradations_total",
-                   "loopguard_tokens_saved_total", "loopguard_cost_saved_usd_total"):
+    for needed in (
+        "loopguard_requests_total",
+        "loopguard_gateway_overhead_seconds_bucket",
+        "loopguard_interventions_total",
+        "loopguard_warn_outcomes_total",
+        "loopguard_fail_open_errors_total",
+        "loopguard_state_degradations_total",
+        "loopguard_tokens_saved_total",
+        "loopguard_cost_saved_usd_total",
+    ):
         assert needed in names, f"the dashboard has no panel on {needed}"
 
 
@@ -72,7 +83,8 @@ def test_every_metric_the_dashboard_queries_is_served(gateway):
     available = served(response.text)
     missing = {name: panels for name, panels in queried().items() if name not in available}
     assert not missing, "metrics the dashboard queries but /metrics does not serve:\n" + "\n".join(
-        f"  {name}  (panels: {', '.join(sorted(set(panels)))})" for name, panels in sorted(missing.items()))
+        f"  {name}  (panels: {', '.join(sorted(set(panels)))})" for name, panels in sorted(missing.items())
+    )
 
 
 def test_every_metric_the_dashboard_queries_has_series_right_after_startup(gateway):
@@ -85,8 +97,9 @@ def test_every_metric_the_dashboard_queries_has_series_right_after_startup(gatew
             sampled.setdefault(sample.name, set()).update(sample.labels)
     missing = sorted(name for name in queried() if name not in sampled)
     assert not missing, f"no series at startup for: {missing}"
-    unlabelled = {name: sorted(labels - sampled[name]) for name, labels in labels_queried().items()
-                  if labels - sampled[name]}
+    unlabelled = {
+        name: sorted(labels - sampled[name]) for name, labels in labels_queried().items() if labels - sampled[name]
+    }
     assert not unlabelled, f"series at startup without the labels the dashboard reads: {unlabelled}"
 
 
@@ -98,8 +111,12 @@ def test_each_protocol_has_a_panel_from_startup(gateway):
     metric, label = re.fullmatch(r"label_values\((\w+), (\w+)\)", variable["query"]["query"]).groups()
     repeated = [p for p in dashboard["panels"] if p.get("repeat") == "protocol"]
     assert repeated and all('route="$protocol"' in t["expr"] for p in repeated for t in p["targets"])
-    values = {sample.labels[label] for family in text_string_to_metric_families(httpx.get(gateway + "/metrics").text)
-              for sample in family.samples if sample.name == metric}
+    values = {
+        sample.labels[label]
+        for family in text_string_to_metric_families(httpx.get(gateway + "/metrics").text)
+        for sample in family.samples
+        if sample.name == metric
+    }
     assert values == {adapter.name for adapter in ADAPTERS}  # chat, responses, anthropic, gemini
 
 
@@ -120,9 +137,15 @@ def test_every_label_the_dashboard_breaks_down_by_is_served(tmp_path):
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             carried.setdefault(sample.name, set()).update(sample.labels)
-    for needed in ("loopguard_requests_total", "loopguard_gateway_overhead_seconds_bucket",
-                   "loopguard_upstream_seconds_bucket"):
+    for needed in (
+        "loopguard_requests_total",
+        "loopguard_gateway_overhead_seconds_bucket",
+        "loopguard_upstream_seconds_bucket",
+    ):
         assert needed in carried, f"no traffic reached {needed}"
-    missing = {name: sorted(labels - carried[name]) for name, labels in labels_queried().items()
-               if name in carried and labels - carried[name]}  # metrics with samples after this traffic
+    missing = {
+        name: sorted(labels - carried[name])
+        for name, labels in labels_queried().items()
+        if name in carried and labels - carried[name]
+    }  # metrics with samples after this traffic
     assert not missing, f"labels the dashboard queries but /metrics does not carry: {missing}"

@@ -32,16 +32,16 @@ def test_kustomization_lists_every_manifest():
 
 
 def test_probes_use_health_routes_on_the_served_port():
-    container, = gateway_pod()["containers"]
+    (container,) = gateway_pod()["containers"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    port, = container["ports"]
+    (port,) = container["ports"]
     assert port["containerPort"] == 8080 and container["readinessProbe"]["httpGet"]["port"] == port["name"]
 
 
 def test_config_loads_and_points_at_the_policy_folder_mount(tmp_path):
     docs = documents()
-    container, = gateway_pod()["containers"]
+    (container,) = gateway_pod()["containers"]
     env = {e["name"]: e["value"] for e in container["env"]}
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v["configMap"]["name"] for v in gateway_pod()["volumes"]}
@@ -64,7 +64,7 @@ def test_config_loads_and_points_at_the_policy_folder_mount(tmp_path):
 def test_replicas_share_the_redis_service():
     docs = documents()
     assert docs[("Deployment", "loopguard")]["spec"]["replicas"] >= 2
-    container, = gateway_pod()["containers"]
+    (container,) = gateway_pod()["containers"]
     redis_url = {e["name"]: e["value"] for e in container["env"]}["REDIS_URL"]
     service = docs[("Service", "loopguard-redis")]
     assert redis_url == f"redis://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}/0"

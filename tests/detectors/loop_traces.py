@@ -18,7 +18,7 @@ from gateway.trace.builder import build_trace, proposed_events
 from gateway.trace.model import Conversation, ToolCall, Trace, Turn
 from gateway.trace.settings import TraceSettings
 
-Step = tuple[str, Any, Union[str, None]]
+Step = tuple[str, Any, str | None]
 DEFAULTS: dict[str, DetectorSettings] = {name: d.settings() for name, d in REGISTRY.items()}
 
 
@@ -26,8 +26,12 @@ def args_text(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps(args)
 
 
-def conversation(*steps: Step | Sequence[Step], user: str = "please do the task",
-                 tools: Iterable[str] | None = None, prefix: Sequence[Turn] = ()) -> Conversation:
+def conversation(
+    *steps: Step | Sequence[Step],
+    user: str = "please do the task",
+    tools: Iterable[str] | None = None,
+    prefix: Sequence[Turn] = (),
+) -> Conversation:
     turns: list[Turn] = list(prefix)
     turns.append(Turn(len(turns), "user", user))
     n = 0

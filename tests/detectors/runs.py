@@ -19,8 +19,9 @@ from gateway.trace.model import Conversation, ToolCall, Turn
 SYSTEM = "You are a helpful agent."
 
 
-def conversation(script: Sequence[Any], upto: int | None = None, tools: Sequence[str] | None = None,
-                 system: str = SYSTEM) -> tuple[Conversation, list[ToolCall]]:
+def conversation(
+    script: Sequence[Any], upto: int | None = None, tools: Sequence[str] | None = None, system: str = SYSTEM
+) -> tuple[Conversation, list[ToolCall]]:
     """The conversation after the first ``upto`` calls, and every call of the script; ``tools``:
     the tool names the request declares (an agent's, for its profile to be recognised)."""
     turns = [Turn(0, "system", system)]
@@ -44,8 +45,13 @@ def conversation(script: Sequence[Any], upto: int | None = None, tools: Sequence
     return Conversation(tuple(turns), frozenset(tools) if tools is not None else None), calls
 
 
-def judged(script: Sequence[Any], pack: str = "default", tools: Sequence[str] | None = None,
-           system: str = SYSTEM, user_agent: str = "") -> list[tuple[str, str, str | None]]:
+def judged(
+    script: Sequence[Any],
+    pack: str = "default",
+    tools: Sequence[str] | None = None,
+    system: str = SYSTEM,
+    user_agent: str = "",
+) -> list[tuple[str, str, str | None]]:
     """(phase, action, detector) for every point a gateway would judge the run: each call as
     proposed ("response"), then the history once it ran ("request"). The policy reads the run
     through the profile of the agent that ``tools``, ``system`` and ``user_agent`` recognise."""

@@ -11,7 +11,11 @@ import pytest
 from loop_traces import DEFAULTS, action, detect, paced, propose, trace_of
 from runs import conversation, first, judged, strongest
 from support.varying import (
-    edit_test_cycle_changing_output, failing_tests_one_by_one, maze_batch, missing_modules, payment_methods,
+    edit_test_cycle_changing_output,
+    failing_tests_one_by_one,
+    maze_batch,
+    missing_modules,
+    payment_methods,
 )
 
 from gateway.policy.actions import Action
@@ -28,8 +32,11 @@ PASS, WARN, REJECT, TERMINATE = Action.PASS, Action.WARN, Action.REJECT, Action.
 def bash_output(n: int, changing: bool = False) -> tuple[str, dict, str]:
     """Claude Code's BashOutput on a background shell: "running" with a new timestamp each time."""
     out = f"epoch {n} loss {2.5 - n * 0.1:.2f}" if changing else "Building..."
-    return ("BashOutput", {"bash_id": "bash_1"},
-            f"<status>running</status>\n<stdout>\n{out}\n</stdout>\n<timestamp>2026-03-01T10:{n:02d}:07.{n}12Z</timestamp>")
+    return (
+        "BashOutput",
+        {"bash_id": "bash_1"},
+        f"<status>running</status>\n<stdout>\n{out}\n</stdout>\n<timestamp>2026-03-01T10:{n:02d}:07.{n}12Z</timestamp>",
+    )
 
 
 @pytest.mark.parametrize(("calls", "expected"), [(2, PASS), (3, WARN), (4, WARN), (5, REJECT), (8, TERMINATE)])
@@ -73,41 +80,82 @@ def test_a_sleeping_shell_poll_through_the_shipped_policy_stays_quiet():
 
 # --- 7. the same error whatever the arguments -------------------------------------------------
 
-DATASETS = ["census-2020", "weather-daily", "flights-eu", "retail-sales", "air-quality", "traffic-counts",
-            "energy-use", "crime-stats", "housing-prices", "school-grades", "rainfall", "bus-routes"]
+DATASETS = [
+    "census-2020",
+    "weather-daily",
+    "flights-eu",
+    "retail-sales",
+    "air-quality",
+    "traffic-counts",
+    "energy-use",
+    "crime-stats",
+    "housing-prices",
+    "school-grades",
+    "rainfall",
+    "bus-routes",
+]
 
 
 def downloads_left(n: int = 11):
     """An MCP tool whose quota is spent: every item answers the same."""
-    return ["download the datasets", *[("mcp__data__download", {"dataset": d},
-                                         "Error: no downloads left on this plan (quota resets monthly)")
-                                        for d in DATASETS[:n]]]
+    return [
+        "download the datasets",
+        *[
+            ("mcp__data__download", {"dataset": d}, "Error: no downloads left on this plan (quota resets monthly)")
+            for d in DATASETS[:n]
+        ],
+    ]
 
 
 def missing_files_guessed():
     """A read tool asked for one guessed path after another; each refusal names its path."""
-    paths = ["config.yaml", "config.yml", "conf/config.yaml", "settings.yaml", "app.yaml", "cfg/app.yml",
-             "etc/app.yaml", "deploy/app.yaml", "config/app.yaml", "configs/main.yaml"]
-    return ["read the app config", *[("read_file", {"path": p}, f"Error: ENOENT: no such file or directory, open '{p}'")
-                                     for p in paths]]
+    paths = [
+        "config.yaml",
+        "config.yml",
+        "conf/config.yaml",
+        "settings.yaml",
+        "app.yaml",
+        "cfg/app.yml",
+        "etc/app.yaml",
+        "deploy/app.yaml",
+        "config/app.yaml",
+        "configs/main.yaml",
+    ]
+    return [
+        "read the app config",
+        *[("read_file", {"path": p}, f"Error: ENOENT: no such file or directory, open '{p}'") for p in paths],
+    ]
 
 
 def inventory_each_failing_its_own_way():
     """A sweep over items, each refused for its own reason (not an echo of what was asked)."""
-    answers = ["Error: out of stock since March", "Error: discontinued by the maker", "Error: recalled for safety",
-               "Error: only sold in stores", "Error: price on request", "Error: awaiting customs clearance",
-               "Error: listing under review"]
-    return ["check the products", *[("check_inventory", {"sku": f"SKU-{chr(65 + i)}X"}, a) for i, a in enumerate(answers)]]
+    answers = [
+        "Error: out of stock since March",
+        "Error: discontinued by the maker",
+        "Error: recalled for safety",
+        "Error: only sold in stores",
+        "Error: price on request",
+        "Error: awaiting customs clearance",
+        "Error: listing under review",
+    ]
+    return [
+        "check the products",
+        *[("check_inventory", {"sku": f"SKU-{chr(65 + i)}X"}, a) for i, a in enumerate(answers)],
+    ]
 
 
 def mcp_maze_batch():
     """A batch over numbered items through an MCP tool: the answer names each item's number."""
-    return ["solve mazes 2 to 10", *[("mcp__mazes__solve", {"maze": i}, f"Error: maze {i} has no path from S to E")
-                                     for i in range(2, 11)]]
+    return [
+        "solve mazes 2 to 10",
+        *[("mcp__mazes__solve", {"maze": i}, f"Error: maze {i} has no path from S to E") for i in range(2, 11)],
+    ]
 
 
-SAME_ERROR_LOOPS = {"an MCP tool out of quota, item after item": downloads_left,
-                    "guessed file paths, each missing": missing_files_guessed}
+SAME_ERROR_LOOPS = {
+    "an MCP tool out of quota, item after item": downloads_left,
+    "guessed file paths, each missing": missing_files_guessed,
+}
 
 SAME_ERROR_HEALTHY = {
     "a sweep over items each failing its own way": inventory_each_failing_its_own_way,
@@ -150,8 +198,10 @@ def test_the_same_error_counts_the_things_tried_not_the_attempts():
 def test_the_same_error_through_reads_between_only_warns():
     steps = []
     for d in DATASETS[:9]:
-        steps += [("mcp__data__download", {"dataset": d}, "Error: no downloads left on this plan"),
-                  ("list_files", {"dir": f"/data/{d}"}, f"{d}.csv.part\n{d}.meta")]
+        steps += [
+            ("mcp__data__download", {"dataset": d}, "Error: no downloads left on this plan"),
+            ("list_files", {"dir": f"/data/{d}"}, f"{d}.csv.part\n{d}.meta"),
+        ]
     assert first(["download", *steps], "warn")[1] == "target_failure"
     assert strongest(["download", *steps]) == WARN
 
@@ -161,8 +211,11 @@ def test_the_same_error_through_reads_between_only_warns():
 
 def refused_edit(i: int, path: str = "/repo/client.py") -> tuple[str, dict, str]:
     old = f"timeout = {['30', '30.0', ' 30', '30  # seconds'][i % 4]}{' ' * (i // 4)}"
-    return ("Edit", {"file_path": path, "old_string": old, "new_string": "timeout = 60"},
-            f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>")
+    return (
+        "Edit",
+        {"file_path": path, "old_string": old, "new_string": "timeout = 60"},
+        f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>",
+    )
 
 
 def as_gateway(script: list[Any]) -> tuple[list[Any], tuple[WarnedCall, ...]]:
@@ -213,17 +266,34 @@ GHOST = ("ghost_tool", {"q": "x"}, "Error: unknown tool ghost_tool")
 # detector that stops the loop -> (the loop's calls, a recovery call of another kind, the loop resumed)
 BREAKS = {
     "no_progress": ([READ] * 8, ("Write", {"file_path": "/repo/b.py", "content": "y = 2\n"}, "File written"), READ),
-    "error_repeat": ([MAKE] * 8, ("Edit", {"file_path": "Makefile", "old_string": "all:", "new_string": "build:"},
-                                  "The file Makefile has been updated."), MAKE),
-    "target_failure": ([refused_edit(i) for i in range(8)],
-                       ("Write", {"file_path": "/repo/client.py", "content": "timeout = 60\n"}, "File written"),
-                       refused_edit(9)),
-    "target_failure (another file)": ([refused_edit(i) for i in range(8)],
-                                      refused_edit(0, "/repo/settings.py")[:2] + ("The file has been updated.",),
-                                      refused_edit(10)),
+    "error_repeat": (
+        [MAKE] * 8,
+        (
+            "Edit",
+            {"file_path": "Makefile", "old_string": "all:", "new_string": "build:"},
+            "The file Makefile has been updated.",
+        ),
+        MAKE,
+    ),
+    "target_failure": (
+        [refused_edit(i) for i in range(8)],
+        ("Write", {"file_path": "/repo/client.py", "content": "timeout = 60\n"}, "File written"),
+        refused_edit(9),
+    ),
+    "target_failure (another file)": (
+        [refused_edit(i) for i in range(8)],
+        refused_edit(0, "/repo/settings.py")[:2] + ("The file has been updated.",),
+        refused_edit(10),
+    ),
     "target_failure (the same error whatever the arguments)": (
-        downloads_left(8)[1:], ("mcp__billing__upgrade", {"plan": "pro"}, "Plan upgraded to pro"),
-        ("mcp__data__download", {"dataset": "rainfall"}, "Error: no downloads left on this plan (quota resets monthly)")),
+        downloads_left(8)[1:],
+        ("mcp__billing__upgrade", {"plan": "pro"}, "Plan upgraded to pro"),
+        (
+            "mcp__data__download",
+            {"dataset": "rainfall"},
+            "Error: no downloads left on this plan (quota resets monthly)",
+        ),
+    ),
     "unknown_tool": ([GHOST] * 8, ("grep", {"pattern": "ghost"}, "no matches"), GHOST),
     "cross_turn": ([MAKE, "please try again"] * 6, READ, MAKE),
 }
@@ -251,6 +321,7 @@ def test_a_write_of_the_whole_file_after_refused_edits_passes():
 # The engine's rule itself, on findings whose steps leave the latest call out or whose proposed
 # call is a new kind of action of the pattern's one tool.
 
+
 def shell_reads_failing() -> Trace:
     """`cat`, `head`, `sed -n` of one missing file: one failing target, read actions."""
     commands = ["cat notes.txt", "head notes.txt", "sed -n 1,5p notes.txt", "tail notes.txt"] * 2
@@ -258,15 +329,19 @@ def shell_reads_failing() -> Trace:
     return replace(trace, events=tuple(replace(e, action="read", target="$ notes.txt") for e in trace.events))
 
 
-@pytest.mark.parametrize(("command", "kind", "blocked"), [
-    ("cat ./notes.txt", "read", True),  # another read of the missing file: the next attempt
-    ("touch notes.txt", "shell", False),  # creating it: a new kind of action, the way out
-])
+@pytest.mark.parametrize(
+    ("command", "kind", "blocked"),
+    [
+        ("cat ./notes.txt", "read", True),  # another read of the missing file: the next attempt
+        ("touch notes.txt", "shell", False),  # creating it: a new kind of action, the way out
+    ],
+)
 def test_a_proposal_of_a_new_kind_of_action_on_the_pattern_is_not_blocked(command, kind, blocked):
     trace = shell_reads_failing()
     proposed = propose(trace, "bash", {"command": command})
-    proposed = replace(proposed, events=(*proposed.events[:-1], replace(proposed.events[-1], action=kind,
-                                                                        target="$ notes.txt")))
+    proposed = replace(
+        proposed, events=(*proposed.events[:-1], replace(proposed.events[-1], action=kind, target="$ notes.txt"))
+    )
     finding = detect("target_failure", proposed)
     assert finding is not None and finding.count == 9
     assert aimed_at(finding, proposed) is blocked
@@ -274,11 +349,14 @@ def test_a_proposal_of_a_new_kind_of_action_on_the_pattern_is_not_blocked(comman
     assert (judgement.action >= REJECT) is blocked
 
 
-@pytest.mark.parametrize(("steps", "aimed"), [
-    ((1, 2, 9), True),  # the latest call is one of the pattern's
-    ((1, 2, 3), False),  # it is not: a detour, at most warned about
-    ((), True),  # a finding naming no calls (a rule about the turn) is left alone
-])
+@pytest.mark.parametrize(
+    ("steps", "aimed"),
+    [
+        ((1, 2, 9), True),  # the latest call is one of the pattern's
+        ((1, 2, 3), False),  # it is not: a detour, at most warned about
+        ((), True),  # a finding naming no calls (a rule about the turn) is left alone
+    ],
+)
 def test_a_block_needs_the_latest_call_in_the_pattern(steps, aimed):
     trace = trace_of(*[READ] * 9)
     finding = replace(detect("no_progress", trace), steps=steps)
@@ -294,8 +372,7 @@ def test_a_terminate_not_aimed_at_the_latest_call_is_capped_to_a_warning():
 
     registry = {"elsewhere": Detector("elsewhere", elsewhere, DetectorSettings)}
     ladder = {"elsewhere": DetectorSettings(warn_at=1, reject_at=2, terminate_at=3)}
-    judgement = evaluate(build_plan(ladder, frozenset(), registry), trace_of(*[READ] * 3),
-                         cap=TERMINATE, shadow=False)
+    judgement = evaluate(build_plan(ladder, frozenset(), registry), trace_of(*[READ] * 3), cap=TERMINATE, shadow=False)
     assert judgement.action == WARN and judgement.would == WARN
 
 

@@ -88,8 +88,9 @@ def test_proposed_and_vetoed_calls_have_no_result_to_compare():
 
 
 def test_exempt_tools_are_honoured_by_the_engine():
-    policy = load_policy_text("version: 1\ndetectors: {post_compaction: {exempt_tools: [read_file]}}\n",
-                              "t.yaml").resolve()
+    policy = load_policy_text(
+        "version: 1\ndetectors: {post_compaction: {exempt_tools: [read_file]}}\n", "t.yaml"
+    ).resolve()
     judgement = policy.judge(compacted([A], [A, A, A]))
     assert judgement.action < Action.TERMINATE and NAME not in fired(judgement)
 
@@ -103,14 +104,17 @@ def fired(judgement) -> set[str]:
     return {f.detector for f in judgement.findings}
 
 
-@pytest.mark.parametrize(("text", "on"), [
-    ("", True),
-    ("enabled: true\n", True),
-    (f"detectors:\n{OTHERS_OFF}\n", True),  # every other detector off: the guard stays on
-    (f"enabled: true\ndetectors:\n{OTHERS_OFF}\n", True),
-    ("enabled: false\n", False),  # the master switch turns it off too
-    ("detectors: {post_compaction: false}\n", False),  # as does its own switch
-])
+@pytest.mark.parametrize(
+    ("text", "on"),
+    [
+        ("", True),
+        ("enabled: true\n", True),
+        (f"detectors:\n{OTHERS_OFF}\n", True),  # every other detector off: the guard stays on
+        (f"enabled: true\ndetectors:\n{OTHERS_OFF}\n", True),
+        ("enabled: false\n", False),  # the master switch turns it off too
+        ("detectors: {post_compaction: false}\n", False),  # as does its own switch
+    ],
+)
 def test_master_switch(text, on):
     policy = load_policy_text("version: 1\n" + text, "t.yaml").resolve()
     judgement = policy.judge(compacted([A, A, A], [A, A, A]))

@@ -7,8 +7,15 @@ import pytest
 from loop_traces import DEFAULTS, action, actions, count, detect, paced, propose, trace_of
 
 from gateway.detectors import (
-    REGISTRY, CycleSettings, ErrorRepeatSettings, ExactRepeatSettings, NoProgressSettings,
-    SimilarRepeatSettings, ToolRoundsSettings, UnknownToolSettings, largest_window,
+    REGISTRY,
+    CycleSettings,
+    ErrorRepeatSettings,
+    ExactRepeatSettings,
+    NoProgressSettings,
+    SimilarRepeatSettings,
+    ToolRoundsSettings,
+    UnknownToolSettings,
+    largest_window,
 )
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.policy.actions import Action
@@ -37,6 +44,7 @@ def new_result(i: int):
 
 # --- registry and contract ------------------------------------------------------------------
 
+
 def test_registry_names_in_priority_order():
     ours = ["unknown_tool", "no_progress", "error_repeat", "exact_repeat", "similar_repeat", "cycle", "tool_rounds"]
     assert [name for name in REGISTRY if name in ours] == ours  # other families may sit in between
@@ -55,20 +63,24 @@ def test_no_events_no_finding():
 
 # --- exact_repeat ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("history", "settings", "expected"), [
-    ([A, A, A], ExactRepeatSettings(), 3),
-    ([A, B, A, B, A], ExactRepeatSettings(), 3),  # non-consecutive within the window
-    ([A, B, A, C, A], ExactRepeatSettings(), 0),  # ... but B and C each brought something new
-    ([FAIL, B, FAIL, C, FAIL], ExactRepeatSettings(), 3),  # a failing call retried between new reads
-    ([FAIL, EDIT, FAIL, EDIT2, FAIL], ExactRepeatSettings(), 0),  # ... an edit between is progress
-    ([A, B, A, C, A], ExactRepeatSettings(reset_on_progress=False), 3),
-    ([A, B, A, B, A], ExactRepeatSettings(consecutive=True), 0),
-    ([A, A, B, A], ExactRepeatSettings(consecutive=True), 0),  # a different call breaks the run
-    ([A, new_result(2), A], ExactRepeatSettings(), 0),  # the result changed: progress
-    ([A, new_result(2), A], ExactRepeatSettings(reset_on_progress=False), 3),  # pure argument matching
-    ([A, A, B, C, D, ("ls", {"dir": "src"}, "c.py"), ("ls", {"dir": "x"}, "")], ExactRepeatSettings(), 0),
-    ([A] * 8, ExactRepeatSettings(), 6),  # bounded by the window
-])
+
+@pytest.mark.parametrize(
+    ("history", "settings", "expected"),
+    [
+        ([A, A, A], ExactRepeatSettings(), 3),
+        ([A, B, A, B, A], ExactRepeatSettings(), 3),  # non-consecutive within the window
+        ([A, B, A, C, A], ExactRepeatSettings(), 0),  # ... but B and C each brought something new
+        ([FAIL, B, FAIL, C, FAIL], ExactRepeatSettings(), 3),  # a failing call retried between new reads
+        ([FAIL, EDIT, FAIL, EDIT2, FAIL], ExactRepeatSettings(), 0),  # ... an edit between is progress
+        ([A, B, A, C, A], ExactRepeatSettings(reset_on_progress=False), 3),
+        ([A, B, A, B, A], ExactRepeatSettings(consecutive=True), 0),
+        ([A, A, B, A], ExactRepeatSettings(consecutive=True), 0),  # a different call breaks the run
+        ([A, new_result(2), A], ExactRepeatSettings(), 0),  # the result changed: progress
+        ([A, new_result(2), A], ExactRepeatSettings(reset_on_progress=False), 3),  # pure argument matching
+        ([A, A, B, C, D, ("ls", {"dir": "src"}, "c.py"), ("ls", {"dir": "x"}, "")], ExactRepeatSettings(), 0),
+        ([A] * 8, ExactRepeatSettings(), 6),  # bounded by the window
+    ],
+)
 def test_exact_repeat_count(history, settings, expected):
     assert count("exact_repeat", trace_of(*history), settings) == expected
 
@@ -79,8 +91,13 @@ def test_exact_repeat_only_warns_by_default():
 
 def test_exact_repeat_steps_and_description():
     finding = detect("exact_repeat", trace_of(A, B, A, B, A))
-    assert finding == Finding("exact_repeat", 3, (1, 3, 5), ("read_file",),
-                              "`read_file` called 3 times with identical arguments within the last 5 calls")
+    assert finding == Finding(
+        "exact_repeat",
+        3,
+        (1, 3, 5),
+        ("read_file",),
+        "`read_file` called 3 times with identical arguments within the last 5 calls",
+    )
 
 
 def test_exempt_tool_is_never_reported():
@@ -90,20 +107,24 @@ def test_exempt_tool_is_never_reported():
 
 # --- no_progress ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(("repeats", "expected"), [(2, PASS), (3, WARN), (4, WARN), (5, REJECT), (8, TERMINATE)])
 def test_no_progress_default_ladder(repeats, expected):
     assert action("no_progress", trace_of(*[A] * repeats)) == expected
 
 
-@pytest.mark.parametrize(("history", "expected"), [
-    ([A, A, new_result(3), A], 0),  # ... the previous identical call returned something else
-    ([A, B, A, B, A], 3),  # interleaved calls that bring nothing new are stepped over
-    ([A, ("grep", {"pattern": "x"}, "new hit"), A], 0),  # one that brought something new is progress
-    ([FAIL, ("grep", {"pattern": "x"}, "new hit"), FAIL], 2),  # ... unless a failing call is retried
-    ([FAIL, EDIT, FAIL], 0),  # ... and the call between is a read, not an edit
-    ([A, C, A, C, A, C], 3),
-    ([A, A, VETO, A], 3),  # another call in between, vetoed: still no progress for A
-])
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        ([A, A, new_result(3), A], 0),  # ... the previous identical call returned something else
+        ([A, B, A, B, A], 3),  # interleaved calls that bring nothing new are stepped over
+        ([A, ("grep", {"pattern": "x"}, "new hit"), A], 0),  # one that brought something new is progress
+        ([FAIL, ("grep", {"pattern": "x"}, "new hit"), FAIL], 2),  # ... unless a failing call is retried
+        ([FAIL, EDIT, FAIL], 0),  # ... and the call between is a read, not an edit
+        ([A, C, A, C, A, C], 3),
+        ([A, A, VETO, A], 3),  # another call in between, vetoed: still no progress for A
+    ],
+)
 def test_no_progress_count(history, expected):
     assert count("no_progress", trace_of(*history)) == expected
 
@@ -133,12 +154,15 @@ def test_no_progress_vetoed_repeats_count_and_their_text_is_never_progress():
     assert action("no_progress", propose(trace_of(A, A, A, A, veto_a, veto_a, veto_a), *A[:2])) == TERMINATE
 
 
-@pytest.mark.parametrize(("tool", "args"), [
-    ("check_background_tasks", {}),
-    ("BashOutput", {"bash_id": "shell_1"}),
-    ("Bash", {"command": "sleep 60 && tail -n 5 build.log"}),
-    ("process", {"action": "poll", "id": "p1"}),
-])
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("check_background_tasks", {}),
+        ("BashOutput", {"bash_id": "shell_1"}),
+        ("Bash", {"command": "sleep 60 && tail -n 5 build.log"}),
+        ("process", {"action": "poll", "id": "p1"}),
+    ],
+)
 def test_paced_polling_calls_use_the_poll_ladder(tool, args):
     trace = paced(trace_of(*[(tool, args, "still running")] * 9))
     assert trace.events[-1].polling
@@ -148,11 +172,14 @@ def test_paced_polling_calls_use_the_poll_ladder(tool, args):
     assert finding.ladder == "poll" and DEFAULTS["no_progress"].thresholds_for(finding).warn_at == 10
 
 
-@pytest.mark.parametrize(("tool", "args"), [
-    ("check_background_tasks", {}),
-    ("BashOutput", {"bash_id": "shell_1"}),
-    ("process", {"action": "poll", "id": "p1"}),
-])
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("check_background_tasks", {}),
+        ("BashOutput", {"bash_id": "shell_1"}),
+        ("process", {"action": "poll", "id": "p1"}),
+    ],
+)
 @pytest.mark.parametrize(("n", "expected"), [(2, PASS), (3, WARN), (5, REJECT), (8, TERMINATE)])
 def test_polls_that_do_not_wait_use_the_normal_ladder(tool, args, n, expected):
     trace = trace_of(*[(tool, args, "still running")] * n)
@@ -169,13 +196,17 @@ def test_no_progress_own_polling_tools():
 
 # --- error_repeat ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("history", "expected"), [
-    ([fail(1), fail(2), fail(3)], 3),  # error text may differ
-    ([fail(1), fail(2), ("run", {"cmd": "make"}, "built"), fail(3)], 0),  # a success in between
-    ([fail(1), fail(2), B, fail(3)], 0),  # consecutive by default
-    ([fail(1), FAIL], 2),
-    ([A, A, A], 0),  # repeats that succeed are no_progress's business
-])
+
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        ([fail(1), fail(2), fail(3)], 3),  # error text may differ
+        ([fail(1), fail(2), ("run", {"cmd": "make"}, "built"), fail(3)], 0),  # a success in between
+        ([fail(1), fail(2), B, fail(3)], 0),  # consecutive by default
+        ([fail(1), FAIL], 2),
+        ([A, A, A], 0),  # repeats that succeed are no_progress's business
+    ],
+)
 def test_error_repeat_count(history, expected):
     assert count("error_repeat", trace_of(*history)) == expected
 
@@ -203,20 +234,42 @@ def test_error_repeat_non_consecutive_mode_steps_over_repeating_calls():
 
 # --- similar_repeat -------------------------------------------------------------------------
 
+
 def search(q: str, result: str):
     return ("web_search", {"query": q}, result)
 
 
-@pytest.mark.parametrize(("history", "expected"), [
-    ([search("python asyncio timeout error", "No results found for your query."),
-      search("python asyncio timeout errors", "No results found for your query."),
-      search("python asyncio timeout exception", "No results found for your query.")], 3),
-    ([search("python asyncio timeout error", "result list one about asyncio timeouts"),
-      search("python asyncio timeout errors", "result list two, different")], 0),  # new results
-    ([search("python asyncio timeout error", "OK"), search("python asyncio timeout errors", "OK")], 0),  # says nothing
-    ([search("python asyncio timeout error", "Error: rate limited"),
-      search("rust borrow checker lifetimes", "Error: rate limited")], 0),  # not similar
-])
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        (
+            [
+                search("python asyncio timeout error", "No results found for your query."),
+                search("python asyncio timeout errors", "No results found for your query."),
+                search("python asyncio timeout exception", "No results found for your query."),
+            ],
+            3,
+        ),
+        (
+            [
+                search("python asyncio timeout error", "result list one about asyncio timeouts"),
+                search("python asyncio timeout errors", "result list two, different"),
+            ],
+            0,
+        ),  # new results
+        (
+            [search("python asyncio timeout error", "OK"), search("python asyncio timeout errors", "OK")],
+            0,
+        ),  # says nothing
+        (
+            [
+                search("python asyncio timeout error", "Error: rate limited"),
+                search("rust borrow checker lifetimes", "Error: rate limited"),
+            ],
+            0,
+        ),  # not similar
+    ],
+)
 def test_similar_repeat_count(history, expected):
     assert count("similar_repeat", trace_of(*history)) == expected
 
@@ -247,15 +300,19 @@ def test_similar_repeat_chain_versus_latest():
 
 # --- cycle ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("history", "expected"), [
-    ([A, B] * 3, 6),
-    ([A, B] * 2, 4),  # reported at two full periods; the default warns at 6
-    ([A, B, C] * 2, 6),
-    ([A, B, C, D] * 2, 8),
-    ([C, A, B, A, B, A], 5),
-    ([A, A, A, A], 0),  # one call repeated: exact_repeat's business
-    ([A, B, A, C], 0),
-])
+
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        ([A, B] * 3, 6),
+        ([A, B] * 2, 4),  # reported at two full periods; the default warns at 6
+        ([A, B, C] * 2, 6),
+        ([A, B, C, D] * 2, 8),
+        ([C, A, B, A, B, A], 5),
+        ([A, A, A, A], 0),  # one call repeated: exact_repeat's business
+        ([A, B, A, C], 0),
+    ],
+)
 def test_cycle_count(history, expected):
     assert count("cycle", trace_of(*history)) == expected
 
@@ -287,18 +344,22 @@ def test_cycle_skips_exempt_and_polling_calls():
 
 # --- unknown_tool ---------------------------------------------------------------------------
 
+
 def ghost(i: int):
     return (f"ghost_{i}", {}, f"Error: unknown tool ghost_{i}")
 
 
-@pytest.mark.parametrize(("history", "tools", "expected"), [
-    ([ghost(1)], None, 1),
-    ([ghost(1), ghost(2), ghost(3)], None, 3),
-    ([ghost(1), A, ghost(2)], None, 1),
-    ([("made_up", {}, "Error: failed")] * 2, {"read_file"}, 2),  # undeclared and failed
-    ([("made_up", {}, "fine")] * 2, {"read_file"}, 0),  # undeclared but it ran: the agent has it
-    ([A, A], {"read_file"}, 0),
-])
+@pytest.mark.parametrize(
+    ("history", "tools", "expected"),
+    [
+        ([ghost(1)], None, 1),
+        ([ghost(1), ghost(2), ghost(3)], None, 3),
+        ([ghost(1), A, ghost(2)], None, 1),
+        ([("made_up", {}, "Error: failed")] * 2, {"read_file"}, 2),  # undeclared and failed
+        ([("made_up", {}, "fine")] * 2, {"read_file"}, 0),  # undeclared but it ran: the agent has it
+        ([A, A], {"read_file"}, 0),
+    ],
+)
 def test_unknown_tool_count(history, tools, expected):
     assert count("unknown_tool", trace_of(*history, tools=tools)) == expected
 
@@ -316,6 +377,7 @@ def test_unknown_tool_proposed_undeclared_call():
 
 # --- tool_rounds ----------------------------------------------------------------------------
 
+
 def test_tool_rounds_counts_rounds_not_calls():
     trace = trace_of(*[[A, B, C]] * 4)
     settings = ToolRoundsSettings(warn_at=4)
@@ -325,6 +387,7 @@ def test_tool_rounds_counts_rounds_not_calls():
 
 
 # --- what the defaults do with real loops ---------------------------------------------------
+
 
 def test_defaults_catch_real_loops_within_five_repeats():
     assert actions(trace_of(*[A] * 3)) == {"no_progress": WARN, "exact_repeat": WARN}

@@ -8,16 +8,18 @@ from dataclasses import replace
 import pytest
 from loop_traces import action, count, propose, trace_of
 
-from gateway.policy.actions import Action
-from gateway.policy.actions import REJECT_MARKER
+from gateway.policy.actions import REJECT_MARKER, Action
 from gateway.trace.model import Trace, WarnedCall
 
 FAILED_EDIT = "ERROR: No replacement was performed, old_str did not appear verbatim in app.py"
 
 
 def edit(n: int, path: str = "app.py") -> tuple[str, dict, str]:
-    return ("str_replace_editor", {"command": "str_replace", "path": path,
-                                   "old_str": f"return total + {n}", "new_str": "return total"}, FAILED_EDIT)
+    return (
+        "str_replace_editor",
+        {"command": "str_replace", "path": path, "old_str": f"return total + {n}", "new_str": "return total"},
+        FAILED_EDIT,
+    )
 
 
 def view(path: str = "app.py") -> tuple[str, dict, str]:
@@ -37,8 +39,9 @@ def test_no_warning_no_finding():
     assert count("ignored_warning", trace_of(*(edit(n) for n in range(8)))) == 0
 
 
-@pytest.mark.parametrize(("after", "expected"), [(1, Action.WARN), (2, Action.REJECT), (4, Action.REJECT),
-                                                 (5, Action.TERMINATE)])
+@pytest.mark.parametrize(
+    ("after", "expected"), [(1, Action.WARN), (2, Action.REJECT), (4, Action.REJECT), (5, Action.TERMINATE)]
+)
 def test_each_varied_attempt_after_the_warning_climbs_the_ladder(after, expected):
     trace = warned_at(trace_of(*(edit(n) for n in range(3 + after))), 3)
     assert count("ignored_warning", trace) == after
@@ -64,8 +67,11 @@ def test_a_vetoed_attempt_counts():
 
 
 def test_an_attempt_that_works_spends_the_warning():
-    fixed = ("str_replace_editor", {"command": "str_replace", "path": "app.py", "old_str": "return total + 1",
-                                    "new_str": "return total"}, "The file app.py has been edited.")
+    fixed = (
+        "str_replace_editor",
+        {"command": "str_replace", "path": "app.py", "old_str": "return total + 1", "new_str": "return total"},
+        "The file app.py has been edited.",
+    )
     trace = warned_at(trace_of(edit(1), edit(2), edit(3), fixed, edit(7), edit(8)), 3)
     assert count("ignored_warning", trace) == 0
 
@@ -99,12 +105,16 @@ def test_the_same_result_again_continues_a_no_progress_pattern():
 def test_an_edit_test_cycle_whose_failures_change_is_not_the_warned_pattern_going_on():
     """Warned about a test run failing the same way; then each edit makes it fail otherwise:
     progress, nothing escalates. The same failure again after that does count."""
+
     def tests(failure: str) -> tuple[str, dict, str]:
         return ("bash", {"command": "pytest -q tests/test_io.py"}, f"Error: 1 failed: {failure}\nexit code 1")
 
     def fix(n: int) -> tuple[str, dict, str]:
-        return ("str_replace_editor", {"command": "str_replace", "path": "io.py", "old_str": f"v{n}",
-                                       "new_str": f"v{n + 1}"}, "The file io.py has been edited.")
+        return (
+            "str_replace_editor",
+            {"command": "str_replace", "path": "io.py", "old_str": f"v{n}", "new_str": f"v{n + 1}"},
+            "The file io.py has been edited.",
+        )
 
     same = tests("AssertionError in test_read")
     steps = [same, same, same, fix(1), tests("KeyError: 'name'"), fix(2), tests("TypeError: bad operand")]

@@ -12,8 +12,26 @@ import json
 import pytest
 from loop_traces import actions, prefix, propose, trace_of
 
-CODE_WORDS = ["def", "return", "self", "value", "items", "config", "request", "response", "cache",
-              "user", "order", "payload", "handler", "result", "logger", "error", "timeout", "index"]
+CODE_WORDS = [
+    "def",
+    "return",
+    "self",
+    "value",
+    "items",
+    "config",
+    "request",
+    "response",
+    "cache",
+    "user",
+    "order",
+    "payload",
+    "handler",
+    "result",
+    "logger",
+    "error",
+    "timeout",
+    "index",
+]
 
 
 def code(seed: int, lines: int = 40) -> str:
@@ -31,33 +49,65 @@ def paginated_reads():
 
 
 def paginated_search():
-    return [("search_issues", {"query": "label:bug state:open", "page": n, "per_page": 30},
-             json.dumps({"page": n, "items": [{"number": 1000 - n * 30 - i, "title": f"bug {n}-{i}"}
-                                              for i in range(5)]}))
-            for n in range(1, 13)]
+    return [
+        (
+            "search_issues",
+            {"query": "label:bug state:open", "page": n, "per_page": 30},
+            json.dumps(
+                {"page": n, "items": [{"number": 1000 - n * 30 - i, "title": f"bug {n}-{i}"} for i in range(5)]}
+            ),
+        )
+        for n in range(1, 13)
+    ]
 
 
 def many_files():
-    names = ["app", "config", "models", "routes", "utils", "db", "auth", "cache", "tasks", "cli",
-             "errors", "schemas", "views", "forms", "middleware", "signals", "admin", "tests"]
+    names = [
+        "app",
+        "config",
+        "models",
+        "routes",
+        "utils",
+        "db",
+        "auth",
+        "cache",
+        "tasks",
+        "cli",
+        "errors",
+        "schemas",
+        "views",
+        "forms",
+        "middleware",
+        "signals",
+        "admin",
+        "tests",
+    ]
     return [("Read", {"file_path": f"/home/dev/repo/src/{n}.py"}, code(i)) for i, n in enumerate(names)]
 
 
 def larger_limits():
     path = "/home/dev/repo/logs/server.log"
-    return [("Read", {"file_path": path, "limit": limit}, code(3, limit // 10)) for limit in (50, 100, 200, 400, 800)] + [
-        ("Read", {"file_path": path}, code(3, 120))]
+    return [
+        ("Read", {"file_path": path, "limit": limit}, code(3, limit // 10)) for limit in (50, 100, 200, 400, 800)
+    ] + [("Read", {"file_path": path}, code(3, 120))]
 
 
 def polling_changing_output():
-    return [("check_background_tasks", {}, f"task build-7: running, {pct}% ({pct * 12} of 1200 modules)")
-            for pct in range(0, 100, 4)]
+    return [
+        ("check_background_tasks", {}, f"task build-7: running, {pct}% ({pct * 12} of 1200 modules)")
+        for pct in range(0, 100, 4)
+    ]
 
 
 def shell_polling_changing_output():
-    return [("Bash", {"command": "sleep 30 && tail -n 3 /tmp/train.log"},
-             f"epoch {e} step {e * 100} loss {2.5 - e * 0.07:.3f}\nepoch {e} step {e * 100 + 50} loss {2.4 - e * 0.07:.3f}")
-            for e in range(25)]
+    return [
+        (
+            "Bash",
+            {"command": "sleep 30 && tail -n 3 /tmp/train.log"},
+            f"epoch {e} step {e * 100} loss {2.5 - e * 0.07:.3f}\nepoch {e} step {e * 100 + 50} loss {2.4 - e * 0.07:.3f}",
+        )
+        for e in range(25)
+    ]
 
 
 def sleep_then_check():
@@ -69,8 +119,10 @@ def sleep_then_check():
 
 
 def job_status_polling():
-    return [("get_job_status", {"job_id": "job-8841"}, json.dumps({"state": "RUNNING", "progress": p / 20}))
-            for p in range(20)]
+    return [
+        ("get_job_status", {"job_id": "job-8841"}, json.dumps({"state": "RUNNING", "progress": p / 20}))
+        for p in range(20)
+    ]
 
 
 def date_like():
@@ -78,8 +130,10 @@ def date_like():
 
 
 def iso_date():
-    return [("Bash", {"command": "date -u +%Y-%m-%dT%H:%M:%SZ"}, f"2025-03-03T10:{m:02d}:{(m * 13) % 60:02d}Z")
-            for m in range(12)]
+    return [
+        ("Bash", {"command": "date -u +%Y-%m-%dT%H:%M:%SZ"}, f"2025-03-03T10:{m:02d}:{(m * 13) % 60:02d}Z")
+        for m in range(12)
+    ]
 
 
 def clock_tool():
@@ -108,19 +162,31 @@ def debugger_step_print():
 
 def writing_files():
     names = ["user", "order", "invoice", "product", "customer", "payment", "shipment", "review", "cart", "coupon"]
-    return [("Write", {"file_path": f"/home/dev/repo/src/models/{n}.py",
-                       "content": f"class {n.title()}(Base):\n    __tablename__ = '{n}s'\n" + code(i, 25)},
-             f"File created successfully at: /home/dev/repo/src/models/{n}.py") for i, n in enumerate(names)]
+    return [
+        (
+            "Write",
+            {
+                "file_path": f"/home/dev/repo/src/models/{n}.py",
+                "content": f"class {n.title()}(Base):\n    __tablename__ = '{n}s'\n" + code(i, 25),
+            },
+            f"File created successfully at: /home/dev/repo/src/models/{n}.py",
+        )
+        for i, n in enumerate(names)
+    ]
 
 
 def writing_templated_files():
     # Same template for every entity, and a write tool that only answers "OK".
     names = ["user", "order", "invoice", "product", "customer", "payment", "shipment", "review"]
-    template = ("from fastapi import APIRouter\n\nrouter = APIRouter(prefix='/{n}s')\n\n"
-                "@router.get('/')\ndef list_{n}s():\n    return db.query({N}).all()\n\n"
-                "@router.get('/{{id}}')\ndef get_{n}(id: int):\n    return db.get({N}, id)\n")
-    return [("write_file", {"path": f"src/routes/{n}.py", "content": template.format(n=n, N=n.title())}, "OK")
-            for n in names]
+    template = (
+        "from fastapi import APIRouter\n\nrouter = APIRouter(prefix='/{n}s')\n\n"
+        "@router.get('/')\ndef list_{n}s():\n    return db.query({N}).all()\n\n"
+        "@router.get('/{{id}}')\ndef get_{n}(id: int):\n    return db.get({N}, id)\n"
+    )
+    return [
+        ("write_file", {"path": f"src/routes/{n}.py", "content": template.format(n=n, N=n.title())}, "OK")
+        for n in names
+    ]
 
 
 def moving_files():
@@ -131,12 +197,22 @@ def edit_test_progress():
     steps = []
     failures = [4, 3, 3, 2, 1, 0]
     for i, failed in enumerate(failures):
-        steps.append(("Edit", {"file_path": "/repo/app/pricing.py", "old_string": f"rate = {i}",
-                               "new_string": f"rate = {i + 1}"}, "The file /repo/app/pricing.py has been updated."))
+        steps.append(
+            (
+                "Edit",
+                {"file_path": "/repo/app/pricing.py", "old_string": f"rate = {i}", "new_string": f"rate = {i + 1}"},
+                "The file /repo/app/pricing.py has been updated.",
+            )
+        )
         summary = f"{failed} failed, {20 - failed} passed in 1.{i}2s" if failed else "20 passed in 1.31s"
         body = "".join(f"FAILED tests/test_pricing.py::test_case_{k} - AssertionError\n" for k in range(failed))
-        steps.append(("Bash", {"command": "python -m pytest -q tests/test_pricing.py"},
-                      body + summary + ("\nexit code 1" if failed else "")))
+        steps.append(
+            (
+                "Bash",
+                {"command": "python -m pytest -q tests/test_pricing.py"},
+                body + summary + ("\nexit code 1" if failed else ""),
+            )
+        )
     return steps
 
 
@@ -144,16 +220,31 @@ def edit_test_same_failure():
     # Different fixes, the same failing test: the agent is trying things, not looping.
     steps = []
     for i in range(5):
-        steps.append(("Edit", {"file_path": "/repo/app/io.py", "old_string": f"attempt {i}",
-                               "new_string": f"attempt {i + 1}"}, "The file /repo/app/io.py has been updated."))
-        steps.append(("Bash", {"command": "python -m pytest -q tests/test_io.py"},
-                      "FAILED tests/test_io.py::test_roundtrip - OSError\n1 failed in 0.4s\nexit code 1"))
+        steps.append(
+            (
+                "Edit",
+                {"file_path": "/repo/app/io.py", "old_string": f"attempt {i}", "new_string": f"attempt {i + 1}"},
+                "The file /repo/app/io.py has been updated.",
+            )
+        )
+        steps.append(
+            (
+                "Bash",
+                {"command": "python -m pytest -q tests/test_io.py"},
+                "FAILED tests/test_io.py::test_roundtrip - OSError\n1 failed in 0.4s\nexit code 1",
+            )
+        )
     return steps
 
 
 def parallel_reads():
-    return [[("Read", {"file_path": f"/repo/src/a{i}.py"}, code(i)), ("Read", {"file_path": f"/repo/src/b{i}.py"},
-                                                                       code(i + 50))] for i in range(8)]
+    return [
+        [
+            ("Read", {"file_path": f"/repo/src/a{i}.py"}, code(i)),
+            ("Read", {"file_path": f"/repo/src/b{i}.py"}, code(i + 50)),
+        ]
+        for i in range(8)
+    ]
 
 
 TRAPS = {

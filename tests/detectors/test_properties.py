@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import json
 from typing import Any
-
 from unittest.mock import patch
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gateway.detectors import (
-    REGISTRY, CycleSettings, ErrorRepeatSettings, ExactRepeatSettings, NoProgressSettings,
-    SimilarRepeatSettings, ToolRoundsSettings, UnknownToolSettings,
+    REGISTRY,
+    CycleSettings,
+    ErrorRepeatSettings,
+    ExactRepeatSettings,
+    NoProgressSettings,
+    SimilarRepeatSettings,
+    ToolRoundsSettings,
+    UnknownToolSettings,
+    similar,
 )
-from gateway.detectors import similar
 from gateway.protocols.chat.parse import conversation_from_body, tool_calls_from_message
 from gateway.trace.builder import build_trace, proposed_events
 from gateway.trace.model import Trace
@@ -22,15 +28,27 @@ from gateway.trace.settings import TraceSettings
 
 NAMES = ["read_file", "bash", "write", "check_background_tasks", "ghost", "grep"]
 IDS = ["c1", "c2", "c3", "", None]
-RESULTS = ["ok", "x = 1", "Error: boom", "Error: unknown tool ghost", "", "[loopguard] not run",
-           '{"pid": 3, "out": "a"}', '{"pid": 4, "out": "a"}', "took 3s at 2024-01-01T00:00:00Z",
-           "Traceback (most recent call last):\n  boom", "exit code 1"]
+RESULTS = [
+    "ok",
+    "x = 1",
+    "Error: boom",
+    "Error: unknown tool ghost",
+    "",
+    "[loopguard] not run",
+    '{"pid": 3, "out": "a"}',
+    '{"pid": 4, "out": "a"}',
+    "took 3s at 2024-01-01T00:00:00Z",
+    "Traceback (most recent call last):\n  boom",
+    "exit code 1",
+]
 
 scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["a", "b", "x y", "é", "sleep 5"])
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.sampled_from(["path", "cmd", "task_progress", "n", "opts", "action"]), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["path", "cmd", "task_progress", "n", "opts", "action"]), inner, max_size=4)
+    ),
     max_leaves=8,
 )
 arguments = st.one_of(
@@ -43,33 +61,61 @@ arguments = st.one_of(
 contents = st.one_of(
     st.sampled_from(RESULTS),
     st.text(max_size=20),
-    st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("text"), "text": st.sampled_from(RESULTS)}),
-                       st.just({"type": "image_url", "image_url": {"url": "x"}}), st.integers()), max_size=3),
+    st.lists(
+        st.one_of(
+            st.fixed_dictionaries({"type": st.just("text"), "text": st.sampled_from(RESULTS)}),
+            st.just({"type": "image_url", "image_url": {"url": "x"}}),
+            st.integers(),
+        ),
+        max_size=3,
+    ),
     st.none(),
     st.integers(),
 )
-tool_call = st.fixed_dictionaries({
-    "id": st.sampled_from(IDS),
-    "type": st.just("function"),
-    "function": st.fixed_dictionaries({"name": st.sampled_from(NAMES), "arguments": arguments}),
-})
+tool_call = st.fixed_dictionaries(
+    {
+        "id": st.sampled_from(IDS),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries({"name": st.sampled_from(NAMES), "arguments": arguments}),
+    }
+)
 messages = st.one_of(
     st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "developer"]), "content": contents}),
-    st.fixed_dictionaries({"role": st.just("assistant"), "content": contents,
-                           "tool_calls": st.lists(tool_call, max_size=3)}),
-    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.none(),
-                           "function_call": st.fixed_dictionaries({"name": st.sampled_from(NAMES),
-                                                                   "arguments": arguments})}),
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": contents, "tool_calls": st.lists(tool_call, max_size=3)}
+    ),
+    st.fixed_dictionaries(
+        {
+            "role": st.just("assistant"),
+            "content": st.none(),
+            "function_call": st.fixed_dictionaries({"name": st.sampled_from(NAMES), "arguments": arguments}),
+        }
+    ),
     st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": st.sampled_from(IDS), "content": contents}),
     st.fixed_dictionaries({"role": st.just("function"), "name": st.sampled_from(NAMES), "content": contents}),
-    st.sampled_from([None, 3, "text", [], {}, {"role": 5}, {"role": "assistant", "tool_calls": "x"},
-                     {"role": "assistant", "tool_calls": [None, {"function": "x"}, {"function": {"name": 3}}]}]),
+    st.sampled_from(
+        [
+            None,
+            3,
+            "text",
+            [],
+            {},
+            {"role": 5},
+            {"role": "assistant", "tool_calls": "x"},
+            {"role": "assistant", "tool_calls": [None, {"function": "x"}, {"function": {"name": 3}}]},
+        ]
+    ),
 )
-tools = st.one_of(st.none(), st.lists(st.sampled_from(NAMES[:4]), max_size=4).map(
-    lambda names: [{"type": "function", "function": {"name": n}} for n in names]))
+tools = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from(NAMES[:4]), max_size=4).map(
+        lambda names: [{"type": "function", "function": {"name": n}} for n in names]
+    ),
+)
 # Loops: a few messages, then a block repeated 2-5 times (so every detector has work to do).
 looped = st.tuples(st.lists(messages, max_size=8), st.lists(messages, min_size=1, max_size=4), st.integers(2, 5)).map(
-    lambda parts: parts[0] + parts[1] * parts[2])
+    lambda parts: parts[0] + parts[1] * parts[2]
+)
 bodies = st.fixed_dictionaries({"messages": st.one_of(st.lists(messages, max_size=40), looped), "tools": tools})
 
 # Defaults plus settings that switch on every option the defaults leave off.
@@ -80,10 +126,12 @@ VARIANTS = [
         "no_progress": NoProgressSettings(consecutive=True, window=5),
         "error_repeat": ErrorRepeatSettings(consecutive=False, window=4),
         "exact_repeat": ExactRepeatSettings(reset_on_progress=False, skip_polling=False, window=3),
-        "similar_repeat": SimilarRepeatSettings(metric="jaccard3", min_length=5, results="any", consecutive=False,
-                                                compare="latest", strict=True),
-        "cycle": CycleSettings(key="name", stable_results="cap", periods=(2, 3, 4, 5), window=9,
-                               warn_at=3, reject_at=4),
+        "similar_repeat": SimilarRepeatSettings(
+            metric="jaccard3", min_length=5, results="any", consecutive=False, compare="latest", strict=True
+        ),
+        "cycle": CycleSettings(
+            key="name", stable_results="cap", periods=(2, 3, 4, 5), window=9, warn_at=3, reject_at=4
+        ),
         "tool_rounds": ToolRoundsSettings(warn_at=1),
     },
     {
@@ -105,8 +153,9 @@ def traces(body: dict, trace_settings: TraceSettings) -> list[Trace]:
     out = [trace]
     if trace.latest is not None:
         last = body["messages"]
-        calls = tool_calls_from_message(next((m for m in reversed(last) if isinstance(m, dict)
-                                              and m.get("role") == "assistant"), {}))
+        calls = tool_calls_from_message(
+            next((m for m in reversed(last) if isinstance(m, dict) and m.get("role") == "assistant"), {})
+        )
         out.append(trace.with_events(proposed_events(trace, calls, trace_settings)))
     return out
 
@@ -164,8 +213,9 @@ def test_json_key_order_never_matters(body):
 CONSECUTIVE = {
     "error_repeat": ErrorRepeatSettings(),
     "similar_repeat": SimilarRepeatSettings(results="any"),
-    "exact_repeat": ExactRepeatSettings(consecutive=True, reset_on_progress=False, skip_polling=False,
-                                        exempt_tools=frozenset()),
+    "exact_repeat": ExactRepeatSettings(
+        consecutive=True, reset_on_progress=False, skip_polling=False, exempt_tools=frozenset()
+    ),
     "no_progress": NoProgressSettings(consecutive=True),
     "unknown_tool": UnknownToolSettings(),
 }
@@ -178,12 +228,23 @@ def test_a_different_call_breaks_consecutive_patterns(body, result, propose_last
     if trace.latest is None:
         return
     last = trace.latest
-    repeat = {"role": "assistant", "content": None,
-              "tool_calls": [{"id": "r1", "type": "function", "function": {"name": last.tool, "arguments": last.raw_args}}]}
-    other = {"role": "assistant", "content": None,
-             "tool_calls": [{"id": "d1", "type": "function", "function": {"name": "zz_other", "arguments": "{}"}}]}
-    extended = [*body["messages"], repeat, {"role": "tool", "tool_call_id": "r1", "content": result}, other,
-                {"role": "tool", "tool_call_id": "d1", "content": "done"}]
+    repeat = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "r1", "type": "function", "function": {"name": last.tool, "arguments": last.raw_args}}],
+    }
+    other = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "d1", "type": "function", "function": {"name": "zz_other", "arguments": "{}"}}],
+    }
+    extended = [
+        *body["messages"],
+        repeat,
+        {"role": "tool", "tool_call_id": "r1", "content": result},
+        other,
+        {"role": "tool", "tool_call_id": "d1", "content": "done"},
+    ]
     if propose_last:
         new = build_trace(conversation_from_body({**body, "messages": extended}), TraceSettings())
         new = new.with_events(proposed_events(new, tool_calls_from_message(repeat), TraceSettings()))
@@ -205,7 +266,9 @@ def test_the_repeat_shortcuts_never_change_a_finding(body: dict) -> None:
         for trace in traces(body, trace_settings):
             for variant in VARIANTS:
                 quick = findings(trace, variant)
-                with patch.object(Trace, "repeats", lambda self, size, tool_only=False: bool(self.events)), \
-                        patch.object(similar, "_next_to_same_tool", lambda events: True):
+                with (
+                    patch.object(Trace, "repeats", lambda self, size, tool_only=False: bool(self.events)),
+                    patch.object(similar, "_next_to_same_tool", lambda events: True),
+                ):
                     full = findings(trace, variant)
                 assert quick == full

@@ -10,20 +10,24 @@ import pytest
 from loop_traces import action, actions, count, detect, paced, propose, trace_of
 
 from gateway.detectors import (
-    CycleSettings, ExactRepeatSettings, NoProgressSettings, SimilarRepeatSettings,
-    ToolRoundsSettings, UnknownToolSettings,
+    CycleSettings,
+    ExactRepeatSettings,
+    NoProgressSettings,
+    SimilarRepeatSettings,
+    ToolRoundsSettings,
+    UnknownToolSettings,
 )
 from gateway.policy.actions import REJECT_MARKER, Action
 from gateway.trace.model import VETO_MARKER
-from gateway.trace.settings import TraceSettings
 from gateway.trace.normalize import result_info
+from gateway.trace.settings import TraceSettings
 
 PASS, WARN, REJECT, TERMINATE = Action.PASS, Action.WARN, Action.REJECT, Action.TERMINATE
 
 
 def jaccard3(a: str, b: str) -> float:
-    sa = {a[i:i + 3] for i in range(len(a) - 2)}
-    sb = {b[i:i + 3] for i in range(len(b) - 2)}
+    sa = {a[i : i + 3] for i in range(len(a) - 2)}
+    sb = {b[i : i + 3] for i in range(len(b) - 2)}
     return len(sa & sb) / len(sa | sb)
 
 
@@ -32,11 +36,27 @@ def jaccard3(a: str, b: str) -> float:
 # for args >= 50 chars, check_background_tasks exempt; on detection the runtime writes an error
 # observation and aborts the round: reject.
 
-DOOM_EXACT = ExactRepeatSettings(window=6, consecutive=False, reset_on_progress=False, skip_polling=False,
-                                 warn_at=None, reject_at=3, exempt_tools=frozenset({"check_background_tasks"}))
-DOOM_FUZZY = SimilarRepeatSettings(window=6, metric="jaccard3", min_similarity=0.8, min_length=50,
-                                   compare="latest", results="any", skip_polling=False, warn_at=None,
-                                   reject_at=3, exempt_tools=frozenset({"check_background_tasks"}))
+DOOM_EXACT = ExactRepeatSettings(
+    window=6,
+    consecutive=False,
+    reset_on_progress=False,
+    skip_polling=False,
+    warn_at=None,
+    reject_at=3,
+    exempt_tools=frozenset({"check_background_tasks"}),
+)
+DOOM_FUZZY = SimilarRepeatSettings(
+    window=6,
+    metric="jaccard3",
+    min_similarity=0.8,
+    min_length=50,
+    compare="latest",
+    results="any",
+    skip_polling=False,
+    warn_at=None,
+    reject_at=3,
+    exempt_tools=frozenset({"check_background_tasks"}),
+)
 DOOM_ROUNDS = ToolRoundsSettings(terminate_at=16)  # a cap of 15 rounds: the 16th round is stopped
 
 X = ("get_quote", {"symbol": "600519"}, "price 1700")
@@ -46,12 +66,15 @@ def other(i: int):
     return ("search_news", {"q": f"topic {i}"}, f"news {i}")
 
 
-@pytest.mark.parametrize(("history", "expected"), [
-    ([X, other(1), X, other(2), X], 3),  # 3 in the window, not consecutive
-    ([X, other(1), other(2), other(3), X, X], 3),  # window of 6 still holds the first X
-    ([X, other(1), other(2), other(3), other(4), X, X], 2),  # the first X left the window
-    ([X, X], 2),
-])
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        ([X, other(1), X, other(2), X], 3),  # 3 in the window, not consecutive
+        ([X, other(1), other(2), other(3), X, X], 3),  # window of 6 still holds the first X
+        ([X, other(1), other(2), other(3), other(4), X, X], 2),  # the first X left the window
+        ([X, X], 2),
+    ],
+)
 def test_doom_loop_guard_window_6_threshold_3(history, expected):
     trace = trace_of(*history)
     assert count("exact_repeat", trace, DOOM_EXACT) == expected
@@ -59,8 +82,10 @@ def test_doom_loop_guard_window_6_threshold_3(history, expected):
 
 
 def test_doom_loop_guard_fuzzy_jaccard_for_long_arguments():
-    queries = [{"sql": f"SELECT id, name, email FROM customers WHERE region = 'EU' ORDER BY id LIMIT {n}"}
-               for n in (50, 60, 70)]
+    queries = [
+        {"sql": f"SELECT id, name, email FROM customers WHERE region = 'EU' ORDER BY id LIMIT {n}"}
+        for n in (50, 60, 70)
+    ]
     texts = [json.dumps(q) for q in queries]
     assert min(len(t) for t in texts) >= 50 and jaccard3(texts[0], texts[2]) >= 0.8
     trace = trace_of(*[("sql", q, f"{i} rows") for i, q in enumerate(queries)])
@@ -100,13 +125,41 @@ def test_doom_loop_guard_max_tool_rounds_15():
 # 1 - edit distance / max length > 0.85 pairwise; oscillation A-B-A-B on names; the response
 # ladder WARN -> REJECT -> TERMINATE on successive detections = counts 3/4/5 (oscillation 4/5/6).
 
-WECLAW_EXACT = ExactRepeatSettings(window=8, consecutive=True, reset_on_progress=False, skip_polling=False,
-                                   warn_at=3, reject_at=4, terminate_at=5, exempt_tools=frozenset())
-WECLAW_SIMILAR = SimilarRepeatSettings(window=8, consecutive=True, metric="levenshtein", min_similarity=0.85,
-                                       strict=True, compare="chain", results="any", skip_polling=False,
-                                       warn_at=3, reject_at=4, terminate_at=5, exempt_tools=frozenset())
-WECLAW_CYCLE = CycleSettings(window=8, key="name", stable_results="ignore", periods=(2, 3, 4), skip_polling=False,
-                             warn_at=4, reject_at=5, terminate_at=6, exempt_tools=frozenset())
+WECLAW_EXACT = ExactRepeatSettings(
+    window=8,
+    consecutive=True,
+    reset_on_progress=False,
+    skip_polling=False,
+    warn_at=3,
+    reject_at=4,
+    terminate_at=5,
+    exempt_tools=frozenset(),
+)
+WECLAW_SIMILAR = SimilarRepeatSettings(
+    window=8,
+    consecutive=True,
+    metric="levenshtein",
+    min_similarity=0.85,
+    strict=True,
+    compare="chain",
+    results="any",
+    skip_polling=False,
+    warn_at=3,
+    reject_at=4,
+    terminate_at=5,
+    exempt_tools=frozenset(),
+)
+WECLAW_CYCLE = CycleSettings(
+    window=8,
+    key="name",
+    stable_results="ignore",
+    periods=(2, 3, 4),
+    skip_polling=False,
+    warn_at=4,
+    reject_at=5,
+    terminate_at=6,
+    exempt_tools=frozenset(),
+)
 
 WRITE = ("file.write", {"path": "config.toml", "content": "[server]\nport = 8080\n"}, "Error: permission denied")
 EARLIER = [("file.read", {"path": "README.md"}, "# app"), ("file.list", {"dir": "."}, "config.toml README.md")]
@@ -119,8 +172,13 @@ def test_weclaw_file_write_permission_denied(repeats, expected):
     if repeats == 3:
         assert detect("exact_repeat", trace, WECLAW_EXACT).steps == (3, 4, 5)
         # The shipped defaults warn at the 3rd failure as well (same call, same failure).
-        assert actions(trace) == {"no_progress": WARN, "error_repeat": WARN, "exact_repeat": WARN,
-                                  "similar_repeat": WARN, "target_failure": WARN}
+        assert actions(trace) == {
+            "no_progress": WARN,
+            "error_repeat": WARN,
+            "exact_repeat": WARN,
+            "similar_repeat": WARN,
+            "target_failure": WARN,
+        }
 
 
 def test_weclaw_exact_repeat_looks_at_the_last_three_only():
@@ -130,12 +188,29 @@ def test_weclaw_exact_repeat_looks_at_the_last_three_only():
 
 NPM_BASE = "cd /workspace/webapp && npm install package-a --save --no-audit --no-fund --loglevel=error"
 NPM = [
-    ("shell.execute", {"command": NPM_BASE, "description": "Install package-a for the web app", "timeout": 120000},
-     "npm ERR! network timeout at: https://registry.npmjs.org/package-a"),
-    ("shell.execute", {"command": NPM_BASE + " --registry=https://r.npmjs.cn", "description": "Install package-a for the web app",
-                       "timeout": 120000}, "npm ERR! Error: timeout"),
-    ("shell.execute", {"command": NPM_BASE + " --registry=https://r.npmjs.cn --timeout=60000",
-                       "description": "Install package-a for the web app", "timeout": 120000}, "npm ERR! code ETIMEDOUT\nexit code 1"),
+    (
+        "shell.execute",
+        {"command": NPM_BASE, "description": "Install package-a for the web app", "timeout": 120000},
+        "npm ERR! network timeout at: https://registry.npmjs.org/package-a",
+    ),
+    (
+        "shell.execute",
+        {
+            "command": NPM_BASE + " --registry=https://r.npmjs.cn",
+            "description": "Install package-a for the web app",
+            "timeout": 120000,
+        },
+        "npm ERR! Error: timeout",
+    ),
+    (
+        "shell.execute",
+        {
+            "command": NPM_BASE + " --registry=https://r.npmjs.cn --timeout=60000",
+            "description": "Install package-a for the web app",
+            "timeout": 120000,
+        },
+        "npm ERR! code ETIMEDOUT\nexit code 1",
+    ),
 ]
 
 
@@ -151,9 +226,11 @@ def test_weclaw_npm_install_with_growing_flags():
 
 
 def test_weclaw_similar_needs_the_threshold_between_neighbours():
-    plain = [("shell.execute", {"command": "npm install package-a"}, "Error: network timeout"),
-             ("shell.execute", {"command": "npm install left-pad"}, "Error: timeout"),
-             ("shell.execute", {"command": "pip install requests"}, "Error")]
+    plain = [
+        ("shell.execute", {"command": "npm install package-a"}, "Error: network timeout"),
+        ("shell.execute", {"command": "npm install left-pad"}, "Error: timeout"),
+        ("shell.execute", {"command": "pip install requests"}, "Error"),
+    ]
     assert count("similar_repeat", trace_of(*plain), WECLAW_SIMILAR) == 0
 
 
@@ -187,12 +264,21 @@ def test_weclaw_fewer_than_three_calls_is_never_a_loop():
 
 # --- OpenClaw tool-loop detection --------------------------------------------------------
 
+
 def test_openclaw_exec_results_ignore_volatile_runtime_metadata():
     settings = TraceSettings()
 
     def exec_result(**over):
-        base = {"status": "completed", "exitCode": 0, "timedOut": False, "output": "3 files changed",
-                "durationMs": 812, "pid": 4411, "sessionId": "s-1", "cwd": "/tmp/run-1"}
+        base = {
+            "status": "completed",
+            "exitCode": 0,
+            "timedOut": False,
+            "output": "3 files changed",
+            "durationMs": 812,
+            "pid": 4411,
+            "sessionId": "s-1",
+            "cwd": "/tmp/run-1",
+        }
         return json.dumps({**base, **over})
 
     same = result_info(exec_result(), settings).hash
@@ -204,17 +290,29 @@ def test_openclaw_exec_results_ignore_volatile_runtime_metadata():
 
 def test_openclaw_sent_message_results_ignore_per_call_ids():
     settings = TraceSettings()
-    first = {"ok": True, "channel": "#ops", "messageId": "m_1001", "fileId": "f_77",
-             "timestamp": "2025-03-01T10:00:00Z"}
-    second = {"ok": True, "channel": "#ops", "messageId": "m_1002", "fileId": "f_78",
-              "timestamp": "2025-03-01T10:00:09Z"}
+    first = {
+        "ok": True,
+        "channel": "#ops",
+        "messageId": "m_1001",
+        "fileId": "f_77",
+        "timestamp": "2025-03-01T10:00:00Z",
+    }
+    second = {
+        "ok": True,
+        "channel": "#ops",
+        "messageId": "m_1002",
+        "fileId": "f_78",
+        "timestamp": "2025-03-01T10:00:09Z",
+    }
     assert result_info(json.dumps(first), settings).hash == result_info(json.dumps(second), settings).hash
     text1 = "Sent message 1b4e28ba-2fa1-11d2-883f-0016d3cca427 at 2025-03-01T10:00:00Z (took 120ms)"
     text2 = "Sent message 6fa459ea-ee8a-3ca4-894e-db77e160355e at 2025-03-01T10:05:42Z (took 95ms)"
     assert result_info(text1, settings).hash == result_info(text2, settings).hash
     # ... so an agent sending the same message over and over is seen making no progress.
-    send = [("message.send", {"to": "#ops", "text": "deploy done"}, json.dumps({**first, "messageId": f"m_{i}"}))
-            for i in range(3)]
+    send = [
+        ("message.send", {"to": "#ops", "text": "deploy done"}, json.dumps({**first, "messageId": f"m_{i}"}))
+        for i in range(3)
+    ]
     assert count("no_progress", trace_of(*send)) == 3
 
 
@@ -225,8 +323,12 @@ def test_openclaw_per_run_scoping_a_new_user_message_resets_counts():
     turns = first_run.turns
     second = trace_of(("read_file", {"path": "a.py"}, "x = 1"), user="thanks, now look again", prefix=turns)
     assert count("no_progress", second) == 0
-    whole = trace_of(("read_file", {"path": "a.py"}, "x = 1"), user="again", prefix=turns,
-                     settings=TraceSettings(scope="conversation"))
+    whole = trace_of(
+        ("read_file", {"path": "a.py"}, "x = 1"),
+        user="again",
+        prefix=turns,
+        settings=TraceSettings(scope="conversation"),
+    )
     assert count("no_progress", whole) == 6
 
 
@@ -239,8 +341,9 @@ def test_openclaw_a_veto_note_is_not_a_new_user_message():
 
 # OpenClaw defaults: warningThreshold 10, criticalThreshold 20, globalCircuitBreakerThreshold 30,
 # historySize 30; critical vetoes the call (reject), the breaker ends the run (terminate).
-OC_GENERIC = ExactRepeatSettings(window=30, reset_on_progress=False, warn_at=10, skip_polling=False,
-                                 exempt_tools=frozenset())
+OC_GENERIC = ExactRepeatSettings(
+    window=30, reset_on_progress=False, warn_at=10, skip_polling=False, exempt_tools=frozenset()
+)
 OC_BREAKER = NoProgressSettings(window=30, warn_at=10, reject_at=20, terminate_at=30)
 OC_PINGPONG = CycleSettings(window=30, key="args", stable_results="cap", warn_at=10, reject_at=20)
 OC_UNKNOWN = UnknownToolSettings(warn_at=None, reject_at=10, terminate_at=None, window=30)

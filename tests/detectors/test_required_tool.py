@@ -40,20 +40,25 @@ def kind(*messages: tuple[str, str]) -> str | None:
 # --- keyword groups ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["我有什么持仓？", "  帮我看看我买了啥  ", "我的持仓情况", "What did I buy last week?",
-                                  "Please SHOW MY HOLDINGS"])
+@pytest.mark.parametrize(
+    "text",
+    ["我有什么持仓？", "  帮我看看我买了啥  ", "我的持仓情况", "What did I buy last week?", "Please SHOW MY HOLDINGS"],
+)
 def test_view_keywords(text):
     assert expected(("user", text)) == VIEW
 
 
-@pytest.mark.parametrize("text", ["我持仓怎么样", "持仓健康吗？", "帮我审一下持仓吧", "Is my portfolio healthy?",
-                                  "review my holdings please"])
+@pytest.mark.parametrize(
+    "text",
+    ["我持仓怎么样", "持仓健康吗？", "帮我审一下持仓吧", "Is my portfolio healthy?", "review my holdings please"],
+)
 def test_diagnose_keywords(text):
     assert expected(("user", text)) == DIAGNOSE
 
 
-@pytest.mark.parametrize("text", ["今天天气怎么样", "贵州茅台是做什么的", "write a poem about stocks", "", "健康吗",
-                                  "体检", "好的"])
+@pytest.mark.parametrize(
+    "text", ["今天天气怎么样", "贵州茅台是做什么的", "write a poem about stocks", "", "健康吗", "体检", "好的"]
+)
 def test_no_rule_without_keywords_or_context(text):
     assert expected(("system", "你是一个助手"), ("user", text)) is None
 
@@ -70,8 +75,10 @@ def test_recalled_memories_never_trigger():
 
 
 def test_only_the_current_user_message_block_is_matched():
-    wrapped = ("<relevant-memories>持仓情况: 600519</relevant-memories>\n"
-               "<current-user-message>{}</current-user-message>\n(回复时参考持仓情况)")
+    wrapped = (
+        "<relevant-memories>持仓情况: 600519</relevant-memories>\n"
+        "<current-user-message>{}</current-user-message>\n(回复时参考持仓情况)"
+    )
     assert expected(("user", wrapped.format("我买了啥"))) == VIEW
     assert expected(("user", wrapped.format("讲个笑话"))) is None
 
@@ -84,8 +91,18 @@ def test_memories_in_earlier_messages_are_no_context_marker():
 # --- contextual follow-up --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["体检", "体检一下？", "健康吗", "帮我分析这些", "这几只怎么样，要不要卖掉一些换成别的股票呢",
-                                  "health check", "Can you analyze these for me?"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "体检",
+        "体检一下？",
+        "健康吗",
+        "帮我分析这些",
+        "这几只怎么样，要不要卖掉一些换成别的股票呢",
+        "health check",
+        "Can you analyze these for me?",
+    ],
+)
 def test_followup_after_the_holdings_table(text):
     assert expected(("user", "我有什么持仓"), ("assistant", TABLE), ("user", text)) == DIAGNOSE
     assert kind(("user", "x"), ("assistant", TABLE), ("user", text)) == "followup"
@@ -120,8 +137,9 @@ def test_the_window_is_the_4_messages_before_the_input():
 
 def test_the_window_is_configurable():
     wide = SETTINGS.model_validate({**SETTINGS.model_dump(), "context_messages": 5})
-    history = turns(("assistant", TABLE), ("assistant", "z"), ("user", "a"), ("assistant", "b"),
-                    ("user", "c"), ("user", "体检"))
+    history = turns(
+        ("assistant", TABLE), ("assistant", "z"), ("user", "a"), ("assistant", "b"), ("user", "c"), ("user", "体检")
+    )
     assert resolve(history, wide) is not None
 
 
@@ -161,13 +179,16 @@ def test_the_input_is_the_last_genuine_user_turn():
     assert resolve(history, SETTINGS).tool == "portfolio"  # our own note is not the input
 
 
-@pytest.mark.parametrize(("calls", "done"), [
-    ((), False),
-    ((("search", {"q": "x"}),), False),
-    ((("portfolio", {"mode": "view"}),), False),  # the wrong mode
-    ((("portfolio", {"mode": "diagnose", "extra": 1}),), True),
-    ((("search", {"q": "x"}), ("portfolio", {"mode": "diagnose"})), True),
-])
+@pytest.mark.parametrize(
+    ("calls", "done"),
+    [
+        ((), False),
+        ((("search", {"q": "x"}),), False),
+        ((("portfolio", {"mode": "view"}),), False),  # the wrong mode
+        ((("portfolio", {"mode": "diagnose", "extra": 1}),), True),
+        ((("search", {"q": "x"}), ("portfolio", {"mode": "diagnose"})), True),
+    ],
+)
 def test_satisfied_by_a_call_with_the_required_args(calls, done):
     trace = build_trace(conversation(*calls), TraceSettings())
     assert satisfied(resolve(trace.turns, SETTINGS), trace.events) is done
@@ -176,8 +197,10 @@ def test_satisfied_by_a_call_with_the_required_args(calls, done):
 def test_satisfied_by_a_proposed_call_but_not_a_vetoed_or_earlier_one():
     trace = build_trace(conversation(), TraceSettings())
     assert satisfied(resolve(trace.turns, SETTINGS), propose(trace, "portfolio", {"mode": "diagnose"}).events)
-    vetoed = Conversation(conversation(("portfolio", {"mode": "diagnose"})).turns[:2]
-                          + (Turn(2, "tool", VETO_MARKER + " rejected", tool_call_id="c1"),))
+    vetoed = Conversation(
+        conversation(("portfolio", {"mode": "diagnose"})).turns[:2]
+        + (Turn(2, "tool", VETO_MARKER + " rejected", tool_call_id="c1"),)
+    )
     trace = build_trace(vetoed, TraceSettings())
     assert not satisfied(resolve(trace.turns, SETTINGS), trace.events)
     earlier = conversation(("portfolio", {"mode": "diagnose"}), user="持仓健康吗")

@@ -10,7 +10,15 @@ from loop_traces import propose, trace_of
 
 from gateway.detectors import REGISTRY
 from gateway.detectors.retrieval import (
-    Decision, Iteration, RetrievalSettings, confidence_of, decide, decisions, detect, is_duplicate, trend,
+    Decision,
+    Iteration,
+    RetrievalSettings,
+    confidence_of,
+    decide,
+    decisions,
+    detect,
+    is_duplicate,
+    trend,
 )
 from gateway.detectors.text import jaccard, tokens, units
 from gateway.policy import Action, load_policy
@@ -41,8 +49,7 @@ def test_the_demo_stops_at_max_iterations():
     """Per iteration, decision and trend after recording it: iteration 3's max-iteration check
     comes first (the confidence fell, "置信度下降", but the loop stops at 3)."""
     got = [(v.decision, v.trend) for v in decisions(its(*DEMO), S)]
-    assert got == [(Decision.CONTINUE, "unknown"), (Decision.CONTINUE, "improving"),
-                   (Decision.STOP_MAX_ITER, "stable")]
+    assert got == [(Decision.CONTINUE, "unknown"), (Decision.CONTINUE, "improving"), (Decision.STOP_MAX_ITER, "stable")]
     assert not any(is_duplicate(q, [p for p, _ in DEMO[:i]]) for i, (q, _) in enumerate(DEMO))
 
 
@@ -52,15 +59,18 @@ def test_the_demo_with_room_for_a_fourth_iteration_stops_for_no_progress():
     assert (verdict.decision, verdict.trend) == (Decision.STOP_NO_PROGRESS, "stable")
 
 
-@pytest.mark.parametrize(("pairs", "decision", "flow"), [
-    ([("a b", 0.3), ("c d", 0.75)], Decision.STOP_SUFFICIENT, "good"),
-    ([("a b", 0.7)], Decision.STOP_SUFFICIENT, "good"),  # >= 0.7 on the first iteration
-    ([("a b", 0.5), ("c d", 0.4)], Decision.STOP_NO_PROGRESS, "declining"),
-    ([("a b", 0.5), ("c d", 0.51)], Decision.STOP_NO_PROGRESS, "stable"),  # within +-0.02
-    ([("a b", 0.3), ("c d", 0.45), ("e f", 0.46)], Decision.CONTINUE, "improving"),  # improving wins
-    ([("a b", 0.3), ("c d", 0.33)], Decision.CONTINUE, "improving"),
-    ([("a b", None), ("c d", None)], Decision.CONTINUE, "unknown"),  # nothing to judge
-])
+@pytest.mark.parametrize(
+    ("pairs", "decision", "flow"),
+    [
+        ([("a b", 0.3), ("c d", 0.75)], Decision.STOP_SUFFICIENT, "good"),
+        ([("a b", 0.7)], Decision.STOP_SUFFICIENT, "good"),  # >= 0.7 on the first iteration
+        ([("a b", 0.5), ("c d", 0.4)], Decision.STOP_NO_PROGRESS, "declining"),
+        ([("a b", 0.5), ("c d", 0.51)], Decision.STOP_NO_PROGRESS, "stable"),  # within +-0.02
+        ([("a b", 0.3), ("c d", 0.45), ("e f", 0.46)], Decision.CONTINUE, "improving"),  # improving wins
+        ([("a b", 0.3), ("c d", 0.33)], Decision.CONTINUE, "improving"),
+        ([("a b", None), ("c d", None)], Decision.CONTINUE, "unknown"),  # nothing to judge
+    ],
+)
 def test_decisions(pairs, decision, flow):
     verdict = decide(its(*pairs), tuned(S, max_iterations=5))
     assert (verdict.decision, verdict.trend) == (decision, flow)
@@ -77,23 +87,31 @@ def test_trend_counts_steps_beyond_the_tolerance():
 # --- duplicate queries --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("query", "earlier"), [
-    ("Expense Policy ", "expense   policy"),  # exact after normalization
-    ("公司的报销制度", "公司报销制度。"),  # a particle and punctuation
-    ("2024年公司差旅报销制度具体规定？", "2024年 公司差旅报销制度的具体规定"),
-    ("travel expense reimbursement policy for employees in the Shanghai office 2024",
-     "travel expense reimbursement policy for employees in the shanghai office, 2024 (latest)"),
-])
+@pytest.mark.parametrize(
+    ("query", "earlier"),
+    [
+        ("Expense Policy ", "expense   policy"),  # exact after normalization
+        ("公司的报销制度", "公司报销制度。"),  # a particle and punctuation
+        ("2024年公司差旅报销制度具体规定？", "2024年 公司差旅报销制度的具体规定"),
+        (
+            "travel expense reimbursement policy for employees in the Shanghai office 2024",
+            "travel expense reimbursement policy for employees in the shanghai office, 2024 (latest)",
+        ),
+    ],
+)
 def test_duplicates(query, earlier):
     assert is_duplicate(query, [earlier])
     assert decide(its((earlier, 0.3), (query, 0.5)), S).decision == Decision.STOP_DUPLICATE
 
 
-@pytest.mark.parametrize(("query", "earlier"), [
-    ("报销审批标准", "报销流程规定"),
-    ("公司报销制度", "报销制度 公司"),  # reordered: jieba's words would say 1.0
-    ("expense policy", "travel policy"),
-])
+@pytest.mark.parametrize(
+    ("query", "earlier"),
+    [
+        ("报销审批标准", "报销流程规定"),
+        ("公司报销制度", "报销制度 公司"),  # reordered: jieba's words would say 1.0
+        ("expense policy", "travel policy"),
+    ],
+)
 def test_not_duplicates(query, earlier):
     assert not is_duplicate(query, [earlier])
 
@@ -109,17 +127,20 @@ def test_bigrams_compared_with_jieba_words():
 # --- reading iterations off the trace -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("settings", "result", "value"), [
-    ({}, '{"confidence": 0.42}', 0.42),
-    ({}, '{"confidence": "0.42"}', 0.42),
-    ({"confidence_path": "meta.score"}, '{"meta": {"score": 0.8}}', 0.8),
-    ({"confidence_path": "hits.0.score"}, '{"hits": [{"score": 0.61}, {"score": 0.2}]}', 0.61),
-    ({"confidence_regex": r"confidence=([0-9.]+)"}, "3 documents found (confidence=0.55)", 0.55),
-    ({"confidence_regex": r"confidence=([0-9.]+)"}, '{"other": 1} confidence=0.5', 0.5),
-    ({}, '{"confidence": true}', None),
-    ({}, "no number here", None),
-    ({}, "Error: index unavailable", None),
-])
+@pytest.mark.parametrize(
+    ("settings", "result", "value"),
+    [
+        ({}, '{"confidence": 0.42}', 0.42),
+        ({}, '{"confidence": "0.42"}', 0.42),
+        ({"confidence_path": "meta.score"}, '{"meta": {"score": 0.8}}', 0.8),
+        ({"confidence_path": "hits.0.score"}, '{"hits": [{"score": 0.61}, {"score": 0.2}]}', 0.61),
+        ({"confidence_regex": r"confidence=([0-9.]+)"}, "3 documents found (confidence=0.55)", 0.55),
+        ({"confidence_regex": r"confidence=([0-9.]+)"}, '{"other": 1} confidence=0.5', 0.5),
+        ({}, '{"confidence": true}', None),
+        ({}, "no number here", None),
+        ({}, "Error: index unavailable", None),
+    ],
+)
 def test_confidence_of(settings, result, value):
     trace = trace_of(("search", {"query": "q"}, result))
     assert confidence_of(trace.latest, tuned(S, **settings)) == value

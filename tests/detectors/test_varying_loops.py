@@ -7,8 +7,17 @@ from __future__ import annotations
 import pytest
 from runs import first, judged, strongest
 from support.varying import (
-    HEALTHY, LOOPS, claude_code_edit_not_found, click_missing_element, codex_cat, npm_flags, openhands_edit_refused,
-    reworded_web_agent, reworded_with_plans, swe_agent_syntax_errors, url_with_varying_headers,
+    HEALTHY,
+    LOOPS,
+    claude_code_edit_not_found,
+    click_missing_element,
+    codex_cat,
+    npm_flags,
+    openhands_edit_refused,
+    reworded_web_agent,
+    reworded_with_plans,
+    swe_agent_syntax_errors,
+    url_with_varying_headers,
 )
 
 from gateway.policy.actions import Action
@@ -46,8 +55,10 @@ def test_codex_cat_is_ended_within_eight_calls_and_vetoed_before_the_fifth_runs(
     assert first(codex_cat(), "terminate") == (8, "no_progress")
 
 
-@pytest.mark.parametrize("script", [openhands_edit_refused, swe_agent_syntax_errors, url_with_varying_headers,
-                                    npm_flags, click_missing_element])
+@pytest.mark.parametrize(
+    "script",
+    [openhands_edit_refused, swe_agent_syntax_errors, url_with_varying_headers, npm_flags, click_missing_element],
+)
 def test_failing_again_and_again_on_one_target_escalates(script):
     assert first(script(), "warn") == (3, "target_failure")
     assert first(script(), "reject") == (6, "target_failure")
@@ -69,8 +80,13 @@ def test_reworded_requests_with_the_same_action_line_are_warned_never_more(scrip
 def test_the_same_rewordings_answered_by_different_actions_stay_quiet():
     script = reworded_web_agent()
     pages = ["Pricing", "About us", "Careers", "Press", "Blog", "Status"]
-    varied = [script[0], *[(tool, args, f"I opened the {page} page from the main menu.\n" + result.split("\n", 1)[1])
-                           for page, (tool, args, result) in zip(pages, script[1:])]]
+    varied = [
+        script[0],
+        *[
+            (tool, args, f"I opened the {page} page from the main menu.\n" + result.split("\n", 1)[1])
+            for page, (tool, args, result) in zip(pages, script[1:])
+        ],
+    ]
     assert strongest(varied) == Action.PASS
 
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from support.anthropic_upstream import Said, healthy, stubborn
 from support.claude_agent import TOOLS, ClaudeAgent
-from support.claude_gateway import start_claude  # noqa: F401 - the fixture
+from support.claude_gateway import start_claude
 from support.policies import ladder_policy
 from support.servers import serve
 
@@ -28,8 +28,13 @@ def system_notes(body: dict) -> list[str]:
 
 
 def veto_results(body: dict) -> list[dict]:
-    return [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
-            if b.get("type") == "tool_result" and str(b.get("content", "")).startswith(MARK)]
+    return [
+        b
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result" and str(b.get("content", "")).startswith(MARK)
+    ]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -90,8 +95,9 @@ def test_a_healthy_agent_is_untouched_byte_for_byte(start_claude, stream):
         received.append(response.content)
 
     # The SDK's own HTTP client, with hooks that see the exact bytes on the wire.
-    http = anthropic.DefaultHttpxClient(event_hooks={"request": [lambda r: sent.append(r.content)],
-                                                     "response": [on_response]})
+    http = anthropic.DefaultHttpxClient(
+        event_hooks={"request": [lambda r: sent.append(r.content)], "response": [on_response]}
+    )
     client = anthropic.Anthropic(base_url=gateway, api_key="sk-ant-client", max_retries=0, http_client=http)
     agent = ClaudeAgent(client, stream=stream)
     assert agent.run("check the files") == "All files read: nothing to fix."
@@ -103,13 +109,19 @@ def test_a_healthy_agent_is_untouched_byte_for_byte(start_claude, stream):
 HI = {"model": "claude-sonnet-4-6", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
 
 
-@pytest.mark.parametrize("headers", [
-    {"x-api-key": "sk-ant-client", "anthropic-version": "2023-06-01",
-     "anthropic-beta": "interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14"},
-    {"authorization": "Bearer sk-ant-oauth", "anthropic-version": "2023-06-01"},  # token-based clients
-])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {
+            "x-api-key": "sk-ant-client",
+            "anthropic-version": "2023-06-01",
+            "anthropic-beta": "interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14",
+        },
+        {"authorization": "Bearer sk-ant-oauth", "anthropic-version": "2023-06-01"},  # token-based clients
+    ],
+)
 def test_credentials_and_anthropic_headers_are_forwarded_untouched(start_claude, headers):
-    upstream, client, gateway = start_claude(healthy(files=0))
+    upstream, _client, gateway = start_claude(healthy(files=0))
     assert httpx.post(gateway + "/v1/messages", json=HI, headers=headers).status_code == 200
     seen = upstream.last["headers"]
     assert {k: seen.get(k) for k in headers} == headers
@@ -117,10 +129,14 @@ def test_credentials_and_anthropic_headers_are_forwarded_untouched(start_claude,
 
 
 def test_a_server_side_key_replaces_the_clients_credentials(start_claude):
-    upstream, client, gateway = start_claude(healthy(files=0), anthropic_api_key="sk-ant-server",
-                                             api_key="sk-openai-server")
-    httpx.post(gateway + "/v1/messages", json=HI,
-               headers={"x-api-key": "sk-ant-client", "authorization": "Bearer client-token"})
+    upstream, _client, gateway = start_claude(
+        healthy(files=0), anthropic_api_key="sk-ant-server", api_key="sk-openai-server"
+    )
+    httpx.post(
+        gateway + "/v1/messages",
+        json=HI,
+        headers={"x-api-key": "sk-ant-client", "authorization": "Bearer client-token"},
+    )
     seen = upstream.last["headers"]
     assert seen["x-api-key"] == "sk-ant-server"
     assert "authorization" not in seen  # neither the client's token nor the OpenAI key
@@ -130,13 +146,14 @@ def test_messages_without_v1_and_count_tokens_reach_the_anthropic_upstream(start
     upstream, client, gateway = start_claude(healthy(files=0))
     plain = httpx.post(gateway + "/messages", json=HI, headers={"x-api-key": "k"})
     assert plain.status_code == 200 and upstream.last["path"] == "/v1/messages"
-    counted = client.messages.count_tokens(model="claude-sonnet-4-6", messages=[{"role": "user", "content": "hi"}],
-                                           tools=TOOLS)
+    counted = client.messages.count_tokens(
+        model="claude-sonnet-4-6", messages=[{"role": "user", "content": "hi"}], tools=TOOLS
+    )
     assert counted.input_tokens == 7 and upstream.last["path"] == "/v1/messages/count_tokens"
 
 
 def test_errors_the_gateway_writes_are_in_anthropics_shape(start_claude):
-    upstream, client, gateway = start_claude(healthy(files=0))
+    upstream, _client, gateway = start_claude(healthy(files=0))
     reply = httpx.post(gateway + "/v1/messages", content=b"{not json", headers={"x-api-key": "k"})
     assert reply.status_code == 400
     assert reply.json()["type"] == "error" and reply.json()["error"]["type"] == "invalid_request_error"
@@ -144,7 +161,7 @@ def test_errors_the_gateway_writes_are_in_anthropics_shape(start_claude):
 
 
 def test_upstream_errors_reach_the_sdk_as_sent(start_claude):
-    upstream, client, _ = start_claude(lambda body: Said(status=529, error_type="overloaded_error"))
+    _upstream, client, _ = start_claude(lambda body: Said(status=529, error_type="overloaded_error"))
     with pytest.raises(anthropic.APIStatusError) as raised:
         client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
     assert raised.value.status_code == 529
@@ -166,8 +183,11 @@ def test_an_unreachable_anthropic_upstream_is_an_anthropic_error(tmp_path):
 def test_with_thinking_on_only_the_reask_goes_without_it(start_claude, stream):
     upstream, client, _ = start_claude(stubborn())
     thinking = {"type": "enabled", "budget_tokens": 1024}
-    agent = ClaudeAgent(client, stream=stream, options={"thinking": thinking, "max_tokens": 2048,
-                                                        "system": [{"type": "text", "text": "You read files."}]})
+    agent = ClaudeAgent(
+        client,
+        stream=stream,
+        options={"thinking": thinking, "max_tokens": 2048, "system": [{"type": "text", "text": "You read files."}]},
+    )
     agent.run("summarize a.txt")
     sent = [r["json"] for r in upstream.requests]
     assert [b.get("thinking") for b in sent] == [thinking] * 4 + [{"type": "disabled"}] * 2
@@ -184,13 +204,16 @@ def answered(ident: str, text: str = "same") -> dict:
     return {"type": "tool_result", "tool_use_id": ident, "content": text}
 
 
-@pytest.mark.parametrize("order", [
-    ("read", "list"),
-    ("list", "read"),
-    ("read", "list", "tests"),
-    ("list", "read", "tests"),
-    ("list", "tests", "read"),
-])
+@pytest.mark.parametrize(
+    "order",
+    [
+        ("read", "list"),
+        ("list", "read"),
+        ("read", "list", "tests"),
+        ("list", "read", "tests"),
+        ("list", "tests", "read"),
+    ],
+)
 def test_the_refused_result_is_the_looping_calls_among_parallel_results(start_claude, order):
     """Four rounds of the same parallel calls and results; the round's last call, the read, is
     at reject level. The last round's results come in ``order`` (an agent reports them as its
@@ -202,12 +225,15 @@ def test_the_refused_result_is_the_looping_calls_among_parallel_results(start_cl
         # except in the last round.
         called_order = [name for name in order if name != "read"] + ["read"]
         uses = [called(name, f"toolu_{name}{n}") for name in called_order]
-        results = [{"type": "tool_result", "tool_use_id": f"toolu_{name}{n}", "content": f"output of {name}"}
-                   for name in (order if n == 4 else called_order)]
+        results = [
+            {"type": "tool_result", "tool_use_id": f"toolu_{name}{n}", "content": f"output of {name}"}
+            for name in (order if n == 4 else called_order)
+        ]
         messages += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
 
-    raw = client.messages.with_raw_response.create(model="claude-sonnet-4-6", max_tokens=64, tools=TOOLS,
-                                                   messages=messages)
+    raw = client.messages.with_raw_response.create(
+        model="claude-sonnet-4-6", max_tokens=64, tools=TOOLS, messages=messages
+    )
 
     assert raw.headers["x-loopguard-action"] == "reject"
     sent = upstream.last["json"]["messages"][-1]["content"]
@@ -220,20 +246,27 @@ def test_the_refused_result_is_the_looping_calls_among_parallel_results(start_cl
 
 
 def called(name: str, ident: str) -> dict:
-    tool, args = {"read": ("read_file", {"path": "a.txt"}), "list": ("list_dir", {"path": "."}),
-                  "tests": ("run_tests", {})}[name]
+    tool, args = {
+        "read": ("read_file", {"path": "a.txt"}),
+        "list": ("list_dir", {"path": "."}),
+        "tests": ("run_tests", {}),
+    }[name]
     return {"type": "tool_use", "id": ident, "name": tool, "input": args}
 
 
 ONLY_COMPACTION = "version: 1\nname: only-compaction\ndetectors:\n" + "".join(
-    f"  {name}: false\n" for name in REGISTRY if name != "post_compaction")
+    f"  {name}: false\n" for name in REGISTRY if name != "post_compaction"
+)
 
 
-@pytest.mark.parametrize(("metadata", "sessions", "followed"), [
-    ({"user_id": "user_5e1f_account_9c2d_session_0b7a"}, {}, True),
-    ({"user_id": "user_5e1f_account_9c2d_session_0b7a"}, {"body_user": False}, False),  # switched off
-    (None, {}, False),  # only the fingerprint, which the summary changed
-])
+@pytest.mark.parametrize(
+    ("metadata", "sessions", "followed"),
+    [
+        ({"user_id": "user_5e1f_account_9c2d_session_0b7a"}, {}, True),
+        ({"user_id": "user_5e1f_account_9c2d_session_0b7a"}, {"body_user": False}, False),  # switched off
+        (None, {}, False),  # only the fingerprint, which the summary changed
+    ],
+)
 def test_metadata_user_id_names_the_session_a_full_summary_keeps(start_claude, metadata, sessions, followed):
     """A Claude-Code-style agent replaces its whole history with a summary and keeps looping.
     Its ``metadata.user_id`` is its session (as OpenAI's ``user`` is), so the post-compaction

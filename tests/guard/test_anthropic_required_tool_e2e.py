@@ -8,7 +8,7 @@ import httpx
 import pytest
 from support.anthropic_upstream import Said
 from support.claude_agent import ClaudeAgent
-from support.claude_gateway import start_claude  # noqa: F401 - the fixture
+from support.claude_gateway import start_claude
 from support.policies import example_policy
 
 MARK = "[loopguard]"
@@ -64,7 +64,7 @@ def test_after_max_retries_the_answer_carries_the_warning(start_claude, stream):
 
 
 def test_the_held_stream_is_one_valid_stream(start_claude):
-    upstream, client, gateway = start_claude(lambda body: Said(text="你的持仓很健康。"), example_policy("portfolio"))
+    _upstream, client, gateway = start_claude(lambda body: Said(text="你的持仓很健康。"), example_policy("portfolio"))
     body = {"model": "m", "max_tokens": 100, "stream": True, "messages": [{"role": "user", "content": "持仓健康吗"}]}
     raw = httpx.post(gateway + "/v1/messages", json=body, headers={"x-api-key": "k"}, timeout=10).content
     assert raw.count(b"event: message_start") == 1 and raw.count(b"event: message_stop") == 1

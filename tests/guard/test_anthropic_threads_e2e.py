@@ -12,7 +12,7 @@ import anthropic
 import pytest
 from anthropic import beta_tool
 from support.anthropic_upstream import Said, stubborn
-from support.thread_upstream import threads  # noqa: F401 - the fixture
+from support.thread_upstream import threads
 
 
 @beta_tool
@@ -28,8 +28,15 @@ def client(gateway: str, key: str = "sk-ant-client") -> anthropic.Anthropic:
 def run(gateway: str, threaded: bool, stream: bool) -> list[anthropic.types.beta.BetaMessage]:
     options = {} if threaded else {"thread": False}
     runner = client(gateway).beta.messages.tool_runner(
-        model="claude-test", max_tokens=512, tools=[read_file], max_iterations=15, stream=stream,
-        system="You fix bugs.", messages=[{"role": "user", "content": "summarize a.txt"}], **options)
+        model="claude-test",
+        max_tokens=512,
+        tools=[read_file],
+        max_iterations=15,
+        stream=stream,
+        system="You fix bugs.",
+        messages=[{"role": "user", "content": "summarize a.txt"}],
+        **options,
+    )
     if not stream:
         return list(runner)
     return [each.get_final_message() for each in runner]

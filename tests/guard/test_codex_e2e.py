@@ -18,10 +18,20 @@ from gateway.policy.loader import shipped_policy_path
 
 DEFAULT = shipped_policy_path("default").read_text(encoding="utf-8")
 MODES = [("unary", False), ("stream", False), ("helper", False), ("unary", True), ("stream", True)]
-EXEC = {"type": "function", "name": "exec_command", "description": "Run a shell command", "strict": False,
-        "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}, "yield_time_ms": {"type": "number"}}}}
-SHELL = {"type": "function", "name": "shell", "description": "Run a command", "strict": False,
-         "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}}}
+EXEC = {
+    "type": "function",
+    "name": "exec_command",
+    "description": "Run a shell command",
+    "strict": False,
+    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}, "yield_time_ms": {"type": "number"}}},
+}
+SHELL = {
+    "type": "function",
+    "name": "shell",
+    "description": "Run a command",
+    "strict": False,
+    "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}},
+}
 
 
 @pytest.fixture
@@ -47,8 +57,13 @@ def warned(upstream) -> bool:
 def test_codex_repeating_cat_is_ended_within_eight_executed_calls(start, mode, chain):
     upstream, url = start(stubborn("exec_command", json.dumps({"cmd": "cat a.txt", "yield_time_ms": 10000})))
     n = itertools.count()
-    agent = ResponsesAgent(client(url), tools={"exec_command": lambda a: codex("alpha\nbeta\ngamma", next(n))},
-                           mode=mode, chain=chain, specs=[EXEC])
+    agent = ResponsesAgent(
+        client(url),
+        tools={"exec_command": lambda a: codex("alpha\nbeta\ngamma", next(n))},
+        mode=mode,
+        chain=chain,
+        specs=[EXEC],
+    )
     answer = agent.run("Summarize a.txt", max_steps=30)
     assert answer == "I will stop calling tools now."  # written with tools closed: the run ended
     assert agent.executions["exec_command"] <= 8
@@ -57,10 +72,11 @@ def test_codex_repeating_cat_is_ended_within_eight_executed_calls(start, mode, c
 
 @pytest.mark.parametrize(("mode", "chain"), [("unary", False), ("stream", True)])
 def test_the_older_shell_format_is_ended_too(start, mode, chain):
-    upstream, url = start(stubborn("shell", json.dumps({"command": ["bash", "-lc", "cat a.txt"]})))
+    _upstream, url = start(stubborn("shell", json.dumps({"command": ["bash", "-lc", "cat a.txt"]})))
     n = itertools.count()
-    agent = ResponsesAgent(client(url), tools={"shell": lambda a: older_codex("alpha", next(n))},
-                           mode=mode, chain=chain, specs=[SHELL])
+    agent = ResponsesAgent(
+        client(url), tools={"shell": lambda a: older_codex("alpha", next(n))}, mode=mode, chain=chain, specs=[SHELL]
+    )
     assert agent.run("Summarize a.txt", max_steps=30) == "I will stop calling tools now."
     assert agent.executions["shell"] <= 8
 

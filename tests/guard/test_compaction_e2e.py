@@ -14,7 +14,8 @@ from support.looping import stubborn
 from gateway.detectors import REGISTRY
 
 ONLY_COMPACTION = "version: 1\nname: only-compaction\ndetectors:\n" + "".join(
-    f"  {name}: false\n" for name in REGISTRY if name != "post_compaction")
+    f"  {name}: false\n" for name in REGISTRY if name != "post_compaction"
+)
 
 
 def keep_task(agent: Agent) -> None:
@@ -27,8 +28,9 @@ def drop_all(agent: Agent) -> None:
     agent.messages = []
 
 
-def run_with_compaction(start_guarded, result, policy=ONLY_COMPACTION, compact=keep_task, stream=False,
-                        headers=None, compactions=1):
+def run_with_compaction(
+    start_guarded, result, policy=ONLY_COMPACTION, compact=keep_task, stream=False, headers=None, compactions=1
+):
     upstream, client, _ = start_guarded(stubborn(), policy)
     agent = Agent(client, tools={"read_file": result}, stream=stream, headers=headers or {})
     agent.messages.append({"role": "system", "content": "You are a coding agent."})

@@ -21,8 +21,15 @@ def history(policy, executed: int):
     """``executed`` identical read_file calls, each with the same result: no progress."""
     messages = [{"role": "user", "content": "summarize a.txt"}]
     for i in range(executed):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": READ.arguments}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": READ.arguments}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "same"})
     return build_trace(conversation_from_body({"messages": messages}), policy.trace_settings)
 

@@ -47,9 +47,10 @@ def test_a_new_detour_after_each_veto_ends_at_the_ladders_count(start, mode, cha
             return Answer(calls=[("list_dir", json.dumps({"path": f"dir{next(fresh)}"}))])
         return Answer(calls=[("read_file", '{"path": "a.txt"}')])
 
-    upstream, url = start(respond)
-    looping = agent(url, mode, chain, {"read_file": lambda a: "contents of a.txt",
-                                       "list_dir": lambda a: f"files in {a['path']}"})
+    _upstream, url = start(respond)
+    looping = agent(
+        url, mode, chain, {"read_file": lambda a: "contents of a.txt", "list_dir": lambda a: f"files in {a['path']}"}
+    )
     assert looping.run("Summarize a.txt", max_steps=30) == "I could not read a.txt."
     assert looping.executions == {"read_file": 4, "list_dir": 3}
 
@@ -64,9 +65,16 @@ def test_a_varied_failing_edit_after_its_warning_is_refused_then_ended(start, mo
         args = {"path": "app.py", "old_str": f"return total + {next(attempt)}", "new_str": "return total"}
         return Answer(calls=[("edit_file", json.dumps(args))])
 
-    upstream, url = start(respond)
+    _upstream, url = start(respond)
     editing = agent(url, mode, chain, {"edit_file": lambda a: f"Error: old_str `{a['old_str']}` not found in app.py"})
-    editing.specs = [{"type": "function", "name": "edit_file", "description": "edit", "strict": False,
-                      "parameters": {"type": "object"}}]
+    editing.specs = [
+        {
+            "type": "function",
+            "name": "edit_file",
+            "description": "edit",
+            "strict": False,
+            "parameters": {"type": "object"},
+        }
+    ]
     assert editing.run("Fix total() in app.py", max_steps=30) == "The edit could not be applied."
     assert editing.executions == {"edit_file": 4}

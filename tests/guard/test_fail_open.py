@@ -20,15 +20,25 @@ def boom(trace, settings):
 def looping_history() -> list[dict]:
     messages = [{"role": "user", "content": "go"}]
     for i in range(3):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "same"})
     return messages
 
 
 def post(client, body: bytes) -> httpx.Response:
-    return httpx.post(client.gateway_url + "/v1/chat/completions", content=body,
-                      headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
+    return httpx.post(
+        client.gateway_url + "/v1/chat/completions",
+        content=body,
+        headers={"content-type": "application/json", "authorization": "Bearer sk-test"},
+    )
 
 
 def test_a_raising_detector_is_skipped_and_the_others_still_act(start_guarded):

@@ -38,14 +38,25 @@ def completion(request: dict, reply: Reply) -> Reply:
     message: dict = {"role": "assistant", "content": reply.content}
     position = len(request["messages"])
     if reply.tool_calls:
-        message["tool_calls"] = [{"id": f"call_{position}_{i}", "type": "function",
-                                  "function": {"name": name, "arguments": args}}
-                                 for i, (name, args) in enumerate(reply.tool_calls)]
-    body = {"id": f"chatcmpl-{position}", "object": "chat.completion", "created": int(time.time()),
-            "model": "test-model",
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+        message["tool_calls"] = [
+            {"id": f"call_{position}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args) in enumerate(reply.tool_calls)
+        ]
+    body = {
+        "id": f"chatcmpl-{position}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "test-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
     return Reply(body=orjson.dumps(body))
 
 
@@ -78,8 +89,9 @@ def agent_for(client) -> Agent:
 def fleet(start_guarded):
     """A gateway (3/4/5 ladder) in front of a model whose behaviour the test switches per run."""
     behaviour = {"model": first_run}
-    upstream, client, _ = start_guarded(lambda request: completion(request, behaviour["model"](request)),
-                                        ladder_policy())
+    upstream, client, _ = start_guarded(
+        lambda request: completion(request, behaviour["model"](request)), ladder_policy()
+    )
     events = MemorySink()
     client.gateway_app.state.gateway.audit.add(events)
     return behaviour, upstream, client, events
@@ -117,7 +129,7 @@ def test_a_second_run_of_the_same_task_does_not_inherit_the_first_runs_vetoes(fl
 def test_a_retried_job_is_not_judged_more_harshly_each_time(fleet):
     """A job that loops the same way each time it is retried meets the same ladder each time:
     warned at its 3rd read, its 4th refused, its 5th ending the run."""
-    behaviour, upstream, client, events = fleet
+    behaviour, _upstream, client, events = fleet
     behaviour["model"] = lambda request: READ  # never changes its call
     runs = []
     for _ in range(3):
@@ -126,14 +138,17 @@ def test_a_retried_job_is_not_judged_more_harshly_each_time(fleet):
         agent.run(TASK)
         assert agent.finish_reasons[-1] == "stop"
         runs.append((agent.actions, dict(agent.executions), [(e.action, e.count, e.phase) for e in events.events]))
-    assert runs[0] == (["pass", "pass", "pass", "terminate"], {"read_file": 3},
-                       [("warn", 3, "request"), ("reject", 4, "response"), ("terminate", 5, "response")])
+    assert runs[0] == (
+        ["pass", "pass", "pass", "terminate"],
+        {"read_file": 3},
+        [("warn", 3, "request"), ("reject", 4, "response"), ("terminate", 5, "response")],
+    )
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
 
 def test_the_same_run_keeps_its_vetoes_when_it_compacts(fleet):
     """A compaction (a summary message, the opening kept) continues the run: its vetoes stay."""
-    behaviour, upstream, client, events = fleet
+    behaviour, upstream, client, _events = fleet
     run1 = agent_for(client)
     run1.run(TASK)
     assert observations(upstream.requests[-1]["json"])
@@ -149,22 +164,42 @@ def test_the_same_run_keeps_its_vetoes_when_it_compacts(fleet):
 # --- the request path alone: which sessions forget, and when ----------------------------------
 
 OPENING = [SYSTEM, {"role": "user", "content": TASK}]
-FIRST_READ = [{"role": "assistant", "content": None, "tool_calls": [
-    {"id": "call_2_0", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]},
-    {"role": "tool", "tool_call_id": "call_2_0", "content": "same"}]
+FIRST_READ = [
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_2_0", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_2_0", "content": "same"},
+]
 
 
 def plan(store, messages, headers):
     payload = {"model": "m", "messages": messages}
     policies = PolicyHolder(Config().policy)
-    return asyncio.run(plan_request(CHAT, payload, CHAT.items(payload), headers, "/v1/chat/completions",
-                                    policies.current, store, structlog.get_logger()))
+    return asyncio.run(
+        plan_request(
+            CHAT,
+            payload,
+            CHAT.items(payload),
+            headers,
+            "/v1/chat/completions",
+            policies.current,
+            store,
+            structlog.get_logger(),
+        )
+    )
 
 
-@pytest.mark.parametrize("headers, inherited", [
-    ({}, False),  # a fingerprint session: the restart is another run
-    ({"x-loopguard-session": "job-7"}, True),  # the client says it is the same session: kept
-])
+@pytest.mark.parametrize(
+    "headers, inherited",
+    [
+        ({}, False),  # a fingerprint session: the restart is another run
+        ({"x-loopguard-session": "job-7"}, True),  # the client says it is the same session: kept
+    ],
+)
 def test_a_restart_with_the_same_opening_ends_only_a_fingerprint_session_s_vetoes(headers, inherited):
     store = MemoryStore()
     refused_in = plan(store, [*OPENING, *FIRST_READ], headers)

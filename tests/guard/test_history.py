@@ -6,11 +6,11 @@ from unittest.mock import patch
 import pytest
 
 from gateway.guard.history import HistoryCache
+from gateway.guard.prefix import prefix_hashes_at
 from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.responses.adapter import RESPONSES
 from gateway.protocols.chat.parse import conversation_from_body
-from gateway.guard.prefix import prefix_hashes_at
+from gateway.protocols.responses.adapter import RESPONSES
 from gateway.trace.builder import build_trace
 from gateway.trace.settings import TraceSettings
 
@@ -22,14 +22,19 @@ def grow(messages, rng, step):
     """One agent round: an assistant call (sometimes two) and its results."""
     reused = rng.random() < 0.3  # some providers number ids per round: "call_0" every time
     calls = [
-        {"id": f"call_{k}" if reused else f"c{step}_{k}", "type": "function",
-         "function": {"name": rng.choice(["read", "run", "grep"]), "arguments": f'{{"p": {rng.randint(0, 3)}}}'}}
+        {
+            "id": f"call_{k}" if reused else f"c{step}_{k}",
+            "type": "function",
+            "function": {"name": rng.choice(["read", "run", "grep"]), "arguments": f'{{"p": {rng.randint(0, 3)}}}'},
+        }
         for k in range(rng.choice([1, 1, 2, 3]))
     ]
     messages = [*messages, {"role": "assistant", "content": None, "tool_calls": calls}]
     answered = rng.sample(calls, len(calls))  # results in any order, some never sent
     for call in answered[: len(calls) - (rng.random() < 0.1)]:
-        messages.append({"role": "tool", "tool_call_id": call["id"], "content": rng.choice(["same", "Error: x", f"out {step}"])})
+        messages.append(
+            {"role": "tool", "tool_call_id": call["id"], "content": rng.choice(["same", "Error: x", f"out {step}"])}
+        )
     if rng.random() < 0.1:
         messages.append({"role": "user", "content": f"next task {step}"})  # a new run renumbers steps
     return messages
@@ -69,8 +74,11 @@ def test_incremental_traces_equal_fresh_ones(seed):
 
 def test_an_edited_history_is_parsed_from_scratch():
     cache = HistoryCache()
-    base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
-            {"role": "assistant", "content": "first answer"}]
+    base = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "first answer"},
+    ]
     parse(cache, {"messages": base}, 10)
     edited = [*base[:2], {"role": "assistant", "content": "summary of earlier work"}, {"role": "user", "content": "go"}]
     check(cache, {"messages": edited})
@@ -90,11 +98,14 @@ def test_changed_declared_tools_drop_the_event_memo():
     assert "sentinel" in kept and "sentinel" not in dropped
 
 
-@pytest.mark.parametrize(("entries", "max_bytes", "size", "kept"), [
-    (3, 10_000, 10, 3),  # bounded by entries
-    (100, 100, 10, 10),  # bounded by bytes
-    (100, 100, 30, 0),  # one history larger than a quarter of the budget is never held
-])
+@pytest.mark.parametrize(
+    ("entries", "max_bytes", "size", "kept"),
+    [
+        (3, 10_000, 10, 3),  # bounded by entries
+        (100, 100, 10, 10),  # bounded by bytes
+        (100, 100, 30, 0),  # one history larger than a quarter of the budget is never held
+    ],
+)
 def test_bounded(entries, max_bytes, size, kept):
     cache = HistoryCache(max_entries=entries, max_bytes=max_bytes)
     for i in range(20):
@@ -102,22 +113,30 @@ def test_bounded(entries, max_bytes, size, kept):
     assert len(cache._entries) == kept
 
 
-@pytest.mark.parametrize(("adapter", "field", "before", "after"), [
-    (ANTHROPIC, "system", "You are careful.", [{"type": "text", "text": "You are reckless."}]),
-    (RESPONSES, "instructions", "Be brief.", "Be thorough."),
-    (ANTHROPIC, "system", None, "A system prompt added later."),
-])
+@pytest.mark.parametrize(
+    ("adapter", "field", "before", "after"),
+    [
+        (ANTHROPIC, "system", "You are careful.", [{"type": "text", "text": "You are reckless."}]),
+        (RESPONSES, "instructions", "Be brief.", "Be thorough."),
+        (ANTHROPIC, "system", None, "A system prompt added later."),
+    ],
+)
 def test_a_changed_system_field_is_a_new_history(adapter, field, before, after):
     """Turns read from outside the items (a system prompt field) belong to the cached history:
     the same items under another system prompt are parsed afresh, never continued."""
     messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"}]
     cache = HistoryCache()
-    items = [dict(m) for m in messages] if adapter is ANTHROPIC else [
-        {"role": m["role"], "content": m["content"]} for m in messages]
+    items = (
+        [dict(m) for m in messages]
+        if adapter is ANTHROPIC
+        else [{"role": m["role"], "content": m["content"]} for m in messages]
+    )
 
     def body(value):
-        return {"messages" if adapter is ANTHROPIC else "input": [dict(i) for i in items],
-                **({field: value} if value is not None else {})}
+        return {
+            "messages" if adapter is ANTHROPIC else "input": [dict(i) for i in items],
+            **({field: value} if value is not None else {}),
+        }
 
     first = body(before)
     cache.parse(adapter, first, adapter.items(first), 10, SETTINGS)
@@ -144,10 +163,16 @@ def test_a_grown_body_is_found_by_its_first_items_without_hashing_them():
     assert (cache.hits, cache.misses) == (2, 1)
 
 
-@pytest.mark.parametrize("first", [
-    [{"role": "user", "content": "u"}],  # one item remembered, two now: another key
-    [{"role": "user", "content": "u"}, {"role": "assistant", "content": "other"}],  # a second item not the same object
-])
+@pytest.mark.parametrize(
+    "first",
+    [
+        [{"role": "user", "content": "u"}],  # one item remembered, two now: another key
+        [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": "other"},
+        ],  # a second item not the same object
+    ],
+)
 def test_an_identity_that_does_not_cover_the_key_falls_back_to_it(first):
     cache = HistoryCache()
     parse(cache, {"messages": first}, 10)

@@ -19,8 +19,7 @@ from gateway.audit.memory_sink import MemorySink
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8")
 EDITOR = "str_replace_editor"
-REFUSED = ("ERROR: No replacement was performed, old_str `{old}` did not appear verbatim in "
-           "/repo/app.py.")
+REFUSED = "ERROR: No replacement was performed, old_str `{old}` did not appear verbatim in /repo/app.py."
 # The same refusal as editors write it, with no error flag or prefix (OpenHands, SWE-agent), and
 # one echoing the attempted code in a lint report: read as failures by the trace's vocabulary.
 REFUSALS = [
@@ -34,9 +33,14 @@ REFUSALS = [
 
 def edit(n: int, path: str = "/repo/app.py") -> tuple[str, str]:
     """The n-th attempt: another literally-escaped old_str each time."""
-    return EDITOR, json.dumps({"command": "str_replace", "path": path,
-                               "old_str": f"def total(items):\\n    return sum(items) + {n}",
-                               "new_str": "def total(items):\n    return sum(items)"})
+    return EDITOR, json.dumps(
+        {
+            "command": "str_replace",
+            "path": path,
+            "old_str": f"def total(items):\\n    return sum(items) + {n}",
+            "new_str": "def total(items):\n    return sum(items)",
+        }
+    )
 
 
 def editor(args: dict, refused: str = REFUSED) -> str:
@@ -55,8 +59,9 @@ def run(start_guarded, responder, *, stream=False, max_steps=30, tool_impls=None
     upstream, client, _ = start_guarded(responder, DEFAULT)
     events = MemorySink()
     client.gateway_app.state.gateway.audit.add(events)
-    agent = Agent(client, tools=tool_impls or tools(), stream=stream,
-                  specs=declare(EDITOR, "run_tests", "write_file", "bash"))
+    agent = Agent(
+        client, tools=tool_impls or tools(), stream=stream, specs=declare(EDITOR, "run_tests", "write_file", "bash")
+    )
     answer = agent.run("fix total() in app.py", max_steps=max_steps)
     return upstream, agent, events, answer
 
@@ -78,6 +83,7 @@ def stubborn_editor(detour: bool = False):
         if detour and last.get("role") == "tool" and observations({"messages": [last]}):
             return Reply(tool_calls=[(EDITOR, '{"command": "view", "path": "/repo/app.py"}')])
         return Reply(tool_calls=[edit(next(attempt))])
+
     return respond
 
 
@@ -85,12 +91,13 @@ def edits_run(agent) -> int:
     return agent.executions[EDITOR]
 
 
-@pytest.mark.parametrize(("stream", "refused"), [(False, REFUSALS[0]), (True, REFUSALS[0]),
-                                                 (False, REFUSALS[1]), (True, REFUSALS[2])],
-                         ids=["error", "error-streamed", "editor-text", "lint-echo-streamed"])
+@pytest.mark.parametrize(
+    ("stream", "refused"),
+    [(False, REFUSALS[0]), (True, REFUSALS[0]), (False, REFUSALS[1]), (True, REFUSALS[2])],
+    ids=["error", "error-streamed", "editor-text", "lint-echo-streamed"],
+)
 def test_a_varying_failing_edit_after_the_warning_is_refused_then_ended(start_guarded, stream, refused):
-    upstream, agent, events, answer = run(start_guarded, stubborn_editor(), stream=stream,
-                                          tool_impls=tools(refused))
+    upstream, agent, events, answer = run(start_guarded, stubborn_editor(), stream=stream, tool_impls=tools(refused))
 
     assert answer == "I could not apply the edit."
     # Warned after the 3rd refused edit, warned again after the 4th; the 5th and 6th are
@@ -108,7 +115,7 @@ def test_a_varying_failing_edit_after_the_warning_is_refused_then_ended(start_gu
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_view_after_each_veto_does_not_spend_the_warning(start_guarded, stream):
-    upstream, agent, events, answer = run(start_guarded, stubborn_editor(detour=True), stream=stream)
+    _upstream, agent, events, answer = run(start_guarded, stubborn_editor(detour=True), stream=stream)
 
     assert answer == "I could not apply the edit."
     # Each veto is answered by a view (it runs: a view is not the warned edit), then the next
@@ -123,8 +130,18 @@ def test_a_view_after_each_veto_does_not_spend_the_warning(start_guarded, stream
 
 def test_shell_retries_with_ever_more_flags_escalate(start_guarded):
     """No target to compare: `npm install` retried with one more flag each time."""
-    flags = ["", " --registry=https://registry.example", " --fetch-timeout=60000", " --prefer-offline",
-             " --legacy-peer-deps", " --no-audit", " --verbose", " --force", " --no-fund", " --ignore-scripts"]
+    flags = [
+        "",
+        " --registry=https://registry.example",
+        " --fetch-timeout=60000",
+        " --prefer-offline",
+        " --legacy-peer-deps",
+        " --no-audit",
+        " --verbose",
+        " --force",
+        " --no-fund",
+        " --ignore-scripts",
+    ]
     attempt = itertools.count()
 
     def respond(request):
@@ -133,8 +150,9 @@ def test_shell_retries_with_ever_more_flags_escalate(start_guarded):
         n = min(next(attempt), len(flags))
         return Reply(tool_calls=[("bash", json.dumps({"command": "npm install package-a" + "".join(flags[:n])}))])
 
-    _, agent, events, answer = run(start_guarded, respond,
-                                   tool_impls={"bash": lambda a: "npm ERR! network timeout at registry"})
+    _, agent, events, answer = run(
+        start_guarded, respond, tool_impls={"bash": lambda a: "npm ERR! network timeout at registry"}
+    )
     assert answer == "I could not apply the edit."
     # The same command head (`npm install`) failing: target_failure warns at the 3rd run, the
     # 4th is warned again, then the ignored warning's ladder refuses and ends the run.
@@ -161,19 +179,43 @@ def heeding(after_warning: list[tuple[str, str]]):
             step = next(plan, None)
             return Reply(tool_calls=[step]) if step else Reply(content="fixed: tests pass")
         return Reply(tool_calls=[edit(next(attempt))])
+
     respond.warned = False
     return respond
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_an_agent_that_views_the_file_and_edits_it_right_is_not_escalated(start_guarded, stream):
-    right = (EDITOR, json.dumps({"command": "str_replace", "path": "/repo/app.py",
-                                 "old_str": "    return sum(items) + 1", "new_str": "    return sum(items)"}))
-    more = (EDITOR, json.dumps({"command": "str_replace", "path": "/repo/app.py",
-                                "old_str": "def total(items):", "new_str": "def total(items: list):"}))
-    after = [(EDITOR, '{"command": "view", "path": "/repo/app.py"}'), right, ("run_tests", "{}"), more,
-             ("run_tests", '{"path": "tests/"}')]
-    _, agent, events, answer = run(start_guarded, heeding(after), stream=stream)
+    right = (
+        EDITOR,
+        json.dumps(
+            {
+                "command": "str_replace",
+                "path": "/repo/app.py",
+                "old_str": "    return sum(items) + 1",
+                "new_str": "    return sum(items)",
+            }
+        ),
+    )
+    more = (
+        EDITOR,
+        json.dumps(
+            {
+                "command": "str_replace",
+                "path": "/repo/app.py",
+                "old_str": "def total(items):",
+                "new_str": "def total(items: list):",
+            }
+        ),
+    )
+    after = [
+        (EDITOR, '{"command": "view", "path": "/repo/app.py"}'),
+        right,
+        ("run_tests", "{}"),
+        more,
+        ("run_tests", '{"path": "tests/"}'),
+    ]
+    _, _agent, events, answer = run(start_guarded, heeding(after), stream=stream)
 
     assert answer == "fixed: tests pass"
     assert [e.action for e in events.events] == ["warn"]
@@ -181,9 +223,15 @@ def test_an_agent_that_views_the_file_and_edits_it_right_is_not_escalated(start_
 
 
 def test_an_agent_that_switches_tools_after_the_warning_is_not_escalated(start_guarded):
-    whole = ("write_file", json.dumps({"path": "/repo/app.py", "content": "def total(items):\n    return sum(items)\n"}))
-    _, agent, events, answer = run(start_guarded, heeding([whole, ("run_tests", "{}")]),
-                                   tool_impls=tools(write_file=lambda a: "wrote 41 bytes to /repo/app.py"))
+    whole = (
+        "write_file",
+        json.dumps({"path": "/repo/app.py", "content": "def total(items):\n    return sum(items)\n"}),
+    )
+    _, _agent, events, answer = run(
+        start_guarded,
+        heeding([whole, ("run_tests", "{}")]),
+        tool_impls=tools(write_file=lambda a: "wrote 41 bytes to /repo/app.py"),
+    )
     assert answer == "fixed: tests pass"
     assert [e.action for e in events.events] == ["warn"]
 
@@ -191,10 +239,19 @@ def test_an_agent_that_switches_tools_after_the_warning_is_not_escalated(start_g
 def test_a_later_failure_on_another_file_is_not_the_warned_pattern(start_guarded):
     """After the warning the agent fixes app.py; edits of other files fail now and then (each
     time once): nothing escalates."""
-    right = (EDITOR, json.dumps({"command": "str_replace", "path": "/repo/app.py",
-                                 "old_str": "    return sum(items) + 1", "new_str": "    return sum(items)"}))
+    right = (
+        EDITOR,
+        json.dumps(
+            {
+                "command": "str_replace",
+                "path": "/repo/app.py",
+                "old_str": "    return sum(items) + 1",
+                "new_str": "    return sum(items)",
+            }
+        ),
+    )
     after = [right] + [edit(100 + n, path=f"/repo/mod{n}.py") for n in range(4)] + [("run_tests", "{}")]
-    _, agent, events, answer = run(start_guarded, heeding(after))
+    _, _agent, events, answer = run(start_guarded, heeding(after))
     assert answer == "fixed: tests pass"
     assert not [e for e in events.events if e.detector == "ignored_warning"]
     assert {e.action for e in events.events} == {"warn"}
@@ -213,8 +270,9 @@ def test_a_new_user_prompt_is_a_new_run_with_no_warning_to_escalate(start_guarde
             return Reply(tool_calls=[edit(next(attempt))])
         if len(users) == 1:
             return Reply(content="giving up on this edit")
-        edits = sum(1 for m in request["messages"][request["messages"].index(users[-1]):]
-                    if m.get("role") == "assistant")
+        edits = sum(
+            1 for m in request["messages"][request["messages"].index(users[-1]) :] if m.get("role") == "assistant"
+        )
         return Reply(tool_calls=[edit(100 + edits)]) if edits < 2 else Reply(content="still failing; will ask")
 
     _, agent, events, answer = run(start_guarded, respond)

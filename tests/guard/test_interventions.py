@@ -9,7 +9,6 @@ from support.seen import MARK, anchors, observations
 from support.upstream import Reply
 
 
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_stubborn_loop_is_warned_vetoed_then_terminated(start_guarded, stream):
     upstream, client, _ = start_guarded(stubborn())
@@ -65,7 +64,7 @@ def test_warn_alone_lets_a_model_recover(start_guarded, stream):
 
 
 def test_warn_header_and_action_headers(start_guarded):
-    upstream, client, _ = start_guarded(recovering())
+    _upstream, client, _ = start_guarded(recovering())
     agent = Agent(client, tools={"read_file": lambda a: "same"})
     agent.run("read it")
     assert agent.actions == ["pass", "pass", "pass", "warn"]
@@ -81,7 +80,7 @@ def test_parallel_round_keeps_calls_before_the_looping_one(start_guarded, stream
             return Reply(tool_calls=[("list_dir", '{"path": "."}'), ("read_file", '{"path": "a.txt"}')])
         return Reply(tool_calls=[("read_file", '{"path": "a.txt"}')])
 
-    upstream, client, _ = start_guarded(model)
+    _upstream, client, _ = start_guarded(model)
     agent = Agent(client, tools={"read_file": lambda a: "same", "list_dir": lambda a: "listing"}, stream=stream)
     assert agent.run("go") == "finished"
     # The round's looping read_file was dropped; list_dir, proposed before it, went through.
@@ -95,7 +94,7 @@ def test_parallel_round_led_by_the_looping_call_is_reasked(start_guarded, stream
             return Reply(content="ok, giving up on that file")
         return Reply(tool_calls=[("read_file", '{"path": "a.txt"}'), ("list_dir", '{"path": "."}')])
 
-    upstream, client, _ = start_guarded(model)
+    _upstream, client, _ = start_guarded(model)
     agent = Agent(client, tools={"read_file": lambda a: "same", "list_dir": lambda a: "listing"}, stream=stream)
     assert agent.run("go") == "ok, giving up on that file"
     # The looping call led the 4th round: the whole round was withheld, list_dir included.
@@ -124,7 +123,7 @@ def test_max_action_warn_caps_the_ladder(start_guarded):
 
 def test_terminate_as_error_raises_in_the_sdk(start_guarded):
     policy = ladder_policy("interventions:\n  terminate: {mode: error}\n")
-    upstream, client, _ = start_guarded(stubborn(), policy)
+    _upstream, client, _ = start_guarded(stubborn(), policy)
     agent = Agent(client, tools={"read_file": lambda a: "same"})
     with pytest.raises(openai.UnprocessableEntityError) as caught:
         agent.run("go")
@@ -139,7 +138,7 @@ def test_per_agent_override_by_header(start_guarded):
             detectors:
               no_progress: {warn_at: 6}
         """)
-    upstream, client, _ = start_guarded(stubborn(), policy)
+    _upstream, client, _ = start_guarded(stubborn(), policy)
     patient = Agent(client, tools={"read_file": lambda a: "same"}, headers={"x-loopguard-agent": "patient-bot"})
     patient.run("go", max_steps=5)
     # warn raised to 6 moved reject/terminate up too (ordering corrected), so nothing yet.
@@ -154,8 +153,15 @@ def test_history_already_at_reject_level_has_its_result_replaced(start_guarded):
     upstream, client, _ = start_guarded(lambda r: Reply(content="fine"))
     messages = [{"role": "user", "content": "go"}]
     for i in range(4):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "same"})
     client.chat.completions.create(model="m", messages=messages)
     forwarded = upstream.last["json"]["messages"]

@@ -18,13 +18,16 @@ DEFAULT = (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8")
 
 def documented() -> list[str]:
     """README's "Headers per request, never-changing model: `pass` ..." line."""
-    line = next(l for l in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-                if l.startswith("Headers per request, never-changing model:"))
+    line = next(
+        l
+        for l in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+        if l.startswith("Headers per request, never-changing model:")
+    )
     return re.findall(r"`(\w+)`", line)
 
 
 def test_a_never_changing_model_sees_the_documented_ladder(start_guarded):
-    upstream, client, _ = start_guarded(stubborn(), DEFAULT)
+    _upstream, client, _ = start_guarded(stubborn(), DEFAULT)
     events = MemorySink()
     client.gateway_app.state.gateway.audit.add(events)
     agent = Agent(client, tools={"read_file": lambda a: "same"})
@@ -47,7 +50,7 @@ def test_a_model_that_changes_course_sees_reject(start_guarded, stream):
             return Reply(tool_calls=[("list_dir", '{"path": "."}')])
         return Reply(tool_calls=[("read_file", '{"path": "a.txt"}')])
 
-    upstream, client, _ = start_guarded(model, DEFAULT)
+    _upstream, client, _ = start_guarded(model, DEFAULT)
     events = MemorySink()
     client.gateway_app.state.gateway.audit.add(events)
     agent = Agent(client, tools={"read_file": lambda a: "same", "list_dir": lambda a: "a.txt b.txt"}, stream=stream)

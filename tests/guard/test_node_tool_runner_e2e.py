@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.anthropic_upstream import Said, stubborn
-from support.thread_upstream import BETA, threads  # noqa: F401 - the fixture
+from support.thread_upstream import BETA, threads
 
 RUNNER = Path(__file__).resolve().parents[1] / "support" / "node" / "tool_runner.mjs"
 SDK = "@anthropic-ai/sdk"
@@ -42,15 +42,15 @@ def node_env() -> dict[str, str]:
 
 
 def run(env: dict[str, str], gateway: str, *flags: str) -> dict:
-    done = subprocess.run(["node", str(RUNNER), gateway, *flags], env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(["node", str(RUNNER), gateway, *flags], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_node_tool_runner_looping_on_a_thread_is_ended_like_one_sending_its_whole_history(
-        threads, node_env, stream):  # noqa: F811 - the fixture
+    threads, node_env, stream
+):
     flags = ("--stream",) if stream else ()
     whole_upstream, whole_gateway = threads(stubborn())
     whole = run(node_env, whole_gateway, "--no-thread", *flags)
@@ -73,7 +73,7 @@ def test_the_node_tool_runner_looping_on_a_thread_is_ended_like_one_sending_its_
     assert len(threaded_upstream.requests) == len(whole_upstream.requests)
 
 
-def test_a_node_thread_the_guard_leaves_alone_goes_upstream_byte_for_byte(threads, node_env):  # noqa: F811
+def test_a_node_thread_the_guard_leaves_alone_goes_upstream_byte_for_byte(threads, node_env):
     steps = iter(range(100))
 
     def healthy(body: dict) -> Said:

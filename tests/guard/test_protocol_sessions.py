@@ -22,8 +22,18 @@ class OtherProtocol(ChatAdapter):
 
 def plan(adapter, payload, store):
     policies = PolicyHolder(Config().policy)
-    return asyncio.run(plan_request(adapter, payload, adapter.items(payload), {"x-loopguard-session": "run-1"},
-                                    "/v1/chat/completions", policies.current, store, structlog.get_logger()))
+    return asyncio.run(
+        plan_request(
+            adapter,
+            payload,
+            adapter.items(payload),
+            {"x-loopguard-session": "run-1"},
+            "/v1/chat/completions",
+            policies.current,
+            store,
+            structlog.get_logger(),
+        )
+    )
 
 
 def test_a_vetoed_exchange_stays_in_its_protocol():
@@ -41,6 +51,16 @@ def test_a_vetoed_exchange_stays_in_its_protocol():
 def test_a_protocol_s_fingerprint_session_is_still_known_as_one():
     payload = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
     policies = PolicyHolder(Config().policy)
-    planned = asyncio.run(plan_request(OtherProtocol(), payload, payload["messages"], {}, "/v1/x", policies.current,
-                                       MemoryStore(), structlog.get_logger()))
+    planned = asyncio.run(
+        plan_request(
+            OtherProtocol(),
+            payload,
+            payload["messages"],
+            {},
+            "/v1/x",
+            policies.current,
+            MemoryStore(),
+            structlog.get_logger(),
+        )
+    )
     assert planned.session.startswith("other:f:") and is_fingerprint(planned.session)

@@ -29,17 +29,25 @@ def last_call(request: dict) -> str | None:
 
 
 def calls_made(request: dict, name: str) -> int:
-    return sum(1 for m in request["messages"] if m.get("role") == "assistant"
-               for c in m.get("tool_calls") or [] if c["function"]["name"] == name)
+    return sum(
+        1
+        for m in request["messages"]
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+        if c["function"]["name"] == name
+    )
 
 
 # --- interleaved ------------------------------------------------------------------------------
+
 
 def update_then_think(request: dict) -> Reply:
     """Retries the failing update forever, thinking something new in between."""
     if last_call(request) == "update_order":
         n = calls_made(request, "think")
-        return Reply(tool_calls=[("think", json.dumps({"thought": f"It failed again ({n}); I will retry the update."}))])
+        return Reply(
+            tool_calls=[("think", json.dumps({"thought": f"It failed again ({n}); I will retry the update."}))]
+        )
     return Reply(tool_calls=[("update_order", UPDATE)])
 
 
@@ -91,17 +99,25 @@ def fix_think_test(request: dict) -> Reply:
     if last in (None, "Bash"):
         return Reply(tool_calls=[("think", json.dumps({"thought": f"Fix number {edits} did not work; try another."}))])
     if last == "think":
-        return Reply(tool_calls=[("Edit", json.dumps({"file_path": "app/io.py", "old_string": f"v{edits}",
-                                                      "new_string": f"v{edits + 1}"}))])
+        return Reply(
+            tool_calls=[
+                (
+                    "Edit",
+                    json.dumps({"file_path": "app/io.py", "old_string": f"v{edits}", "new_string": f"v{edits + 1}"}),
+                )
+            ]
+        )
     return Reply(tool_calls=[("Bash", json.dumps({"command": "pytest -q tests/test_io.py"}))])
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_different_fixes_with_think_calls_between_run_untouched(start_guarded, stream):
     edits = itertools.count(1)
-    tests = {"Edit": lambda a: f"The file app/io.py has been updated ({next(edits)}).",
-             "think": lambda a: "",
-             "Bash": lambda a: "1 failed in 0.4s\nexit code 1"}
+    tests = {
+        "Edit": lambda a: f"The file app/io.py has been updated ({next(edits)}).",
+        "think": lambda a: "",
+        "Bash": lambda a: "1 failed in 0.4s\nexit code 1",
+    }
     upstream, client, _ = start_guarded(fix_think_test, DEFAULT)
     agent = Agent(client, tools=tests, stream=stream, specs=TOOLS)
     assert agent.run("fix the failing test", max_steps=40) == "All tests pass now."
@@ -112,6 +128,7 @@ def test_different_fixes_with_think_calls_between_run_untouched(start_guarded, s
 
 
 # --- across user turns ------------------------------------------------------------------------
+
 
 def last_role(request: dict) -> str:
     """The role of the last message, LoopGuard's trailing warning left out."""
@@ -159,10 +176,16 @@ def test_a_retry_the_user_asked_for_that_works_runs_untouched(start_guarded, str
 
 # --- stagnation -------------------------------------------------------------------------------
 
-ASKS = ["Search for the refund policy for enterprise plans", "Please look up the refund policy for enterprise plans again",
-        "Find the refund policy for enterprise plans on the website", "Check the website for the enterprise plans refund policy"]
-NOT_FOUND = ("I searched the company website for the refund policy for enterprise plans but could not find a page "
-             "that describes it. The pricing page and the FAQ do not mention refunds for enterprise customers.")
+ASKS = [
+    "Search for the refund policy for enterprise plans",
+    "Please look up the refund policy for enterprise plans again",
+    "Find the refund policy for enterprise plans on the website",
+    "Check the website for the enterprise plans refund policy",
+]
+NOT_FOUND = (
+    "I searched the company website for the refund policy for enterprise plans but could not find a page "
+    "that describes it. The pricing page and the FAQ do not mention refunds for enterprise customers."
+)
 
 
 def reworder(request: dict) -> Reply:
@@ -180,8 +203,14 @@ def test_reworded_requests_answered_the_same_are_warned_never_blocked(start_guar
     agent = Agent(client, tools=tools, stream=stream, specs=TOOLS)
     assert agent.run("what is the enterprise refund policy?") == "I could not find the policy."
     assert agent.executions["research_agent"] == 4
-    warned = [r for r in upstream.requests if "research_agent" in json.dumps(
-        [m for m in r["json"]["messages"] if m.get("role") == "system" and "[LoopGuard]" in str(m.get("content"))])]
+    warned = [
+        r
+        for r in upstream.requests
+        if "research_agent"
+        in json.dumps(
+            [m for m in r["json"]["messages"] if m.get("role") == "system" and "[LoopGuard]" in str(m.get("content"))]
+        )
+    ]
     assert len(warned) >= 1
     if not stream:
         assert agent.actions[-2:] == ["warn", "warn"] and set(agent.actions) <= {"pass", "warn"}
@@ -189,9 +218,11 @@ def test_reworded_requests_answered_the_same_are_warned_never_blocked(start_guar
 
 # --- retry with variation ---------------------------------------------------------------------
 
-METHODS = [("credit_card_4421", "Error: card declined by issuer"),
-           ("paypal_1093", "Error: PayPal account is not linked to this user"),
-           ("gift_card_7730", "Error: gift card balance $12.00 is insufficient")]
+METHODS = [
+    ("credit_card_4421", "Error: card declined by issuer"),
+    ("paypal_1093", "Error: PayPal account is not linked to this user"),
+    ("gift_card_7730", "Error: gift card balance $12.00 is insufficient"),
+]
 
 
 def payer(request: dict) -> Reply:
@@ -214,6 +245,7 @@ def test_paying_with_three_methods_each_rejected_runs_untouched(start_guarded, s
 
 # --- the veto holds whatever the warning placement ------------------------------------------
 
+
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("placement", ["tool_result", "user", "system"])
 def test_a_re_asked_identical_call_after_a_veto_ends_the_run(start_guarded, stream, placement):
@@ -231,6 +263,7 @@ def test_a_re_asked_identical_call_after_a_veto_ends_the_run(start_guarded, stre
 
 # --- two runs of the same task are two sessions -----------------------------------------------
 
+
 def run_once(client, stream: bool, headers: dict | None = None) -> Agent:
     agent = Agent(client, tools={"read_file": lambda a: "same"}, stream=stream, headers=headers or {})
     agent.messages.append({"role": "system", "content": "You are a batch agent."})
@@ -240,7 +273,7 @@ def run_once(client, stream: bool, headers: dict | None = None) -> Agent:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_second_run_of_the_same_task_is_judged_like_the_first(start_guarded, stream):
-    upstream, client, _ = start_guarded(stubborn(), DEFAULT)
+    _upstream, client, _ = start_guarded(stubborn(), DEFAULT)
     first, second = run_once(client, stream), run_once(client, stream)
     private = run_once(client, stream, {"x-loopguard-session": "run-3"})
     assert first.executions == second.executions == private.executions
@@ -254,9 +287,19 @@ def test_a_second_run_of_the_same_task_is_judged_like_the_first(start_guarded, s
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_new_run_is_no_compaction_even_with_only_the_compaction_guard(start_guarded, stream):
     only = "version: 1\nname: only-compaction\ndetectors:\n" + "".join(
-        f"  {n}: false\n" for n in ("unknown_tool", "no_progress", "error_repeat", "cross_turn", "exact_repeat",
-                                    "similar_repeat", "cycle", "stagnation"))
-    upstream, client, _ = start_guarded(stubborn(), only)
+        f"  {n}: false\n"
+        for n in (
+            "unknown_tool",
+            "no_progress",
+            "error_repeat",
+            "cross_turn",
+            "exact_repeat",
+            "similar_repeat",
+            "cycle",
+            "stagnation",
+        )
+    )
+    _upstream, client, _ = start_guarded(stubborn(), only)
     run_once(client, stream)
     second = run_once(client, stream)
     assert second.executions["read_file"] == 12  # ran to its own cap: never terminated

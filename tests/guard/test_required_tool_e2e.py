@@ -87,10 +87,13 @@ def test_the_held_stream_is_one_valid_stream(start_guarded):
 
 
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("prompt", [
-    "讲个笑话",
-    "<relevant-memories>用户常问：我有什么持仓？</relevant-memories>讲个笑话",  # recalled, not typed
-])
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "讲个笑话",
+        "<relevant-memories>用户常问：我有什么持仓？</relevant-memories>讲个笑话",  # recalled, not typed
+    ],
+)
 def test_turns_without_an_expectation_are_untouched(start_guarded, stream, prompt):
     upstream, client, _ = start_guarded(never_calls, example_policy("portfolio"))
     agent = agent_for(client, stream)
@@ -131,16 +134,22 @@ def test_a_held_required_tool_answer_keeps_the_connection_alive(start_guarded):
     """The answer is held until it is known to call the tool; meanwhile the client gets the
     stream driver's keepalive comments (``streaming.keepalive_s`` of a quiet hold), then the
     answer whole."""
+
     def slow(request: dict) -> Reply:
         reply = forgetful(request)
         reply.chunk_delay = 0.2  # each chunk after a quiet wait longer than the keepalive
         return reply
 
     upstream, client, _ = start_guarded(slow, example_policy("portfolio"), config={"streaming": {"keepalive_s": 0.05}})
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "我有什么持仓？"}],
-            "tools": declare("portfolio")}
-    raw = httpx.post(client.gateway_url + "/v1/chat/completions", json=body, timeout=30,
-                     headers={"authorization": "Bearer sk-test"}).content
+    body = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "我有什么持仓？"}],
+        "tools": declare("portfolio"),
+    }
+    raw = httpx.post(
+        client.gateway_url + "/v1/chat/completions", json=body, timeout=30, headers={"authorization": "Bearer sk-test"}
+    ).content
     assert HOLDING in raw.partition(b"data:")[0]  # before any of the answer
     events = [orjson.loads(line[6:]) for line in raw.split(b"\n") if line.startswith(b"data: {")]
     calls = [c for e in events for choice in e["choices"] for c in choice["delta"].get("tool_calls") or ()]

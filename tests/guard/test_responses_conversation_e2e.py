@@ -5,11 +5,11 @@ conversation). A looping agent on a conversation is ended like one sending its w
 
 from __future__ import annotations
 
-import httpx  # noqa: F401 - loaded before the servers start: the SDK reads it from sys.modules
+import httpx
 import pytest
-from support.responses_agent import ResponsesAgent
 from support.policies import example_policy
-from support.responses_upstream import Answer, finishing, guarded, sdk, start_responses, stubborn  # noqa: F401
+from support.responses_agent import ResponsesAgent
+from support.responses_upstream import Answer, finishing, guarded, sdk, start_responses, stubborn
 
 MODES = ["unary", "stream", "helper"]
 
@@ -50,8 +50,15 @@ def test_a_healthy_conversation_goes_upstream_as_the_client_sent_it(start_respon
     assert all(b'"conversation"' in raw for raw in sent_by_client)
 
 
-PORTFOLIO = [{"type": "function", "name": "portfolio", "description": "The user's holdings.", "strict": False,
-              "parameters": {"type": "object", "properties": {"mode": {"type": "string"}}}}]
+PORTFOLIO = [
+    {
+        "type": "function",
+        "name": "portfolio",
+        "description": "The user's holdings.",
+        "strict": False,
+        "parameters": {"type": "object", "properties": {"mode": {"type": "string"}}},
+    }
+]
 PROMPT = "what do i hold"
 
 
@@ -72,13 +79,14 @@ def test_a_corrective_re_ask_continues_the_conversation_without_resending_the_cl
     with guarded(forgetful, tmp_path, example_policy("portfolio")) as (upstream, url):
         api = sdk(url)
         talk = api.conversations.create().id
-        agent = ResponsesAgent(api, tools={"portfolio": lambda a: "| 600519 | 100 |"}, mode=mode,
-                               conversation=talk, specs=PORTFOLIO)
+        agent = ResponsesAgent(
+            api, tools={"portfolio": lambda a: "| 600519 | 100 |"}, mode=mode, conversation=talk, specs=PORTFOLIO
+        )
         assert agent.run(PROMPT) == "You hold 100 shares of 600519."
 
     assert agent.executions["portfolio"] == 1
     held = upstream.conversations[talk]
-    assert [i.get("content") for i in held if i.get("role") == "user"][0] == PROMPT
+    assert next(i.get("content") for i in held if i.get("role") == "user") == PROMPT
     assert sum(i.get("content") == PROMPT for i in held) == 1  # sent once, never again
     reasked = [r["json"]["input"] for r in upstream.requests if r["path"] == "/v1/responses"][1]
     assert [i.get("role") for i in reasked] == ["user"] and reasked[0]["content"] != PROMPT

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from support.policies import ladder_policy
 from support.responses_agent import ResponsesAgent
-from support.responses_upstream import Answer, finishing, stubborn, start_responses  # noqa: F401 - the fixture
+from support.responses_upstream import Answer, finishing, start_responses, stubborn
 from support.responses_upstream import sdk as client
 from support.responses_wire import encode, response, stream_events
 
@@ -66,8 +66,11 @@ def test_healthy_agent_is_untouched(start, mode, chain):
     assert not any(texts(r["json"]) for r in upstream.requests)
 
 
-BODY = {"model": "gpt-4.1", "input": [{"role": "user", "content": "hi"}], "tools": [
-    {"type": "function", "name": "read_file", "parameters": {"type": "object"}}]}
+BODY = {
+    "model": "gpt-4.1",
+    "input": [{"role": "user", "content": "hi"}],
+    "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}],
+}
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -75,8 +78,12 @@ BODY = {"model": "gpt-4.1", "input": [{"role": "user", "content": "hi"}], "tools
 def test_unchanged_exchange_is_relayed_byte_for_byte(start, stream, prefix):
     upstream, url = start(finishing(1))
     sent = orjson.dumps({**BODY, "stream": stream}) + b" "  # odd bytes a re-encode would lose
-    reply = httpx.post(url + prefix + "/responses", content=sent, timeout=20,
-                       headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
+    reply = httpx.post(
+        url + prefix + "/responses",
+        content=sent,
+        timeout=20,
+        headers={"content-type": "application/json", "authorization": "Bearer sk-test"},
+    )
     assert upstream.requests[0]["raw"] == sent and upstream.requests[0]["path"] == "/v1/responses"
     response_id = next(iter(upstream.stored))
     output = upstream.stored[response_id][-1:]
@@ -88,9 +95,10 @@ def test_unchanged_exchange_is_relayed_byte_for_byte(start, stream, prefix):
 
 
 def test_base_url_without_v1_is_guarded_too(start):
-    upstream, url = start(stubborn())
-    agent = ResponsesAgent(openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0, timeout=20),
-                           tools={"read_file": lambda a: "same"})
+    _upstream, url = start(stubborn())
+    agent = ResponsesAgent(
+        openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0, timeout=20), tools={"read_file": lambda a: "same"}
+    )
     assert agent.run("Summarize a.txt") == "I will stop calling tools now."  # written with tools closed
     assert agent.executions["read_file"] == 3
 
@@ -113,8 +121,9 @@ def listing_and_rereading(conversation: list, body: dict) -> Answer:
 @pytest.mark.parametrize("mode", ["unary", "stream", "helper"])
 def test_chain_stays_valid_when_one_call_of_a_round_is_withheld(start, mode):
     upstream, url = start(listing_and_rereading, ladder_policy(exempt_tools="[list_dir]"))
-    agent = ResponsesAgent(client(url), tools={"read_file": lambda a: "same", "list_dir": lambda a: "x.txt"},
-                           mode=mode, chain=True)
+    agent = ResponsesAgent(
+        client(url), tools={"read_file": lambda a: "same", "list_dir": lambda a: "x.txt"}, mode=mode, chain=True
+    )
     agent.run("Look around", max_steps=7)  # the listing keeps going through: the run goes on
     # From the 4th round on the read is withheld and only the listing reaches the agent; every
     # next request of the chain answers the withheld call for the client (the upstream refuses
@@ -131,10 +140,20 @@ def test_a_chained_request_the_guard_does_not_change_goes_as_the_clients_bytes(s
     upstream, url = start(finishing(2))
     first = client(url).responses.create(model="gpt-4.1", input="Read the files", tools=BODY["tools"])
     call = first.output[0]
-    sent = orjson.dumps({"model": "gpt-4.1", "previous_response_id": first.id, "tools": BODY["tools"],
-                         "input": [{"type": "function_call_output", "call_id": call.call_id, "output": "data"}]})
-    reply = httpx.post(url + "/v1/responses", content=sent, timeout=20,
-                       headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
+    sent = orjson.dumps(
+        {
+            "model": "gpt-4.1",
+            "previous_response_id": first.id,
+            "tools": BODY["tools"],
+            "input": [{"type": "function_call_output", "call_id": call.call_id, "output": "data"}],
+        }
+    )
+    reply = httpx.post(
+        url + "/v1/responses",
+        content=sent,
+        timeout=20,
+        headers={"content-type": "application/json", "authorization": "Bearer sk-test"},
+    )
     assert reply.status_code == 200 and upstream.requests[-1]["raw"] == sent
 
 
@@ -147,19 +166,26 @@ def test_a_client_naming_another_clients_response_gets_none_of_its_chain(start):
     tenant_b = openai.OpenAI(base_url=url + "/v1", api_key="sk-tenant-b", max_retries=0, timeout=20)
     latest = tenant_a.responses.create(model="gpt-4.1", input="Summarize a.txt", tools=BODY["tools"])
     for _ in range(2):
-        latest = tenant_a.responses.create(model="gpt-4.1", previous_response_id=latest.id, tools=BODY["tools"],
-                                           input=[{"type": "function_call_output", "call_id": latest.output[0].call_id,
-                                                   "output": "contents of a.txt"}])
+        latest = tenant_a.responses.create(
+            model="gpt-4.1",
+            previous_response_id=latest.id,
+            tools=BODY["tools"],
+            input=[
+                {"type": "function_call_output", "call_id": latest.output[0].call_id, "output": "contents of a.txt"}
+            ],
+        )
     following = [{"type": "function_call_output", "call_id": latest.output[0].call_id, "output": "contents of a.txt"}]
 
-    other = tenant_b.responses.with_raw_response.create(model="gpt-4.1", previous_response_id=latest.id,
-                                                        tools=BODY["tools"], input=following)
+    other = tenant_b.responses.with_raw_response.create(
+        model="gpt-4.1", previous_response_id=latest.id, tools=BODY["tools"], input=following
+    )
     assert other.headers["x-loopguard-action"] == "pass"
     sent = upstream.requests[-1]["json"]
     assert sent["previous_response_id"] == latest.id and sent["input"] == following and not texts(sent)
 
     before = len(upstream.requests)
-    own = tenant_a.responses.with_raw_response.create(model="gpt-4.1", previous_response_id=latest.id,
-                                                      tools=BODY["tools"], input=following)
+    own = tenant_a.responses.with_raw_response.create(
+        model="gpt-4.1", previous_response_id=latest.id, tools=BODY["tools"], input=following
+    )
     assert own.headers["x-loopguard-action"] != "pass"
     assert texts(upstream.requests[before]["json"])  # A's own request went up with the warning

@@ -39,15 +39,20 @@ def test_a_streamed_chat_stop_reads_exactly_like_the_non_streamed_one(start_guar
 
 def test_a_healthy_chat_stream_is_relayed_byte_for_byte(start_guarded):
     upstream, client, _ = start_guarded(lambda body: Reply(content="all fine"))
-    raw = [b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
-           b'[{"index":0,"delta":{"role":"assistant","content":"' + word + b'"},"finish_reason":null}]}\n\n'
-           for word in (b"all", b" fine")]
-    raw += [b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
-            b'[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n', b"data: [DONE]\n\n"]
+    raw = [
+        b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
+        b'[{"index":0,"delta":{"role":"assistant","content":"' + word + b'"},"finish_reason":null}]}\n\n'
+        for word in (b"all", b" fine")
+    ]
+    raw += [
+        b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
+        b'[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
     upstream.queue(Reply(raw_stream=raw))
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    with httpx.stream("POST", client.gateway_url + "/v1/chat/completions", json=body,
-                      headers={"authorization": "Bearer sk-test"}) as response:
+    with httpx.stream(
+        "POST", client.gateway_url + "/v1/chat/completions", json=body, headers={"authorization": "Bearer sk-test"}
+    ) as response:
         got = b"".join(response.iter_bytes())
     assert got == b"".join(raw)
-

@@ -11,7 +11,7 @@ import pytest
 from anthropic import beta_tool
 from support.anthropic_upstream import Said
 from support.claude_agent import ClaudeAgent
-from support.claude_gateway import start_claude  # noqa: F401 - the fixture
+from support.claude_gateway import start_claude
 from support.policies import ladder_policy
 from support.servers import serve
 from support.thread_upstream import ThreadUpstream
@@ -64,13 +64,16 @@ def read_file(path: str) -> str:
 def threaded(tmp_path):
     """A gateway in front of an upstream that keeps message threads: its URL."""
     with ExitStack() as stack:
+
         def start(responder) -> str:
             upstream_url = stack.enter_context(serve(ThreadUpstream(responder).app))
             policy = tmp_path / "policy.yaml"
             policy.write_text(ladder_policy())
-            config = Config.model_validate({"upstream": {"base_url": "http://127.0.0.1:9/v1",
-                                                         "anthropic_base_url": upstream_url}})
+            config = Config.model_validate(
+                {"upstream": {"base_url": "http://127.0.0.1:9/v1", "anthropic_base_url": upstream_url}}
+            )
             return stack.enter_context(serve(build_app(config, policies=PolicyHolder(policy)), **SERVER_OPTIONS))
+
         yield start
 
 
@@ -78,8 +81,13 @@ def runner_texts(gateway: str, stream: bool) -> list[str]:
     """Every text the SDK's tool runner (on a thread) got, message by message."""
     api = anthropic.Anthropic(base_url=gateway, api_key="sk-ant-client", max_retries=0, timeout=20)
     runner = api.beta.messages.tool_runner(
-        model="claude-test", max_tokens=512, tools=[read_file], max_iterations=15, stream=stream,
-        messages=[{"role": "user", "content": "summarize a.txt"}])
+        model="claude-test",
+        max_tokens=512,
+        tools=[read_file],
+        max_iterations=15,
+        stream=stream,
+        messages=[{"role": "user", "content": "summarize a.txt"}],
+    )
     messages = [each.get_final_message() for each in runner] if stream else list(runner)
     return ["".join(b.text for b in m.content if b.type == "text") for m in messages]
 

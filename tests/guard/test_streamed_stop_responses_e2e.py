@@ -9,7 +9,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from support.responses_agent import ResponsesAgent
-from support.responses_upstream import Answer, sdk, start_responses  # noqa: F401 - the fixture
+from support.responses_upstream import Answer, sdk, start_responses
 from support.responses_wire import message, reasoning, sse, stream_events
 
 SAYING = "Let me read a.txt again."
@@ -24,8 +24,14 @@ def chatty(conversation: list, body: dict) -> Answer:
 
 def texts(agent: ResponsesAgent) -> list[str]:
     """What the user read: each response's message texts, as the final responses list them."""
-    return [part.text for r in agent.responses for item in r.output if item.type == "message"
-            for part in item.content if part.type == "output_text"]
+    return [
+        part.text
+        for r in agent.responses
+        for item in r.output
+        if item.type == "message"
+        for part in item.content
+        if part.type == "output_text"
+    ]
 
 
 def streamed_texts(agent: ResponsesAgent) -> list[str]:
@@ -70,6 +76,7 @@ def test_a_streamed_responses_stop_reads_exactly_like_the_non_streamed_one(start
 
 def test_a_refused_rounds_reasoning_is_never_shown(start_responses):
     """Reasoning is held with the text: the stop's stream shows the answer's thinking only."""
+
     def thinking(conversation: list, body: dict) -> Answer:
         said = chatty(conversation, body)
         return Answer(said.text, said.calls, thought="The file may have changed.")
@@ -91,7 +98,6 @@ def test_a_healthy_responses_stream_is_relayed_byte_for_byte(start_responses):
     start_answer = Answer("unused", raw_stream=raw)
     _, url = start_responses(lambda conversation, body: start_answer)
     body = {"model": "m", "stream": True, "input": "hi"}
-    with httpx.stream("POST", url + "/v1/responses", json=body,
-                      headers={"authorization": "Bearer sk-test"}) as reply:
+    with httpx.stream("POST", url + "/v1/responses", json=body, headers={"authorization": "Bearer sk-test"}) as reply:
         got = b"".join(reply.iter_bytes())
     assert got == raw

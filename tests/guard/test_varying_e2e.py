@@ -11,9 +11,18 @@ import pytest
 from support.agent import Agent, declare
 from support.scripted import DONE, model, prompt_of, steps_of, tools
 from support.varying import (
-    HEALTHY, claude_code_edit_not_found, codex_cat, codex_failing_command, npm_flags, openhands_edit_refused,
-    refused_edits_between_test_runs, reworded_web_agent, shell_exit_code_with_think, timestamps_in_args,
-    url_with_varying_headers, uuid_request_ids,
+    HEALTHY,
+    claude_code_edit_not_found,
+    codex_cat,
+    codex_failing_command,
+    npm_flags,
+    openhands_edit_refused,
+    refused_edits_between_test_runs,
+    reworded_web_agent,
+    shell_exit_code_with_think,
+    timestamps_in_args,
+    url_with_varying_headers,
+    uuid_request_ids,
 )
 
 from gateway.policy.loader import shipped_policy_path
@@ -62,11 +71,14 @@ def test_varying_loops_are_warned_then_ended(start_guarded, script, limit, strea
 
 
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("script", [claude_code_edit_not_found, lambda: openhands_edit_refused(True)],
-                         ids=["Claude Code Edit refused on one file, greps between",
-                              "OpenHands str_replace refused, views between"])
+@pytest.mark.parametrize(
+    "script",
+    [claude_code_edit_not_found, lambda: openhands_edit_refused(True)],
+    ids=["Claude Code Edit refused on one file, greps between", "OpenHands str_replace refused, views between"],
+)
 def test_failures_on_one_target_between_reads_are_warned_and_ended_once_the_warning_is_ignored(
-        start_guarded, script, stream):
+    start_guarded, script, stream
+):
     # Gathered across reads, the evidence alone only warns; the model carrying on with the
     # warned pattern (the same tool failing on the same file) is what ends the run.
     agent, answer, requests = run(start_guarded, script(), stream)
@@ -77,16 +89,22 @@ def test_failures_on_one_target_between_reads_are_warned_and_ended_once_the_warn
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_reworded_requests_with_the_same_action_line_are_warned(start_guarded, stream):
-    agent, answer, requests = run(start_guarded, reworded_web_agent(), stream)
+    agent, _answer, requests = run(start_guarded, reworded_web_agent(), stream)
     assert warned(requests)
-    assert any("stagnation" in json.dumps(r["messages"][-1:]) or "nearly the same" in json.dumps(r["messages"][-1:])
-               for r in requests)
+    assert any(
+        "stagnation" in json.dumps(r["messages"][-1:]) or "nearly the same" in json.dumps(r["messages"][-1:])
+        for r in requests
+    )
     if not stream:
         assert "warn" in agent.actions
 
 
-STREAMED_TOO = ("a web agent visiting 17 similar pages for 17 items", "installing one missing module, then re-running",
-                "a hyper-parameter sweep timing out", "probing four directions, a long banner each time")
+STREAMED_TOO = (
+    "a web agent visiting 17 similar pages for 17 items",
+    "installing one missing module, then re-running",
+    "a hyper-parameter sweep timing out",
+    "probing four directions, a long banner each time",
+)
 
 
 @pytest.mark.parametrize(("name", "stream"), [*((n, False) for n in HEALTHY), *((n, True) for n in STREAMED_TOO)])

@@ -31,16 +31,23 @@ def detouring(detour: str = "list_dir", back: tuple[str, str] = READ):
         if last.get("role") == "tool" and observations({"messages": [last]}):
             return Reply(tool_calls=[(detour, f'{{"path": "dir{next(fresh)}"}}')])
         return Reply(tool_calls=[back])
+
     return respond
 
 
 def run(start_guarded, responder, policy: str = DEFAULT, stream: bool = False, max_steps: int = 40):
-    upstream, client, _ = start_guarded(responder, policy)
+    _upstream, client, _ = start_guarded(responder, policy)
     events = MemorySink()
     client.gateway_app.state.gateway.audit.add(events)
-    agent = Agent(client, tools={"read_file": lambda a: "contents of a.txt",
-                                 "list_dir": lambda a: f"files in {a.get('path')}: x{a.get('path')}.txt",
-                                 "run_tests": lambda a: "1 failed"}, stream=stream)
+    agent = Agent(
+        client,
+        tools={
+            "read_file": lambda a: "contents of a.txt",
+            "list_dir": lambda a: f"files in {a.get('path')}: x{a.get('path')}.txt",
+            "run_tests": lambda a: "1 failed",
+        },
+        stream=stream,
+    )
     answer = agent.run("summarize a.txt", max_steps=max_steps)
     return agent, events, answer
 
@@ -54,8 +61,12 @@ def test_a_new_detour_after_each_veto_does_not_restart_the_ladder(start_guarded,
     assert agent.executions == {"read_file": 4, "list_dir": 3}
     assert answer == "I could not read a.txt; stopping here."
     refused = [(e.action, e.detector, e.count) for e in events.events if e.phase == "response"]
-    assert refused == [("reject", "no_progress", 5), ("reject", "vetoed_call", 6),
-                       ("reject", "vetoed_call", 7), ("terminate", "vetoed_call", 8)]
+    assert refused == [
+        ("reject", "no_progress", 5),
+        ("reject", "vetoed_call", 6),
+        ("reject", "vetoed_call", 7),
+        ("terminate", "vetoed_call", 8),
+    ]
     if not stream:
         assert agent.actions == ["pass", "pass", "pass", "warn", "reject", "reject", "reject", "terminate"]
 
@@ -76,14 +87,21 @@ def test_without_the_rule_the_detour_lets_the_refused_call_run_again(start_guard
 def test_a_failing_call_returned_to_after_a_detour_stays_refused(start_guarded, stream):
     """The same with a failing test run (error_repeat refuses it) and a read of a new file as
     the detour each time."""
+
     def responder(request):
         return detouring("read_file", ("run_tests", '{"path": "tests/"}'))(request)
 
-    upstream, client, _ = start_guarded(responder, DEFAULT)
+    _upstream, client, _ = start_guarded(responder, DEFAULT)
     events = MemorySink()
     client.gateway_app.state.gateway.audit.add(events)
-    agent = Agent(client, tools={"read_file": lambda a: f"text of {a.get('path')}",
-                                 "run_tests": lambda a: "Error: 1 failed, exit code 1"}, stream=stream)
+    agent = Agent(
+        client,
+        tools={
+            "read_file": lambda a: f"text of {a.get('path')}",
+            "run_tests": lambda a: "Error: 1 failed, exit code 1",
+        },
+        stream=stream,
+    )
     agent.run("make the tests pass", max_steps=40)
 
     assert agent.executions["run_tests"] == 4
@@ -116,6 +134,7 @@ def test_a_model_that_moves_on_after_the_veto_is_not_refused_again(start_guarded
 def test_a_new_user_prompt_starts_a_run_without_the_old_vetoes(start_guarded):
     """The call refused in one run is free in the next one (a new user message in the same
     conversation): a veto holds for the run, not for the conversation."""
+
     def responder(request):
         messages = request["messages"]
         user = [m for m in messages if m.get("role") == "user"]

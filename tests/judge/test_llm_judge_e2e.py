@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 from support.agent import Agent
+from support.looping import RespondingUpstream
 from support.seen import anchors
 from support.servers import serve
-from support.looping import RespondingUpstream
 from support.upstream import Reply
 from support.waiting import wait_for
 
@@ -51,6 +51,7 @@ def verdict(looping: bool = True, confidence: float = 0.95, reason: str = "it li
 def agent_model(calls: list[tuple[str, str]], judge: Reply | None = None):
     """The agent's model: ``calls`` in order, then an answer (an anchor read: "stopping");
     the judge's requests get ``judge``."""
+
     def respond(request: dict) -> Reply:
         if is_judge(request):
             return judge or verdict()
@@ -58,6 +59,7 @@ def agent_model(calls: list[tuple[str, str]], judge: Reply | None = None):
             return Reply(content="stopping: I was going in circles")
         done = sum(1 for m in request["messages"] if m.get("role") == "assistant")
         return Reply(tool_calls=[calls[done]]) if done < len(calls) else Reply(content="done")
+
     return respond
 
 
@@ -95,8 +97,9 @@ def judged_once(client, args: dict) -> None:
     """The tool of the 3rd call waits until the background check has answered: the verdict is
     applied by the next request, and a test must not race the judge."""
     if args.get("path") == "docs":
-        assert wait_for(lambda: checks(client, "looping") + checks(client, "clear") + checks(client, "failed") >= 1,
-                        timeout=30)
+        assert wait_for(
+            lambda: checks(client, "looping") + checks(client, "clear") + checks(client, "failed") >= 1, timeout=30
+        )
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -121,7 +124,7 @@ def test_a_confident_verdict_warns_on_the_next_request(start_guarded, stream):
 
 def test_a_healthy_run_never_calls_the_judge(start_guarded):
     calls = [("list_dir", f'{{"path": "dir{n}"}}') for n in range(6)] + [("read_file", '{"path": "a.txt"}')]
-    upstream, client, agent, events, answer = run(start_guarded, calls)
+    upstream, client, _agent, events, answer = run(start_guarded, calls)
     assert answer == "done"
     assert not [r for r in upstream.requests if is_judge(r["json"])]
     assert not events.events and checks(client, "looping") == checks(client, "clear") == 0
@@ -129,8 +132,9 @@ def test_a_healthy_run_never_calls_the_judge(start_guarded):
 
 def test_a_low_confidence_verdict_changes_nothing(start_guarded):
     calls = [SAME, SAME, ("list_dir", '{"path": "docs"}'), ("read_file", '{"path": "a.txt"}')]
-    upstream, client, agent, events, answer = run(start_guarded, calls, judge=verdict(confidence=0.6),
-                                                  after=judged_once)
+    _upstream, client, agent, events, answer = run(
+        start_guarded, calls, judge=verdict(confidence=0.6), after=judged_once
+    )
     assert answer == "done"
     assert checks(client, "looping") == 1 and not events.events
     assert agent.actions == ["pass"] * 5
@@ -139,7 +143,7 @@ def test_a_low_confidence_verdict_changes_nothing(start_guarded):
 def test_a_failing_judge_is_logged_and_counted_and_traffic_goes_on(start_guarded):
     calls = [SAME, SAME, ("list_dir", '{"path": "docs"}'), ("read_file", '{"path": "a.txt"}')]
     broken = Reply(status=500, error={"message": "judge down", "type": "server_error"})
-    upstream, client, agent, events, answer = run(start_guarded, calls, judge=broken, after=judged_once)
+    _upstream, client, _agent, events, answer = run(start_guarded, calls, judge=broken, after=judged_once)
     assert answer == "done"
     assert checks(client, "failed") == 1 and not events.events
 
@@ -150,7 +154,9 @@ def test_the_judge_at_its_own_base_url_gets_its_own_key_never_the_clients(start_
         monkeypatch.setenv("JUDGE_TEST_KEY", "sk-judge-only")
         extra = JUDGE_ON + f"    base_url: {judge_url}/v1\n    api_key_env: JUDGE_TEST_KEY\n    model: judge-mini\n"
         calls = [SAME, SAME, ("list_dir", '{"path": "docs"}'), ("read_file", '{"path": "a.txt"}')]
-        upstream, client, agent, events, answer = run(start_guarded, calls, text=judge_policy(extra), after=judged_once)
+        upstream, _client, _agent, _events, answer = run(
+            start_guarded, calls, text=judge_policy(extra), after=judged_once
+        )
     assert answer == "stopping: I was going in circles"
     assert not [r for r in upstream.requests if is_judge(r["json"])]  # the agent's upstream saw no check
     (asked,) = judge.requests

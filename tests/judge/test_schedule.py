@@ -25,8 +25,12 @@ def trace_of(*steps: tuple[str, dict, str], user: str = "please do the task") ->
     turns = [Turn(0, "user", user)]
     for n, (tool, args, result) in enumerate(steps, start=1):
         call = ToolCall(f"call_{n}", tool, json.dumps(args))
-        turns += [Turn(len(turns), "assistant", "", (call,)), Turn(len(turns) + 1, "tool", result, tool_call_id=call.id)]
+        turns += [
+            Turn(len(turns), "assistant", "", (call,)),
+            Turn(len(turns) + 1, "tool", result, tool_call_id=call.id),
+        ]
     return build_trace(Conversation(tuple(turns)), TraceSettings())
+
 
 ON = LlmJudgeSettings(enabled=True, after_rounds=3, min_interval=5, max_interval=15)
 SUSPECT = Judgement(Action.PASS, Action.PASS, None, (Finding("no_progress", 2, (1, 2), ("ls",), "x"),))
@@ -51,11 +55,14 @@ def test_its_own_verdict_is_no_new_suspicion():
     assert not due(replace(listing(3), warned=(WarnedCall("call_3", "llm_judge"),)), QUIET, ON)
 
 
-@pytest.mark.parametrize(("answer", "interval", "streak"), [
-    (Answer(True, 1.0, "same"), 5, 1),  # sure it loops: soon again
-    (Answer(False, 1.0, "fine"), 15, 0),  # sure it is fine: much later
-    (Answer(True, 0.5, "unsure"), 10, 0),  # unsure: between, and not a confident verdict
-])
+@pytest.mark.parametrize(
+    ("answer", "interval", "streak"),
+    [
+        (Answer(True, 1.0, "same"), 5, 1),  # sure it loops: soon again
+        (Answer(False, 1.0, "fine"), 15, 0),  # sure it is fine: much later
+        (Answer(True, 0.5, "unsure"), 10, 0),  # unsure: between, and not a confident verdict
+    ],
+)
 def test_the_interval_adapts_to_the_confidence(answer, interval, streak):
     trace = listing(4)
     verdict = next_verdict(trace, answer, ON)
@@ -87,13 +94,16 @@ def completion(content: str, usage: dict | None = None) -> bytes:
     return orjson.dumps({"choices": [{"message": {"content": content}}], "usage": usage or {}})
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ('{"looping": true, "confidence": 0.92, "reason": "same call"}', Answer(True, 0.92, "same call")),
-    ('```json\n{"looping": false, "confidence": 1.4}\n```', Answer(False, 1.0, "")),
-    ("I think it is looping.", None),
-    ('{"looping": "yes", "confidence": 0.9}', None),
-    ('{"looping": true}', None),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"looping": true, "confidence": 0.92, "reason": "same call"}', Answer(True, 0.92, "same call")),
+        ('```json\n{"looping": false, "confidence": 1.4}\n```', Answer(False, 1.0, "")),
+        ("I think it is looping.", None),
+        ('{"looping": "yes", "confidence": 0.9}', None),
+        ('{"looping": true}', None),
+    ],
+)
 def test_answers_are_read_leniently_but_never_guessed(content, expected):
     answer, prompt, completion_tokens = read_answer(completion(content, {"prompt_tokens": 7, "completion_tokens": 3}))
     assert answer == expected and (prompt, completion_tokens) == (7, 3)
@@ -101,8 +111,12 @@ def test_answers_are_read_leniently_but_never_guessed(content, expected):
 
 def test_the_transcript_shows_the_task_and_the_latest_calls_cut_short():
     settings = LlmJudgeSettings(max_calls=2, max_chars=40)
-    trace = trace_of(("ls", {"path": "."}, "x" * 500), ("ls", {"path": "."}, "a b"), ("cat", {"path": "a"}, "text"),
-                     user="tidy the folder")
+    trace = trace_of(
+        ("ls", {"path": "."}, "x" * 500),
+        ("ls", {"path": "."}, "a b"),
+        ("cat", {"path": "a"}, "text"),
+        user="tidy the folder",
+    )
     text = transcript(trace, settings)
     assert text.startswith("The agent's task: tidy the folder")
     assert "(1 earlier calls not shown)" in text and "2. ls(" in text and "3. cat(" in text

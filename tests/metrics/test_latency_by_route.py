@@ -39,8 +39,12 @@ def test_the_routes_without_v1_count_as_their_protocol(tmp_path):
     with all_protocols(tmp_path) as gateway:
         body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
         assert httpx.post(gateway.url + "/messages", json=body, headers={"x-api-key": "k"}).status_code == 200
-        assert httpx.post(gateway.url + "/responses", json={"model": "m", "input": "hi"},
-                          headers={"authorization": "Bearer k"}).status_code == 200
+        assert (
+            httpx.post(
+                gateway.url + "/responses", json={"model": "m", "input": "hi"}, headers={"authorization": "Bearer k"}
+            ).status_code
+            == 200
+        )
         observed = counts(gateway.url)
     # every protocol's series exists from startup (at 0); the ones asked count their request
     asked = ("responses", "anthropic")

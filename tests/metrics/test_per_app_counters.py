@@ -24,9 +24,9 @@ def fail_opens(url: str) -> tuple[float, dict[str, float]]:
         for sample in family.samples:
             if sample.name == "loopguard_fail_open_errors_total":
                 total = sample.value
-            elif sample.name == "loopguard_detector_errors_total":
-                if sample.value:  # every detector has a series from startup, at 0
-                    by_detector[sample.labels["detector"]] = sample.value
+            elif sample.name == "loopguard_detector_errors_total" and sample.value:
+                # every detector has a series from startup, at 0
+                by_detector[sample.labels["detector"]] = sample.value
     return total, by_detector
 
 
@@ -35,8 +35,7 @@ def test_two_apps_in_one_process_do_not_share_fail_open_counts(tmp_path):
     unattributed = UNATTRIBUTED.fail_open_errors
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    with guarded(stubborn(), tmp_path / "a", registry=broken) as bad, \
-            guarded(stubborn(), tmp_path / "b") as good:
+    with guarded(stubborn(), tmp_path / "a", registry=broken) as bad, guarded(stubborn(), tmp_path / "b") as good:
         for gw in (bad, good):
             Agent(gw.client, tools={"read_file": lambda a: "same"}).run("go", max_steps=3)
         bad_total, bad_detectors = fail_opens(bad.url)

@@ -10,8 +10,15 @@ def looping_history(calls: int = 3) -> list[dict]:
     """``calls`` identical read_file calls with identical results: warned at 3 by the ladder."""
     messages = [{"role": "user", "content": "go"}]
     for i in range(calls):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "same"})
     return messages
 
@@ -23,5 +30,9 @@ def raw_body(payload: dict, insert: bytes = b"") -> bytes:
 
 
 def post(client, body: bytes) -> httpx.Response:
-    return httpx.post(client.gateway_url + "/v1/chat/completions", content=body, timeout=10,
-                      headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
+    return httpx.post(
+        client.gateway_url + "/v1/chat/completions",
+        content=body,
+        timeout=10,
+        headers={"content-type": "application/json", "authorization": "Bearer sk-test"},
+    )

@@ -20,17 +20,22 @@ TEMPLATE = "[LoopGuard] This run was stopped"
 
 def closing(closed=lambda request: Reply(content=ANSWER)):
     """Calls read_file forever; asked with tools closed, answers with ``closed(request)``."""
+
     def respond(request: dict) -> Reply:
         if request.get("tool_choice") == "none":
             return closed(request)
         return Reply(tool_calls=[("read_file", '{"path": "a.txt"}')])
+
     return respond
 
 
 def note(request: dict) -> str:
     """The note asking for the final answer (a trailing system message)."""
-    notes = [m["content"] for m in request["messages"]
-             if m.get("role") == "system" and m["content"].startswith("[LoopGuard] You are in a loop")]
+    notes = [
+        m["content"]
+        for m in request["messages"]
+        if m.get("role") == "system" and m["content"].startswith("[LoopGuard] You are in a loop")
+    ]
     assert len(notes) == 1
     return notes[0]
 
@@ -72,8 +77,7 @@ def test_a_looping_agent_ends_with_the_models_own_answer(start_guarded, stream):
 
 def test_the_headers_say_which_mode_ended_the_run(start_guarded):
     upstream, client, _ = start_guarded(closing(), policy())
-    raw = client.chat.completions.with_raw_response.create(
-        model="test-model", messages=looping_history(5), tools=TOOLS)
+    raw = client.chat.completions.with_raw_response.create(model="test-model", messages=looping_history(5), tools=TOOLS)
     assert raw.headers["x-loopguard-action"] == "terminate"
     assert raw.headers["x-loopguard-terminate"] == "answer"
     assert raw.parse().choices[0].message.content == ANSWER
@@ -88,7 +92,8 @@ def test_async_client_request_path_terminate_streams_the_answer(start_guarded):
     async def run() -> tuple[str, dict]:
         async with openai.AsyncOpenAI(base_url=client.gateway_url + "/v1", api_key="sk-test", max_retries=0) as aclient:
             response = await aclient.chat.completions.with_raw_response.create(
-                model="test-model", messages=looping_history(5), tools=TOOLS, stream=True)
+                model="test-model", messages=looping_history(5), tools=TOOLS, stream=True
+            )
             parts, reasons = [], []
             async for chunk in response.parse():
                 for choice in chunk.choices:

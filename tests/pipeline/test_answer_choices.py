@@ -15,11 +15,15 @@ from .bodies import looping_history, post
 from .test_answer import TEMPLATE, policy
 from .test_choices import LOOPING, calls_message, chunk, completion, read_stream, sse
 
+
 def paths() -> list:
     """(path, stream) cases: the history already crossed terminate, call 5 is proposed, or call 4
     is proposed (vetoed, the re-ask's call 5 ends the run)."""
-    return [pytest.param(path, stream, id=f"{path}-{'stream' if stream else 'unary'}")
-            for path in PATHS for stream in (False, True)]
+    return [
+        pytest.param(path, stream, id=f"{path}-{'stream' if stream else 'unary'}")
+        for path in PATHS
+        for stream in (False, True)
+    ]
 
 
 ANSWERS = ("First take: a.txt never changed.", "Second take: the summary is missing.")
@@ -36,17 +40,27 @@ def choices_stream(*deltas: dict) -> list[bytes]:
 
 def model(closed_answers: list[dict], stream: bool):
     """Loops with n choices; asked with tools closed, answers with ``closed_answers``."""
+
     def respond(request: dict) -> Reply:
         if request.get("tool_choice") != "none":
             if stream:
-                return Reply(raw_stream=choices_stream({"tool_calls": [{"index": 0, **LOOPING}]},
-                                                       {"tool_calls": [{"index": 0, **LOOPING}]}))
+                return Reply(
+                    raw_stream=choices_stream(
+                        {"tool_calls": [{"index": 0, **LOOPING}]}, {"tool_calls": [{"index": 0, **LOOPING}]}
+                    )
+                )
             return Reply(body=completion(calls_message(LOOPING), calls_message(LOOPING)))
         if stream:
-            return Reply(raw_stream=choices_stream(*[
-                {"tool_calls": [{"index": 0, **LOOPING}]} if m.get("tool_calls") else {"content": m["content"]}
-                for m in closed_answers]))
+            return Reply(
+                raw_stream=choices_stream(
+                    *[
+                        {"tool_calls": [{"index": 0, **LOOPING}]} if m.get("tool_calls") else {"content": m["content"]}
+                        for m in closed_answers
+                    ]
+                )
+            )
         return Reply(body=completion(*closed_answers))
+
     return respond
 
 
@@ -58,8 +72,11 @@ def final_choices(client, path: str, stream: bool) -> tuple[dict[int, str], dict
     if not stream:
         found = response.json()["choices"]
         assert all("tool_calls" not in c["message"] for c in found)
-        return ({c["index"]: c["message"]["content"] for c in found},
-                {c["index"]: c["finish_reason"] for c in found}, response)
+        return (
+            {c["index"]: c["message"]["content"] for c in found},
+            {c["index"]: c["finish_reason"] for c in found},
+            response,
+        )
     texts: dict[int, str] = {}
     finishes: dict[int, str] = {}
     for piece in read_stream(response):
@@ -92,7 +109,7 @@ def test_every_choice_is_the_models_own_answer(start_guarded, path, stream):
 @pytest.mark.parametrize(("path", "stream"), paths())
 def test_a_choice_calling_a_tool_again_gives_every_choice_the_template(start_guarded, path, stream):
     answers = [{"role": "assistant", "content": ANSWERS[0]}, calls_message(LOOPING)]
-    upstream, client, _ = start_guarded(model(answers, stream), policy())
+    _upstream, client, _ = start_guarded(model(answers, stream), policy())
     texts, finishes, response = final_choices(client, path, stream)
     assert set(texts) == set(finishes) == {0, 1} and set(finishes.values()) == {"stop"}
     for text in texts.values():
@@ -112,7 +129,8 @@ def test_a_streamed_answer_cut_by_the_deadline_is_the_template_in_every_choice(s
         if request.get("tool_choice") == "none":
             return Reply(raw_stream=slow, chunk_delay=0.3)
         return Reply(tool_calls=[("read_file", "{}")])
-    upstream, client, _ = start_guarded(respond, policy("    answer_timeout_s: 0.5\n"))
+
+    _upstream, client, _ = start_guarded(respond, policy("    answer_timeout_s: 0.5\n"))
     texts, finishes, response = final_choices(client, "request", stream=True)
     assert set(texts) == {0, 1} and finishes == {0: "stop", 1: "stop"}
     assert all(text.startswith(TEMPLATE) for text in texts.values())

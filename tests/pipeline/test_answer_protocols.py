@@ -9,7 +9,7 @@ import openai
 import pytest
 from support.anthropic_upstream import Said
 from support.claude_agent import ClaudeAgent
-from support.claude_gateway import start_claude  # noqa: F401 - the fixture
+from support.claude_gateway import start_claude
 from support.policies import ladder_policy
 from support.responses_agent import ResponsesAgent
 from support.responses_upstream import Answer, guarded
@@ -70,12 +70,14 @@ def test_a_looping_responses_agent_ends_with_the_models_own_answer(start_respons
 
 
 def test_responses_headers_say_answer(start_responses):
-    upstream, url = start_responses(closing_responses, ladder_policy())
+    _upstream, url = start_responses(closing_responses, ladder_policy())
     client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)
     history: list = [{"role": "user", "content": "go"}]
     for n in range(5):
-        history += [{"type": "function_call", "call_id": f"c{n}", "name": "read_file", "arguments": "{}"},
-                    {"type": "function_call_output", "call_id": f"c{n}", "output": "same"}]
+        history += [
+            {"type": "function_call", "call_id": f"c{n}", "name": "read_file", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{n}", "output": "same"},
+        ]
     raw = client.responses.with_raw_response.create(model="gpt-4.1", input=history, store=False)
     assert raw.headers["x-loopguard-action"] == "terminate" and raw.headers["x-loopguard-terminate"] == "answer"
     assert raw.parse().output_text == ANSWER

@@ -15,7 +15,7 @@ import openai
 import pytest
 from support import loop_bodies
 from support.anthropic_upstream import Said
-from support.claude_gateway import start_claude  # noqa: F401 - the fixture
+from support.claude_gateway import start_claude
 from support.policies import ladder_policy
 from support.responses_upstream import Answer, guarded
 
@@ -81,9 +81,14 @@ def assert_well_formed_message(events: list[tuple[str | None, dict]]) -> list[st
 
 @pytest.mark.parametrize("path", PATHS)
 def test_anthropic_answer_cut_by_the_deadline_ends_with_the_template(start_claude, path):
-    upstream, client, gateway = start_claude(closing_claude, POLICY)
-    with httpx.stream("POST", gateway + "/v1/messages", json=claude_request(PATHS[path]), timeout=20,
-                      headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}) as response:
+    upstream, _client, gateway = start_claude(closing_claude, POLICY)
+    with httpx.stream(
+        "POST",
+        gateway + "/v1/messages",
+        json=claude_request(PATHS[path]),
+        timeout=20,
+        headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+    ) as response:
         lines = list(response.iter_lines())
     texts = assert_well_formed_message(sse(lines))
     assert texts[-1].startswith(TEMPLATE) and "read_file" in texts[-1]
@@ -94,7 +99,7 @@ def test_anthropic_answer_cut_by_the_deadline_ends_with_the_template(start_claud
 
 @pytest.mark.parametrize("path", PATHS)
 def test_the_anthropic_sdk_reads_the_cut_answer_and_the_template(start_claude, path):
-    upstream, client, _ = start_claude(closing_claude, POLICY)
+    _upstream, client, _ = start_claude(closing_claude, POLICY)
     request = claude_request(PATHS[path])
     del request["stream"]
     with client.messages.stream(**request) as streamed:
@@ -122,8 +127,10 @@ def responses_gateway(tmp_path):
 def responses_history(times: int) -> list[dict]:
     history: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
     for n in range(times):
-        history += [{"type": "function_call", "call_id": f"c{n}", "name": "read_file", "arguments": '{"path": "a.txt"}'},
-                    {"type": "function_call_output", "call_id": f"c{n}", "output": "same"}]
+        history += [
+            {"type": "function_call", "call_id": f"c{n}", "name": "read_file", "arguments": '{"path": "a.txt"}'},
+            {"type": "function_call_output", "call_id": f"c{n}", "output": "same"},
+        ]
     return history
 
 
@@ -163,8 +170,9 @@ def assert_well_formed_response(events: list[tuple[str | None, dict]]) -> tuple[
 def test_responses_answer_cut_by_the_deadline_ends_with_the_template(responses_gateway, path):
     upstream, url = responses_gateway
     body = {"model": "gpt-4.1", "input": responses_history(PATHS[path]), "store": False, "stream": True}
-    with httpx.stream("POST", url + "/v1/responses", json=body, timeout=20,
-                      headers={"authorization": "Bearer sk-test"}) as response:
+    with httpx.stream(
+        "POST", url + "/v1/responses", json=body, timeout=20, headers={"authorization": "Bearer sk-test"}
+    ) as response:
         lines = list(response.iter_lines())
     texts, closing = assert_well_formed_response(sse(lines))
     assert texts[-1].startswith(TEMPLATE) and "read_file" in texts[-1]
@@ -176,7 +184,7 @@ def test_responses_answer_cut_by_the_deadline_ends_with_the_template(responses_g
 
 @pytest.mark.parametrize("path", PATHS)
 def test_the_openai_sdk_reads_the_cut_answer_and_the_template(responses_gateway, path):
-    upstream, url = responses_gateway
+    _upstream, url = responses_gateway
     client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)
     streamed_text = ""
     with client.responses.stream(model="gpt-4.1", input=responses_history(PATHS[path]), store=False) as stream:

@@ -3,10 +3,11 @@
 import httpx
 import orjson
 import pytest
-from gateway.audit.memory_sink import MemorySink
 from support.seen import observations
 from support.upstream import Reply
 from support.waiting import wait_for
+
+from gateway.audit.memory_sink import MemorySink
 
 from .bodies import looping_history, post
 
@@ -15,12 +16,23 @@ FRESH = {"id": "c8", "type": "function", "function": {"name": "list_dir", "argum
 
 
 def completion(*messages: dict) -> bytes:
-    return orjson.dumps({
-        "id": "chatcmpl-n", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": i, "message": m, "logprobs": None,
-                     "finish_reason": "tool_calls" if m.get("tool_calls") else "stop"}
-                    for i, m in enumerate(messages)],
-    })
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-n",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": i,
+                    "message": m,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if m.get("tool_calls") else "stop",
+                }
+                for i, m in enumerate(messages)
+            ],
+        }
+    )
 
 
 def calls_message(*calls: dict) -> dict:
@@ -40,7 +52,7 @@ def test_a_looping_call_in_a_later_choice_is_withheld(start_guarded):
 
 def test_each_choice_is_judged_on_its_own(start_guarded):
     reply = completion(calls_message(FRESH, LOOPING), calls_message(FRESH))
-    upstream, client, _ = start_guarded(lambda r: Reply(body=reply))
+    _upstream, client, _ = start_guarded(lambda r: Reply(body=reply))
     response = post(client, orjson.dumps({"model": "m", "n": 2, "messages": looping_history()}))
     first, second = response.json()["choices"]
     assert [c["function"]["name"] for c in first["message"]["tool_calls"]] == ["list_dir"]
@@ -52,28 +64,41 @@ def sse(chunks: list[dict]) -> list[bytes]:
 
 
 def chunk(index: int, delta: dict, finish: str | None = None) -> dict:
-    return {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-s",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def two_choice_stream(second_call: dict) -> list[bytes]:
     entry = {"index": 0, **second_call}
-    return sse([
-        chunk(0, {"role": "assistant", "content": ""}), chunk(1, {"role": "assistant", "content": ""}),
-        chunk(0, {"content": "done"}), chunk(1, {"tool_calls": [entry]}),
-        chunk(0, {}, "stop"), chunk(1, {}, "tool_calls"),
-    ])
+    return sse(
+        [
+            chunk(0, {"role": "assistant", "content": ""}),
+            chunk(1, {"role": "assistant", "content": ""}),
+            chunk(0, {"content": "done"}),
+            chunk(1, {"tool_calls": [entry]}),
+            chunk(0, {}, "stop"),
+            chunk(1, {}, "tool_calls"),
+        ]
+    )
 
 
 def read_stream(response) -> list[dict]:
-    return [orjson.loads(line[6:]) for line in response.text.split("\n")
-            if line.startswith("data: ") and line != "data: [DONE]"]
+    return [
+        orjson.loads(line[6:])
+        for line in response.text.split("\n")
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]
 
 
 @pytest.mark.parametrize("loops", [True, False])
 def test_streamed_choices_are_each_judged(start_guarded, loops):
     stream = two_choice_stream(LOOPING if loops else FRESH)
-    upstream, client, _ = start_guarded(lambda r: Reply(raw_stream=stream))
+    _upstream, client, _ = start_guarded(lambda r: Reply(raw_stream=stream))
     payload = {"model": "m", "n": 2, "stream": True, "messages": looping_history()}
     response = post(client, orjson.dumps(payload))
     chunks = read_stream(response)
@@ -89,8 +114,10 @@ def test_streamed_choices_are_each_judged(start_guarded, loops):
 def two_answers(stream: bool, *messages: dict) -> Reply:
     if not stream:
         return Reply(body=completion(*messages))
-    deltas = [{"tool_calls": [{"index": 0, **m["tool_calls"][0]}]} if m.get("tool_calls") else {"content": m["content"]}
-              for m in messages]
+    deltas = [
+        {"tool_calls": [{"index": 0, **m["tool_calls"][0]}]} if m.get("tool_calls") else {"content": m["content"]}
+        for m in messages
+    ]
     chunks = [chunk(i, {"role": "assistant", "content": ""}) for i in range(len(deltas))]
     chunks += [chunk(i, d) for i, d in enumerate(deltas)]
     chunks += [chunk(i, {}, "tool_calls" if "tool_calls" in d else "stop") for i, d in enumerate(deltas)]
@@ -101,10 +128,12 @@ def two_answers(stream: bool, *messages: dict) -> Reply:
 def test_a_round_refused_in_every_choice_is_asked_again_streamed_or_not(start_guarded, stream):
     """Every choice lost its calls: nothing is left to send, so the model is asked again with
     the vetoed call and the observation, as for one choice; a held stream's headers say so."""
+
     def respond(request: dict) -> Reply:
         if observations(request):
-            return two_answers(stream, {"role": "assistant", "content": "done"},
-                               {"role": "assistant", "content": "done too"})
+            return two_answers(
+                stream, {"role": "assistant", "content": "done"}, {"role": "assistant", "content": "done too"}
+            )
         return two_answers(stream, calls_message(LOOPING), calls_message(LOOPING))
 
     upstream, client, _ = start_guarded(respond)
@@ -130,14 +159,19 @@ def test_a_client_leaving_a_held_stream_before_its_headers_stops_the_upstream(st
     upstream, client, _ = start_guarded(lambda r: Reply(raw_stream=sse(events), chunk_delay=0.03))
     payload = {"model": "m", "n": 2, "stream": True, "messages": looping_history()}
     with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=0.5) as http:
-        with http.stream("POST", client.gateway_url + "/v1/chat/completions", content=orjson.dumps(payload),
-                         headers={"content-type": "application/json", "authorization": "Bearer sk-test"}):
+        with http.stream(
+            "POST",
+            client.gateway_url + "/v1/chat/completions",
+            content=orjson.dumps(payload),
+            headers={"content-type": "application/json", "authorization": "Bearer sk-test"},
+        ):
             pass
     assert wait_for(lambda: upstream.cancelled_streams == 1, timeout=3.0) and upstream.finished_streams == 0
 
 
 def test_a_failed_re_ask_of_several_streamed_choices_still_ends_the_stream_well_formed(start_guarded):
     """The withheld round goes out without its refused calls, as before re-asks existed."""
+
     def respond(request: dict) -> Reply:
         if observations(request):
             return Reply(status=500)
@@ -147,20 +181,27 @@ def test_a_failed_re_ask_of_several_streamed_choices_still_ends_the_stream_well_
     response = post(client, orjson.dumps({"model": "m", "n": 2, "stream": True, "messages": looping_history()}))
     chunks = read_stream(response)
     assert not [c for ch in chunks for c in ch["choices"] if c["delta"].get("tool_calls")]
-    assert {c["index"]: c["finish_reason"] for ch in chunks for c in ch["choices"] if c["finish_reason"]} == \
-        {0: "stop", 1: "stop"}
+    assert {c["index"]: c["finish_reason"] for ch in chunks for c in ch["choices"] if c["finish_reason"]} == {
+        0: "stop",
+        1: "stop",
+    }
     assert response.text.count("data: [DONE]") == 1 and len(upstream.requests) == 2
 
 
 def parallel_round_stream() -> list[bytes]:
     """Choice 0: list_dir then read_file (a parallel round); choice 1: read_file."""
     entries = [{"index": i, **call} for i, call in enumerate((FRESH, LOOPING))]
-    return sse([
-        chunk(0, {"role": "assistant", "content": None}), chunk(1, {"role": "assistant", "content": None}),
-        chunk(0, {"tool_calls": entries[:1]}), chunk(1, {"tool_calls": [{"index": 0, **LOOPING}]}),
-        chunk(0, {"tool_calls": entries[1:]}),
-        chunk(0, {}, "tool_calls"), chunk(1, {}, "tool_calls"),
-    ])
+    return sse(
+        [
+            chunk(0, {"role": "assistant", "content": None}),
+            chunk(1, {"role": "assistant", "content": None}),
+            chunk(0, {"tool_calls": entries[:1]}),
+            chunk(1, {"tool_calls": [{"index": 0, **LOOPING}]}),
+            chunk(0, {"tool_calls": entries[1:]}),
+            chunk(0, {}, "tool_calls"),
+            chunk(1, {}, "tool_calls"),
+        ]
+    )
 
 
 @pytest.mark.parametrize("executed", [3, 4])  # the proposed read_file: reject-level, terminate-level
@@ -169,8 +210,11 @@ def test_a_refused_call_in_a_later_choice_reports_what_the_client_received(start
     """The first choice keeps a fresh call: the run goes on, each refused call (terminate-level
     or not) is left out of its choice, and the headers say ``reject``, streamed too: a stream of
     several choices is held whole and its headers wait for the decision, not the warned request."""
-    reply = Reply(raw_stream=parallel_round_stream()) if stream else \
-        Reply(body=completion(calls_message(FRESH, LOOPING), calls_message(LOOPING)))
+    reply = (
+        Reply(raw_stream=parallel_round_stream())
+        if stream
+        else Reply(body=completion(calls_message(FRESH, LOOPING), calls_message(LOOPING)))
+    )
     upstream, client, _ = start_guarded(lambda r: reply)
     audit = MemorySink()
     client.gateway_app.state.gateway.audit.add(audit)
@@ -200,8 +244,14 @@ SAYING = "Let me read a.txt again."
 def said_and_called(stream: bool, *choices: tuple[str, dict | None]) -> Reply:
     """Each choice's words, then its call (None: words only), as the upstream answers them."""
     if not stream:
-        return Reply(body=completion(*({"role": "assistant", "content": text, **(
-            {"tool_calls": [call]} if call else {})} for text, call in choices)))
+        return Reply(
+            body=completion(
+                *(
+                    {"role": "assistant", "content": text, **({"tool_calls": [call]} if call else {})}
+                    for text, call in choices
+                )
+            )
+        )
     chunks = [chunk(i, {"role": "assistant", "content": ""}) for i in range(len(choices))]
     chunks += [chunk(i, {"content": text}) for i, (text, _) in enumerate(choices)]
     chunks += [chunk(i, {"tool_calls": [{"index": 0, **call}]}) for i, (_, call) in enumerate(choices) if call]
@@ -224,6 +274,7 @@ def test_a_refused_rounds_words_are_never_shown_in_any_choice(start_guarded, str
     """At warn level, a round refused in every choice is asked again: the words written next to
     the refused calls never reach the client, streamed or not (a stream of several choices is
     held until all of it is judged), and the stream's texts are the reply's."""
+
     def respond(request: dict) -> Reply:
         if observations(request):
             return said_and_called(stream, ("done", None), ("done too", None))

@@ -25,6 +25,10 @@ def test_a_failed_edit_forwards_the_request_untouched_and_says_pass(start_guarde
     assert "x-loopguard-detector" not in response.headers
     metrics = httpx.get(client.gateway_url + "/metrics").text
     assert "loopguard_fail_open_errors_total 1.0" in metrics
-    applied = [s for f in text_string_to_metric_families(metrics) for s in f.samples
-               if s.name == "loopguard_interventions_total" and s.value]
+    applied = [
+        s
+        for f in text_string_to_metric_families(metrics)
+        for s in f.samples
+        if s.name == "loopguard_interventions_total" and s.value
+    ]
     assert not applied  # no warn was applied (every series is there from startup, at 0)

@@ -29,9 +29,12 @@ def test_a_request_orjson_refuses_is_still_warned(start_guarded, odd):
 
 def test_a_reply_orjson_refuses_still_has_its_calls_judged(start_guarded):
     call = {"id": "c9", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
-    refused = b'{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,' \
-        b'"message":{"role":"assistant","content":"\\ud83d","tool_calls":[' + orjson.dumps(call) + \
-        b']},"finish_reason":"tool_calls"}]}'
+    refused = (
+        b'{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
+        b'"message":{"role":"assistant","content":"\\ud83d","tool_calls":['
+        + orjson.dumps(call)
+        + b']},"finish_reason":"tool_calls"}]}'
+    )
 
     def model(request):
         if observations(request):
@@ -47,12 +50,17 @@ def test_a_reply_orjson_refuses_still_has_its_calls_judged(start_guarded):
 
 
 def test_an_edited_reply_orjson_refuses_goes_out_with_its_odd_text_intact(start_guarded):
-    calls = [{"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
-             for i, name in enumerate(("list_dir", "read_file"))]
-    refused = b'{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,' \
-        b'"message":{"role":"assistant","content":"\\ud83d","tool_calls":' + orjson.dumps(calls) + \
-        b'},"finish_reason":"tool_calls"}]}'
-    upstream, client, _ = start_guarded(lambda r: Reply(body=refused))
+    calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        for i, name in enumerate(("list_dir", "read_file"))
+    ]
+    refused = (
+        b'{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
+        b'"message":{"role":"assistant","content":"\\ud83d","tool_calls":'
+        + orjson.dumps(calls)
+        + b'},"finish_reason":"tool_calls"}]}'
+    )
+    _upstream, client, _ = start_guarded(lambda r: Reply(body=refused))
     response = post(client, orjson.dumps({"model": "m", "messages": looping_history()}))
     assert response.headers["x-loopguard-action"] == "reject"
     assert b'"\\ud83d"' in response.content  # written back as the escape it came as

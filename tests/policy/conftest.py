@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from policy_fakes import REGISTRY, policy_text
 
 from gateway.policy import load_policy_text
-from policy_fakes import REGISTRY, policy_text
 
 
 @pytest.fixture

@@ -30,8 +30,9 @@ class PollSettings(DetectorSettings):
 
     def thresholds_for(self, finding: Finding) -> DetectorSettings:
         if set(finding.tools) <= self.poll_tools:
-            return DetectorSettings(warn_at=self.poll_warn_at, reject_at=self.poll_reject_at,
-                                    terminate_at=self.poll_terminate_at)
+            return DetectorSettings(
+                warn_at=self.poll_warn_at, reject_at=self.poll_reject_at, terminate_at=self.poll_terminate_at
+            )
         return self
 
 
@@ -51,8 +52,13 @@ def detect_repeat(trace: Trace, settings: RepeatSettings) -> Finding | None:
     same = _tail(trace, settings.window)
     if len(same) < 2:
         return None
-    return Finding("repeat", len(same), tuple(e.step for e in same), (same[-1].tool,),
-                   f"`{same[-1].tool}` called {len(same)} times with the same arguments.")
+    return Finding(
+        "repeat",
+        len(same),
+        tuple(e.step for e in same),
+        (same[-1].tool,),
+        f"`{same[-1].tool}` called {len(same)} times with the same arguments.",
+    )
 
 
 def detect_poll(trace: Trace, settings: PollSettings) -> Finding | None:
@@ -83,9 +89,21 @@ def make_trace(*calls: str | tuple[str, str]) -> Trace:
     events = []
     for i, call in enumerate(calls, start=1):
         tool, args = (call, "{}") if isinstance(call, str) else call
-        events.append(ToolEvent(step=i, round=i, call_id=f"c{i}", tool=tool, raw_args=args,
-                                args=args, args_hash=f"{tool}:{args}", result="ok",
-                                result_hash="ok", status=Status.OK, declared=True))
+        events.append(
+            ToolEvent(
+                step=i,
+                round=i,
+                call_id=f"c{i}",
+                tool=tool,
+                raw_args=args,
+                args=args,
+                args_hash=f"{tool}:{args}",
+                result="ok",
+                result_hash="ok",
+                status=Status.OK,
+                declared=True,
+            )
+        )
     return Trace(events=tuple(events), turns=(), run_start=0, rounds=len(events))
 
 

@@ -48,20 +48,23 @@ def policy(compile_policy):
     return compile_policy(AGENTS)
 
 
-@pytest.mark.parametrize(("request_", "label"), [
-    ({"agent": "safe-runner"}, "by-header"),
-    ({"api_key_sha256": KEY}, "by-key"),  # stored upper-case, compared case-insensitively
-    ({"model": "gpt-4o-mini"}, "by-model"),
-    ({"model": "gpt-4o"}, "by-model"),
-    ({"model": "gpt-4"}, None),
-    ({"path": "/team-a/v1/chat/completions"}, "by-path"),
-    ({"path": "/v1/chat/completions"}, None),
-    ({"agent": "both", "model": "llama-3-70b"}, "both"),
-    ({"agent": "both"}, None),  # every criterion of an entry must match
-    ({"model": "llama-3-70b"}, None),
-    ({"agent": "safe-runner", "model": "gpt-4o"}, "by-header"),  # first match wins
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    ("request_", "label"),
+    [
+        ({"agent": "safe-runner"}, "by-header"),
+        ({"api_key_sha256": KEY}, "by-key"),  # stored upper-case, compared case-insensitively
+        ({"model": "gpt-4o-mini"}, "by-model"),
+        ({"model": "gpt-4o"}, "by-model"),
+        ({"model": "gpt-4"}, None),
+        ({"path": "/team-a/v1/chat/completions"}, "by-path"),
+        ({"path": "/v1/chat/completions"}, None),
+        ({"agent": "both", "model": "llama-3-70b"}, "both"),
+        ({"agent": "both"}, None),  # every criterion of an entry must match
+        ({"model": "llama-3-70b"}, None),
+        ({"agent": "safe-runner", "model": "gpt-4o"}, "by-header"),  # first match wins
+        ({}, None),
+    ],
+)
 def test_matching(policy, request_, label):
     assert policy.resolve(**request_).agent == label
 

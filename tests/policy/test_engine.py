@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import pytest
+from policy_fakes import BOOM_REGISTRY, REGISTRY, RepeatSettings, detect_repeat, make_trace
 from structlog.testing import capture_logs
 
 from gateway.detectors.base import Detector
 from gateway.policy import Action, current_stats
 from gateway.trace.model import Trace
-from policy_fakes import BOOM_REGISTRY, REGISTRY, RepeatSettings, detect_repeat, make_trace
 
 ONLY_REPEAT = "detectors: {poll: false, always: false}\n"
 
 
-@pytest.mark.parametrize(("repeats", "action"), [
-    (1, Action.PASS), (2, Action.PASS), (3, Action.WARN), (4, Action.REJECT),
-    (5, Action.TERMINATE), (9, Action.TERMINATE),
-])
+@pytest.mark.parametrize(
+    ("repeats", "action"),
+    [
+        (1, Action.PASS),
+        (2, Action.PASS),
+        (3, Action.WARN),
+        (4, Action.REJECT),
+        (5, Action.TERMINATE),
+        (9, Action.TERMINATE),
+    ],
+)
 def test_ladder(compile_policy, repeats, action):
     judgement = compile_policy(ONLY_REPEAT).resolve().judge(make_trace(*["ls"] * repeats))
     assert (judgement.action, judgement.would) == (action, action)
@@ -34,9 +41,14 @@ def test_findings_below_every_threshold_are_kept_but_decide_nothing(compile_poli
     assert [f.count for f in judgement.findings] == [2]
 
 
-@pytest.mark.parametrize(("max_action", "applied"), [
-    ("warn", Action.WARN), ("reject", Action.REJECT), ("terminate", Action.TERMINATE),
-])
+@pytest.mark.parametrize(
+    ("max_action", "applied"),
+    [
+        ("warn", Action.WARN),
+        ("reject", Action.REJECT),
+        ("terminate", Action.TERMINATE),
+    ],
+)
 def test_max_action_caps_the_applied_action_not_the_would(compile_policy, max_action, applied):
     eff = compile_policy(ONLY_REPEAT + f"max_action: {max_action}\n").resolve()
     judgement = eff.judge(make_trace(*["ls"] * 5))
@@ -61,21 +73,31 @@ def test_the_strongest_finding_decides(compile_policy):
     assert [f.detector for f in judgement.findings] == ["repeat", "poll"]
 
 
-@pytest.mark.parametrize(("order", "winner"), [
-    (("repeat", "poll"), "repeat"), (("poll", "repeat"), "poll"),
-])
+@pytest.mark.parametrize(
+    ("order", "winner"),
+    [
+        (("repeat", "poll"), "repeat"),
+        (("poll", "repeat"), "poll"),
+    ],
+)
 def test_ties_go_to_registry_priority(compile_policy, order, winner):
     registry = {name: REGISTRY[name] for name in order}
-    eff = compile_policy("detectors:\n  poll: {warn_at: 3, reject_at: 4, terminate_at: 5}\n",
-                         registry=registry).resolve()
+    eff = compile_policy(
+        "detectors:\n  poll: {warn_at: 3, reject_at: 4, terminate_at: 5}\n", registry=registry
+    ).resolve()
     judgement = eff.judge(make_trace(*["ls"] * 4))
     assert judgement.action is Action.REJECT and judgement.detector == winner
 
 
-@pytest.mark.parametrize(("calls", "action"), [
-    (["poll"] * 2, Action.WARN), (["poll"] * 3, Action.WARN), (["poll"] * 4, Action.TERMINATE),
-    (["ls"] * 4, Action.PASS),
-])
+@pytest.mark.parametrize(
+    ("calls", "action"),
+    [
+        (["poll"] * 2, Action.WARN),
+        (["poll"] * 3, Action.WARN),
+        (["poll"] * 4, Action.TERMINATE),
+        (["ls"] * 4, Action.PASS),
+    ],
+)
 def test_detector_chosen_ladder_via_thresholds_for(compile_policy, calls, action):
     eff = compile_policy("detectors: {repeat: false, always: false}\n").resolve()
     assert eff.judge(make_trace(*calls)).action is action
@@ -157,7 +179,6 @@ def test_judgements_are_immutable(compile_policy):
         judgement.action = Action.TERMINATE  # type: ignore[misc]
 
 
-
 def test_master_switch_turns_every_detector_off(compile_policy):
     policy = compile_policy("""\
         enabled: false
@@ -174,11 +195,14 @@ def test_master_switch_turns_every_detector_off(compile_policy):
     assert opt_out.resolve().detectors != {}
 
 
-@pytest.mark.parametrize(("repeat_ladder", "runs_on_proposals"), [
-    ("{warn_at: 3, reject_at: 4, terminate_at: 5}", True),
-    ("{warn_at: 3, reject_at: null, terminate_at: 5}", True),
-    ("{warn_at: 3, reject_at: null, terminate_at: null}", False),  # can only warn
-])
+@pytest.mark.parametrize(
+    ("repeat_ladder", "runs_on_proposals"),
+    [
+        ("{warn_at: 3, reject_at: 4, terminate_at: 5}", True),
+        ("{warn_at: 3, reject_at: null, terminate_at: 5}", True),
+        ("{warn_at: 3, reject_at: null, terminate_at: null}", False),  # can only warn
+    ],
+)
 def test_proposals_are_judged_only_by_detectors_that_can_block(compile_policy, repeat_ladder, runs_on_proposals):
     eff = compile_policy(f"detectors: {{poll: false, always: false, repeat: {repeat_ladder}}}\n").resolve()
     trace = make_trace(*["ls"] * 5)

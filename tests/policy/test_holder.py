@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from policy_fakes import REGISTRY, policy_text
 from structlog.testing import capture_logs
 
 from gateway.policy import PolicyError, PolicyHolder, shipped_policy_path
 from gateway.policy.loader import SHIPPED_DIRS
-from policy_fakes import REGISTRY, policy_text
 
 
 def edit(path: Path, body: str) -> None:

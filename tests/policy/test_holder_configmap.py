@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from policy_fakes import REGISTRY, policy_text
 
 from gateway.policy import PolicyHolder
-from policy_fakes import REGISTRY, policy_text
 
 
 class ConfigMapVolume:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from policy_fakes import make_trace
 
 from gateway.detectors.base import Finding
 from gateway.policy import REJECT_MARKER
 from gateway.policy.messages import PLACEHOLDERS, check_template, compact_steps, compile_messages
 from gateway.policy.texts import SHIPPED, SPECIAL
-from policy_fakes import make_trace
 
 LOOP = Finding("exact_repeat", 4, (3, 4, 5, 6), ("write_file",), "Same call 4 times.")
 CYCLE = Finding("cycle", 3, (1, 2, 3, 4, 5, 6), ("edit", "test", "edit"), "edit <-> test")
@@ -29,8 +29,15 @@ def zh(compile_policy):
 
 def test_warn_names_tool_pattern_count_steps_and_what_to_do(en):
     text = en.render("warn", LOOP)
-    for part in ("`write_file`", "4 times", "exact repeat", "steps 3-6", "Same call 4 times.",
-                 "change the arguments or the approach", "report what you have and finish"):
+    for part in (
+        "`write_file`",
+        "4 times",
+        "exact repeat",
+        "steps 3-6",
+        "Same call 4 times.",
+        "change the arguments or the approach",
+        "report what you have and finish",
+    ):
         assert part in text
     assert ".." not in text  # the description's own full stop is not doubled
 
@@ -95,9 +102,15 @@ def test_every_shipped_template_compiles_with_known_placeholders(language):
     assert set(compile_messages(language, {}).templates) == {"warn", "reject", "reask", "terminate", "answer"}
 
 
-@pytest.mark.parametrize(("steps", "text"), [
-    ((), ""), ((4,), "4"), ((1, 2, 3), "1-3"), ((5, 1, 2, 3, 9, 10), "1-3, 5, 9-10"),
-])
+@pytest.mark.parametrize(
+    ("steps", "text"),
+    [
+        ((), ""),
+        ((4,), "4"),
+        ((1, 2, 3), "1-3"),
+        ((5, 1, 2, 3, 9, 10), "1-3, 5, 9-10"),
+    ],
+)
 def test_compact_steps(steps, text):
     assert compact_steps(steps) == text
 
@@ -109,11 +122,14 @@ def test_progress_counts_executed_calls_only(en):
     assert en.progress(make_trace()) == "no tool calls were executed"
 
 
-@pytest.mark.parametrize(("skipped", "language", "expected"), [
-    (0, "en", "2 tool calls over 2 rounds (read ×2)"),
-    (40, "en", "42 tool calls over 2 rounds (read ×2, +40 earlier)"),
-    (40, "zh", "2 轮共 42 次工具调用"),
-])
+@pytest.mark.parametrize(
+    ("skipped", "language", "expected"),
+    [
+        (0, "en", "2 tool calls over 2 rounds (read ×2)"),
+        (40, "en", "42 tool calls over 2 rounds (read ×2, +40 earlier)"),
+        (40, "zh", "2 轮共 42 次工具调用"),
+    ],
+)
 def test_progress_counts_calls_before_the_horizon(skipped, language, expected):
     from gateway.policy.messages import summarize_progress
 

@@ -11,7 +11,11 @@ from structlog.testing import capture_logs
 
 from gateway.detectors import REGISTRY
 from gateway.policy import (
-    Action, load_policy, load_shipped_policy, shipped_policy_names, shipped_policy_path,
+    Action,
+    load_policy,
+    load_shipped_policy,
+    shipped_policy_names,
+    shipped_policy_path,
 )
 from gateway.policy.loader import SHIPPED_DIRS
 from gateway.trace.builder import build_trace
@@ -74,15 +78,18 @@ def judge(pack: str, *steps: tuple[str, dict, str]):
 DENIED = ("write_file", {"path": "config.toml", "content": "x"}, "Error: permission denied")
 
 
-@pytest.mark.parametrize(("pack", "ladder"), [
-    # (pack, {repeats: expected applied action}) for a file.write failing with permission denied
-    ("default", {2: "pass", 3: "warn", 5: "reject", 8: "terminate"}),
-    ("weclaw", {2: "pass", 3: "warn", 4: "reject", 5: "terminate"}),
-    ("strict", {1: "pass", 2: "warn", 3: "reject", 5: "terminate"}),
-    ("openclaw", {9: "pass", 10: "warn", 20: "reject", 30: "terminate"}),
-    ("warn-only", {3: "warn", 5: "warn", 8: "warn"}),
-    ("shadow", {3: "pass", 8: "pass"}),
-])
+@pytest.mark.parametrize(
+    ("pack", "ladder"),
+    [
+        # (pack, {repeats: expected applied action}) for a file.write failing with permission denied
+        ("default", {2: "pass", 3: "warn", 5: "reject", 8: "terminate"}),
+        ("weclaw", {2: "pass", 3: "warn", 4: "reject", 5: "terminate"}),
+        ("strict", {1: "pass", 2: "warn", 3: "reject", 5: "terminate"}),
+        ("openclaw", {9: "pass", 10: "warn", 20: "reject", 30: "terminate"}),
+        ("warn-only", {3: "warn", 5: "warn", 8: "warn"}),
+        ("shadow", {3: "pass", 8: "pass"}),
+    ],
+)
 def test_the_ladder_of_each_pack_on_a_repeated_failure(pack, ladder):
     for repeats, expected in ladder.items():
         judgement = judge(pack, *[DENIED] * repeats)
@@ -96,8 +103,9 @@ def test_rollout_packs_still_report_what_they_would_do(pack):
 
 @pytest.mark.parametrize("pack", PACKS)
 def test_paginated_reads_stay_quiet_in_every_pack(pack):
-    pages = [("read_file", {"path": "big.log", "offset": 100 * i, "limit": 100},
-              f"lines {100 * i}..") for i in range(12)]
+    pages = [
+        ("read_file", {"path": "big.log", "offset": 100 * i, "limit": 100}, f"lines {100 * i}..") for i in range(12)
+    ]
     assert judge(pack, *pages).would is Action.PASS
 
 

@@ -4,35 +4,42 @@ for an agents entry that breaks the order by changing one field, they are raised
 from __future__ import annotations
 
 import pytest
+from policy_fakes import PollSettings, RepeatSettings
 from structlog.testing import capture_logs
 
 from gateway.policy.schema import PolicyError
 from gateway.policy.thresholds import ladders, ordered
-from policy_fakes import PollSettings, RepeatSettings
 
 
-@pytest.mark.parametrize(("given", "fixed"), [
-    ([3, 4, 5], [3, 4, 5]),
-    ([5, 5, 5], [5, 6, 7]),
-    ([10, 20, 15], [10, 20, 21]),
-    ([10, 5, 3], [10, 11, 12]),
-    ([10, None, 4], [10, None, 11]),  # an off threshold is skipped, not compared
-    ([None, 8, 2], [None, 8, 9]),
-    ([None, None, 1], [None, None, 1]),
-])
+@pytest.mark.parametrize(
+    ("given", "fixed"),
+    [
+        ([3, 4, 5], [3, 4, 5]),
+        ([5, 5, 5], [5, 6, 7]),
+        ([10, 20, 15], [10, 20, 21]),
+        ([10, 5, 3], [10, 11, 12]),
+        ([10, None, 4], [10, None, 11]),  # an off threshold is skipped, not compared
+        ([None, 8, 2], [None, 8, 9]),
+        ([None, None, 1], [None, None, 1]),
+    ],
+)
 def test_ordered_raises_later_thresholds(given, fixed):
     assert ordered(given) == fixed
 
 
 def test_ladders_are_found_by_name():
     assert ladders(RepeatSettings) == (("warn_at", "reject_at", "terminate_at"),)
-    assert ladders(PollSettings) == (("warn_at", "reject_at", "terminate_at"),
-                                     ("poll_warn_at", "poll_reject_at", "poll_terminate_at"))
+    assert ladders(PollSettings) == (
+        ("warn_at", "reject_at", "terminate_at"),
+        ("poll_warn_at", "poll_reject_at", "poll_terminate_at"),
+    )
 
 
 def test_global_correction_is_applied_and_logged(compile_policy):
     with capture_logs() as logs:
-        policy = compile_policy("allow_reorder: true\ndetectors:\n  repeat: {warn_at: 5, reject_at: 5, terminate_at: 3}")
+        policy = compile_policy(
+            "allow_reorder: true\ndetectors:\n  repeat: {warn_at: 5, reject_at: 5, terminate_at: 3}"
+        )
     s = policy.resolve().detectors["repeat"]
     assert (s.warn_at, s.reject_at, s.terminate_at) == (5, 6, 7)
     (event,) = [e for e in logs if e["event"] == "policy.thresholds_reordered"]
@@ -113,8 +120,7 @@ def test_a_terminate_status_clients_retry_is_logged(compile_policy):
 
 def test_a_written_out_of_order_ladder_is_an_error_naming_its_keys(compile_policy):
     with pytest.raises(PolicyError) as refused:
-        compile_policy("detectors:\n  repeat: {warn_at: 8, reject_at: 5, terminate_at: 3}\n"
-                       "  poll: {poll_warn_at: 0}\n")
+        compile_policy("detectors:\n  repeat: {warn_at: 8, reject_at: 5, terminate_at: 3}\n  poll: {poll_warn_at: 0}\n")
     text = str(refused.value)
     assert "detectors.repeat.warn_at: thresholds must increase" in text
     assert "detectors.poll.poll_warn_at: must be a count of at least 1" in text

@@ -28,6 +28,7 @@ def anthropic_filter(judge: Any, keepalive_s: float | None = 15.0, **kwargs: Any
     return ToolUseFilter(judge, options=options(keepalive_s), **kwargs)
 
 
-def responses_filter(judge: Any, keepalive_s: float | None = 15.0, hold_text: bool = False,
-                     **kwargs: Any) -> ResponsesStreamFilter:
+def responses_filter(
+    judge: Any, keepalive_s: float | None = 15.0, hold_text: bool = False, **kwargs: Any
+) -> ResponsesStreamFilter:
     return ResponsesStreamFilter(judge, options(keepalive_s, hold_text), **kwargs)

@@ -20,10 +20,15 @@ SYSTEM = {"role": "system", "content": "You are a careful agent. " * 700}
 def message(rng: random.Random, i: int) -> dict:
     kind = rng.choice(["assistant", "tool", "user"])
     if kind == "assistant":
-        return {"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": f'{{"p": "f{i}]"}}'}}]}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": f'{{"p": "f{i}]"}}'}}
+            ],
+        }
     if kind == "tool":
-        return {"role": "tool", "tool_call_id": f"c{i}", "content": f"line ] , {{ }} \"q\" é {i}\n" * rng.randint(0, 3)}
+        return {"role": "tool", "tool_call_id": f"c{i}", "content": f'line ] , {{ }} "q" é {i}\n' * rng.randint(0, 3)}
     return {"role": "user", "content": [{"type": "text", "text": f"go on {i}"}]}
 
 
@@ -42,9 +47,16 @@ def bodies(seed: int, order: str) -> list[dict]:
     for i in range(25):
         for _ in range(rng.choice([0, 1, 2, 3])):
             messages = [*messages, message(rng, i)]
-        fields = {"model": "gpt-4o", "tools": [{"type": "function", "function": {"name": "read"}}], "stream": i % 2 == 0}
-        out.append({"messages": list(messages), **fields} if order == "messages first"
-                   else {"model": "gpt-4o", "messages": list(messages), **{k: v for k, v in fields.items() if k != "model"}})
+        fields = {
+            "model": "gpt-4o",
+            "tools": [{"type": "function", "function": {"name": "read"}}],
+            "stream": i % 2 == 0,
+        }
+        out.append(
+            {"messages": list(messages), **fields}
+            if order == "messages first"
+            else {"model": "gpt-4o", "messages": list(messages), **{k: v for k, v in fields.items() if k != "model"}}
+        )
     return out
 
 
@@ -62,8 +74,9 @@ def test_read_items_are_new_lists_of_the_earlier_objects():
     cache = GrownBodies()
     first, second = bodies(1, "messages first")[:2]
     one = cache.loads(orjson.dumps(first), "messages")
-    two = cache.loads(orjson.dumps({**second, "messages": first["messages"] + [{"role": "user", "content": "x"}]}),
-                      "messages")
+    two = cache.loads(
+        orjson.dumps({**second, "messages": first["messages"] + [{"role": "user", "content": "x"}]}), "messages"
+    )
     assert two["messages"] is not one["messages"]
     assert all(a is b for a, b in zip(one["messages"], two["messages"]))
 
@@ -100,7 +113,7 @@ def test_odd_continuations_get_what_a_whole_parse_gives(tail):
     cache = GrownBodies()
     first = orjson.dumps({"messages": [SYSTEM, {"role": "user", "content": "go"}], "model": "m"})
     cache.loads(first, "messages")
-    body = first[:first.index(b"], \"model\"") if b"], \"model\"" in first else first.rindex(b"]")] + TAILS[tail]
+    body = first[: first.index(b'], "model"') if b'], "model"' in first else first.rindex(b"]")] + TAILS[tail]
     try:
         expected = codec.loads(body)
     except codec.DecodeError:
@@ -112,8 +125,7 @@ def test_odd_continuations_get_what_a_whole_parse_gives(tail):
 
 def test_a_nested_field_of_the_same_name_before_the_items_is_not_taken_for_them():
     cache = GrownBodies()
-    payload = {"metadata": {"messages": [{"role": "user", "content": "decoy"}]}, "messages": [SYSTEM],
-               "model": "m"}
+    payload = {"metadata": {"messages": [{"role": "user", "content": "decoy"}]}, "messages": [SYSTEM], "model": "m"}
     for extra in range(3):
         payload = {**payload, "messages": payload["messages"] + [{"role": "user", "content": f"m{extra}"}]}
         body = json.dumps(payload).encode()
@@ -150,18 +162,25 @@ def test_bounded(entries, max_bytes, kept):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(alphabet=st.sampled_from('ab]["{},:\\é\n '), max_size=6),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["role", "content", "messages", "x"]),
-                                                                  inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["role", "content", "messages", "x"]), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.lists(json_values, max_size=3), min_size=1, max_size=6),
-       st.dictionaries(st.sampled_from(["model", "x", "tools"]), json_values, max_size=3),
-       st.sampled_from(list(STYLES)))
+@given(
+    st.lists(st.lists(json_values, max_size=3), min_size=1, max_size=6),
+    st.dictionaries(st.sampled_from(["model", "x", "tools"]), json_values, max_size=3),
+    st.sampled_from(list(STYLES)),
+)
 def test_any_growth_of_any_items(steps, fields, style):
     cache = GrownBodies()
     items: list = [{"role": "system", "content": "s" * 17_000}]
@@ -177,20 +196,23 @@ def test_appended_items_are_written_after_the_last_one_in_the_clients_own_bytes(
     payload = bodies(5, "model first")[-1]
     body = json.dumps(payload, indent=1).encode()  # the client's spacing stays as it was
     read, end = cache.read(body, "messages")
-    anchor = {"role": "system", "content": "[LoopGuard] you are repeating \u00e9 \"x\""}
+    anchor = {"role": "system", "content": '[LoopGuard] you are repeating \u00e9 "x"'}
     sent = {**read, "messages": [*read["messages"], anchor, {"role": "user", "content": "go"}]}
     written = appended(body, end, read, sent, "messages")
     assert orjson.loads(written) == sent
     assert written.startswith(body[:end]) and written.endswith(body[end:])
 
 
-@pytest.mark.parametrize("edit", [
-    lambda p: {**p, "messages": [*p["messages"][:-1], {"role": "user", "content": "replaced"}]},
-    lambda p: {**p, "messages": [{"role": "system", "content": "first"}, *p["messages"]]},
-    lambda p: {**p, "model": "other", "messages": [*p["messages"], {"role": "system", "content": "w"}]},
-    lambda p: {**p, "extra": 1, "messages": [*p["messages"], {"role": "system", "content": "w"}]},
-    lambda p: p,
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda p: {**p, "messages": [*p["messages"][:-1], {"role": "user", "content": "replaced"}]},
+        lambda p: {**p, "messages": [{"role": "system", "content": "first"}, *p["messages"]]},
+        lambda p: {**p, "model": "other", "messages": [*p["messages"], {"role": "system", "content": "w"}]},
+        lambda p: {**p, "extra": 1, "messages": [*p["messages"], {"role": "system", "content": "w"}]},
+        lambda p: p,
+    ],
+)
 def test_anything_but_items_appended_is_not_written_that_way(edit):
     cache = GrownBodies()
     body = orjson.dumps(bodies(5, "messages first")[-1])

@@ -28,7 +28,7 @@ CASES = [
     ("crlf", b"data: a\r\n\r\ndata: b\r\n\r\n", [("a", None, None, ()), ("b", None, None, ())]),
     ("cr", b"data: a\r\rdata: b\r\r", [("a", None, None, ()), ("b", None, None, ())]),
     ("mixed endings", b"data: a\r\n\ndata: b\n\r", [("a", None, None, ()), ("b", None, None, ())]),
-    ("multi-line data", b"data: {\"a\":\ndata: 1}\n\n", [('{"a":\n1}', None, None, ())]),
+    ("multi-line data", b'data: {"a":\ndata: 1}\n\n', [('{"a":\n1}', None, None, ())]),
     ("comment only", b": keep-alive\n\n", [(None, None, None, ("keep-alive",))]),
     ("comment inside", b": x\ndata: a\n\n", [("a", None, None, ("x",))]),
     ("event and id", b"event: error\nid: 7\ndata: e\n\n", [("e", "error", "7", ())]),
@@ -139,13 +139,16 @@ def test_whole_events_splits_as_the_decoder_does_or_leaves_the_chunk_to_it(case:
     assert [event_of(raw) for raw in raws] == events
 
 
-@pytest.mark.parametrize("chunk", [
-    b"data: a\n\ndata: b",  # an event still open
-    b"\ndata: a\n\n",  # a stray blank line first
-    b"data: a\n\n\ndata: b\n\n",  # and between events
-    b"data: a\r\n\r\n",
-    b"",
-])
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        b"data: a\n\ndata: b",  # an event still open
+        b"\ndata: a\n\n",  # a stray blank line first
+        b"data: a\n\n\ndata: b\n\n",  # and between events
+        b"data: a\r\n\r\n",
+        b"",
+    ],
+)
 def test_whole_events_leaves_what_is_not_whole_lf_events_to_the_decoder(chunk: bytes) -> None:
     assert whole_events(chunk) is None
 

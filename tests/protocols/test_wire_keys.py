@@ -18,18 +18,50 @@ EXEMPT = ("protocols/", "integrations/litellm/", "demo.py")
 # Keys only a wire format has. Words the gateway uses in its own vocabulary too are left out:
 # "model" (a policy match and a metrics label), "messages" (policy texts), "authorization"
 # (HTTP's own credential header, read by the gateway's client authentication), roles.
-WIRE_KEYS = frozenset({
-    # OpenAI chat completions and Responses
-    "tool_call_id", "tool_calls", "tool_choice", "choices", "delta", "finish_reason", "prompt_tokens",
-    "completion_tokens", "max_tokens", "content", "arguments", "call_id", "previous_response_id",
-    "function_call", "function_call_output", "input", "output", "instructions", "api-key", "Bearer ",
-    # Anthropic messages
-    "tool_use", "tool_use_id", "stop_reason", "input_tokens", "output_tokens", "x-api-key",
-    "anthropic-version", "anthropic-beta", "previous_message_id",
-    # Gemini generateContent
-    "contents", "functionCall", "functionResponse", "functionDeclarations", "toolConfig", "candidates",
-    "usageMetadata", "x-goog-api-key",
-})
+WIRE_KEYS = frozenset(
+    {
+        # OpenAI chat completions and Responses
+        "tool_call_id",
+        "tool_calls",
+        "tool_choice",
+        "choices",
+        "delta",
+        "finish_reason",
+        "prompt_tokens",
+        "completion_tokens",
+        "max_tokens",
+        "content",
+        "arguments",
+        "call_id",
+        "previous_response_id",
+        "function_call",
+        "function_call_output",
+        "input",
+        "output",
+        "instructions",
+        "api-key",
+        "Bearer ",
+        # Anthropic messages
+        "tool_use",
+        "tool_use_id",
+        "stop_reason",
+        "input_tokens",
+        "output_tokens",
+        "x-api-key",
+        "anthropic-version",
+        "anthropic-beta",
+        "previous_message_id",
+        # Gemini generateContent
+        "contents",
+        "functionCall",
+        "functionResponse",
+        "functionDeclarations",
+        "toolConfig",
+        "candidates",
+        "usageMetadata",
+        "x-goog-api-key",
+    }
+)
 
 
 def _literals(path: Path) -> list[tuple[int, str]]:
@@ -42,10 +74,13 @@ def _literals(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_wire_key_is_quoted_outside_the_adapters():
-    offending = [f"{path.relative_to(ROOT.parent)}:{line}: {value!r}"
-                 for path in sorted(ROOT.rglob("*.py"))
-                 if not path.relative_to(ROOT).as_posix().startswith(EXEMPT)
-                 for line, value in _literals(path) if value in WIRE_KEYS]
+    offending = [
+        f"{path.relative_to(ROOT.parent)}:{line}: {value!r}"
+        for path in sorted(ROOT.rglob("*.py"))
+        if not path.relative_to(ROOT).as_posix().startswith(EXEMPT)
+        for line, value in _literals(path)
+        if value in WIRE_KEYS
+    ]
     assert offending == []
 
 

@@ -50,8 +50,11 @@ class Child:
     audit_path: Path
 
     def log_lines(self) -> list[dict]:
-        return [json.loads(line) for line in self.stderr_path.read_text("utf-8", "replace").splitlines()
-                if line.startswith("{")]
+        return [
+            json.loads(line)
+            for line in self.stderr_path.read_text("utf-8", "replace").splitlines()
+            if line.startswith("{")
+        ]
 
     def events(self, name: str) -> list[dict]:
         return [line for line in self.log_lines() if line.get("event") == name]
@@ -70,8 +73,10 @@ def child_gateway(tmp_path):
     def start(upstream_url: str, policy_text: str | None = None, **sections) -> Child:
         n = len(made)
         audit_path = tmp_path / f"audit{n}.jsonl"
-        raw = {"upstream": {"base_url": upstream_url + "/v1", "anthropic_base_url": upstream_url},
-               "audit": {"jsonl_path": str(audit_path)}}
+        raw = {
+            "upstream": {"base_url": upstream_url + "/v1", "anthropic_base_url": upstream_url},
+            "audit": {"jsonl_path": str(audit_path)},
+        }
         if policy_text is not None:
             (tmp_path / f"policy{n}.yaml").write_text(policy_text)
             raw["policy"] = str(tmp_path / f"policy{n}.yaml")
@@ -80,8 +85,9 @@ def child_gateway(tmp_path):
         config = tmp_path / f"gw{n}.yaml"
         config.write_text(json.dumps(raw))  # JSON is YAML
         port = free_port()
-        ctx = gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
-                              tmp_path / f"stderr{n}.log", env=child_env())
+        ctx = gateway_process(
+            ["serve", "--config", str(config), "--port", str(port)], port, tmp_path / f"stderr{n}.log", env=child_env()
+        )
         running = ctx.__enter__()
         made.append(ctx)
         return Child(running.url, running.process.pid, running.stderr_path, audit_path)

@@ -10,9 +10,9 @@ import pytest
 from pipeline.bodies import looping_history
 from support.agent import TOOLS
 from support.anthropic_upstream import Said
-from support.claude_gateway import start_claude  # noqa: F401 - the fixture
+from support.claude_gateway import start_claude
+from support.fixtures import start_guarded
 from support.loop_bodies import claude_request, responses_request
-from support.fixtures import start_guarded  # noqa: F401 - the fixture
 from support.policies import ladder_policy
 from support.upstream import Reply
 
@@ -23,8 +23,10 @@ POLICY = ladder_policy("interventions:\n  terminate:\n    mode: answer\n")
 
 
 def _chunk(content: str) -> bytes:
-    return (b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"test-model",'
-            b'"choices":[{"index":0,"delta":{"content":"' + content.encode() + b'"},"finish_reason":null}]}\n\n')
+    return (
+        b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"test-model",'
+        b'"choices":[{"index":0,"delta":{"content":"' + content.encode() + b'"},"finish_reason":null}]}\n\n'
+    )
 
 
 BROKEN = {
@@ -44,6 +46,7 @@ def closing(broken: Reply):
         if request.get("tool_choice") == "none":
             return broken
         return Reply(tool_calls=[("read_file", '{"path": "a.txt"}')])
+
     return respond
 
 
@@ -58,7 +61,8 @@ def test_a_broken_streamed_answer_becomes_the_template(start_guarded, broken):
     _, client, _ = start_guarded(closing(BROKEN[broken]), POLICY)
     events = audited(client)
     raw = client.chat.completions.with_raw_response.create(
-        model="test-model", messages=looping_history(5), tools=TOOLS, stream=True)
+        model="test-model", messages=looping_history(5), tools=TOOLS, stream=True
+    )
     chunks = list(raw.parse())  # the SDK parses every event: no raw bytes reached the client
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     reasons = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
@@ -72,8 +76,7 @@ def test_a_broken_streamed_answer_becomes_the_template(start_guarded, broken):
 def test_a_broken_unary_answer_becomes_the_template(start_guarded, broken):
     _, client, _ = start_guarded(closing(UNARY[broken]), POLICY)
     events = audited(client)
-    raw = client.chat.completions.with_raw_response.create(
-        model="test-model", messages=looping_history(5), tools=TOOLS)
+    raw = client.chat.completions.with_raw_response.create(model="test-model", messages=looping_history(5), tools=TOOLS)
     assert raw.parse().choices[0].message.content.startswith(TEMPLATE)
     assert raw.headers["x-loopguard-terminate"] == "reply"
     assert [(e.phase, e.terminate) for e in events.events if e.action == "terminate"] == [("request", "reply")]
@@ -124,6 +127,7 @@ def test_a_broken_anthropic_answer_becomes_the_template(start_claude, broken):
 
 # --- Responses: the same through the openai SDK's Responses stream ----------------------------
 
+
 def _responses_upstream(broken: str):
     """A Responses upstream whose model calls read_file until tools are closed; its closed-tools
     answer is ``broken``: cut inside an event, or a stream that ends before ``response.completed``."""
@@ -144,7 +148,9 @@ def _responses_upstream(broken: str):
         async def pieces():
             for event in events:
                 yield event
+
         return StreamingResponse(pieces(), media_type="text/event-stream")
+
     return Starlette(routes=[Route("/v1/responses", create, methods=["POST"])])
 
 

@@ -37,8 +37,9 @@ def claude_body() -> dict:
 
 def raw_events(url: str, path: str, body: dict) -> list[bytes]:
     """The stream's events as sent, SSE comments (the gateway's notes) left out."""
-    with httpx.stream("POST", url + path, json=body, timeout=30,
-                      headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}) as response:
+    with httpx.stream(
+        "POST", url + path, json=body, timeout=30, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    ) as response:
         assert response.status_code == 200
         events = response.read().split(b"\n\n")
     return [e for e in events if e.strip() and not e.startswith(b":")]
@@ -52,8 +53,9 @@ def test_a_responses_stream_ends_with_response_failed_invalid_prompt(child_gatew
         assert b'"code":"invalid_prompt"' in last.replace(b" ", b"")
 
         client = openai.OpenAI(base_url=child.url + "/v1", api_key="k", max_retries=0)
-        events = list(client.responses.create(**{k: v for k, v in responses_body().items() if k != "stream"},
-                                              stream=True))
+        events = list(
+            client.responses.create(**{k: v for k, v in responses_body().items() if k != "stream"}, stream=True)
+        )
         assert events[-1].type == "response.failed" and events[-1].response.error.code == "invalid_prompt"
         assert not any(e.type == "response.completed" for e in events)
         numbers = [e.sequence_number for e in events]

@@ -22,13 +22,24 @@ CHAT_EVENTS = [
 ]
 ANTHROPIC_EVENTS = CLAUDE_TEXT_START + CLAUDE_TEXT_END
 CASES = {
-    "responses": ("/v1/responses", [encode(e) for e in stream_events([message("done")])],
-                  {"model": "m", "input": "hi", "stream": True}, b"response.completed"),
-    "chat": ("/v1/chat/completions", CHAT_EVENTS,
-             {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}, b"[DONE]"),
-    "anthropic": ("/v1/messages", ANTHROPIC_EVENTS,
-                  {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
-                   "stream": True}, b"message_stop"),
+    "responses": (
+        "/v1/responses",
+        [encode(e) for e in stream_events([message("done")])],
+        {"model": "m", "input": "hi", "stream": True},
+        b"response.completed",
+    ),
+    "chat": (
+        "/v1/chat/completions",
+        CHAT_EVENTS,
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True},
+        b"[DONE]",
+    ),
+    "anthropic": (
+        "/v1/messages",
+        ANTHROPIC_EVENTS,
+        {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], "stream": True},
+        b"message_stop",
+    ),
 }
 
 
@@ -49,14 +60,18 @@ class LingeringUpstream:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_a_client_hanging_up_after_the_terminal_event_still_gets_its_request_line(
-        case, raw_upstream, child_gateway):
+def test_a_client_hanging_up_after_the_terminal_event_still_gets_its_request_line(case, raw_upstream, child_gateway):
     path, events, body, terminal = CASES[case]
     upstream = LingeringUpstream(events)
     child = child_gateway(raw_upstream(upstream).url.removesuffix("/v1"))
     try:
-        with httpx.stream("POST", child.url + path, json=body, timeout=30,
-                          headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}) as response:
+        with httpx.stream(
+            "POST",
+            child.url + path,
+            json=body,
+            timeout=30,
+            headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+        ) as response:
             assert response.status_code == 200
             for line in response.iter_lines():
                 if terminal in line.encode():
@@ -93,8 +108,9 @@ def test_a_responses_client_hanging_up_after_completed_can_continue_the_chain(ra
         assert wait_for(lambda: child.events("request"), timeout=30)
     finally:
         upstream.released.set()
-    with httpx.stream("POST", child.url + path, json={**body, "previous_response_id": "resp_1"},
-                      timeout=30) as response:
+    with httpx.stream(
+        "POST", child.url + path, json={**body, "previous_response_id": "resp_1"}, timeout=30
+    ) as response:
         response.read()
     assert wait_for(lambda: len(child.events("request")) == 2, timeout=30)
     assert child.events("chain_unknown") == []

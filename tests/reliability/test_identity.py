@@ -8,9 +8,9 @@ import openai
 from support.agent import Agent
 from support.guarded import guarded
 from support.looping import stubborn
-from support.upstream import Reply
 from support.policies import ladder_policy
 from support.seen import anchors, observations
+from support.upstream import Reply
 
 SESSION = {"x-loopguard-session": "run-1"}
 LENIENT = ladder_policy("""

@@ -62,11 +62,14 @@ def test_bytes_in_flight_are_bounded_and_refused_cleanly(upstream, child_gateway
     holding = []
     for _ in range(2):  # two bodies announced, half sent: 2 x ~400 KB held
         sock = connect(child.url, timeout=30)
-        sock.sendall(request_bytes("POST", "/v1/chat/completions", [("Content-Type", "application/json")], body)[:-1000])
+        sock.sendall(
+            request_bytes("POST", "/v1/chat/completions", [("Content-Type", "application/json")], body)[:-1000]
+        )
         holding.append(sock)
     assert wait_for(lambda: _metric(child.url, "loopguard_inflight_body_bytes") >= 2 * len(body), timeout=20)
-    refused = httpx.post(child.url + "/v1/chat/completions", content=body, timeout=10,
-                         headers={"content-type": "application/json"})
+    refused = httpx.post(
+        child.url + "/v1/chat/completions", content=body, timeout=10, headers={"content-type": "application/json"}
+    )
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
     assert refused.json()["error"]["code"] == "overloaded"
     for sock in holding:
@@ -74,8 +77,12 @@ def test_bytes_in_flight_are_bounded_and_refused_cleanly(upstream, child_gateway
         assert read_response(sock).status == 200
         sock.close()
     assert wait_for(lambda: _metric(child.url, "loopguard_inflight_body_bytes") == 0, timeout=20)
-    assert httpx.post(child.url + "/v1/chat/completions", content=body, timeout=10,
-                      headers={"content-type": "application/json"}).status_code == 200
+    assert (
+        httpx.post(
+            child.url + "/v1/chat/completions", content=body, timeout=10, headers={"content-type": "application/json"}
+        ).status_code
+        == 200
+    )
 
 
 def _trickling_json(conn: socket.socket) -> None:
@@ -97,9 +104,13 @@ def test_a_json_answer_is_bounded_whole_not_per_read(raw_upstream, child_gateway
 def test_a_stream_longer_than_the_timeout_is_not_cut_while_it_flows(upstream, child_gateway):
     child = child_gateway(upstream.url, upstream={"timeout_s": 1, "stream_idle_timeout_s": 2})
     upstream.queue(Reply(content="a" * 40, chunk_delay=0.25))  # ~2.5 s in all, never silent for long
-    with httpx.stream("POST", child.url + "/v1/chat/completions", json={**CHAT, "stream": True},
-                      timeout=30) as response:
+    with httpx.stream(
+        "POST", child.url + "/v1/chat/completions", json={**CHAT, "stream": True}, timeout=30
+    ) as response:
         body = response.read()
-    text = "".join(json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
-                   for line in body.decode().splitlines() if line.startswith("data: {"))
+    text = "".join(
+        json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+        for line in body.decode().splitlines()
+        if line.startswith("data: {")
+    )
     assert text == "a" * 40 and body.endswith(b"data: [DONE]\n\n")

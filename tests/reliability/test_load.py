@@ -11,8 +11,13 @@ from support.looping import stubborn
 from support.rawhttp import connect, read_response, request_bytes
 from support.seen import observations
 
-CALL = {"role": "assistant", "content": None, "tool_calls": [
-    {"id": "call_{i}", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]}
+CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {"id": "call_{i}", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
+    ],
+}
 
 
 def _history(calls: int) -> list[dict]:
@@ -28,8 +33,14 @@ def test_parallel_requests_on_one_session_store_one_copy_of_a_veto(tmp_path):
     headers = {"x-loopguard-session": "busy", "authorization": "Bearer sk-a"}
     with guarded(stubborn(), tmp_path) as g:
         with ThreadPoolExecutor(20) as pool:
-            statuses = list(pool.map(lambda _: httpx.post(g.url + "/v1/chat/completions", json=body,
-                                                          headers=headers, timeout=30).status_code, range(100)))
+            statuses = list(
+                pool.map(
+                    lambda _: (
+                        httpx.post(g.url + "/v1/chat/completions", json=body, headers=headers, timeout=30).status_code
+                    ),
+                    range(100),
+                )
+            )
         assert set(statuses) == {200}
         first = len(g.upstream.requests)
         httpx.post(g.url + "/v1/chat/completions", json={**body, "messages": _history(3)}, headers=headers)
@@ -38,8 +49,12 @@ def test_parallel_requests_on_one_session_store_one_copy_of_a_veto(tmp_path):
 
 def test_slow_senders_are_cut_with_408_while_others_are_served(make_gateway):
     url = make_gateway(limits={"body_timeout_s": 1})
-    request = request_bytes("POST", "/v1/chat/completions", [("Content-Type", "application/json")],
-                            json.dumps({"model": "m", "messages": []}).encode())
+    request = request_bytes(
+        "POST",
+        "/v1/chat/completions",
+        [("Content-Type", "application/json")],
+        json.dumps({"model": "m", "messages": []}).encode(),
+    )
     slow = [connect(url) for _ in range(50)]
     for sock in slow:
         sock.sendall(request[:-3])  # the body never completes

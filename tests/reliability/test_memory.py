@@ -8,12 +8,12 @@ import re
 
 import httpx
 from support.looping import RespondingUpstream
-from support.policies import ladder_policy
-from support.upstream import Reply
-from support.waiting import wait_for
 from support.memory import forgetful_upstream, rss_bytes, send_big_writes
+from support.policies import ladder_policy
 from support.process import child_env, free_port, gateway_process
 from support.servers import serve
+from support.upstream import Reply
+from support.waiting import wait_for
 
 # 500 distinct 256 KB arguments (125 MB of text) keep this under a minute in CI and still fail
 # without byte bounds (the argument memo alone would keep all of it); the 1,500 and 7,000 runs
@@ -27,8 +27,9 @@ def test_rss_stays_bounded_while_distinct_256_kb_arguments_pass(tmp_path):
         config = tmp_path / "gw.yaml"
         config.write_text(f"upstream:\n  base_url: {upstream_url}/v1\nlogging:\n  level: warning\n")
         port = free_port()
-        with gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
-                             tmp_path / "stderr.log", env=child_env()) as gw:
+        with gateway_process(
+            ["serve", "--config", str(config), "--port", str(port)], port, tmp_path / "stderr.log", env=child_env()
+        ) as gw:
             send_big_writes(gw.url, 0, 30)  # warm up: imports, pools, first allocations
             before = rss_bytes(gw.process.pid)
             send_big_writes(gw.url, 30, DISTINCT)
@@ -48,9 +49,16 @@ def _vetoed_big_write(i: int) -> dict:
     args = json.dumps({"path": f"out/{i}.txt", "content": f"{i:08d}" * 6400})  # ~50 KB, distinct
     messages = [{"role": "user", "content": f"write file {i}"}]
     for n in range(3):
-        messages += [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{n}", "type": "function", "function": {"name": "write_file", "arguments": args}}]},
-            {"role": "tool", "tool_call_id": f"call_{n}", "content": "written"}]
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{n}", "type": "function", "function": {"name": "write_file", "arguments": args}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": "written"},
+        ]
     return {"model": "m", "messages": messages}
 
 
@@ -69,8 +77,9 @@ def test_vetoed_exchanges_are_bounded_in_bytes_and_given_back_when_idle(child_ga
         before = rss_bytes(child.pid)
         with httpx.Client(base_url=child.url, timeout=30) as client:
             for i in range(300):
-                response = client.post("/v1/chat/completions", json=_vetoed_big_write(i),
-                                       headers={"x-loopguard-session": f"s{i}"})
+                response = client.post(
+                    "/v1/chat/completions", json=_vetoed_big_write(i), headers={"x-loopguard-session": f"s{i}"}
+                )
                 assert response.status_code == 200
                 assert _gauge(child.url, "loopguard_state_veto_bytes") <= budget if i % 50 == 0 else True
         held = _gauge(child.url, "loopguard_state_veto_bytes")

@@ -16,7 +16,6 @@ import pytest
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
-
 from support.loop_bodies import CLAUDE_TEXT_START
 from support.waiting import wait_for
 
@@ -35,6 +34,7 @@ GEMINI_EVENTS = [
 def upstream_that(events: list[bytes], how: str):
     """A raw upstream sending ``events`` then dying: ``reset`` (no last chunk) or ``truncated``
     (a clean end of the body, the terminal event never sent)."""
+
     def handler(conn: socket.socket) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         for event in events:
@@ -43,12 +43,14 @@ def upstream_that(events: list[bytes], how: str):
             conn.shutdown(socket.SHUT_RDWR)  # the body broken off: no last chunk
         else:
             conn.sendall(b"0\r\n\r\n")
+
     return handler
 
 
 def read_events(url: str, path: str, body: dict) -> list[bytes]:
-    with httpx.stream("POST", url + path, json=body, timeout=30,
-                      headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}) as response:
+    with httpx.stream(
+        "POST", url + path, json=body, timeout=30, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    ) as response:
         assert response.status_code == 200
         raw = response.read()
     return [e for e in raw.replace(b"\r\n", b"\n").split(b"\n\n") if e.strip() and not e.startswith(b":")]
@@ -83,8 +85,13 @@ def test_an_anthropic_stream_whose_upstream_dies_ends_with_one_error_event(how, 
     assert caught.value.body["error"]["type"] == "api_error"
 
 
-CHAT_N2 = {"model": "m", "n": 2, "messages": [{"role": "user", "content": "hi"}], "stream": True,
-           "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]}
+CHAT_N2 = {
+    "model": "m",
+    "n": 2,
+    "messages": [{"role": "user", "content": "hi"}],
+    "stream": True,
+    "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}],
+}
 
 
 @pytest.mark.parametrize("how", ["reset", "truncated"])
@@ -119,8 +126,12 @@ def test_a_gemini_stream_whose_upstream_dies_ends_with_googles_error_chunk(how, 
     assert failure["code"] == 502 and failure["status"] == "UNAVAILABLE"
     logged_failure(child, "error")
 
-    client = genai.Client(api_key="k", http_options=genai_types.HttpOptions(
-        base_url=child.url, retry_options=genai_types.HttpRetryOptions(attempts=1)))
+    client = genai.Client(
+        api_key="k",
+        http_options=genai_types.HttpOptions(
+            base_url=child.url, retry_options=genai_types.HttpRetryOptions(attempts=1)
+        ),
+    )
     texts = []
     with pytest.raises(genai_errors.ServerError) as caught:  # google-genai raises the error chunk
         for chunk in client.models.generate_content_stream(model="gemini-test", contents="hi"):

@@ -22,8 +22,15 @@ CALL_ARGS = '{"path": "a.txt"}'
 def chat_loop(calls: int, tool: str = "read_file") -> list[dict]:
     messages = [{"role": "user", "content": "read a.txt"}]
     for i in range(calls):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": tool, "arguments": CALL_ARGS}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{i}", "type": "function", "function": {"name": tool, "arguments": CALL_ARGS}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": "same text"})
     return messages
 
@@ -39,8 +46,12 @@ def responses_loop(calls: int) -> list[dict]:
 def post_raw(url: str, path: str, body: dict, **headers: str) -> httpx.Response:
     """``json.dumps`` writes a lone surrogate as the ``\\ud800`` escape a real client sends."""
     raw = json.dumps(body).encode("ascii")
-    return httpx.post(url + path, content=raw, timeout=30,
-                      headers={"content-type": "application/json", "authorization": "Bearer sk-a", **headers})
+    return httpx.post(
+        url + path,
+        content=raw,
+        timeout=30,
+        headers={"content-type": "application/json", "authorization": "Bearer sk-a", **headers},
+    )
 
 
 def no_render_failures(child) -> None:
@@ -52,8 +63,12 @@ def test_a_surrogate_in_previous_response_id_leaves_the_guard_on(tmp_path, child
     upstream = ResponsesUpstream(responses_stubborn())
     with serve(upstream.app) as upstream_url:
         child = child_gateway(upstream_url, ladder_policy())
-        body = {"model": "m", "previous_response_id": "resp_x" + SURROGATE, "input": responses_loop(6),
-                "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]}
+        body = {
+            "model": "m",
+            "previous_response_id": "resp_x" + SURROGATE,
+            "input": responses_loop(6),
+            "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}],
+        }
         for _ in range(3):  # every time, not only the first
             response = post_raw(child.url, "/v1/responses", body)
             assert response.headers["x-loopguard-action"] == "terminate"
@@ -107,13 +122,17 @@ def test_body_session_ids_are_hashed_before_logged_or_audited(tmp_path, child_ga
 
 
 def _tool_call_chunk(arguments: str) -> bytes:
-    return (b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,'
-            b'"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":'
-            b'{"name":"read_file","arguments":' + arguments.encode() + b'}}]},"finish_reason":null}]}\n\n')
+    return (
+        b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,'
+        b'"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":'
+        b'{"name":"read_file","arguments":' + arguments.encode() + b'}}]},"finish_reason":null}]}\n\n'
+    )
 
 
-FINISH = (b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,'
-          b'"delta":{},"finish_reason":"tool_calls"}]}\n\n')
+FINISH = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,'
+    b'"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+)
 
 
 def test_a_surrogate_inside_streamed_object_arguments_keeps_the_stream(upstream, child_gateway):
@@ -121,9 +140,12 @@ def test_a_surrogate_inside_streamed_object_arguments_keeps_the_stream(upstream,
     tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
     for arguments in ('{"path": "a\\ud800"}', '"{\\"path\\": \\"a\\ud800\\"}"'):  # an object, then text
         upstream.queue(Reply(raw_stream=[_tool_call_chunk(arguments), FINISH, b"data: [DONE]\n\n"]))
-        with httpx.stream("POST", child.url + "/v1/chat/completions", timeout=30,
-                          json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}],
-                                "tools": tools}) as response:
+        with httpx.stream(
+            "POST",
+            child.url + "/v1/chat/completions",
+            timeout=30,
+            json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}], "tools": tools},
+        ) as response:
             body = response.read()  # a cut stream raises here
         assert body.endswith(b"data: [DONE]\n\n") and b"\\ud800" in body
     assert "Exception in ASGI application" not in child.stderr_path.read_text()

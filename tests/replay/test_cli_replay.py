@@ -12,8 +12,9 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "replay"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gateway", *args], env=child_env(), cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args], env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_replay_prints_the_table_and_no_progress_bar_off_a_terminal():
@@ -43,8 +44,14 @@ import io
 run_replay([sys.argv[1]], out=io.StringIO(), err=io.StringIO())
 print("litellm" in sys.modules)
 """
-    result = subprocess.run([sys.executable, "-c", probe, str(FIXTURES / "support_bot.json")], env=child_env(),
-                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(FIXTURES / "support_bot.json")],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.stdout.strip() == "False", result.stderr
 
 
@@ -58,7 +65,8 @@ def test_the_readmes_replay_and_check_commands_work_from_a_clone(tmp_path):
     assert len(commands) >= 4
     for command in commands:
         shell = command.replace("loopguard", f"{sys.executable} -m gateway", 1)
-        result = subprocess.run(["bash", "-c", shell], env=child_env(), cwd=tmp_path, capture_output=True,
-                                text=True, timeout=120)
+        result = subprocess.run(
+            ["bash", "-c", shell], env=child_env(), cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 0, (command, result.stderr[-2000:])
     assert (tmp_path / "report.html").stat().st_size > 1000

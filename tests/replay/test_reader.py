@@ -14,7 +14,9 @@ def test_growing_bodies_of_interleaved_conversations_become_one_each():
     reading = read_files([FIXTURES / "coding_agent.jsonl"])
     assert reading.bodies == 16 and not reading.problems
     assert [(c.label, c.requests, len(c.messages)) for c in reading.conversations] == [
-        ("coding_agent.jsonl:11", 6, 12), ("coding_agent.jsonl:16", 10, 20)]
+        ("coding_agent.jsonl:11", 6, 12),
+        ("coding_agent.jsonl:16", 10, 20),
+    ]
 
 
 def test_json_list_of_bare_and_wrapped_bodies():
@@ -27,8 +29,17 @@ def test_json_list_of_bare_and_wrapped_bodies():
 def test_bad_lines_are_reported_and_skipped(tmp_path):
     path = tmp_path / "mixed.jsonl"
     good = {"messages": [{"role": "user", "content": "hi"}]}
-    path.write_text("\n".join([json.dumps(good), "{not json", json.dumps({"model": "x"}),
-                               json.dumps({"request": {"messages": [{"role": "user", "content": "other"}]}}), ""]))
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                "{not json",
+                json.dumps({"model": "x"}),
+                json.dumps({"request": {"messages": [{"role": "user", "content": "other"}]}}),
+                "",
+            ]
+        )
+    )
     reading = read_files([path])
     assert len(reading.conversations) == 2
     assert [p.split(": ", 1)[0] for p in reading.problems] == [f"{path}:2", f"{path}:3"]
@@ -37,8 +48,11 @@ def test_bad_lines_are_reported_and_skipped(tmp_path):
 
 def test_a_body_that_is_not_a_prefix_is_its_own_conversation(tmp_path):
     base = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
-    bodies = [{"messages": base}, {"messages": [*base, {"role": "assistant", "content": "a"}]},
-              {"messages": [*base, {"role": "assistant", "content": "b"}]}]  # a branch, e.g. a retry
+    bodies = [
+        {"messages": base},
+        {"messages": [*base, {"role": "assistant", "content": "a"}]},
+        {"messages": [*base, {"role": "assistant", "content": "b"}]},
+    ]  # a branch, e.g. a retry
     path = tmp_path / "branches.jsonl"
     path.write_text("".join(json.dumps(b) + "\n" for b in bodies))
     conversations = read_files([path]).conversations
@@ -52,11 +66,22 @@ def test_unreadable_file_is_a_problem_not_a_crash(tmp_path):
 
 
 def test_anthropic_bodies_are_read_in_their_own_protocol(tmp_path):
-    body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "system": "Be brief.", "messages": [
-        {"role": "user", "content": "read a"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "A", "is_error": True}]},
-    ]}
+    body = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 100,
+        "system": "Be brief.",
+        "messages": [
+            {"role": "user", "content": "read a"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "A", "is_error": True}],
+            },
+        ],
+    }
     path = tmp_path / "claude.jsonl"
     path.write_text(json.dumps({"request": body}) + "\n")
     (recorded,) = read_files([path]).conversations

@@ -31,8 +31,19 @@ def table(*files: str, policy: str = "default", **options) -> tuple[int, dict[st
 def test_table_of_the_shipped_default_policy():
     code, rows, text = table(*ALL)
     assert code == 0
-    assert text.splitlines()[0].split() == ["conversation", "messages", "tool", "calls", "first", "warn", "first",
-                                            "reject", "first", "terminate", "detector"]
+    assert text.splitlines()[0].split() == [
+        "conversation",
+        "messages",
+        "tool",
+        "calls",
+        "first",
+        "warn",
+        "first",
+        "reject",
+        "first",
+        "terminate",
+        "detector",
+    ]
     # messages, tool calls, first warn, first reject, first terminate, detector
     # The model asks for the vetoed call again right after: the re-asks end the run at that step
     # (the gateway's ladder for a never-changing model), not at step 8 of a recording that
@@ -70,22 +81,35 @@ def test_per_detector_first_steps_and_the_stop_point():
 
 def test_agent_overrides_resolve_by_header(tmp_path):
     policy = tmp_path / "agents.yaml"
-    policy.write_text("version: 1\nagents:\n  - match: {header: support}\n    detectors:\n"
-                      "      no_progress: {warn_at: 4, reject_at: 6, terminate_at: 9}\n"
-                      "      exact_repeat: false\n      similar_repeat: false\n")
+    policy.write_text(
+        "version: 1\nagents:\n  - match: {header: support}\n    detectors:\n"
+        "      no_progress: {warn_at: 4, reject_at: 6, terminate_at: 9}\n"
+        "      exact_repeat: false\n      similar_repeat: false\n"
+    )
     file = str(FIXTURES / "support_bot.json")
     assert table(file, policy=str(policy))[1]["support_bot.json:1"][2:5] == ["3", "5", "5"]
     assert table(file, policy=str(policy), agent="support")[1]["support_bot.json:1"][2:5] == ["4", "6", "6"]
 
 
 def test_a_parallel_round_is_cut_at_the_refused_call(tmp_path):
-    call = lambda n, path: {"id": f"c{n}", "type": "function", "function": {"name": "read", "arguments": f'{{"p": "{path}"}}'}}  # noqa: E731
+    def call(n, path):
+        return {
+            "id": f"c{n}",
+            "type": "function",
+            "function": {"name": "read", "arguments": f'{{"p": "{path}"}}'},
+        }
+
     messages = [{"role": "user", "content": "go"}]
     for n in range(4):
-        messages += [{"role": "assistant", "content": None, "tool_calls": [call(n, "a")]},
-                     {"role": "tool", "tool_call_id": f"c{n}", "content": "same"}]
-    messages += [{"role": "assistant", "content": None, "tool_calls": [call(8, "a"), call(9, "b")]},
-                 {"role": "tool", "tool_call_id": "c8", "content": "same"}, {"role": "tool", "tool_call_id": "c9", "content": "b"}]
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call(n, "a")]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "same"},
+        ]
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": [call(8, "a"), call(9, "b")]},
+        {"role": "tool", "tool_call_id": "c8", "content": "same"},
+        {"role": "tool", "tool_call_id": "c9", "content": "b"},
+    ]
     path = tmp_path / "parallel.jsonl"
     path.write_text(__import__("json").dumps({"model": "gpt-4o", "messages": messages}) + "\n")
     result = replay(read_files([path]).conversations[0], load_shipped_policy("default"))
@@ -117,8 +141,15 @@ def _as_anthropic(body: dict) -> dict:
                 out.append({"role": "user", "content": [result]})
         elif m["role"] == "assistant":
             blocks = [{"type": "text", "text": m["content"]}] if m.get("content") else []
-            blocks += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-                        "input": json.loads(c["function"]["arguments"])} for c in m.get("tool_calls") or ()]
+            blocks += [
+                {
+                    "type": "tool_use",
+                    "id": c["id"],
+                    "name": c["function"]["name"],
+                    "input": json.loads(c["function"]["arguments"]),
+                }
+                for c in m.get("tool_calls") or ()
+            ]
             out.append({"role": "assistant", "content": blocks})
         else:
             out.append({"role": m["role"], "content": m["content"]})

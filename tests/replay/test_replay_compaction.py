@@ -15,7 +15,8 @@ from gateway.replay.runner import replay
 from gateway.state.memory import MemoryStore
 
 ONLY_COMPACTION = "version: 1\nname: only-compaction\ndetectors:\n" + "".join(
-    f"  {name}: false\n" for name in REGISTRY if name != "post_compaction")
+    f"  {name}: false\n" for name in REGISTRY if name != "post_compaction"
+)
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
 TASK = {"role": "user", "content": "summarize a.txt"}
 
@@ -23,8 +24,19 @@ TASK = {"role": "user", "content": "summarize a.txt"}
 def reads(count: int, start: int = 0) -> list[dict]:
     messages = []
     for i in range(start, start + count):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+                    }
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "contents of a.txt"})
     return messages
 
@@ -47,7 +59,7 @@ def test_a_loop_that_survives_compaction_is_terminated_in_replay(tmp_path):
     assert not replay(first, policy, store=store).affected
     result = replay(second, policy, store=store)
     assert result.first == {"terminate": (3, "post_compaction")}  # the 3rd read after the compaction
-    mark, = [m for row in result.rows for m in row.marks]
+    (mark,) = [m for row in result.rows for m in row.marks]
     assert mark.phase == "request" and mark.count == 3
 
 

@@ -71,8 +71,12 @@ def test_self_contained(report):
     page, html = report
     assert html.startswith("<!doctype html>") and "<style>" in html
     assert not any(tag in ("script", "link", "img", "iframe") for tag, _ in page.tags)
-    assert not any(v.startswith(("http:", "https:", "//")) for _, a in page.tags for k, v in a.items()
-                   if k in ("src", "href") and v)
+    assert not any(
+        v.startswith(("http:", "https:", "//"))
+        for _, a in page.tags
+        for k, v in a.items()
+        if k in ("src", "href") and v
+    )
 
 
 def test_one_timeline_per_conversation(report):
@@ -121,7 +125,7 @@ def test_totals_with_tokens_and_cost_saved(report):
 
 def test_summary_and_timeline_agree_on_where_the_run_stops(report):
     _, html = report
-    index, *sections = html.split("<section class=\"conversation ")
+    index, *sections = html.split('<section class="conversation ')
     rows = re.findall(r"<tr class=\"(?:affected|healthy)\">(.*?)</tr>", index)
     assert len(rows) == len(sections) == 5
     for row, section in zip(rows, sections):
@@ -134,5 +138,7 @@ def test_summary_and_timeline_agree_on_where_the_run_stops(report):
             assert stop and stop.group(1) == reject and "vetoed" in stop.group(0)
         else:
             assert stop is None
-        marked = [int(s) for s in re.findall(r"data-step=\"(\d+)\"[^>]*><td[^>]*>\d+</td>(?:(?!</tr>).)*mark-", section)]
+        marked = [
+            int(s) for s in re.findall(r"data-step=\"(\d+)\"[^>]*><td[^>]*>\d+</td>(?:(?!</tr>).)*mark-", section)
+        ]
         assert not stop or all(s <= int(stop.group(1)) for s in marked)  # nothing marked after the stop

@@ -25,6 +25,7 @@ def transport(request, monkeypatch) -> str:
 @pytest.fixture
 def make_gateway(make_gateway, transport):
     """The shared fixture, on the transport under test."""
+
     def start(**overrides) -> str:
         return make_gateway(**{**overrides, "upstream": {"transport": transport, **overrides.get("upstream", {})}})
 

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 import httpx
 import openai
 from support.servers import serve
+from support.waiting import wait_for
 
 from gateway.config import Config
 from gateway.server.app import SERVER_OPTIONS, build_app
-from support.waiting import wait_for  # noqa: F401 - the tests import it from here too
 
 API_KEY = "sk-client-test"
 TRANSPORT = "aiohttp"  # the upstream client ``gateway_for`` uses; the ``transport`` fixture sets it

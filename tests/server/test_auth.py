@@ -17,9 +17,10 @@ CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 @pytest.fixture
 def locked(make_gateway):
-    return make_gateway(upstream={"api_key": SERVER_KEY},
-                        auth={"keys": [KEY, "sha256:" + hashlib.sha256(OTHER.encode()).hexdigest()],
-                              "metrics_keys": [OPS]})
+    return make_gateway(
+        upstream={"api_key": SERVER_KEY},
+        auth={"keys": [KEY, "sha256:" + hashlib.sha256(OTHER.encode()).hexdigest()], "metrics_keys": [OPS]},
+    )
 
 
 def client(url: str, key: str) -> openai.OpenAI:
@@ -48,11 +49,16 @@ def test_a_valid_key_is_not_forwarded_the_server_key_is(locked, upstream):
 
 
 def test_anthropic_routes_get_anthropic_shaped_401(locked):
-    response = httpx.post(locked + "/v1/messages", json={"model": "m", "max_tokens": 5, "messages": []},
-                          headers={"x-api-key": "sk-ant-wrong", "anthropic-version": "2023-06-01"})
+    response = httpx.post(
+        locked + "/v1/messages",
+        json={"model": "m", "max_tokens": 5, "messages": []},
+        headers={"x-api-key": "sk-ant-wrong", "anthropic-version": "2023-06-01"},
+    )
     assert response.status_code == 401
-    assert response.json() == {"type": "error", "error": {"type": "authentication_error",
-                                                          "message": response.json()["error"]["message"]}}
+    assert response.json() == {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": response.json()["error"]["message"]},
+    }
 
 
 def test_metrics_and_readyz_need_the_operator_key_healthz_stays_open(locked):

@@ -30,13 +30,18 @@ INVALID_JSON = {
     "invalid utf-8": b'{"model": "\xff\xfe"}',
     "single quotes": b"{'model': 'm'}",
 }
-NOT_AN_OBJECT = {"list": b"[]", "list of objects": b'[{"model": "m"}]', "string": b'"hello"',
-                 "number": b"42", "null": b"null", "bool": b"true"}
+NOT_AN_OBJECT = {
+    "list": b"[]",
+    "list of objects": b'[{"model": "m"}]',
+    "string": b'"hello"',
+    "number": b"42",
+    "null": b"null",
+    "bool": b"true",
+}
 
 
 @pytest.mark.parametrize("path", CHAT_PATHS)
-@pytest.mark.parametrize("body", [*INVALID_JSON.values(), *NOT_AN_OBJECT.values()],
-                         ids=[*INVALID_JSON, *NOT_AN_OBJECT])
+@pytest.mark.parametrize("body", [*INVALID_JSON.values(), *NOT_AN_OBJECT.values()], ids=[*INVALID_JSON, *NOT_AN_OBJECT])
 def test_bad_body_is_400_openai_error_and_not_forwarded(gateway, upstream, path, body):
     response = httpx.post(gateway + path, content=body, headers={"content-type": "application/json"})
     assert response.status_code == 400
@@ -90,7 +95,7 @@ def test_far_over_limit_still_gets_413_not_a_reset(make_gateway_on, upstream, fr
     # get the 413 rather than a connection reset (which SDKs retry as a network error).
     url = make_gateway_on(limits={"max_body_bytes": LIMIT})
     body = _body_of(8 * 1024 * 1024)
-    content = body if framing == "content-length" else iter([body[i:i + 65536] for i in range(0, len(body), 65536)])
+    content = body if framing == "content-length" else iter([body[i : i + 65536] for i in range(0, len(body), 65536)])
     response = httpx.post(url + "/v1/chat/completions", content=content, timeout=30)
     assert response.status_code == 413
     assert upstream.requests == []
@@ -170,6 +175,7 @@ async def test_async_sdk_sees_504(make_gateway, upstream):
 
 # ---- a stream that breaks after it started must not look complete --------------------------------
 
+
 def _die_mid_stream(conn: socket.socket) -> None:
     conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
     first = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"par"},"finish_reason":null}]}\n\n'
@@ -209,8 +215,9 @@ def test_sdk_stream_raises_when_upstream_dies_mid_stream(raw_upstream):
 def test_silence_mid_stream_ends_the_client_stream_with_a_timeout_error(make_gateway, upstream):
     url = make_gateway(upstream={"timeout_s": 0.3})  # the idle timeout too, when unset
     upstream.queue(Reply(content="a" * 20, chunk_delay=1.0))
-    with httpx.stream("POST", url + "/v1/chat/completions", json={"model": "m", "messages": [], "stream": True},
-                      timeout=10) as response:
+    with httpx.stream(
+        "POST", url + "/v1/chat/completions", json={"model": "m", "messages": [], "stream": True}, timeout=10
+    ) as response:
         assert response.status_code == 200
         body = response.read()
     assert body.endswith(b"data: [DONE]\n\n") and b'"code":"upstream_timeout"' in body
@@ -234,7 +241,9 @@ UPSTREAM_ERRORS = {
 @pytest.mark.parametrize("status", UPSTREAM_ERRORS)
 def test_upstream_errors_pass_through(gateway, upstream, status, stream):
     error_class, headers = UPSTREAM_ERRORS[status]
-    body = orjson.dumps({"error": {"message": f"upstream says {status}", "type": "t", "param": None, "code": f"c{status}"}})
+    body = orjson.dumps(
+        {"error": {"message": f"upstream says {status}", "type": "t", "param": None, "code": f"c{status}"}}
+    )
     upstream.queue(Reply(status=status, body=body, headers=headers), Reply(status=status, body=body, headers=headers))
 
     raw = httpx.post(gateway + "/v1/chat/completions", json={"model": "m", "messages": [], "stream": stream})
@@ -259,12 +268,16 @@ def test_upstream_error_on_passthrough_route(gateway, upstream):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=st.one_of(
-    st.binary(max_size=300),
-    st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                 lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                 max_leaves=12).map(lambda v: json.dumps(v).encode()),  # big ints, Infinity too
-))
+@given(
+    body=st.one_of(
+        st.binary(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+            max_leaves=12,
+        ).map(lambda v: json.dumps(v).encode()),  # big ints, Infinity too
+    )
+)
 def test_any_body_gets_an_answer_never_a_500(gateway, body):
     response = httpx.post(gateway + "/v1/chat/completions", content=body)
     assert response.status_code in (200, 400)

@@ -46,12 +46,15 @@ def test_upstream_receives_exact_body_bytes(any_gateway, upstream, path, body):
 
 def test_chunked_upload_arrives_as_the_same_bytes(any_gateway, upstream):
     # A client streaming its request body (no content-length) is re-framed, never re-encoded.
-    body = b'{"model":"m","messages":[' + b",".join(
-        b'{"role":"user","content":"%d \xc3\xa9"}' % i for i in range(2000)) + b"]}"
+    body = (
+        b'{"model":"m","messages":['
+        + b",".join(b'{"role":"user","content":"%d \xc3\xa9"}' % i for i in range(2000))
+        + b"]}"
+    )
 
     def pieces():
         for i in range(0, len(body), 4093):
-            yield body[i:i + 4093]
+            yield body[i : i + 4093]
 
     response = httpx.post(any_gateway + "/v1/chat/completions", content=pieces())
     assert response.status_code == 200
@@ -66,17 +69,34 @@ def _end_to_end(response: httpx.Response) -> list[tuple[str, str]]:
 
 
 UPSTREAM_HEADERS = [
-    ("x-request-id", "req_abc123"), ("openai-processing-ms", "321"), ("openai-version", "2020-10-01"),
-    ("x-ratelimit-remaining-tokens", "9000"), ("x-repeated", "one"), ("x-repeated", "two"),
-    ("set-cookie", "__cf_bm=a; path=/"), ("set-cookie", "_cfuvid=b; path=/"),
+    ("x-request-id", "req_abc123"),
+    ("openai-processing-ms", "321"),
+    ("openai-version", "2020-10-01"),
+    ("x-ratelimit-remaining-tokens", "9000"),
+    ("x-repeated", "one"),
+    ("x-repeated", "two"),
+    ("set-cookie", "__cf_bm=a; path=/"),
+    ("set-cookie", "_cfuvid=b; path=/"),
 ]
 STATUS_REPLIES = {
     "200": Reply(body=b'{"id":"chatcmpl-1","object":"chat.completion" ,"choices":[] }'),
-    "400": Reply(status=400, body=b'{"error":{"message":"bad \\u00e9","type":"invalid_request_error","param":"messages","code":null}}'),
-    "401": Reply(status=401, body=b'{"error":{"message":"Incorrect API key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}'),
-    "429": Reply(status=429, headers={"retry-after": "7", "retry-after-ms": "6500"},
-                 body=b'{"error":{"message":"Rate limit","type":"requests","param":null,"code":"rate_limit_exceeded"}}'),
-    "500": Reply(status=500, body=b'{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}'),
+    "400": Reply(
+        status=400,
+        body=b'{"error":{"message":"bad \\u00e9","type":"invalid_request_error","param":"messages","code":null}}',
+    ),
+    "401": Reply(
+        status=401,
+        body=b'{"error":{"message":"Incorrect API key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}',
+    ),
+    "429": Reply(
+        status=429,
+        headers={"retry-after": "7", "retry-after-ms": "6500"},
+        body=b'{"error":{"message":"Rate limit","type":"requests","param":null,"code":"rate_limit_exceeded"}}',
+    ),
+    "500": Reply(
+        status=500,
+        body=b'{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}',
+    ),
     "503": Reply(status=503, headers={"retry-after": "30"}, body=b"upstream overloaded, not even JSON"),
 }
 
@@ -101,10 +121,20 @@ def test_status_body_and_end_to_end_headers_come_back_unchanged(any_gateway, ups
 
 
 def test_hop_by_hop_response_headers_are_dropped(any_gateway, upstream):
-    upstream.queue(Reply(content="hi", chunked=True, raw_headers=[
-        ("connection", "x-hop-resp"), ("x-hop-resp", "must not cross"), ("keep-alive", "timeout=99"),
-        ("proxy-authenticate", "Basic realm=up"), ("trailer", "x-checksum"), ("x-end-to-end", "kept"),
-    ]))
+    upstream.queue(
+        Reply(
+            content="hi",
+            chunked=True,
+            raw_headers=[
+                ("connection", "x-hop-resp"),
+                ("x-hop-resp", "must not cross"),
+                ("keep-alive", "timeout=99"),
+                ("proxy-authenticate", "Basic realm=up"),
+                ("trailer", "x-checksum"),
+                ("x-end-to-end", "kept"),
+            ],
+        )
+    )
     response = httpx.post(any_gateway + "/v1/chat/completions", json={"model": "m", "messages": []})
     assert response.status_code == 200
     assert response.json()["choices"][0]["message"]["content"] == "hi"
@@ -118,12 +148,21 @@ def test_hop_by_hop_response_headers_are_dropped(any_gateway, upstream):
 
 def test_request_headers_forwarded_and_hop_by_hop_dropped(any_gateway, upstream):
     sent = [
-        ("authorization", f"Bearer {API_KEY}"), ("openai-organization", "org-123"), ("openai-project", "proj_9"),
-        ("x-stainless-lang", "python"), ("x-custom", "a"), ("x-custom", "b"), ("user-agent", "agent/1.0"),
+        ("authorization", f"Bearer {API_KEY}"),
+        ("openai-organization", "org-123"),
+        ("openai-project", "proj_9"),
+        ("x-stainless-lang", "python"),
+        ("x-custom", "a"),
+        ("x-custom", "b"),
+        ("user-agent", "agent/1.0"),
         ("content-type", "application/json"),
         # hop-by-hop, including one made hop-by-hop by being named in Connection
-        ("connection", "keep-alive, x-hop-req"), ("x-hop-req", "secret-hop"), ("keep-alive", "timeout=5"),
-        ("te", "trailers"), ("proxy-authorization", "Basic cHJveHk6cHc="), ("proxy-connection", "keep-alive"),
+        ("connection", "keep-alive, x-hop-req"),
+        ("x-hop-req", "secret-hop"),
+        ("keep-alive", "timeout=5"),
+        ("te", "trailers"),
+        ("proxy-authorization", "Basic cHJveHk6cHc="),
+        ("proxy-connection", "keep-alive"),
     ]
     body = b'{"model":"m","messages":[]}'
 
@@ -145,17 +184,25 @@ def test_request_headers_forwarded_and_hop_by_hop_dropped(any_gateway, upstream)
 
 AUTH_CASES = {
     # (config overrides, client headers, expected upstream headers, headers that must be absent)
-    "client key forwarded": (
-        {}, {"authorization": "Bearer sk-client"}, {"authorization": "Bearer sk-client"}, set()),
+    "client key forwarded": ({}, {"authorization": "Bearer sk-client"}, {"authorization": "Bearer sk-client"}, set()),
     "server key replaces client's": (
-        {"upstream": {"api_key": "sk-server"}}, {"authorization": "Bearer sk-client", "api-key": "sk-client"},
-        {"authorization": "Bearer sk-server"}, {"api-key"}),
+        {"upstream": {"api_key": "sk-server"}},
+        {"authorization": "Bearer sk-client", "api-key": "sk-client"},
+        {"authorization": "Bearer sk-server"},
+        {"api-key"},
+    ),
     "server key when client has none": (
-        {"upstream": {"api_key": "sk-server"}}, {}, {"authorization": "Bearer sk-server"}, set()),
+        {"upstream": {"api_key": "sk-server"}},
+        {},
+        {"authorization": "Bearer sk-server"},
+        set(),
+    ),
     "configured headers added, replacing the client's": (
         {"upstream": {"headers": {"OpenAI-Organization": "org-server", "X-Extra": "1"}}},
         {"openai-organization": "org-client", "authorization": "Bearer sk-client"},
-        {"openai-organization": "org-server", "x-extra": "1", "authorization": "Bearer sk-client"}, set()),
+        {"openai-organization": "org-server", "x-extra": "1", "authorization": "Bearer sk-client"},
+        set(),
+    ),
 }
 
 
@@ -173,8 +220,10 @@ def test_authorization_and_configured_headers(make_gateway_on, upstream, case):
 
 def test_same_headers_on_passthrough_routes(gateway, upstream):
     # The header rules are the gateway's, not the chat route's.
-    httpx.get(gateway + "/v1/models", headers={"authorization": "Bearer sk-x", "connection": "x-hop",
-                                                "x-hop": "1", "openai-organization": "org-1"})
+    httpx.get(
+        gateway + "/v1/models",
+        headers={"authorization": "Bearer sk-x", "connection": "x-hop", "x-hop": "1", "openai-organization": "org-1"},
+    )
     got = upstream.last["headers"]
     assert got["authorization"] == "Bearer sk-x" and got["openai-organization"] == "org-1"
     assert "x-hop" not in got
@@ -191,10 +240,12 @@ def test_action_header_is_pass(gateway, path, stream):
 
 # ---- the official SDK, sync and async ----------------------------------------------------------
 
+
 def test_sdk_sync_unary(gateway, upstream):
     upstream.queue(Reply(content="hello from upstream", tool_calls=[("read_file", '{"path": "a.py"}')]))
     raw = sdk(gateway + "/v1").chat.completions.with_raw_response.create(
-        model="m", messages=[{"role": "user", "content": "hi"}])
+        model="m", messages=[{"role": "user", "content": "hi"}]
+    )
     completion = raw.parse()
     assert raw.headers["x-loopguard-action"] == "pass"
     message = completion.choices[0].message

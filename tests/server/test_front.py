@@ -17,6 +17,7 @@ def app_named(name: str, calls: list[str]):
         await receive()
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": name.encode()})
+
     return app
 
 
@@ -28,12 +29,19 @@ def passing(seen: list[str], tag: str):
     def gate(scope):
         seen.append(tag)
         return {**scope, "headers": [*scope["headers"], (b"x-seen", tag.encode())]}
+
     return gate
 
 
 def call(front: Front, method: str, path: str) -> list[dict]:
-    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "headers": [],
-             "query_string": b""}
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "headers": [],
+        "query_string": b"",
+    }
     sent: list[dict] = []
 
     async def receive():
@@ -51,23 +59,29 @@ def front_with(gates, calls: list[str], metrics: GatewayMetrics | None = None) -
     return Front(guarded, app_named("fallback", calls), tuple(gates), metrics or GatewayMetrics(), 5.0)
 
 
-@pytest.mark.parametrize(("method", "path", "reached"), [
-    ("POST", "/v1/chat/completions", "guarded"),
-    ("GET", "/v1/chat/completions", "fallback"),  # stored completions are relayed, not judged
-    ("POST", "/v1/chat/completions/abc", "fallback"),
-    ("POST", "/v1/embeddings", "fallback"),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "reached"),
+    [
+        ("POST", "/v1/chat/completions", "guarded"),
+        ("GET", "/v1/chat/completions", "fallback"),  # stored completions are relayed, not judged
+        ("POST", "/v1/chat/completions/abc", "fallback"),
+        ("POST", "/v1/embeddings", "fallback"),
+    ],
+)
 def test_the_guarded_route_is_found_by_exact_path_and_post(method, path, reached):
     calls: list[str] = []
     sent = call(front_with([], calls), method, path)
     assert calls == [reached] and sent[-1]["body"] == reached.encode()
 
 
-@pytest.mark.parametrize(("gates", "status", "seen"), [
-    (["refuse 400", "pass a"], 400, []),
-    (["pass a", "refuse 401"], 401, ["a"]),
-    (["pass a", "pass b"], 200, ["a", "b"]),
-])
+@pytest.mark.parametrize(
+    ("gates", "status", "seen"),
+    [
+        (["refuse 400", "pass a"], 400, []),
+        (["pass a", "refuse 401"], 401, ["a"]),
+        (["pass a", "pass b"], 200, ["a", "b"]),
+    ],
+)
 def test_gates_run_in_order_and_a_refusal_ends_the_request(gates, status, seen):
     calls: list[str] = []
     order: list[str] = []

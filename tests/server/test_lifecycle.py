@@ -38,11 +38,13 @@ def test_a_client_leaving_a_non_streaming_request_cancels_the_upstream_request(p
 @pytest.fixture
 def logged(tmp_path, patient):
     config = tmp_path / "gw.yaml"
-    config.write_text(f"upstream:\n  base_url: {patient.url}/v1\nlimits:\n  body_timeout_s: 1\n"
-                      "logging:\n  format: json\n")
+    config.write_text(
+        f"upstream:\n  base_url: {patient.url}/v1\nlimits:\n  body_timeout_s: 1\nlogging:\n  format: json\n"
+    )
     port = free_port()
-    with gateway_process(["serve", "--config", str(config), "--port", str(port)], port,
-                         tmp_path / "stderr.log", env=child_env()) as gw:
+    with gateway_process(
+        ["serve", "--config", str(config), "--port", str(port)], port, tmp_path / "stderr.log", env=child_env()
+    ) as gw:
         yield gw
 
 
@@ -52,8 +54,7 @@ def _lines(gw) -> list[dict]:
 
 def test_disconnects_are_logged_as_499_without_a_traceback(logged, patient):
     sock = connect(logged.url)  # leaves mid-body
-    sock.sendall(request_bytes("POST", "/v1/chat/completions", [("Content-Type", "application/json")],
-                               CHAT)[:-10])
+    sock.sendall(request_bytes("POST", "/v1/chat/completions", [("Content-Type", "application/json")], CHAT)[:-10])
     sock.close()
     sock = connect(logged.url)  # leaves while the upstream works
     sock.sendall(request_bytes("POST", "/v1/chat/completions", [("Content-Type", "application/json")], CHAT))

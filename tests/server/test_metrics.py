@@ -25,8 +25,11 @@ CHAT = "/v1/chat/completions"
 def scrape(url: str) -> dict[tuple[str, frozenset], float]:
     response = httpx.get(url + "/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(response.text) for s in family.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+    }
 
 
 def value(samples: dict, name: str, **labels: str) -> float:
@@ -39,13 +42,17 @@ def test_a_looping_conversation_in_numbers(tmp_path, stream):
         Agent(gw.client, tools={"read_file": lambda a: "same"}, stream=stream).run("go")
         samples = scrape(gw.url)
     for action in ("warn", "reject", "terminate"):
-        assert value(samples, "loopguard_interventions_total", detector="no_progress", action=action,
-                     shadow="false") == 1
+        assert (
+            value(samples, "loopguard_interventions_total", detector="no_progress", action=action, shadow="false") == 1
+        )
     assert value(samples, "loopguard_requests_total", route="/v1/chat/completions", status="200") == 4
     assert value(samples, "loopguard_gateway_overhead_seconds_count", route="chat") == 4
     assert value(samples, "loopguard_upstream_seconds_count", route="chat") == 4
-    assert value(samples, "loopguard_upstream_seconds_sum", route="chat") > \
-        value(samples, "loopguard_gateway_overhead_seconds_sum", route="chat") > 0
+    assert (
+        value(samples, "loopguard_upstream_seconds_sum", route="chat")
+        > value(samples, "loopguard_gateway_overhead_seconds_sum", route="chat")
+        > 0
+    )
     # The warned model proposed the same call again: the warning did not help.
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="persisted") == 1
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="recovered") == 0
@@ -73,7 +80,9 @@ def test_warn_only_rollout_counts_held_back_actions_and_ignored_warnings(tmp_pat
     assert value(samples, "loopguard_interventions_total", detector="no_progress", action="warn", shadow="false") == 3
     # ...while the ladder wanted reject and terminate (request and response paths).
     assert value(samples, "loopguard_interventions_total", detector="no_progress", action="reject", shadow="true") >= 1
-    assert value(samples, "loopguard_interventions_total", detector="no_progress", action="terminate", shadow="true") >= 1
+    assert (
+        value(samples, "loopguard_interventions_total", detector="no_progress", action="terminate", shadow="true") >= 1
+    )
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="persisted") == 2
 
 

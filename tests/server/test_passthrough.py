@@ -30,15 +30,22 @@ async def test_models_list_sdk_async(gateway):
     assert models == ["test-model"]
 
 
-EMBEDDING = orjson.dumps({"object": "list", "model": "text-embedding-3-small",
-                          "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5, 1.0]}],
-                          "usage": {"prompt_tokens": 2, "total_tokens": 2}})
+EMBEDDING = orjson.dumps(
+    {
+        "object": "list",
+        "model": "text-embedding-3-small",
+        "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5, 1.0]}],
+        "usage": {"prompt_tokens": 2, "total_tokens": 2},
+    }
+)
 
 
 @pytest.mark.parametrize("base", ["/v1"])
 def test_embeddings_sdk(gateway, upstream, base):
     upstream.passthrough_script.append(Reply(body=EMBEDDING))
-    result = sdk(gateway + base).embeddings.create(model="text-embedding-3-small", input="hello", encoding_format="float")
+    result = sdk(gateway + base).embeddings.create(
+        model="text-embedding-3-small", input="hello", encoding_format="float"
+    )
     assert result.data[0].embedding == [0.25, -0.5, 1.0]
     assert upstream.last["path"] == "/v1/embeddings"
     assert orjson.loads(upstream.last["raw"])["input"] == "hello"
@@ -48,13 +55,16 @@ def test_embeddings_sdk(gateway, upstream, base):
 def test_any_method_relayed_with_body_and_query(any_gateway, upstream, method):
     body = b"" if method == "GET" else b'{"purpose": "batch", "odd" :  [1,2 ]}'
     upstream.passthrough_script.append(Reply(status=201, body=b'{"answer":"\\u00e9"}', headers={"x-from": "up"}))
-    response = httpx.request(method, any_gateway + "/v1/files/file-abc/content?limit=2&after=a%20b&flag",
-                             content=body)
+    response = httpx.request(method, any_gateway + "/v1/files/file-abc/content?limit=2&after=a%20b&flag", content=body)
     assert (response.status_code, response.content) == (201, b'{"answer":"\\u00e9"}')
     assert response.headers["x-from"] == "up"
     seen = upstream.last
     assert (seen["method"], seen["path"], seen["query"], seen["raw"]) == (
-        method, "/v1/files/file-abc/content", b"limit=2&after=a%20b&flag", body)
+        method,
+        "/v1/files/file-abc/content",
+        b"limit=2&after=a%20b&flag",
+        body,
+    )
 
 
 def test_head_is_relayed_without_a_body(gateway, upstream):
@@ -78,8 +88,11 @@ def test_query_string_kept_exactly(gateway, upstream, path):
 def test_sdk_base_url_with_or_without_v1(gateway, upstream, base, stream):
     upstream.queue(Reply(content="either way"))
     result = sdk(gateway + base).chat.completions.create(model="m", messages=[], stream=stream)
-    text = ("".join(c.choices[0].delta.content or "" for c in result if c.choices) if stream
-            else result.choices[0].message.content)
+    text = (
+        "".join(c.choices[0].delta.content or "" for c in result if c.choices)
+        if stream
+        else result.choices[0].message.content
+    )
     assert text == "either way"
     assert upstream.last["path"] == "/v1/chat/completions"
 
@@ -116,7 +129,7 @@ def test_passthrough_streams_without_buffering(gateway, upstream):
             received += chunk
     # relayed as they came; the stream ended without response.completed, so the gateway closes
     # it with response.failed
-    assert received.startswith(b"".join(events)) and b"response.failed" in received[len(b"".join(events)):]
+    assert received.startswith(b"".join(events)) and b"response.failed" in received[len(b"".join(events)) :]
     assert finished_at_first == 0
     assert arrivals[-1] - arrivals[0] > 1.2  # ~1.8 s unbuffered, ~0 buffered
 

@@ -15,12 +15,25 @@ from gateway.server.paths import PathError, canonical_path
 CHAT = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
 
 
-@pytest.mark.parametrize("target", [
-    "/v1/../admin/keys", "/v1/%2e%2e/admin", "/v1/%2E%2E/admin", "/v1//chat/completions",
-    "/v1/./chat/completions", "/v1/chat/../chat/completions", "/v1/chat%2fcompletions",
-    "/v1/chat%5ccompletions", "/v1\\chat\\completions", "/v1/models%00", "/v1/%zz", "/v1/models//",
-    "/v1/..", "/v1/.%2e/admin",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/v1/../admin/keys",
+        "/v1/%2e%2e/admin",
+        "/v1/%2E%2E/admin",
+        "/v1//chat/completions",
+        "/v1/./chat/completions",
+        "/v1/chat/../chat/completions",
+        "/v1/chat%2fcompletions",
+        "/v1/chat%5ccompletions",
+        "/v1\\chat\\completions",
+        "/v1/models%00",
+        "/v1/%zz",
+        "/v1/models//",
+        "/v1/..",
+        "/v1/.%2e/admin",
+    ],
+)
 def test_ambiguous_paths_are_refused_and_never_reach_the_upstream(any_gateway, upstream, target):
     for method, body in (("GET", b""), ("POST", CHAT)):
         response = send(any_gateway, method, target, [("Content-Type", "application/json")], body)
@@ -30,9 +43,15 @@ def test_ambiguous_paths_are_refused_and_never_reach_the_upstream(any_gateway, u
     assert upstream.requests == []
 
 
-@pytest.mark.parametrize("target", [
-    "/v1/chat/completions/", "/v1/chat/%63ompletions", "/v1/%63hat/completions", "/chat/completions/",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/v1/chat/completions/",
+        "/v1/chat/%63ompletions",
+        "/v1/%63hat/completions",
+        "/chat/completions/",
+    ],
+)
 def test_other_spellings_of_the_chat_route_are_judged_as_the_chat_route(any_gateway, upstream, target):
     """The guard answers (its action header is set) and the upstream sees the canonical path."""
     response = send(any_gateway, "POST", target, [("Content-Type", "application/json")], CHAT)
@@ -56,11 +75,22 @@ def test_canonical_path_rules():
             canonical_path(bad)
 
 
-@pytest.mark.parametrize("target", [
-    "/v1/v1/chat/completions", "/v1/;/chat/completions", "/v1/%3B/chat/completions", "/v1/chat/completions;x",
-    "/V1/Chat/Completions", "/v1/CHAT/completions", "/v1/chat/completions.", "/v1/v1/responses", "/v1/v1/messages",
-    "/v1/chat;a=b/completions", "/v1/v1/v1/chat/completions",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/v1/v1/chat/completions",
+        "/v1/;/chat/completions",
+        "/v1/%3B/chat/completions",
+        "/v1/chat/completions;x",
+        "/V1/Chat/Completions",
+        "/v1/CHAT/completions",
+        "/v1/chat/completions.",
+        "/v1/v1/responses",
+        "/v1/v1/messages",
+        "/v1/chat;a=b/completions",
+        "/v1/v1/v1/chat/completions",
+    ],
+)
 def test_a_spelling_some_upstream_routes_to_a_guarded_endpoint_is_refused(any_gateway, upstream, target):
     """A base URL without /v1 makes /v1/v1/chat/completions the upstream's chat route, routers that
     drop ;parameters or fold case do the same with the others: relayed, they would go unjudged."""
@@ -71,11 +101,21 @@ def test_a_spelling_some_upstream_routes_to_a_guarded_endpoint_is_refused(any_ga
     assert upstream.requests == []
 
 
-@pytest.mark.parametrize(("target", "method"), [
-    ("/v1/chat/completions", "PUT"), ("/v1/chat/completions", "PATCH"), ("/v1/chat/completions", "DELETE"),
-    ("/chat/completions", "PUT"), ("/v1/responses", "GET"), ("/v1/responses", "PATCH"), ("/responses", "PUT"),
-    ("/v1/messages", "GET"), ("/v1/messages", "PUT"), ("/v1/chat/completions", "HEAD"),
-])
+@pytest.mark.parametrize(
+    ("target", "method"),
+    [
+        ("/v1/chat/completions", "PUT"),
+        ("/v1/chat/completions", "PATCH"),
+        ("/v1/chat/completions", "DELETE"),
+        ("/chat/completions", "PUT"),
+        ("/v1/responses", "GET"),
+        ("/v1/responses", "PATCH"),
+        ("/responses", "PUT"),
+        ("/v1/messages", "GET"),
+        ("/v1/messages", "PUT"),
+        ("/v1/chat/completions", "HEAD"),
+    ],
+)
 def test_methods_the_protocol_does_not_define_on_a_guarded_path_get_405(any_gateway, upstream, target, method):
     response = send(any_gateway, method, target, [("Content-Type", "application/json")], CHAT)
     assert response.status == 405, (target, method, response.status, response.body)
@@ -94,5 +134,8 @@ def test_methods_the_protocol_defines_are_relayed(any_gateway, upstream):
     assert send(any_gateway, "GET", "/v1/chat/completions?limit=2").status == 200
     assert send(any_gateway, "GET", "/v1/responses/resp_1").status == 200
     assert send(any_gateway, "DELETE", "/v1/responses/resp_1").status == 200
-    assert [r["path"] for r in upstream.requests] == ["/v1/chat/completions", "/v1/responses/resp_1",
-                                                      "/v1/responses/resp_1"]
+    assert [r["path"] for r in upstream.requests] == [
+        "/v1/chat/completions",
+        "/v1/responses/resp_1",
+        "/v1/responses/resp_1",
+    ]

@@ -33,9 +33,14 @@ STREAM_BODY = {"model": "m", "messages": [{"role": "user", "content": "go"}], "s
 
 
 def event(delta: dict | None = None, finish: str | None = None, choices: list | None = None, **extra) -> bytes:
-    chunk = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1700000000, "model": "m",
-             "choices": choices if choices is not None else [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
-             **extra}
+    chunk = {
+        "id": "chatcmpl-s",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "m",
+        "choices": choices if choices is not None else [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+        **extra,
+    }
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
 
@@ -51,8 +56,15 @@ END = event(finish="tool_calls")
 # name -> (SSE events as the upstream sends them, the tool calls an agent must end up with)
 SHAPES: dict[str, tuple[list[bytes], list[tuple[str, str, str]]]] = {
     "argument deltas without id": (
-        [START, event(call(0, "call_a", "read_file", "")), event(call(0, args='{"pa')),
-         event(call(0, args='th": "src/')), event(call(0, args='main.py"}')), END, DONE],
+        [
+            START,
+            event(call(0, "call_a", "read_file", "")),
+            event(call(0, args='{"pa')),
+            event(call(0, args='th": "src/')),
+            event(call(0, args='main.py"}')),
+            END,
+            DONE,
+        ],
         [("call_a", "read_file", '{"path": "src/main.py"}')],
     ),
     "whole call in one delta": (
@@ -60,34 +72,71 @@ SHAPES: dict[str, tuple[list[bytes], list[tuple[str, str, str]]]] = {
         [("call_b", "list_dir", '{"dir": "."}')],
     ),
     "parallel calls, distinct indices, interleaved": (
-        [START, event(call(0, "call_1", "read_file", "")), event(call(1, "call_2", "grep", "")),
-         event(call(0, args='{"path": "a.py"}')), event(call(1, args='{"pattern": "def "')),
-         event(call(2, "call_3", "read_file", '{"path": "b.py"}')), event(call(1, args="}")), END, DONE],
-        [("call_1", "read_file", '{"path": "a.py"}'), ("call_2", "grep", '{"pattern": "def "}'),
-         ("call_3", "read_file", '{"path": "b.py"}')],
+        [
+            START,
+            event(call(0, "call_1", "read_file", "")),
+            event(call(1, "call_2", "grep", "")),
+            event(call(0, args='{"path": "a.py"}')),
+            event(call(1, args='{"pattern": "def "')),
+            event(call(2, "call_3", "read_file", '{"path": "b.py"}')),
+            event(call(1, args="}")),
+            END,
+            DONE,
+        ],
+        [
+            ("call_1", "read_file", '{"path": "a.py"}'),
+            ("call_2", "grep", '{"pattern": "def "}'),
+            ("call_3", "read_file", '{"path": "b.py"}'),
+        ],
     ),
     "closing brace in its own delta": (
         [START, event(call(0, "call_c", "run", '{"cmd": "ls -la"')), event(call(0, args="}")), END, DONE],
         [("call_c", "run", '{"cmd": "ls -la"}')],
     ),
     "extra empty-argument chunks": (
-        [START, event(call(0, "call_d", "write", "")), event(call(0, args="")), event(call(0, args='{"x": 1}')),
-         event(call(0, args="")), event(call(0, args="")), END, DONE],
+        [
+            START,
+            event(call(0, "call_d", "write", "")),
+            event(call(0, args="")),
+            event(call(0, args='{"x": 1}')),
+            event(call(0, args="")),
+            event(call(0, args="")),
+            END,
+            DONE,
+        ],
         [("call_d", "write", '{"x": 1}')],
     ),
     "unicode and escapes split across deltas": (
-        [START, event(call(0, "call_e", "note", '{"t": "h\u00e9')), event(call(0, args="\u65e5\\n\\u00")),
-         event(call(0, args='e9 \\"q\\""}')), END, DONE],
+        [
+            START,
+            event(call(0, "call_e", "note", '{"t": "h\u00e9')),
+            event(call(0, args="\u65e5\\n\\u00")),
+            event(call(0, args='e9 \\"q\\""}')),
+            END,
+            DONE,
+        ],
         [("call_e", "note", '{"t": "h\u00e9\u65e5\\n\\u00e9 \\"q\\""}')],
     ),
     "content then a call, usage chunk with no choices": (
-        [START, event({"content": "Let me look."}), event(call(0, "call_f", "read_file", '{"path": "x"}')),
-         END, event(choices=[], usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}), DONE],
+        [
+            START,
+            event({"content": "Let me look."}),
+            event(call(0, "call_f", "read_file", '{"path": "x"}')),
+            END,
+            event(choices=[], usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}),
+            DONE,
+        ],
         [("call_f", "read_file", '{"path": "x"}')],
     ),
     "keep-alive comments and CRLF line endings": (
-        [b": PROCESSING\r\n\r\n", START.replace(b"\n", b"\r\n"), b": ping\n\n",
-         event(call(0, "call_g", "poll", '{"job": 7}')).replace(b"\n", b"\r\n"), END, DONE],
+        [
+            b": PROCESSING\r\n\r\n",
+            START.replace(b"\n", b"\r\n"),
+            b": ping\n\n",
+            event(call(0, "call_g", "poll", '{"job": 7}')).replace(b"\n", b"\r\n"),
+            END,
+            DONE,
+        ],
         [("call_g", "poll", '{"job": 7}')],
     ),
 }
@@ -96,7 +145,7 @@ SHAPES: dict[str, tuple[list[bytes], list[tuple[str, str, str]]]] = {
 def _split_anywhere(events: list[bytes], size: int = 7) -> list[bytes]:
     """The same bytes cut into network chunks that split events, lines and UTF-8 sequences."""
     data = b"".join(events)
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def _calls(completion) -> list[tuple[str, str, str]]:
@@ -106,14 +155,28 @@ def _calls(completion) -> list[tuple[str, str, str]]:
 # Streams with nothing for the guard to hold (no tool calls) must come out byte for byte.
 CONTENT_STREAMS: dict[str, list[bytes]] = {
     "plain content": [START, *(event({"content": f"part {i} "}) for i in range(20)), event(finish="stop"), DONE],
-    "unicode content": [START, event({"content": "h\u00e9llo \U0001f30d"}), event({"content": "\u65e5\u672c"}),
-                        event(finish="stop"), DONE],
-    "comments, CRLF, usage chunk": [b": PROCESSING\r\n\r\n", START.replace(b"\n", b"\r\n"), b": ping\n\n",
-                                    event({"content": "x"}), event(finish="stop"),
-                                    event(choices=[], usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
-                                    DONE],
-    "provider extras kept": [START, event({"content": "r", "reasoning_content": "think"}, system_fingerprint="fp_1",
-                                          service_tier="default"), event(finish="length"), DONE],
+    "unicode content": [
+        START,
+        event({"content": "h\u00e9llo \U0001f30d"}),
+        event({"content": "\u65e5\u672c"}),
+        event(finish="stop"),
+        DONE,
+    ],
+    "comments, CRLF, usage chunk": [
+        b": PROCESSING\r\n\r\n",
+        START.replace(b"\n", b"\r\n"),
+        b": ping\n\n",
+        event({"content": "x"}),
+        event(finish="stop"),
+        event(choices=[], usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+        DONE,
+    ],
+    "provider extras kept": [
+        START,
+        event({"content": "r", "reasoning_content": "think"}, system_fingerprint="fp_1", service_tier="default"),
+        event(finish="length"),
+        DONE,
+    ],
 }
 
 

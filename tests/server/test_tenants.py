@@ -13,7 +13,7 @@ import itertools
 from contextlib import ExitStack
 
 import anthropic
-import httpx  # noqa: F401 - loaded before the servers start: the SDKs read it from sys.modules
+import httpx
 import openai
 import pytest
 from anthropic import beta_tool
@@ -36,6 +36,7 @@ KEYS = [{"key": "sk-a1", "tenant": "a"}, {"key": "sk-a2", "tenant": "a"}, {"key"
 def gateway(tmp_path):
     """(responses upstream, thread upstream, gateway URL) for responders, with server-side keys."""
     with ExitStack() as stack:
+
         def start(responder=None, claude=None):
             openai_up = ResponsesUpstream(responder or finishing(0))
             claude_up = ThreadUpstream(claude or claude_stubborn())
@@ -43,12 +44,20 @@ def gateway(tmp_path):
             claude_url = stack.enter_context(serve(claude_up.app))
             policy = tmp_path / "policy.yaml"
             policy.write_text(ladder_policy())
-            config = Config.model_validate({
-                "upstream": {"base_url": openai_url + "/v1", "api_key": "sk-server",
-                             "anthropic_base_url": claude_url, "anthropic_api_key": "sk-ant-server"},
-                "auth": {"keys": KEYS}})
+            config = Config.model_validate(
+                {
+                    "upstream": {
+                        "base_url": openai_url + "/v1",
+                        "api_key": "sk-server",
+                        "anthropic_base_url": claude_url,
+                        "anthropic_api_key": "sk-ant-server",
+                    },
+                    "auth": {"keys": KEYS},
+                }
+            )
             url = stack.enter_context(serve(build_app(config, policies=PolicyHolder(policy)), **SERVER_OPTIONS))
             return openai_up, claude_up, url
+
         yield start
 
 
@@ -75,8 +84,10 @@ def test_another_tenant_gets_404_for_a_response_id_on_every_route(gateway):
         other.responses.retrieve(mine.id)
     with pytest.raises(openai.NotFoundError):
         other.responses.delete(mine.id)
-    assert all(mine.id not in r["path"] and r["json"] is not None and r["json"].get("previous_response_id") is None
-               for r in upstream.requests[1:]), "nothing of B's reached the upstream"
+    assert all(
+        mine.id not in r["path"] and r["json"] is not None and r["json"].get("previous_response_id") is None
+        for r in upstream.requests[1:]
+    ), "nothing of B's reached the upstream"
     # The tenant's other key reads and continues it.
     sibling = openai_client(url, "sk-a2")
     assert sibling.responses.retrieve(mine.id).id == mine.id
@@ -99,13 +110,21 @@ def test_another_tenant_gets_404_for_a_conversation(gateway):
 def test_another_tenant_gets_404_for_a_thread_message_the_sdk_understands(gateway):
     _, upstream, url = gateway()
     first = claude(url, "sk-a1").beta.messages.create(
-        model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "hi"}],
-        thread={"type": "create"}, betas=["message-threads-2026-08-12"])
+        model="claude-test",
+        max_tokens=64,
+        messages=[{"role": "user", "content": "hi"}],
+        thread={"type": "create"},
+        betas=["message-threads-2026-08-12"],
+    )
 
     with pytest.raises(anthropic.NotFoundError) as refused:
         claude(url, "sk-b").beta.messages.create(
-            model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "more"}],
-            thread={"type": "continue", "previous_message_id": first.id}, betas=["message-threads-2026-08-12"])
+            model="claude-test",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "more"}],
+            thread={"type": "continue", "previous_message_id": first.id},
+            betas=["message-threads-2026-08-12"],
+        )
     assert refused.value.body["error"]["details"]["error_code"] == "thread_not_found"
     assert len(upstream.requests) == 1
 
@@ -125,10 +144,19 @@ class Rotating:
 def test_another_tenant_gets_404_for_a_thread_message_streamed_too(gateway, stream):
     _, upstream, url = gateway(claude=lambda body: Said(text="Hello."))
     mine = claude(url, "sk-a1").beta.messages.create(
-        model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "hi"}],
-        thread={"type": "create"}, betas=["message-threads-2026-08-12"])
-    more = {"model": "claude-test", "max_tokens": 64, "messages": [{"role": "user", "content": "more"}],
-            "thread": {"type": "continue", "previous_message_id": mine.id}, "betas": ["message-threads-2026-08-12"]}
+        model="claude-test",
+        max_tokens=64,
+        messages=[{"role": "user", "content": "hi"}],
+        thread={"type": "create"},
+        betas=["message-threads-2026-08-12"],
+    )
+    more = {
+        "model": "claude-test",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "more"}],
+        "thread": {"type": "continue", "previous_message_id": mine.id},
+        "betas": ["message-threads-2026-08-12"],
+    }
 
     with pytest.raises(anthropic.NotFoundError):
         reply = claude(url, "sk-b").beta.messages.create(stream=stream, **more)
@@ -159,9 +187,15 @@ def rotating_claude(url: str, keys: list[str], sent: list[str]) -> anthropic.Ant
 
 def run_claude(client: anthropic.Anthropic, threaded: bool, stream: bool) -> list:
     runner = client.beta.messages.tool_runner(
-        model="claude-test", max_tokens=512, tools=[read_file], max_iterations=15, stream=stream,
-        system="You fix bugs.", messages=[{"role": "user", "content": "summarize a.txt"}],
-        **({} if threaded else {"thread": False}))
+        model="claude-test",
+        max_tokens=512,
+        tools=[read_file],
+        max_iterations=15,
+        stream=stream,
+        system="You fix bugs.",
+        messages=[{"role": "user", "content": "summarize a.txt"}],
+        **({} if threaded else {"thread": False}),
+    )
     return [each.get_final_message() for each in runner] if stream else list(runner)
 
 
@@ -175,8 +209,9 @@ def test_a_thread_rotated_between_two_keys_of_one_tenant_is_ended_like_a_whole_h
 
     assert len(rotated) == len(whole) < 15  # ended by the gateway, not by max_iterations
     assert rotated[-1].stop_reason == whole[-1].stop_reason == "end_turn"
-    assert [b.text for b in rotated[-1].content if b.type == "text"] == \
-        [b.text for b in whole[-1].content if b.type == "text"]
+    assert [b.text for b in rotated[-1].content if b.type == "text"] == [
+        b.text for b in whole[-1].content if b.type == "text"
+    ]
     assert threaded_upstream.rejections == []  # every request was valid for the thread's rules
     assert len(threaded_upstream.requests) == len(whole_upstream.requests)
     assert sent[:4] == ["sk-a1", "sk-a2", "sk-a1", "sk-a2"]

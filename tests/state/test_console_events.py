@@ -16,7 +16,7 @@ async def test_memory_keeps_the_newest_within_count_and_bytes():
     assert [e.entry for e in kept] == [f'{{"n":{n}}}'.encode() for n in range(29, 9, -1)]
     assert kept[0].detail is not None and kept[1].detail is None
     assert await store.event_detail(kept[0].detail) == b"x" * 100
-    for n in range(200):  # large details: the byte bound drops the oldest first
+    for _ in range(200):  # large details: the byte bound drops the oldest first
         await store.add_event(b"{}", b"y" * 1000, keep=1000)
     assert store._events.size <= 10_000 and len(await store.recent_events(1000)) < 20
 

@@ -5,10 +5,9 @@ on the other when the model ignores it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import itertools
 import json
+from pathlib import Path
 
 import httpx
 import openai
@@ -35,8 +34,16 @@ def model(request: dict) -> Reply:
     messages = request["messages"]
     last = messages[-1]
     if "edit" in messages[1]["content"]:  # a failing edit, another variation every time
-        return Reply(tool_calls=[("edit_file", json.dumps(
-            {"path": "a.txt", "old": f"first line\\n    value = {next(ATTEMPTS)}", "new": "first line"}))])
+        return Reply(
+            tool_calls=[
+                (
+                    "edit_file",
+                    json.dumps(
+                        {"path": "a.txt", "old": f"first line\\n    value = {next(ATTEMPTS)}", "new": "first line"}
+                    ),
+                )
+            ]
+        )
     if last.get("role") == "tool" and observations({"messages": [last]}):
         return Reply(tool_calls=[("list_dir", f'{{"path": "dir{len(messages)}"}}')])
     return Reply(tool_calls=[("read_file", '{"path": "a.txt"}')])
@@ -60,20 +67,34 @@ def converse(redis_url: str, tmp_path: Path, task: str, stream: bool) -> Agent:
     policy = tmp_path / "default.yaml"
     policy.write_text((ROOT / "policies" / "default.yaml").read_text(encoding="utf-8"))
     with serve(upstream.app) as upstream_url:
-        config = Config.model_validate({
-            "upstream": {"base_url": upstream_url + "/v1"},
-            "state": {"backend": "redis", "url": redis_url, "op_timeout_s": 5.0}})
+        config = Config.model_validate(
+            {
+                "upstream": {"base_url": upstream_url + "/v1"},
+                "state": {"backend": "redis", "url": redis_url, "op_timeout_s": 5.0},
+            }
+        )
         apps = [build_app(config, policies=PolicyHolder(policy)) for _ in range(2)]
         with serve(apps[0]) as first, serve(apps[1]) as second:
-            client = openai.OpenAI(base_url=first + "/v1", api_key="sk-test", max_retries=0, timeout=60,
-                                   http_client=httpx.Client(transport=Alternating([first, second])))
-            agent = Agent(client, tools={"read_file": lambda a: "contents of a.txt",
-                                         "list_dir": lambda a: f"files in {a['path']}",
-                                         "edit_file": lambda a: f"Error: `{a['old']}` not found in a.txt"},
-                          stream=stream, specs=declare("read_file", "list_dir", "edit_file"))
+            client = openai.OpenAI(
+                base_url=first + "/v1",
+                api_key="sk-test",
+                max_retries=0,
+                timeout=60,
+                http_client=httpx.Client(transport=Alternating([first, second])),
+            )
+            agent = Agent(
+                client,
+                tools={
+                    "read_file": lambda a: "contents of a.txt",
+                    "list_dir": lambda a: f"files in {a['path']}",
+                    "edit_file": lambda a: f"Error: `{a['old']}` not found in a.txt",
+                },
+                stream=stream,
+                specs=declare("read_file", "list_dir", "edit_file"),
+            )
             agent.messages.append({"role": "system", "content": "You are a coding agent."})
             agent.answer = agent.run(f"{task} ({stream=})", max_steps=40)
-        
+
     return agent
 
 

@@ -5,8 +5,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.guard.compaction import shown_index, track
 from gateway.guard import prefix
+from gateway.guard.compaction import shown_index, track
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.state import EMPTY, HistoryMark, SessionState, VetoRecord
 
@@ -15,8 +15,10 @@ def history(*steps: str, system: str = "sys", task: str = "task") -> list[dict]:
     messages = [{"role": "system", "content": system}, {"role": "user", "content": task}]
     for n, result in enumerate(steps):
         call = {"id": f"c{n}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
-        messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
-                     {"role": "tool", "tool_call_id": f"c{n}", "content": result}]
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": result},
+        ]
     return messages
 
 
@@ -63,8 +65,11 @@ def test_a_shorter_history_is_a_compaction_and_later_requests_keep_the_marker():
     assert now.compacted_now and now.compacted_at == 3
     assert now.marker == mark_of(compacted) and now.marker_changed
     call = {"id": "c9", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
-    later = [*compacted, {"role": "assistant", "content": None, "tool_calls": [call]},
-             {"role": "tool", "tool_call_id": "c9", "content": "c"}]
+    later = [
+        *compacted,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c9", "content": "c"},
+    ]
     after = session.request(later)
     assert after.compacted_at == 3 and not after.compacted_now and not after.marker_changed
     assert session.request([*later, {"role": "user", "content": "next"}]).compacted_at == 3
@@ -90,15 +95,21 @@ def test_vetoed_exchanges_before_the_compaction_point_shift_it():
     turns = conversation_from_body({"messages": messages}).turns
     hashes = prefix.prefix_hashes(turns, len(messages))
     exchange = ({"role": "assistant"}, {"role": "tool"})
-    before, after, stale = VetoRecord(2, hashes[2], exchange), VetoRecord(4, hashes[4], exchange), \
-        VetoRecord(3, "gone", exchange)
+    before, after, stale = (
+        VetoRecord(2, hashes[2], exchange),
+        VetoRecord(4, hashes[4], exchange),
+        VetoRecord(3, "gone", exchange),
+    )
     assert shown_index(4, hashes, [before, after, stale]) == 6
     assert shown_index(2, hashes, [before, after]) == 2  # anchored at it: shown after it
 
 
 messages_strategy = st.lists(
-    st.fixed_dictionaries({"role": st.sampled_from(["system", "user", "assistant", "tool"]),
-                           "content": st.text(max_size=8)}), max_size=12)
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["system", "user", "assistant", "tool"]), "content": st.text(max_size=8)}
+    ),
+    max_size=12,
+)
 
 
 @given(messages_strategy, st.lists(st.integers(-2, 14), max_size=5))
@@ -117,6 +128,7 @@ def test_prefix_hashes_at_with_tool_calls_and_gaps():
 
 
 # --- positive evidence: a new run of the same task is never a compaction ---------------------
+
 
 def fingerprinted(messages: list[dict], state: SessionState):
     turns = conversation_from_body({"messages": messages}).turns
@@ -144,9 +156,11 @@ def test_a_new_run_clears_a_marker_left_by_the_previous_run():
 
 
 def test_a_summary_message_is_evidence_of_a_compaction_without_a_session_id():
-    for summary in ("Summary of the work so far: read a, b, c. Continue.",
-                    "This session is being continued from a previous conversation that ran out of context.",
-                    "[context compacted] earlier turns were removed"):
+    for summary in (
+        "Summary of the work so far: read a, b, c. Continue.",
+        "This session is being continued from a previous conversation that ran out of context.",
+        "[context compacted] earlier turns were removed",
+    ):
         compacted = [*history(), {"role": "user", "content": summary}]
         tracked = fingerprinted(compacted, after_a_long_run())
         assert tracked.compacted_now and tracked.compacted_at == 3, summary
@@ -155,8 +169,11 @@ def test_a_summary_message_is_evidence_of_a_compaction_without_a_session_id():
 def test_a_task_that_mentions_a_summary_is_not_evidence():
     # The opening (system prompt, first user message) is what a new run repeats.
     new_run = history(system="You write summaries.", task="Summarize the previous conversation log.")
-    state = SessionState(mark=mark_of(history("a", "b", "c", system="You write summaries.",
-                                              task="Summarize the previous conversation log.")))
+    state = SessionState(
+        mark=mark_of(
+            history("a", "b", "c", system="You write summaries.", task="Summarize the previous conversation log.")
+        )
+    )
     assert fingerprinted(new_run, state).compacted_at is None
 
 

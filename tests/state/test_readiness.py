@@ -22,9 +22,12 @@ def test_memory_backend_is_always_healthy(upstream):
 
 
 def test_redis_health_follows_the_server(upstream, redis_server):
-    config = Config.model_validate({"upstream": {"base_url": upstream.url + "/v1"},
-                                    "state": {"backend": "redis", "url": redis_server.url,
-                                              "op_timeout_s": 2.0}})
+    config = Config.model_validate(
+        {
+            "upstream": {"base_url": upstream.url + "/v1"},
+            "state": {"backend": "redis", "url": redis_server.url, "op_timeout_s": 2.0},
+        }
+    )
     app = build_app(config)
     with serve(app, **SERVER_OPTIONS) as url:
         assert ready(url).json()["state"] == {"backend": "redis", "healthy": True}

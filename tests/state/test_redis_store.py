@@ -173,11 +173,14 @@ async def test_a_restarted_redis_is_used_again(redis_server):
     await store.aclose()
 
 
-@pytest.mark.parametrize(("url", "shown"), [
-    ("redis://:pw@host:6380/1", "redis://:***@host:6380/1"),
-    ("redis://user:pw@host/0", "redis://user:***@host/0"),
-    ("redis://host:6379/0", "redis://host:6379/0"),
-    ("unix:///run/redis.sock", "unix:///run/redis.sock"),
-])
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:pw@host:6380/1", "redis://:***@host:6380/1"),
+        ("redis://user:pw@host/0", "redis://user:***@host/0"),
+        ("redis://host:6379/0", "redis://host:6379/0"),
+        ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+    ],
+)
 def test_redacted_url(url, shown):
     assert redacted_url(url) == shown

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
 from contextlib import ExitStack, contextmanager
-from typing import ContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,13 +37,15 @@ READ = ("read_file", '{"path": "a.txt"}')
 
 
 def observations(messages: list[dict]) -> list[str]:
-    return [m["content"] for m in messages
-            if m.get("role") == "tool" and str(m.get("content", "")).startswith(MARK)]
+    return [m["content"] for m in messages if m.get("role") == "tool" and str(m.get("content", "")).startswith(MARK)]
 
 
 def anchors(messages: list[dict]) -> list[str]:
-    return [m["content"] for m in messages
-            if m.get("role") == "system" and str(m.get("content", "")).startswith("[LoopGuard]")]
+    return [
+        m["content"]
+        for m in messages
+        if m.get("role") == "system" and str(m.get("content", "")).startswith("[LoopGuard]")
+    ]
 
 
 def model(request: dict) -> Reply:
@@ -85,12 +87,25 @@ class Outcome:
     seen: list[list[dict]]  # what the model was sent, request by request (call ids renamed)
 
 
-def converse(urls: list[str], upstream: RespondingUpstream, task: str, *, stream: bool = False,
-             before: Callable[[int], None] | None = None, compact_after: int | None = None) -> Outcome:
-    client = openai.OpenAI(base_url=urls[0] + "/v1", api_key="sk-test", max_retries=0, timeout=60,
-                           http_client=httpx.Client(transport=Alternating(urls, before)))
-    agent = Agent(client, tools={"read_file": lambda a: "contents of a.txt", "list_dir": lambda a: "a.txt b.txt"},
-                  stream=stream)
+def converse(
+    urls: list[str],
+    upstream: RespondingUpstream,
+    task: str,
+    *,
+    stream: bool = False,
+    before: Callable[[int], None] | None = None,
+    compact_after: int | None = None,
+) -> Outcome:
+    client = openai.OpenAI(
+        base_url=urls[0] + "/v1",
+        api_key="sk-test",
+        max_retries=0,
+        timeout=60,
+        http_client=httpx.Client(transport=Alternating(urls, before)),
+    )
+    agent = Agent(
+        client, tools={"read_file": lambda a: "contents of a.txt", "list_dir": lambda a: "a.txt b.txt"}, stream=stream
+    )
     agent.messages.append({"role": "system", "content": "You are a coding agent."})
     start = len(upstream.requests)
     if compact_after is None:
@@ -110,8 +125,10 @@ def renamed_ids(requests: list[list[dict]]) -> list[list[dict]]:
 
     def rename(value):
         if isinstance(value, dict):
-            return {k: (names.setdefault(v, f"id{len(names)}") if k in ("id", "tool_call_id") else rename(v))
-                    for k, v in value.items()}
+            return {
+                k: (names.setdefault(v, f"id{len(names)}") if k in ("id", "tool_call_id") else rename(v))
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [rename(v) for v in value]
         return value
@@ -149,10 +166,15 @@ class Gateways:
             path = workdir / f"{backend}.yaml"
             # op_timeout_s is the most allowed: these tests are about decisions, not a slow Redis,
             # and a loaded CI machine must not turn them into degradation tests.
-            path.write_text(yaml.safe_dump({
-                "upstream": {"base_url": upstream_url + "/v1"}, "policy": str(policy),
-                "state": {"backend": backend, "url": redis_url, "key_prefix": "replicas:", "op_timeout_s": 5.0},
-            }))
+            path.write_text(
+                yaml.safe_dump(
+                    {
+                        "upstream": {"base_url": upstream_url + "/v1"},
+                        "policy": str(policy),
+                        "state": {"backend": backend, "url": redis_url, "key_prefix": "replicas:", "op_timeout_s": 5.0},
+                    }
+                )
+            )
             self.configs[backend] = path
 
     @contextmanager
@@ -164,8 +186,12 @@ class Gateways:
 
     def degraded(self) -> list[str]:
         """Every state_degraded line the processes logged: why two runs differed, if they did."""
-        return [line for log in self.workdir.glob("*.log") for line in log.read_text().splitlines()
-                if "state_degraded" in line]
+        return [
+            line
+            for log in self.workdir.glob("*.log")
+            for line in log.read_text().splitlines()
+            if "state_degraded" in line
+        ]
 
     def start(self, backend: str, port: int | None = None) -> str:
         return self.stack.enter_context(self.process(backend, port))
@@ -193,7 +219,8 @@ def single(gateways) -> list[str]:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_loop_alternating_between_two_replicas_gets_the_decisions_of_one_process(
-        upstream, gateways, replicas, single, stream):
+    upstream, gateways, replicas, single, stream
+):
     task = f"stubborn: summarize a.txt ({stream=})"  # its own session, in both runs
     alone = converse(single, upstream, task, stream=stream)
     shared = converse(replicas, upstream, task, stream=stream)
@@ -235,8 +262,9 @@ def test_a_loop_surviving_compaction_is_caught_across_replicas(upstream, gateway
 # --- restarts ---------------------------------------------------------------------------------
 
 
-def restarted_at(start: Callable[[], ContextManager[str]], upstream: RespondingUpstream, label: str,
-                 request: int) -> Outcome:
+def restarted_at(
+    start: Callable[[], ContextManager[str]], upstream: RespondingUpstream, label: str, request: int
+) -> Outcome:
     """The change-course conversation through one gateway, replaced by a fresh one (``start``)
     right before the client's ``request``-th request (0-based)."""
     with ExitStack() as stack:
@@ -250,8 +278,7 @@ def restarted_at(start: Callable[[], ContextManager[str]], upstream: RespondingU
         return converse(urls, upstream, f"look around after a restart ({label})", before=before)
 
 
-def test_a_gateway_restarted_mid_conversation_with_redis_loses_no_vetoed_exchange(
-        gateways, upstream, single, tmp_path):
+def test_a_gateway_restarted_mid_conversation_with_redis_loses_no_vetoed_exchange(gateways, upstream, single, tmp_path):
     alone = converse(single, upstream, "look around after a restart (redis)")
     # After the veto (request 4), before the last request: a new process, same Redis.
     restarted = restarted_at(lambda: gateways.process("redis"), upstream, "redis", request=4)

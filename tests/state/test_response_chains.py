@@ -11,8 +11,10 @@ from gateway.state import ChainRecord, MemoryStore
 from gateway.state.redis import RedisStore
 
 RECORD = ChainRecord(
-    ({"role": "user", "content": "read a.txt"},
-     {"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": "{\"path\": \"a.txt\"}"}),
+    (
+        {"role": "user", "content": "read a.txt"},
+        {"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": '{"path": "a.txt"}'},
+    ),
     ({"type": "function_call_output", "call_id": "call_2", "output": "[loopguard] not run"},),
 )
 

@@ -7,11 +7,15 @@ from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.protocols.responses.adapter import RESPONSES
-from gateway.untrusted import hashed
 from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
+from gateway.untrusted import hashed
 
-BODY = {"model": "m", "user": "alice", "metadata": {"session_id": "meta-1", "run": "run-9"},
-        "messages": [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "task"}]}
+BODY = {
+    "model": "m",
+    "user": "alice",
+    "metadata": {"session_id": "meta-1", "run": "run-9"},
+    "messages": [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "task"}],
+}
 
 
 def sid(headers, body=BODY, sources=None):
@@ -27,8 +31,12 @@ def test_default_order_header_then_user_then_metadata_then_fingerprint():
     fingerprint = sid({}, {**BODY, "user": None, "metadata": None})
     assert fingerprint.startswith("f:")
     # The fingerprint is stable across the conversation's requests (the history grows).
-    longer = {**BODY, "user": None, "metadata": None,
-              "messages": [*BODY["messages"], {"role": "assistant", "content": "ok"}]}
+    longer = {
+        **BODY,
+        "user": None,
+        "metadata": None,
+        "messages": [*BODY["messages"], {"role": "assistant", "content": "ok"}],
+    }
     assert sid({}, longer) == fingerprint
 
 
@@ -47,8 +55,10 @@ def test_long_identifiers_are_bounded():
 
 def test_state_and_sessions_config(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("state:\n  backend: redis\n  url: ${REDIS_URL}\n  op_timeout_s: 0.05\n"
-                    "sessions:\n  headers: [x-my-session]\n  body_user: false\n")
+    path.write_text(
+        "state:\n  backend: redis\n  url: ${REDIS_URL}\n  op_timeout_s: 0.05\n"
+        "sessions:\n  headers: [x-my-session]\n  body_user: false\n"
+    )
     config = load_config(path, env={"REDIS_URL": "redis://:pw@redis:6379/0"})
     assert config.state.backend == "redis" and config.state.url == "redis://:pw@redis:6379/0"
     assert config.state.op_timeout_s == 0.05 and config.state.key_prefix == "loopguard:"
@@ -56,15 +66,18 @@ def test_state_and_sessions_config(tmp_path):
     assert load_config(None).state.backend == "memory"
 
 
-@pytest.mark.parametrize(("text", "where", "reason"), [
-    ("state: {backend: etcd}\n", "state.backend", "'memory' or 'redis'"),
-    ("state: {url: 'http://redis:6379'}\n", "state.url", "redis://"),
-    ("state: {op_timeout_s: 0}\n", "state.op_timeout_s", "greater than 0"),
-    ("state: {max_sessions: 0}\n", "state.max_sessions", "greater than or equal to 1"),
-    ("state: {pool: 3}\n", "state.pool", "Extra inputs"),
-    ("sessions: {headers: x-one}\n", "sessions.headers", "tuple"),
-    ("sessions: {cookie: sid}\n", "sessions.cookie", "Extra inputs"),
-])
+@pytest.mark.parametrize(
+    ("text", "where", "reason"),
+    [
+        ("state: {backend: etcd}\n", "state.backend", "'memory' or 'redis'"),
+        ("state: {url: 'http://redis:6379'}\n", "state.url", "redis://"),
+        ("state: {op_timeout_s: 0}\n", "state.op_timeout_s", "greater than 0"),
+        ("state: {max_sessions: 0}\n", "state.max_sessions", "greater than or equal to 1"),
+        ("state: {pool: 3}\n", "state.pool", "Extra inputs"),
+        ("sessions: {headers: x-one}\n", "sessions.headers", "tuple"),
+        ("sessions: {cookie: sid}\n", "sessions.cookie", "Extra inputs"),
+    ],
+)
 def test_invalid_state_config_names_the_key(tmp_path, text, where, reason):
     path = tmp_path / "c.yaml"
     path.write_text(text)
@@ -74,8 +87,9 @@ def test_invalid_state_config_names_the_key(tmp_path, text, where, reason):
 
 
 def test_fingerprinted_sessions_are_told_apart_from_named_ones():
-    conv = conversation_from_body({"messages": [{"role": "system", "content": "s"},
-                                                {"role": "user", "content": "task"}]})
+    conv = conversation_from_body(
+        {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]}
+    )
     assert is_fingerprint(session_id({}, {"messages": []}, conv))
     assert not is_fingerprint(session_id({"x-loopguard-session": "run-1"}, {"messages": []}, conv))
     assert not is_fingerprint(session_id({}, {"messages": []}, conv, DEFAULT_SOURCES, "alice"))
@@ -84,30 +98,41 @@ def test_fingerprinted_sessions_are_told_apart_from_named_ones():
 CLAUDE_CODE_USER = "user_5e1f_account_9c2d_session_0b7a"  # what Claude Code sends as metadata.user_id
 
 
-@pytest.mark.parametrize(("adapter", "body", "user"), [
-    (CHAT, {"user": "alice"}, "alice"),
-    (RESPONSES, {"user": "alice"}, "alice"),
-    (ANTHROPIC, {"metadata": {"user_id": CLAUDE_CODE_USER}}, CLAUDE_CODE_USER),
-    (ANTHROPIC, {"user": "alice"}, None),  # not a Messages API field
-    (CHAT, {"metadata": {"user_id": "alice"}}, None),  # chat reads metadata only by metadata_key
-    (ANTHROPIC, {"metadata": {"user_id": ""}}, None),
-    (ANTHROPIC, {"metadata": {"user_id": 42}}, None),
-    (ANTHROPIC, {"metadata": "alice"}, None),
-    (CHAT, {"user": ["alice"]}, None),
-])
+@pytest.mark.parametrize(
+    ("adapter", "body", "user"),
+    [
+        (CHAT, {"user": "alice"}, "alice"),
+        (RESPONSES, {"user": "alice"}, "alice"),
+        (ANTHROPIC, {"metadata": {"user_id": CLAUDE_CODE_USER}}, CLAUDE_CODE_USER),
+        (ANTHROPIC, {"user": "alice"}, None),  # not a Messages API field
+        (CHAT, {"metadata": {"user_id": "alice"}}, None),  # chat reads metadata only by metadata_key
+        (ANTHROPIC, {"metadata": {"user_id": ""}}, None),
+        (ANTHROPIC, {"metadata": {"user_id": 42}}, None),
+        (ANTHROPIC, {"metadata": "alice"}, None),
+        (CHAT, {"user": ["alice"]}, None),
+    ],
+)
 def test_each_protocol_names_its_end_user_its_own_way(adapter, body, user):
     assert adapter.user(body) == user
 
 
-ANTHROPIC_BODY = {"model": "claude-sonnet-4-6", "max_tokens": 10, "metadata": {"user_id": CLAUDE_CODE_USER},
-                  "system": "You are an agent.", "messages": [{"role": "user", "content": "task"}]}
+ANTHROPIC_BODY = {
+    "model": "claude-sonnet-4-6",
+    "max_tokens": 10,
+    "metadata": {"user_id": CLAUDE_CODE_USER},
+    "system": "You are an agent.",
+    "messages": [{"role": "user", "content": "task"}],
+}
 
 
-@pytest.mark.parametrize(("headers", "sources", "expected"), [
-    ({}, DEFAULT_SOURCES, hashed(CLAUDE_CODE_USER, "u:")),
-    ({"x-loopguard-session": "run-1"}, DEFAULT_SOURCES, "h:run-1"),  # a header still comes first
-    ({}, SessionsConfig(body_user=False), "f:"),  # the same switch as OpenAI's `user`
-])
+@pytest.mark.parametrize(
+    ("headers", "sources", "expected"),
+    [
+        ({}, DEFAULT_SOURCES, hashed(CLAUDE_CODE_USER, "u:")),
+        ({"x-loopguard-session": "run-1"}, DEFAULT_SOURCES, "h:run-1"),  # a header still comes first
+        ({}, SessionsConfig(body_user=False), "f:"),  # the same switch as OpenAI's `user`
+    ],
+)
 def test_anthropic_metadata_user_id_is_a_session_source_like_user(headers, sources, expected):
     conv = ANTHROPIC.conversation(ANTHROPIC_BODY, ANTHROPIC.items(ANTHROPIC_BODY))
     found = session_id(headers, ANTHROPIC_BODY, conv, sources, ANTHROPIC.user(ANTHROPIC_BODY))

@@ -10,8 +10,11 @@ from gateway.state.redis import RedisStore
 
 
 def veto(call_id: str, args: str = '{"path": "a"}', anchor: int = 3) -> VetoRecord:
-    call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": "read", "arguments": args}}]}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "read", "arguments": args}}],
+    }
     observation = {"role": "tool", "tool_call_id": call_id, "content": "[loopguard] refused"}
     return VetoRecord(anchor, "h3", (call, observation), CHAT.declared.id_fields)
 

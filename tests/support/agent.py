@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 import openai
 
 TOOLS = [
-    {"type": "function", "function": {"name": name, "description": name, "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}}}}}
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
     for name in ("read_file", "list_dir", "run_tests")
 ]
 
@@ -50,8 +56,7 @@ class Agent:
         return None
 
     def _step(self) -> tuple[dict, str]:
-        kwargs = dict(model=self.model, messages=self.messages, tools=self.specs or TOOLS,
-                      extra_headers=self.headers)
+        kwargs = dict(model=self.model, messages=self.messages, tools=self.specs or TOOLS, extra_headers=self.headers)
         if not self.stream:
             raw = self.client.chat.completions.with_raw_response.create(**kwargs)
             self.actions.append(raw.headers.get("x-loopguard-action", ""))
@@ -72,5 +77,7 @@ class Agent:
 
 def declare(*names: str) -> list[dict]:
     """Tool declarations (a free-form object argument) for ``Agent.specs``."""
-    return [{"type": "function", "function": {"name": name, "description": name,
-                                              "parameters": {"type": "object"}}} for name in names]
+    return [
+        {"type": "function", "function": {"name": name, "description": name, "parameters": {"type": "object"}}}
+        for name in names
+    ]

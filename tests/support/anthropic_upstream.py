@@ -42,9 +42,16 @@ class Said:
         return out
 
     def message(self, model: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"id": f"msg_up{next(_ids)}", "type": "message", "role": "assistant", "model": model,
-                "content": blocks, "stop_reason": "tool_use" if self.calls else "end_turn",
-                "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 20}}
+        return {
+            "id": f"msg_up{next(_ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": blocks,
+            "stop_reason": "tool_use" if self.calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        }
 
     def events(self, model: str) -> list[bytes]:
         blocks = self.blocks()
@@ -52,19 +59,31 @@ class Said:
         out = [_event({"type": "message_start", "message": opening}), _event({"type": "ping"})]
         for index, block in enumerate(blocks):
             if block["type"] == "text":
-                out.append(_event({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}))
+                out.append(
+                    _event(
+                        {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+                    )
+                )
                 for i in range(0, len(block["text"]), 8):
-                    out.append(_delta(index, {"type": "text_delta", "text": block["text"][i:i + 8]}))
+                    out.append(_delta(index, {"type": "text_delta", "text": block["text"][i : i + 8]}))
             else:
-                out.append(_event({"type": "content_block_start", "index": index,
-                                   "content_block": {**block, "input": {}}}))
+                out.append(
+                    _event({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}})
+                )
                 text = json.dumps(block["input"])
                 for i in range(0, len(text), self.split):
-                    out.append(_delta(index, {"type": "input_json_delta", "partial_json": text[i:i + self.split]}))
+                    out.append(_delta(index, {"type": "input_json_delta", "partial_json": text[i : i + self.split]}))
             out.append(_event({"type": "content_block_stop", "index": index}))
         reason = "tool_use" if self.calls else "end_turn"
-        out.append(_event({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
-                           "usage": {"output_tokens": 20}}))
+        out.append(
+            _event(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": reason, "stop_sequence": None},
+                    "usage": {"output_tokens": 20},
+                }
+            )
+        )
         out.append(_event({"type": "message_stop"}))
         return out
 
@@ -82,10 +101,12 @@ class AnthropicUpstream:
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.sent: list[bytes] = []  # the exact bytes of each answer, for byte-for-byte checks
-        self.app = Starlette(routes=[
-            Route("/v1/messages", self._messages, methods=["POST"]),
-            Route("/v1/messages/count_tokens", self._count, methods=["POST"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count, methods=["POST"]),
+            ]
+        )
 
     @property
     def last(self) -> dict[str, Any]:
@@ -94,8 +115,7 @@ class AnthropicUpstream:
     async def _record(self, request: Request) -> dict[str, Any]:
         raw = await request.body()
         body = orjson.loads(raw)
-        self.requests.append({"raw": raw, "json": body, "headers": dict(request.headers),
-                              "path": request.url.path})
+        self.requests.append({"raw": raw, "json": body, "headers": dict(request.headers), "path": request.url.path})
         return body
 
     async def _messages(self, request: Request) -> Response:
@@ -108,7 +128,7 @@ class AnthropicUpstream:
         if body.get("stream"):
             events = said.events(model)
             if said.cut_after is not None:
-                events = events[:said.cut_after] + [events[said.cut_after][:20]]
+                events = events[: said.cut_after] + [events[said.cut_after][:20]]
             if said.raw_stream is not None:
                 events = [said.raw_stream]
             self.sent.append(b"".join(events))
@@ -118,6 +138,7 @@ class AnthropicUpstream:
                     yield event
                     if said.chunk_delay:
                         await asyncio.sleep(said.chunk_delay)
+
             return StreamingResponse(pieces(), media_type="text/event-stream")
         content = json.dumps(said.message(model, said.blocks())).encode()
         self.sent.append(content)
@@ -125,8 +146,9 @@ class AnthropicUpstream:
 
     async def _count(self, request: Request) -> Response:
         body = await self._record(request)
-        return Response(orjson.dumps({"input_tokens": 7 * len(body.get("messages", []))}),
-                        media_type="application/json")
+        return Response(
+            orjson.dumps({"input_tokens": 7 * len(body.get("messages", []))}), media_type="application/json"
+        )
 
 
 def stubborn(tool: str = "read_file", args: dict | None = None) -> Callable[[dict], Said]:
@@ -136,9 +158,11 @@ def stubborn(tool: str = "read_file", args: dict | None = None) -> Callable[[dic
 
 def healthy(files: int = 3) -> Callable[[dict], Said]:
     """Reads a different file each step, then answers."""
+
     def respond(body: dict) -> Said:
         step = sum(1 for m in body["messages"] if m["role"] == "assistant")
         if step < files:
             return Said(text=f"Reading file {step}.", calls=[("read_file", {"path": f"src/f{step}.py"})])
         return Said(text="All files read: nothing to fix.")
+
     return respond

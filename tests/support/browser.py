@@ -13,8 +13,14 @@ from contextlib import contextmanager
 
 SHOWN_S = 10_000  # ms a page may take to show a run; the feed polls every 300 ms
 CHROMIUM = os.environ.get("LOOPGUARD_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> str:
@@ -40,6 +46,7 @@ def chromium() -> Iterator[object]:
 def loop_run(url: str, session: str, agent: str | None = None):
     """A stubborn agent run through the gateway at ``url`` (the test's model loops on read_file)."""
     import openai
+
     from support.agent import Agent
 
     client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=30)

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 
 import anthropic
 
-TOOLS = [{"name": name, "description": name, "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
-         for name in ("read_file", "list_dir", "run_tests")]
+TOOLS = [
+    {"name": name, "description": name, "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    for name in ("read_file", "list_dir", "run_tests")
+]
 
 
 @dataclass
@@ -30,7 +32,9 @@ class ClaudeAgent:
         for _ in range(max_steps):
             message = self._step()
             self.stop_reasons.append(message.stop_reason)
-            self.messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]})
+            self.messages.append(
+                {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]}
+            )
             uses = [b for b in message.content if b.type == "tool_use"]
             if not uses:
                 return "\n".join(b.text for b in message.content if b.type == "text")
@@ -43,8 +47,13 @@ class ClaudeAgent:
         return None
 
     def _step(self) -> anthropic.types.Message:
-        kwargs = {"model": "claude-sonnet-4-6", "max_tokens": 1024, "messages": self.messages,
-                  "tools": self.tools, **self.options}
+        kwargs = {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 1024,
+            "messages": self.messages,
+            "tools": self.tools,
+            **self.options,
+        }
         if not self.stream:
             raw = self.client.messages.with_raw_response.create(**kwargs)
             self.actions.append(raw.headers.get("x-loopguard-action", ""))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import anthropic
 import pytest
-from support.anthropic_upstream import AnthropicUpstream
-from support.policies import ladder_policy
-from support.servers import serve
 
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
+from support.anthropic_upstream import AnthropicUpstream
+from support.policies import ladder_policy
+from support.servers import serve
 
 
 @pytest.fixture
@@ -26,9 +26,12 @@ def start_claude(tmp_path):
         policy = tmp_path / "policy.yaml"
         policy.write_text(policy_text or ladder_policy())
         # The OpenAI upstream is never reached: a closed port proves it.
-        config = Config.model_validate({"upstream": {"base_url": "http://127.0.0.1:9/v1",
-                                                     "anthropic_base_url": url, **upstream_config},
-                                        "sessions": sessions or {}})
+        config = Config.model_validate(
+            {
+                "upstream": {"base_url": "http://127.0.0.1:9/v1", "anthropic_base_url": url, **upstream_config},
+                "sessions": sessions or {},
+            }
+        )
         ctx = serve(build_app(config, policies=PolicyHolder(policy)), **SERVER_OPTIONS)
         gateway = ctx.__enter__()
         contexts.append(ctx)

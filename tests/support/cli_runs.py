@@ -24,24 +24,31 @@ from typing import Any, Protocol
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
-from support.looping import RespondingUpstream
-from support.servers import serve
-from support.upstream import Reply
 
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.policy.loader import shipped_policy_path
 from gateway.server.app import SERVER_OPTIONS, build_app
+from support.looping import RespondingUpstream
+from support.servers import serve
+from support.upstream import Reply
 
 MAX_EXECUTED = 8  # executed calls of a loop's pattern the gateway may let run before it ends it
 INTERVENTION = "loop_intervention"  # the audit event of a warn, reject or terminate
 # Whatever a CLI still tries to reach besides the gateway goes to a closed port and fails at once.
 NOWHERE = "http://127.0.0.1:9"
-PROXIES = {"HTTPS_PROXY": NOWHERE, "HTTP_PROXY": NOWHERE, "https_proxy": NOWHERE, "http_proxy": NOWHERE,
-           "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+PROXIES = {
+    "HTTPS_PROXY": NOWHERE,
+    "HTTP_PROXY": NOWHERE,
+    "https_proxy": NOWHERE,
+    "http_proxy": NOWHERE,
+    "NO_PROXY": "127.0.0.1,localhost",
+    "no_proxy": "127.0.0.1,localhost",
+}
 
 
 # -- the gateway, its policy and its audit ------------------------------------------------------
+
 
 def default_policy() -> str:
     return shipped_policy_path("default").read_text(encoding="utf-8")
@@ -68,8 +75,9 @@ def start_gateway(stack: ExitStack, upstream: dict[str, str], audit: Path, polic
     """A real gateway on loopback for the life of ``stack``: OpenAI traffic to a closed port
     unless ``upstream`` names it, interventions appended to ``audit``, the shipped default policy
     unless ``policy``. Returns its URL."""
-    config = Config.model_validate({"upstream": {"base_url": NOWHERE + "/v1", **upstream},
-                                    "audit": {"jsonl_path": str(audit)}})
+    config = Config.model_validate(
+        {"upstream": {"base_url": NOWHERE + "/v1", **upstream}, "audit": {"jsonl_path": str(audit)}}
+    )
     app = build_app(config, policies=PolicyHolder(policy or shipped_policy_path("default")))
     return stack.enter_context(serve(app, **SERVER_OPTIONS))
 
@@ -93,6 +101,7 @@ def write_files(work: Path, files: dict[str, str]) -> Path:
 
 
 # -- OpenAI shapes (chat completions, Responses) ------------------------------------------------
+
 
 def tools_closed(body: dict[str, Any]) -> bool:
     """The gateway asks for the final answer with the tools closed: ``tool_choice: "none"``, or
@@ -128,6 +137,7 @@ class ChatUpstream(RespondingUpstream):
 
 
 # -- how a run must end -------------------------------------------------------------------------
+
 
 class Ran(Protocol):
     returncode: int
@@ -266,8 +276,9 @@ class Outcome:
         for conversation in self.conversations:
             if MARK in json.dumps(conversation).lower():
                 calls = self.calls_in(conversation)
-                return sum(1 for i in self.results_in(conversation)
-                           if i in calls and (counted is None or counted(*calls[i])))
+                return sum(
+                    1 for i in self.results_in(conversation) if i in calls and (counted is None or counted(*calls[i]))
+                )
         return None
 
     @property
@@ -281,10 +292,14 @@ class Outcome:
 
     def story(self) -> str:
         """What happened, for an assertion message: the calls, the gateway's actions, the ends."""
-        lines = [f"exit {self.returncode}; {len(self.conversations)} upstream requests; "
-                 f"{self.model.proposed} calls proposed; tools closed {self.model.closed} times"]
-        lines += [f"  ran {name} {json.dumps(args)[:120]} -> {text[slice(*self.shown)]!r}"
-                  for name, args, text in self.executed()]
+        lines = [
+            f"exit {self.returncode}; {len(self.conversations)} upstream requests; "
+            f"{self.model.proposed} calls proposed; tools closed {self.model.closed} times"
+        ]
+        lines += [
+            f"  ran {name} {json.dumps(args)[:120]} -> {text[slice(*self.shown)]!r}"
+            for name, args, text in self.executed()
+        ]
         lines += [f"  gateway {e.get('action')} by {e.get('detector')} on {e.get('tool')}" for e in self.audit]
         lines += [f"stdout: {self.stdout[-600:]!r}", f"stderr: {self.stderr[-600:]!r}"]
         return "\n".join(lines)
@@ -296,26 +311,32 @@ def is_tool(*names: str) -> Counted:
 
 def cycling(make: Callable[[Turn], list[Call]]) -> Step:
     """A loop: the model's call number ``index`` is ``make(turn)[index % len]``, forever."""
+
     def step(turn: Turn) -> Call:
         calls = make(turn)
         return calls[turn.index % len(calls)]
+
     return step
 
 
 def scripted(make: Callable[[Turn], list[Call]]) -> Step:
     """A healthy run: the calls of ``make(turn)`` in order, then the model is done."""
+
     def step(turn: Turn) -> Call | None:
         calls = make(turn)
         return calls[turn.index] if turn.index < len(calls) else None
+
     return step
 
 
 def first_then(first: Step, then: Step) -> Step:
     """The call ``first`` (a set-up step), then the loop ``then`` counted from zero."""
+
     def step(turn: Turn) -> Call | None:
         if turn.index == 0:
             return first(turn)
         return then(Turn(turn.index - 1, turn.results, turn.warned, turn.work))
+
     return step
 
 
@@ -329,47 +350,76 @@ FAILING_TEST = "def test_total():\n    assert 2 + 2 == 5\n"
 NOTES = "first\nsecond\nthird\n"
 LONG = "".join(f"line {n}: the quick brown fox {n * 7}\n" for n in range(1, 201))
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a ** b\n"
-CHECK = ("import sys\nfrom calc import add, mul\nbad = [n for n, ok in (('add', add(2, 3) == 5), "
-         "('mul', mul(2, 3) == 6)) if not ok]\nprint('failing: ' + ', '.join(bad) if bad else 'all passed')\n"
-         "sys.exit(1 if bad else 0)\n")
+CHECK = (
+    "import sys\nfrom calc import add, mul\nbad = [n for n, ok in (('add', add(2, 3) == 5), "
+    "('mul', mul(2, 3) == 6)) if not ok]\nprint('failing: ' + ', '.join(bad) if bad else 'all passed')\n"
+    "sys.exit(1 if bad else 0)\n"
+)
 PAST_END_SEDS = [f"sed -n '{10 + 10 * k},{19 + 10 * k}p' notes.txt" for k in range(40)]
 MISSING_FILE = "cat x.txt"
-OTHER_PROGRAMS = ["head x.txt", "grep foo x.txt", "wc -l x.txt", "tail x.txt", "sed -n 1p x.txt", "nl x.txt",
-                  "awk 'NR==1' x.txt", "sort x.txt"]
+OTHER_PROGRAMS = [
+    "head x.txt",
+    "grep foo x.txt",
+    "wc -l x.txt",
+    "tail x.txt",
+    "sed -n 1p x.txt",
+    "nl x.txt",
+    "awk 'NR==1' x.txt",
+    "sort x.txt",
+]
 SWEEP = [f"wc -l f{n}.txt" for n in range(1, 13)]
 SCROLL_SEDS = [f"sed -n '{1 + 40 * k},{40 + 40 * k}p' long.txt" for k in range(5)]
 
 
 def failing_test_runs(work: Path) -> list[str]:
     """The same failing test run, spelled eight ways."""
-    return ["python -m pytest tests -q", "pytest tests/", "python3 -m pytest -x tests", f"cd {work} && pytest tests",
-            "python -m pytest tests", "pytest -q tests", "python -m pytest tests/test_total.py",
-            f"cd {work} && python -m pytest -q"]
+    return [
+        "python -m pytest tests -q",
+        "pytest tests/",
+        "python3 -m pytest -x tests",
+        f"cd {work} && pytest tests",
+        "python -m pytest tests",
+        "pytest -q tests",
+        "python -m pytest tests/test_total.py",
+        f"cd {work} && python -m pytest -q",
+    ]
 
 
 def status_polls(work: Path) -> list[str]:
     """One status file looked at, spelled eight ways."""
-    return ["cat status.txt", "tail -1 status.txt", "tail -n 1 ./status.txt", "head status.txt",
-            f"cat {work}/status.txt", "head -n 1 status.txt", "tail -n1 status.txt", "cat ./status.txt"]
+    return [
+        "cat status.txt",
+        "tail -1 status.txt",
+        "tail -n 1 ./status.txt",
+        "head status.txt",
+        f"cat {work}/status.txt",
+        "head -n 1 status.txt",
+        "tail -n1 status.txt",
+        "cat ./status.txt",
+    ]
 
 
 def paced_poll(shell: Callable[[str], Call]) -> Step:
     """Polls every second; the job is done by the sixth look, and the model stops when it says so."""
+
     def step(turn: Turn) -> Call | None:
         if "done" in turn.last:
             return None
         if turn.index == 5:
             (turn.work / "status.txt").write_text("done\n")
         return shell("sleep 1 && cat status.txt")
+
     return step
 
 
 def moving_poll(shell: Callable[[str], Call]) -> Step:
     """The job's progress moves on between two looks; done at the eighth."""
+
     def step(turn: Turn) -> Call | None:
         if "done" in turn.last:
             return None
         progress = "done: 8 of 8 steps\n" if turn.index == 7 else f"running: {turn.index + 1} of 8 steps\n"
         (turn.work / "progress.txt").write_text(progress)
         return shell("cat progress.txt")
+
     return step

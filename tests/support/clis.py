@@ -30,8 +30,11 @@ def node22() -> str | None:
     if node is None:
         return None
     import subprocess
+
     version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    return node if version.lstrip("v").split(".")[0].isdigit() and int(version.lstrip("v").split(".")[0]) >= 22 else None
+    return (
+        node if version.lstrip("v").split(".")[0].isdigit() and int(version.lstrip("v").split(".")[0]) >= 22 else None
+    )
 
 
 def agents_env() -> dict[str, str]:

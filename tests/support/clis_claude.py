@@ -21,8 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from support.anthropic_upstream import AnthropicUpstream, Said
-from support.cli_runs import (DONE, MARK, PROXIES, Outcome, Scenario, TurnModel, policy_file, read_audit, start_gateway,
-                              text_of, write_files)
+from support.cli_runs import (
+    DONE,
+    MARK,
+    PROXIES,
+    Outcome,
+    Scenario,
+    TurnModel,
+    policy_file,
+    read_audit,
+    start_gateway,
+    text_of,
+    write_files,
+)
 from support.clis import find_cli
 from support.servers import serve
 
@@ -30,12 +41,33 @@ from support.servers import serve
 # breaks every stream has every turn of the run answered non-streamed.
 BROKEN = b"event: message_start\ndata: {not json\n\n"
 # The calling shell's own model client must not leak into the CLI: it would reach a provider.
-_DROPPED = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "GOOGLE_", "VERTEX_", "HTTP_PROXY", "HTTPS_PROXY",
-            "http_proxy", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy")
+_DROPPED = (
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "OPENAI_",
+    "CODEX_",
+    "AWS_",
+    "GOOGLE_",
+    "VERTEX_",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
 QUIET = {
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
-    "DISABLE_ERROR_REPORTING": "1", "DISABLE_BUG_COMMAND": "1", "CLAUDE_CODE_IDE_SKIP_AUTO_INSTALL": "1",
-    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1", "IS_SANDBOX": "1", "CI": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_BUG_COMMAND": "1",
+    "CLAUDE_CODE_IDE_SKIP_AUTO_INSTALL": "1",
+    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+    "IS_SANDBOX": "1",
+    "CI": "1",
 }
 
 
@@ -72,8 +104,11 @@ def tools_closed(body: dict[str, Any]) -> bool:
 def ends_with_notification(body: dict[str, Any]) -> bool:
     """The CLI's own "background task finished" message, sent after the run's answer."""
     last = body["messages"][-1]
-    return last["role"] == "user" and "<task-notification>" in json.dumps(last["content"]) and \
-        not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"])
+    return (
+        last["role"] == "user"
+        and "<task-notification>" in json.dumps(last["content"])
+        and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"])
+    )
 
 
 def own_results(body: dict[str, Any]) -> dict[str, str]:
@@ -90,20 +125,31 @@ def own_results(body: dict[str, Any]) -> dict[str, str]:
 
 def calls_in(body: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
     """tool_use id -> (name, input) of every call the model proposed in this conversation."""
-    return {block["id"]: (block["name"], block.get("input") or {})
-            for message in body.get("messages", []) if message["role"] == "assistant"
-            for block in (message["content"] if isinstance(message["content"], list) else [])
-            if isinstance(block, dict) and block.get("type") == "tool_use"}
+    return {
+        block["id"]: (block["name"], block.get("input") or {})
+        for message in body.get("messages", [])
+        if message["role"] == "assistant"
+        for block in (message["content"] if isinstance(message["content"], list) else [])
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    }
 
 
 def clean_env(home: Path, gateway: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
-    return {**env, **QUIET, **PROXIES, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-            "ANTHROPIC_BASE_URL": gateway, "ANTHROPIC_API_KEY": "sk-ant-dummy"}
+    return {
+        **env,
+        **QUIET,
+        **PROXIES,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "ANTHROPIC_BASE_URL": gateway,
+        "ANTHROPIC_API_KEY": "sk-ant-dummy",
+    }
 
 
-def run_claude(scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None,
-               streamed: bool = True) -> Outcome:
+def run_claude(
+    scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None, streamed: bool = True
+) -> Outcome:
     """Run the scenario through a gateway with the shipped default policy (or the policy text
     ``policy``), every turn streamed or (``streamed=False``) every turn answered non-streamed;
     returns what happened."""
@@ -114,11 +160,25 @@ def run_claude(scenario: Scenario, root: Path, timeout: float = 180, policy: str
     with ExitStack() as stack:
         url = stack.enter_context(serve(upstream.app))
         gateway = start_gateway(stack, {"anthropic_base_url": url}, audit, policy_file(root, policy))
-        command = [find_cli("claude") or "claude", "-p", scenario.prompt, "--dangerously-skip-permissions",
-                   "--output-format", "text"]
-        run = subprocess.run(command, cwd=work, env=clean_env(home, gateway), capture_output=True,
-                             text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        command = [
+            find_cli("claude") or "claude",
+            "-p",
+            scenario.prompt,
+            "--dangerously-skip-permissions",
+            "--output-format",
+            "text",
+        ]
+        run = subprocess.run(
+            command,
+            cwd=work,
+            env=clean_env(home, gateway),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
     received = [r["json"] for r in upstream.requests if r["path"] == "/v1/messages"]
     bodies = [b for b in received if b.get("stream") == streamed]  # not the broken streams
-    return Outcome(run.returncode, run.stdout, run.stderr, bodies, read_audit(audit, event=None), model,
-                   calls_in, own_results)
+    return Outcome(
+        run.returncode, run.stdout, run.stderr, bodies, read_audit(audit, event=None), model, calls_in, own_results
+    )

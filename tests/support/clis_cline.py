@@ -39,27 +39,42 @@ def write_settings(home: Path, gateway: str) -> None:
     """The provider at the gateway; telemetry and auto-update off."""
     settings = home / ".cline" / "data" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
-    provider = {"provider": "openai-compatible", "apiKey": "sk-cline-test", "model": MODEL,
-                "baseUrl": gateway + "/v1"}
-    providers = {"version": 1, "lastUsedProvider": "openai-compatible", "modes": {},
-                 "providers": {"openai-compatible": {"settings": provider, "updatedAt": "2026-01-01T00:00:00.000Z",
-                                                       "tokenSource": "manual"}}}
+    provider = {"provider": "openai-compatible", "apiKey": "sk-cline-test", "model": MODEL, "baseUrl": gateway + "/v1"}
+    providers = {
+        "version": 1,
+        "lastUsedProvider": "openai-compatible",
+        "modes": {},
+        "providers": {
+            "openai-compatible": {
+                "settings": provider,
+                "updatedAt": "2026-01-01T00:00:00.000Z",
+                "tokenSource": "manual",
+            }
+        },
+    }
     (settings / "providers.json").write_text(json.dumps(providers, indent=2))
-    (settings / "global-settings.json").write_text(json.dumps({"telemetryOptOut": True,
-                                                               "autoUpdateEnabled": False}))
+    (settings / "global-settings.json").write_text(json.dumps({"telemetryOptOut": True, "autoUpdateEnabled": False}))
 
 
 def cline_env(home: Path) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
-    return {**keep, "HOME": str(home), "CLINE_SESSION_BACKEND_MODE": "local", "CI": "1",
-            "NO_COLOR": "1"}
+    return {**keep, "HOME": str(home), "CLINE_SESSION_BACKEND_MODE": "local", "CI": "1", "NO_COLOR": "1"}
 
 
-def run_cline(prompt: str, work: Path, home: Path, gateway: str,
-              timeout: int = 170) -> subprocess.CompletedProcess:
+def run_cline(prompt: str, work: Path, home: Path, gateway: str, timeout: int = 170) -> subprocess.CompletedProcess:
     """``cline PROMPT`` headless in ``work`` (act mode, auto-approved) through the gateway."""
     write_settings(home, gateway)
-    command = [node22() or "node", str(cline_script()), prompt, "-P", "openai-compatible", "-m", MODEL,
-               "--cwd", str(work), "--auto-approve", "true"]
-    return subprocess.run(command, cwd=work, env=cline_env(home), capture_output=True, text=True,
-                          timeout=timeout)
+    command = [
+        node22() or "node",
+        str(cline_script()),
+        prompt,
+        "-P",
+        "openai-compatible",
+        "-m",
+        MODEL,
+        "--cwd",
+        str(work),
+        "--auto-approve",
+        "true",
+    ]
+    return subprocess.run(command, cwd=work, env=cline_env(home), capture_output=True, text=True, timeout=timeout)

@@ -21,8 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.cli_runs import (MARK, PROXIES, Outcome, Scenario, TurnModel, policy_file, read_audit, start_gateway,
-                              text_of, tools_closed, write_files)
+from support.cli_runs import (
+    MARK,
+    PROXIES,
+    Outcome,
+    Scenario,
+    TurnModel,
+    policy_file,
+    read_audit,
+    start_gateway,
+    text_of,
+    tools_closed,
+    write_files,
+)
 from support.clis import find_cli
 from support.responses_upstream import Answer, ResponsesUpstream
 from support.responses_wire import custom_call
@@ -33,8 +44,21 @@ KEY_VAR = "LOOPGUARD_CODEX_KEY"
 CUSTOM_TOOLS = ("apply_patch",)
 CALLS = ("function_call", "custom_tool_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
-_DROPPED = ("OPENAI_", "CODEX_", "ANTHROPIC_", "AZURE_OPENAI", "CLAUDE_", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-            "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy")
+_DROPPED = (
+    "OPENAI_",
+    "CODEX_",
+    "ANTHROPIC_",
+    "AZURE_OPENAI",
+    "CLAUDE_",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
 
 
 @dataclass
@@ -81,9 +105,11 @@ def output_text(item: dict[str, Any]) -> str:
 
 def own_results(items: list[dict[str, Any]]) -> dict[str, str]:
     """call_id -> output text of every call the CLI ran (the gateway's observations left out)."""
-    return {i["call_id"]: output_text(i) for i in items
-            if isinstance(i, dict) and i.get("type") in OUTPUTS
-            and not output_text(i).lstrip().lower().startswith(MARK)}
+    return {
+        i["call_id"]: output_text(i)
+        for i in items
+        if isinstance(i, dict) and i.get("type") in OUTPUTS and not output_text(i).lstrip().lower().startswith(MARK)
+    }
 
 
 def calls_in(items: list[dict[str, Any]]) -> dict[str, tuple[str, Any]]:
@@ -140,10 +166,36 @@ def run_codex(scenario: Scenario, root: Path, timeout: float = 180, policy: str 
         url = stack.enter_context(serve(upstream.app))
         gateway = start_gateway(stack, {"base_url": url + "/v1"}, audit, policy_file(root, policy))
         (codex_home / "config.toml").write_text(config_toml(gateway))
-        command = [find_cli("codex") or "codex", "exec", "--skip-git-repo-check", "--ephemeral",
-                   "--strict-config", "--color", "never", "-C", str(work), scenario.prompt]
-        run = subprocess.run(command, cwd=work, env=clean_env(home, codex_home), capture_output=True,
-                             text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        command = [
+            find_cli("codex") or "codex",
+            "exec",
+            "--skip-git-repo-check",
+            "--ephemeral",
+            "--strict-config",
+            "--color",
+            "never",
+            "-C",
+            str(work),
+            scenario.prompt,
+        ]
+        run = subprocess.run(
+            command,
+            cwd=work,
+            env=clean_env(home, codex_home),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
     inputs = [r["json"]["input"] for r in upstream.requests if r["path"] == "/v1/responses" and r["json"]]
-    return Outcome(run.returncode, run.stdout, run.stderr, inputs, read_audit(audit, event=None), model,
-                   calls_in, own_results, shown=(-100, None))
+    return Outcome(
+        run.returncode,
+        run.stdout,
+        run.stderr,
+        inputs,
+        read_audit(audit, event=None),
+        model,
+        calls_in,
+        own_results,
+        shown=(-100, None),
+    )

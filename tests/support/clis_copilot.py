@@ -25,8 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.cli_runs import (MAX_EXECUTED, ChatUpstream, policy_file, read_audit, start_gateway, text_of,
-                              tools_closed, write_files)
+from support.cli_runs import (
+    MAX_EXECUTED,
+    ChatUpstream,
+    policy_file,
+    read_audit,
+    start_gateway,
+    text_of,
+    tools_closed,
+    write_files,
+)
 from support.clis import find_cli
 from support.servers import serve
 from support.upstream import Reply
@@ -55,6 +63,7 @@ def warned(body: dict[str, Any]) -> bool:
 def responder(step: Step) -> Callable[[dict[str, Any]], Reply]:
     """The looping model: the script's next call, ``FINAL`` once the tools are closed, ``DONE``
     when the script ends."""
+
     def respond(body: dict[str, Any]) -> Reply:
         if tools_closed(body):
             return Reply(content=FINAL)
@@ -64,6 +73,7 @@ def responder(step: Step) -> Callable[[dict[str, Any]], Reply]:
             return Reply(content=DONE)
         name, args = call
         return Reply(tool_calls=[(name, json.dumps(args))])
+
     return respond
 
 
@@ -142,6 +152,7 @@ def unguarded(step: Step, tmp: Path) -> Iterator[Stack]:
 
 # -- scripts: ``step(n, seen)`` with n the calls that ran so far, seen their results -------------
 
+
 def repeating(call: Call, limit: int = 30) -> Step:
     """The same call every turn, byte for byte."""
     return lambda n, seen: call if n < limit else None
@@ -154,16 +165,20 @@ def numbered(make: Callable[[int], Call], count: int) -> Step:
 
 def until_done(call: Call, limit: int = 30) -> Step:
     """The same call until its result says ``done``."""
+
     def step(n: int, seen: list[str]) -> Call | None:
         if seen and "done" in seen[-1]:
             return None
         return call if n < limit else None
+
     return step
 
 
-POLL = ("from pathlib import Path\n"
-        "p = Path('count.txt'); n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n))\n"
-        "print('done' if n >= 8 else f'progress {n * 12}%')\n")  # done at the 8th poll, moving before
+POLL = (
+    "from pathlib import Path\n"
+    "p = Path('count.txt'); n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n))\n"
+    "print('done' if n >= 8 else f'progress {n * 12}%')\n"
+)  # done at the 8th poll, moving before
 
 
 def workdir(tmp_path: Path, status: str) -> Path:
@@ -176,18 +191,40 @@ def copilot_env(gateway: str, home: Path) -> dict[str, str]:
     """Copilot CLI on its custom OpenAI-compatible provider at the gateway, offline otherwise."""
     home.mkdir(parents=True, exist_ok=True)
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
-    return {**keep, "HOME": str(home), "COPILOT_HOME": str(home / ".copilot"),
-            "COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": gateway + "/v1",
-            "COPILOT_PROVIDER_TYPE": "openai", "COPILOT_PROVIDER_WIRE_API": "completions",
-            "COPILOT_PROVIDER_API_KEY": "sk-copilot-test", "COPILOT_MODEL": "gpt-4.1",
-            "COPILOT_AUTO_UPDATE": "false", "CI": "1", "NO_COLOR": "1"}
+    return {
+        **keep,
+        "HOME": str(home),
+        "COPILOT_HOME": str(home / ".copilot"),
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_PROVIDER_BASE_URL": gateway + "/v1",
+        "COPILOT_PROVIDER_TYPE": "openai",
+        "COPILOT_PROVIDER_WIRE_API": "completions",
+        "COPILOT_PROVIDER_API_KEY": "sk-copilot-test",
+        "COPILOT_MODEL": "gpt-4.1",
+        "COPILOT_AUTO_UPDATE": "false",
+        "CI": "1",
+        "NO_COLOR": "1",
+    }
 
 
-def run_copilot(prompt: str, work: Path, home: Path, gateway: str, stream: bool = True,
-                timeout: int = 170) -> subprocess.CompletedProcess:
+def run_copilot(
+    prompt: str, work: Path, home: Path, gateway: str, stream: bool = True, timeout: int = 170
+) -> subprocess.CompletedProcess:
     """``copilot -p PROMPT`` headless in ``work``, every tool allowed, through the gateway."""
-    command = [find_cli("copilot") or "copilot", "-p", prompt, "--allow-all-tools", "-C", str(work),
-               "--disable-client-telemetry", "--no-auto-update", "--stream", "on" if stream else "off",
-               "--log-dir", str(home / "logs")]
-    return subprocess.run(command, cwd=work, env=copilot_env(gateway, home), capture_output=True,
-                          text=True, timeout=timeout)
+    command = [
+        find_cli("copilot") or "copilot",
+        "-p",
+        prompt,
+        "--allow-all-tools",
+        "-C",
+        str(work),
+        "--disable-client-telemetry",
+        "--no-auto-update",
+        "--stream",
+        "on" if stream else "off",
+        "--log-dir",
+        str(home / "logs"),
+    ]
+    return subprocess.run(
+        command, cwd=work, env=copilot_env(gateway, home), capture_output=True, text=True, timeout=timeout
+    )

@@ -14,6 +14,7 @@ measured), and with every base URL at the gateway: nothing leaves the machine.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -96,10 +97,13 @@ GEMINI = Vocabulary()
 
 # -- scripts ----------------------------------------------------------------------------------
 
+
 def sequence(calls: list[Call], then: str | None = DONE) -> Script:
     """The calls in order, one per reply; then finish."""
+
     def next_call(seen: Seen) -> Call | None:
         return calls[seen.step] if seen.step < len(calls) else None
+
     next_call.finish = then  # type: ignore[attr-defined]
     return next_call
 
@@ -127,11 +131,13 @@ class Scenario:
 
 def _files(contents: dict[str, str]) -> Callable[[Path], None]:
     """Write each (relative path, text) into the work directory."""
+
     def prepare(work: Path) -> None:
         for name, text in contents.items():
             path = work / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+
     return prepare
 
 
@@ -143,10 +149,20 @@ LONG = "".join(f"line {n:03d}: the long file's text {n * 7}\n" for n in range(1,
 
 def failing_test(work: Path, v: Vocabulary) -> Script:
     """1. The same failing test run spelled many ways."""
-    spellings = ["python -m pytest tests -q", "pytest tests/", "python3 -m pytest -x tests",
-                 f"cd {work} && pytest tests", "python -m pytest tests", "pytest -q tests",
-                 "python3 -m pytest tests -q", "pytest tests -x", f"cd {work} && python -m pytest tests/",
-                 "python -m pytest ./tests", "pytest ./tests -q", "python3 -m pytest tests/ -x"]
+    spellings = [
+        "python -m pytest tests -q",
+        "pytest tests/",
+        "python3 -m pytest -x tests",
+        f"cd {work} && pytest tests",
+        "python -m pytest tests",
+        "pytest -q tests",
+        "python3 -m pytest tests -q",
+        "pytest tests -x",
+        f"cd {work} && python -m pytest tests/",
+        "python -m pytest ./tests",
+        "pytest ./tests -q",
+        "python3 -m pytest tests/ -x",
+    ]
     return loop([v.run(c) for c in spellings * 2])
 
 
@@ -163,26 +179,49 @@ def sed_past_end(work: Path, v: Vocabulary) -> Script:
 def refused_edit(work: Path, v: Vocabulary) -> Script:
     """3. An edit whose old text is not in the file, retried with small changes (unlike the
     file's text, so Gemini CLI's fuzzy matcher finds nothing either)."""
-    olds = [f"def total(values):\n    # add the values up{'!' * (n % 3)}\n"
-            f"    return functools.reduce(operator.add, values, {n // 3})\n" for n in range(20)]
-    return loop([v.replace(work / "calc.py", old, "def total(values):\n    return sum(values)\n")
-                 for old in olds])
+    olds = [
+        f"def total(values):\n    # add the values up{'!' * (n % 3)}\n"
+        f"    return functools.reduce(operator.add, values, {n // 3})\n"
+        for n in range(20)
+    ]
+    return loop([v.replace(work / "calc.py", old, "def total(values):\n    return sum(values)\n") for old in olds])
 
 
 def poll_spelled_many_ways(work: Path, v: Vocabulary) -> Script:
     """4. One status file polled with many spellings; it always says "running"."""
-    spellings = ["cat status.txt", "tail -1 status.txt", "tail -n 1 ./status.txt", "head status.txt",
-                 f"cat {work}/status.txt", "head -n 1 status.txt", "tail status.txt", "cat ./status.txt",
-                 "head -1 ./status.txt", "tail -n1 status.txt", f"tail -n 1 {work}/status.txt",
-                 "head -n1 status.txt"]
+    spellings = [
+        "cat status.txt",
+        "tail -1 status.txt",
+        "tail -n 1 ./status.txt",
+        "head status.txt",
+        f"cat {work}/status.txt",
+        "head -n 1 status.txt",
+        "tail status.txt",
+        "cat ./status.txt",
+        "head -1 ./status.txt",
+        "tail -n1 status.txt",
+        f"tail -n 1 {work}/status.txt",
+        "head -n1 status.txt",
+    ]
     return loop([v.run(c) for c in spellings * 2])
 
 
 def missing_file_switch(work: Path, v: Vocabulary) -> Script:
     """5. ``cat x.txt`` on a missing file until warned; then other programs, same missing file."""
-    others = ["head x.txt", "grep foo x.txt", "wc -l x.txt", "tail x.txt", "sed -n 1p x.txt",
-              "awk 'NR==1' x.txt", "cut -c1-5 x.txt", "sort x.txt", "nl x.txt", "od -c x.txt",
-              "tac x.txt", "uniq x.txt"]
+    others = [
+        "head x.txt",
+        "grep foo x.txt",
+        "wc -l x.txt",
+        "tail x.txt",
+        "sed -n 1p x.txt",
+        "awk 'NR==1' x.txt",
+        "cut -c1-5 x.txt",
+        "sort x.txt",
+        "nl x.txt",
+        "od -c x.txt",
+        "tac x.txt",
+        "uniq x.txt",
+    ]
     first_warned: list[int] = []
 
     def next_call(seen: Seen) -> Call | None:
@@ -192,6 +231,7 @@ def missing_file_switch(work: Path, v: Vocabulary) -> Script:
             return v.run("cat x.txt")
         first_warned[:1] = first_warned[:1] or [seen.step]
         return v.run(others[(seen.step - first_warned[0]) % len(others)])
+
     next_call.finish = GAVE_UP  # type: ignore[attr-defined]
     return next_call
 
@@ -206,39 +246,47 @@ def edit_run_test(work: Path, v: Vocabulary) -> Script:
     calc, run = work / "calc.py", v.run("python3 check_calc.py")
     bodies = ["a - b", "a * b", "b - a", "a + b"]
     calls: list[Call] = [run]
-    for old, new in zip(bodies, bodies[1:]):
+    for old, new in itertools.pairwise(bodies):
         calls += [v.replace(calc, f"    return {old}\n", f"    return {new}\n"), run]
     return sequence(calls)
 
 
-CHECK_CALC = ("from calc import add\n\nresult = add(2, 3)\n"
-              "print('ok' if result == 5 else f'FAIL: add(2, 3) returned {result}, expected 5')\n"
-              "raise SystemExit(0 if result == 5 else 1)\n")
+CHECK_CALC = (
+    "from calc import add\n\nresult = add(2, 3)\n"
+    "print('ok' if result == 5 else f'FAIL: add(2, 3) returned {result}, expected 5')\n"
+    "raise SystemExit(0 if result == 5 else 1)\n"
+)
 
 
 def paced_poll(work: Path, v: Vocabulary) -> Script:
     """c. ``sleep 1 && cat status.txt`` until it says done: the job finishes at poll 6 (the
     status file is changed before the 6th poll runs)."""
+
     def next_call(seen: Seen) -> Call | None:
         if "done" in seen.last:
             return None
         if seen.executed == 5:
             (work / "status.txt").write_text("done\n")
         return v.run("sleep 1 && cat status.txt", f"Check the job status (poll {seen.step + 1})")
+
     return next_call
 
 
-JOB = ("from pathlib import Path\n\ncounter = Path('job.count')\n"
-       "n = int(counter.read_text()) + 1 if counter.exists() else 1\ncounter.write_text(str(n))\n"
-       "print(f'job step {n}/8 ' + ('done' if n >= 8 else 'running'))\n")
+JOB = (
+    "from pathlib import Path\n\ncounter = Path('job.count')\n"
+    "n = int(counter.read_text()) + 1 if counter.exists() else 1\ncounter.write_text(str(n))\n"
+    "print(f'job step {n}/8 ' + ('done' if n >= 8 else 'running'))\n"
+)
 
 
 def moving_poll(work: Path, v: Vocabulary) -> Script:
     """d. The same status command whose output moves every time; done at poll 8."""
+
     def next_call(seen: Seen) -> Call | None:
         if "done" in seen.last or seen.step >= 12:
             return None
         return v.run("python3 job.py", f"Check the job progress (poll {seen.step + 1})")
+
     return next_call
 
 
@@ -258,8 +306,9 @@ def scroll_sed(work: Path, v: Vocabulary) -> Script:
 
 
 LOOPS = [
-    Scenario("failing_test_many_spellings", _files({"calc.py": CALC, "tests/test_calc.py": FAILING_TEST}),
-             failing_test),
+    Scenario(
+        "failing_test_many_spellings", _files({"calc.py": CALC, "tests/test_calc.py": FAILING_TEST}), failing_test
+    ),
     Scenario("read_tool_past_end", _files({"a.txt": SHORT}), read_tool_past_end),
     Scenario("sed_past_end", _files({"a.txt": SHORT}), sed_past_end),
     Scenario("refused_edit_retried", _files({"calc.py": CALC}), refused_edit),
@@ -278,10 +327,18 @@ SAME_CALL = Scenario("same_call_repeated", _files({"status.txt": "running\n"}), 
 
 
 HEALTHY = [
-    Scenario("thirty_files_read", _files({f"f{n:02d}.txt": f"file {n} says {n * n}\n" for n in range(1, 31)}),
-             many_files, calls=30),
-    Scenario("edit_run_test_passes", _files({"calc.py": "def add(a, b):\n    return a - b\n", "check_calc.py": CHECK_CALC}),
-             edit_run_test, calls=7),
+    Scenario(
+        "thirty_files_read",
+        _files({f"f{n:02d}.txt": f"file {n} says {n * n}\n" for n in range(1, 31)}),
+        many_files,
+        calls=30,
+    ),
+    Scenario(
+        "edit_run_test_passes",
+        _files({"calc.py": "def add(a, b):\n    return a - b\n", "check_calc.py": CHECK_CALC}),
+        edit_run_test,
+        calls=7,
+    ),
     Scenario("paced_poll_done_at_6", _files({"status.txt": "running\n"}), paced_poll, calls=6),
     Scenario("moving_poll_done_at_8", _files({"job.py": JOB}), moving_poll, calls=8),
     Scenario("sweep_twelve_files", _files({f"f{n}.txt": "x\n" * n for n in range(1, 13)}), sweep, calls=12),
@@ -291,6 +348,7 @@ HEALTHY = [
 
 
 # -- the model, in the Gemini API's shapes ----------------------------------------------------
+
 
 def _strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
@@ -305,8 +363,12 @@ def _strings(value: Any) -> Iterator[str]:
 
 def gemini_seen(body: dict[str, Any]) -> Seen:
     """The tool results (``functionResponse`` parts) of a Gemini request, as text."""
-    results = ["\n".join(_strings(p["functionResponse"].get("response", {})))
-               for c in body.get("contents", []) for p in c.get("parts", []) if "functionResponse" in p]
+    results = [
+        "\n".join(_strings(p["functionResponse"].get("response", {})))
+        for c in body.get("contents", [])
+        for p in c.get("parts", [])
+        if "functionResponse" in p
+    ]
     executed = sum(1 for r in results if not r.lstrip().startswith(VETO))
     return Seen(results, executed, GATEWAY_TEXT in json.dumps(body).lower())
 
@@ -320,6 +382,7 @@ def _system(body: dict[str, Any]) -> str:
 def gemini_model(script: Script) -> Callable[[dict], Said]:
     """The scripted Gemini model: the agent's requests follow the script; the gateway's
     tools-closed request gets ``FINAL``; the CLI's side requests (routing) a short JSON."""
+
     def respond(body: dict) -> Said:
         if "You are Gemini CLI" not in _system(body):
             return Said(text='{"complexity_reasoning": "a simple task", "complexity_score": 10}')
@@ -327,10 +390,12 @@ def gemini_model(script: Script) -> Callable[[dict], Said]:
             return Said(text=FINAL)
         call = script(gemini_seen(body))
         return Said(text=finish_text(script)) if call is None else Said(calls=[call])
+
     return respond
 
 
 # -- the run ----------------------------------------------------------------------------------
+
 
 @dataclass
 class Outcome:
@@ -365,16 +430,25 @@ class Outcome:
     def story(self) -> str:
         """For assertion messages: what the gateway did, and the end of the CLI's output."""
         actions = [(e.get("detector"), e.get("action"), e.get("phase"), e.get("count")) for e in self.audit]
-        return (f"executed={self.executed} warned={self.warned} closed={self.closed} rc={self.returncode}\n"
-                f"gateway: {actions}\nstdout: {self.stdout[-600:]}\nstderr: {self.stderr[-1500:]}")
+        return (
+            f"executed={self.executed} warned={self.warned} closed={self.closed} rc={self.returncode}\n"
+            f"gateway: {actions}\nstdout: {self.stdout[-600:]}\nstderr: {self.stderr[-1500:]}"
+        )
 
 
 def tool_env(home: Path) -> dict[str, str]:
     """The environment every CLI run gets: HOME in the test's directory, this Python first on
     PATH (the scripts run ``python``/``pytest``), the agents' prefix on PATH, no browser, CI."""
     path = os.pathsep.join([str(Path(sys.executable).parent), agents_env()["PATH"]])
-    return {**os.environ, "HOME": str(home), "PATH": path, "NO_BROWSER": "1", "CI": "1",
-            "NO_COLOR": "1", "TERM": "dumb"}
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": path,
+        "NO_BROWSER": "1",
+        "CI": "1",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+    }
 
 
 GEMINI_SETTINGS = {
@@ -407,8 +481,7 @@ class Fork:
     closed: Callable[[dict[str, Any]], bool]
 
 
-def run_fork(fork: Fork, scenario: Scenario, base: Path, vocabulary: Vocabulary,
-             policy: str | None = None) -> Outcome:
+def run_fork(fork: Fork, scenario: Scenario, base: Path, vocabulary: Vocabulary, policy: str | None = None) -> Outcome:
     """Run ``scenario`` with ``fork``'s CLI (``-p PROMPT --yolo``) through a gateway (the default
     policy, or the policy text ``policy``) to a scripted model."""
     work, home, audit = base / "work", base / "home" / fork.home_dir, base / "audit.jsonl"
@@ -420,19 +493,40 @@ def run_fork(fork: Fork, scenario: Scenario, base: Path, vocabulary: Vocabulary,
     with ExitStack() as stack:
         url = stack.enter_context(serve(upstream.app))
         gateway = start_gateway(stack, fork.route(url), audit, policy_file(base, policy))
-        run = subprocess.run([find_cli(fork.cli) or fork.cli, "-p", scenario.prompt, "--yolo"], cwd=work,
-                             env={**tool_env(home.parent), **fork.env(gateway)}, capture_output=True, text=True,
-                             timeout=180)
+        run = subprocess.run(
+            [find_cli(fork.cli) or fork.cli, "-p", scenario.prompt, "--yolo"],
+            cwd=work,
+            env={**tool_env(home.parent), **fork.env(gateway)},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     agent = [r["json"] for r in upstream.requests if r["json"] and fork.is_agent(r["json"])]
-    return Outcome(run.returncode, run.stdout, run.stderr, [fork.seen(b) for b in agent],
-                   sum(1 for b in agent if fork.closed(b)), read_audit(audit))
+    return Outcome(
+        run.returncode,
+        run.stdout,
+        run.stderr,
+        [fork.seen(b) for b in agent],
+        sum(1 for b in agent if fork.closed(b)),
+        read_audit(audit),
+    )
 
 
-GEMINI_CLI = Fork("gemini", ".gemini", GEMINI_SETTINGS, lambda script: GeminiUpstream(gemini_model(script)),
-                  lambda url: {"gemini_base_url": url},
-                  lambda gateway: {"GEMINI_API_KEY": "gm-cli-test", "GOOGLE_GEMINI_BASE_URL": gateway,
-                                   "GEMINI_CLI_TRUST_WORKSPACE": "true"},
-                  lambda body: "You are Gemini CLI" in _system(body), gemini_seen, tools_closed)
+GEMINI_CLI = Fork(
+    "gemini",
+    ".gemini",
+    GEMINI_SETTINGS,
+    lambda script: GeminiUpstream(gemini_model(script)),
+    lambda url: {"gemini_base_url": url},
+    lambda gateway: {
+        "GEMINI_API_KEY": "gm-cli-test",
+        "GOOGLE_GEMINI_BASE_URL": gateway,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    },
+    lambda body: "You are Gemini CLI" in _system(body),
+    gemini_seen,
+    tools_closed,
+)
 
 
 def run_gemini(scenario: Scenario, base: Path, vocabulary: Vocabulary = GEMINI, policy: str | None = None) -> Outcome:

@@ -88,17 +88,20 @@ def looping(mode: Mode, command: str, final: str, cap: int = 30) -> Callable[[di
     """A model that runs ``command`` every time, whatever it sees, and writes ``final`` when the
     tools are closed. After ``cap`` results it submits, so a run the gateway never ends still
     stops by itself (and the test fails on its count)."""
+
     def respond(body: dict) -> Reply:
         if tools_closed(body):
             return Reply(content=final)
         if executed_results(body) >= cap:
             return mode.act(SUBMIT, "Giving up.")
         return mode.act(command, "Let me look at it again.")
+
     return respond
 
 
 def sweeping(mode: Mode, commands: list[str]) -> Callable[[dict], Reply]:
     """A healthy model: each command once, in order, then it submits."""
+
     def respond(body: dict) -> Reply:
         done = executed_results(body)
         if tools_closed(body):
@@ -106,6 +109,7 @@ def sweeping(mode: Mode, commands: list[str]) -> Callable[[dict], Reply]:
         if done >= len(commands):
             return mode.act(SUBMIT, "All done.")
         return mode.act(commands[done], f"Step {done + 1}.")
+
     return respond
 
 
@@ -145,32 +149,61 @@ class MiniRun:
 def environment(gateway: str, root: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The CLI's environment: the gateway as its only endpoint, no set-up prompt, no cost-map
     download; the caller's OpenAI/Anthropic settings never leak in."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI_", "ANTHROPIC_", "LITELLM_", "MSWEA_", "AZURE_"))}
-    env.update({
-        "HOME": str(root / "home"),
-        "MSWEA_CONFIGURED": "true",
-        "MSWEA_GLOBAL_CONFIG_DIR": str(root / "mini-config"),
-        "MSWEA_COST_TRACKING": "ignore_errors",  # a local model has no price
-        "OPENAI_API_KEY": "sk-mini",
-        "OPENAI_API_BASE": gateway + "/v1",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "LITELLM_TELEMETRY": "False",
-        "NO_COLOR": "1",
-        **(extra or {}),
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "LITELLM_", "MSWEA_", "AZURE_"))
+    }
+    env.update(
+        {
+            "HOME": str(root / "home"),
+            "MSWEA_CONFIGURED": "true",
+            "MSWEA_GLOBAL_CONFIG_DIR": str(root / "mini-config"),
+            "MSWEA_COST_TRACKING": "ignore_errors",  # a local model has no price
+            "OPENAI_API_KEY": "sk-mini",
+            "OPENAI_API_BASE": gateway + "/v1",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_TELEMETRY": "False",
+            "NO_COLOR": "1",
+            **(extra or {}),
+        }
+    )
     return env
 
 
-def run_mini(gateway: str, work: Path, root: Path, task: str, mode: Mode,
-             extra_env: dict[str, str] | None = None, timeout: float = 180) -> MiniRun:
+def run_mini(
+    gateway: str,
+    work: Path,
+    root: Path,
+    task: str,
+    mode: Mode,
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 180,
+) -> MiniRun:
     """Run the pinned CLI once on ``task`` in ``work``, unattended, and read its trajectory."""
     cli = mini_cli()
     assert cli is not None
     trajectory = root / "trajectory.json"
-    command = [cli, "-y", "--exit-immediately", "-m", f"openai/{MODEL}", "-t", task,
-               "-o", str(trajectory), *mode.flags()]
-    run = subprocess.run(command, cwd=work, env=environment(gateway, root, extra_env),
-                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    command = [
+        cli,
+        "-y",
+        "--exit-immediately",
+        "-m",
+        f"openai/{MODEL}",
+        "-t",
+        task,
+        "-o",
+        str(trajectory),
+        *mode.flags(),
+    ]
+    run = subprocess.run(
+        command,
+        cwd=work,
+        env=environment(gateway, root, extra_env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     data = json.loads(trajectory.read_text()) if trajectory.exists() else {}
     return MiniRun(run.returncode, run.stdout, run.stderr, data)

@@ -16,8 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from support.cli_runs import ChatUpstream, text_of, tools_closed
-from support.clis_gemini import (FINAL, GATEWAY_TEXT, VETO, Fork, Outcome, Scenario, Script, Seen, Vocabulary,
-                                 finish_text, run_fork)
+from support.clis_gemini import (
+    FINAL,
+    GATEWAY_TEXT,
+    VETO,
+    Fork,
+    Outcome,
+    Scenario,
+    Script,
+    Seen,
+    Vocabulary,
+    finish_text,
+    run_fork,
+)
 from support.upstream import Reply
 
 QWEN = Vocabulary(edit="edit", one_based_range=False)
@@ -42,13 +53,15 @@ def chat_seen(body: dict[str, Any]) -> Seen:
 
 
 def is_agent(body: dict[str, Any]) -> bool:
-    return any(m.get("role") == "system" and AGENT_MARKER in text_of(m.get("content"))
-               for m in body.get("messages", []))
+    return any(
+        m.get("role") == "system" and AGENT_MARKER in text_of(m.get("content")) for m in body.get("messages", [])
+    )
 
 
 def qwen_model(script: Script) -> Callable[[dict], Reply]:
     """The scripted model: the agent's requests follow the script; the gateway's tools-closed
     request gets ``FINAL``; any side request of the CLI a short answer."""
+
     def respond(body: dict) -> Reply:
         if not is_agent(body):
             return Reply(content='{"reasoning": "the task is done", "next_speaker": "user"}')
@@ -58,14 +71,26 @@ def qwen_model(script: Script) -> Callable[[dict], Reply]:
         if call is None:
             return Reply(content=finish_text(script))
         return Reply(tool_calls=[(call[0], json.dumps(call[1]))])
+
     return respond
 
 
-QWEN_CODE = Fork("qwen", ".qwen", QWEN_SETTINGS, lambda script: ChatUpstream(qwen_model(script), MODEL),
-                lambda url: {"base_url": url + "/v1"},
-                lambda gateway: {"OPENAI_BASE_URL": gateway + "/v1", "OPENAI_API_KEY": "sk-qwen-test",
-                                 "OPENAI_MODEL": MODEL, "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"},
-                is_agent, chat_seen, tools_closed)
+QWEN_CODE = Fork(
+    "qwen",
+    ".qwen",
+    QWEN_SETTINGS,
+    lambda script: ChatUpstream(qwen_model(script), MODEL),
+    lambda url: {"base_url": url + "/v1"},
+    lambda gateway: {
+        "OPENAI_BASE_URL": gateway + "/v1",
+        "OPENAI_API_KEY": "sk-qwen-test",
+        "OPENAI_MODEL": MODEL,
+        "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+    },
+    is_agent,
+    chat_seen,
+    tools_closed,
+)
 
 
 def run_qwen(scenario: Scenario, base: Path, vocabulary: Vocabulary = QWEN, policy: str | None = None) -> Outcome:

@@ -4,13 +4,13 @@ Shared by the test packages whose conftest imports it (guard, pipeline)."""
 
 import openai
 import pytest
-from support.looping import RespondingUpstream
-from support.policies import ladder_policy
-from support.servers import serve
 
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import build_app
+from support.looping import RespondingUpstream
+from support.policies import ladder_policy
+from support.servers import serve
 
 
 @pytest.fixture

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from google import genai
 from google.genai import types
-from support.gemini_upstream import GeminiUpstream
-from support.policies import ladder_policy
-from support.servers import serve
 
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
+from support.gemini_upstream import GeminiUpstream
+from support.policies import ladder_policy
+from support.servers import serve
 
 
 def client_for(url: str, api_key: str = "gm-client") -> genai.Client:
@@ -31,9 +31,12 @@ def start_gemini(tmp_path):
         policy = tmp_path / "policy.yaml"
         policy.write_text(policy_text or ladder_policy())
         # The OpenAI upstream is never reached: a closed port proves it.
-        settings = Config.model_validate({"upstream": {"base_url": "http://127.0.0.1:9/v1",
-                                                       "gemini_base_url": url, **upstream_config},
-                                          **(config or {})})
+        settings = Config.model_validate(
+            {
+                "upstream": {"base_url": "http://127.0.0.1:9/v1", "gemini_base_url": url, **upstream_config},
+                **(config or {}),
+            }
+        )
         ctx = serve(build_app(settings, policies=PolicyHolder(policy)), **SERVER_OPTIONS)
         gateway = ctx.__enter__()
         contexts.append(ctx)

@@ -36,16 +36,22 @@ class Said:
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
         if last:
             candidate["finishReason"] = "STOP"
-        return {"candidates": [candidate],
-                "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20 if last else 1,
-                                  "totalTokenCount": 120 if last else 101},
-                "modelVersion": model, "responseId": "resp-up"}
+        return {
+            "candidates": [candidate],
+            "usageMetadata": {
+                "promptTokenCount": 100,
+                "candidatesTokenCount": 20 if last else 1,
+                "totalTokenCount": 120 if last else 101,
+            },
+            "modelVersion": model,
+            "responseId": "resp-up",
+        }
 
     def chunks(self, model: str) -> list[dict[str, Any]]:
         """The reply streamed: text in pieces of 8 characters, then one chunk per call."""
         pieces: list[list[dict[str, Any]]] = []
         if self.text:
-            pieces += [[{"text": self.text[i:i + 8]}] for i in range(0, len(self.text), 8)]
+            pieces += [[{"text": self.text[i : i + 8]}] for i in range(0, len(self.text), 8)]
         pieces += [[{"functionCall": {"name": n, "args": a}}] for n, a in self.calls]
         pieces = pieces or [[{"text": ""}]]
         return [self.reply(model, p, i == len(pieces) - 1) for i, p in enumerate(pieces)]
@@ -62,22 +68,28 @@ def tools_closed(body: dict[str, Any]) -> bool:
     return body.get("toolConfig", {}).get("functionCallingConfig", {}).get("mode") == "NONE"
 
 
-def stubborn(name: str = "read_file", args: dict | None = None, final: str = "I could not finish: the file never changed.") -> Callable[[dict], Said]:
+def stubborn(
+    name: str = "read_file", args: dict | None = None, final: str = "I could not finish: the file never changed."
+) -> Callable[[dict], Said]:
     """A looping model: the same call every time; with tools closed, its final answer."""
+
     def respond(body: dict) -> Said:
         if tools_closed(body):
             return Said(text=final)
         return Said(calls=[(name, args or {"path": "a.txt"})])
+
     return respond
 
 
 def healthy(steps: int = 2, name: str = "read_file") -> Callable[[dict], Said]:
     """A model that reads ``steps`` different files, then answers."""
+
     def respond(body: dict) -> Said:
         done = sum(1 for c in body.get("contents", []) for p in c.get("parts", []) if "functionResponse" in p)
         if done >= steps:
             return Said(text="All files summarized: a short, complete answer.")
         return Said(text="Reading." if done else None, calls=[(name, {"path": f"f{done}.txt"})])
+
     return respond
 
 
@@ -98,8 +110,15 @@ class GeminiUpstream:
     async def _models(self, request: Request) -> Response:
         raw = await request.body()
         body = orjson.loads(raw) if raw else {}
-        self.requests.append({"raw": raw, "json": body, "headers": dict(request.headers),
-                              "path": request.url.path, "query": request.url.query})
+        self.requests.append(
+            {
+                "raw": raw,
+                "json": body,
+                "headers": dict(request.headers),
+                "path": request.url.path,
+                "query": request.url.query,
+            }
+        )
         model, _, method = request.path_params["call"].partition(":")
         if method == "countTokens":
             return Response(b'{"totalTokens": 7}', media_type="application/json")
@@ -118,6 +137,7 @@ class GeminiUpstream:
             async def pieces():
                 for event in events:
                     yield event
+
             return StreamingResponse(pieces(), media_type="text/event-stream")
         content = json.dumps(said.reply(model, said.parts())).encode()
         self.sent.append(content)

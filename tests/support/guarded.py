@@ -10,10 +10,6 @@ from typing import Any
 
 import openai
 from starlette.applications import Starlette
-from support.looping import RespondingUpstream
-from support.policies import ladder_policy
-from support.servers import serve
-from support.upstream import Reply
 
 from gateway.audit.events import InterventionEvent, intervention
 from gateway.config import Config
@@ -22,7 +18,11 @@ from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
-from support.waiting import wait_for  # noqa: F401 - the tests import it from here too
+from support.looping import RespondingUpstream
+from support.policies import ladder_policy
+from support.servers import serve
+from support.upstream import Reply
+from support.waiting import wait_for
 
 
 @dataclass
@@ -38,8 +38,13 @@ class Guarded:
 
 
 @contextmanager
-def guarded(responder: Callable[[dict], Reply], tmp_path: Path, policy_text: str | None = None,
-            registry: Any = None, **config: Any) -> Iterator[Guarded]:
+def guarded(
+    responder: Callable[[dict], Reply],
+    tmp_path: Path,
+    policy_text: str | None = None,
+    registry: Any = None,
+    **config: Any,
+) -> Iterator[Guarded]:
     upstream = RespondingUpstream(responder)
     with serve(upstream.app) as upstream_url:
         policy = tmp_path / "policy.yaml"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
 from support.process import ROOT, child_env, console_script, free_port, serving
 
 MASTER_KEY = "sk-loopguard-proxy-test-7f3a9c2e5b8d4f1a6e0c9b2d7a4f8e1c"
@@ -38,18 +39,44 @@ PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
 ANTHROPIC_MODEL = "claude-sonnet-4-6"  # the Claude agent's (support.claude_agent)
 
 
-def proxy_config(upstream_url: str, guardrail: dict, responses_url: str | None = None,
-                 anthropic_url: str | None = None) -> dict:
-    models = [{"model_name": MODEL, "litellm_params": {
-        "model": f"openai/{MODEL}", "api_base": upstream_url + "/v1", "api_key": "sk-upstream", **PRICE}}]
+def proxy_config(
+    upstream_url: str, guardrail: dict, responses_url: str | None = None, anthropic_url: str | None = None
+) -> dict:
+    models = [
+        {
+            "model_name": MODEL,
+            "litellm_params": {
+                "model": f"openai/{MODEL}",
+                "api_base": upstream_url + "/v1",
+                "api_key": "sk-upstream",
+                **PRICE,
+            },
+        }
+    ]
     if responses_url is not None:
-        models.append({"model_name": RESPONSES_MODEL, "litellm_params": {
-            "model": f"openai/{RESPONSES_MODEL}", "api_base": responses_url + "/v1", "api_key": "sk-upstream",
-            **PRICE}})
+        models.append(
+            {
+                "model_name": RESPONSES_MODEL,
+                "litellm_params": {
+                    "model": f"openai/{RESPONSES_MODEL}",
+                    "api_base": responses_url + "/v1",
+                    "api_key": "sk-upstream",
+                    **PRICE,
+                },
+            }
+        )
     if anthropic_url is not None:
-        models.append({"model_name": ANTHROPIC_MODEL, "litellm_params": {
-            "model": f"anthropic/{ANTHROPIC_MODEL}", "api_base": anthropic_url, "api_key": "sk-ant-upstream",
-            **PRICE}})
+        models.append(
+            {
+                "model_name": ANTHROPIC_MODEL,
+                "litellm_params": {
+                    "model": f"anthropic/{ANTHROPIC_MODEL}",
+                    "api_base": anthropic_url,
+                    "api_key": "sk-ant-upstream",
+                    **PRICE,
+                },
+            }
+        )
     return {
         "model_list": models,
         "guardrails": [guardrail],
@@ -74,15 +101,40 @@ def litellm_proxy(config: dict, workdir: Path, ready_timeout: float = 180.0, **e
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     port = free_port()
     log_path = workdir / "litellm.log"
-    env = child_env(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_TELEMETRY="False", LITELLM_LOG="ERROR",
-                    NO_PROXY="*", no_proxy="*", **env)
-    command = [*litellm_command(), "--config", str(path), "--host", "127.0.0.1", "--port", str(port),
-               "--num_workers", "1"]
+    env = child_env(
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        LITELLM_TELEMETRY="False",
+        LITELLM_LOG="ERROR",
+        NO_PROXY="*",
+        no_proxy="*",
+        **env,
+    )
+    command = [
+        *litellm_command(),
+        "--config",
+        str(path),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--num_workers",
+        "1",
+    ]
     url = f"http://127.0.0.1:{port}"
     # Its readiness probe is slow while it imports: probed less often, given longer to answer.
-    with serving(command, log_path, url + "/health/readiness", env=env, cwd=workdir, ready_timeout=ready_timeout,
-                 probe_timeout=2, poll_s=0.2, stop_timeout=15, stdout_too=True) as process:
+    with serving(
+        command,
+        log_path,
+        url + "/health/readiness",
+        env=env,
+        cwd=workdir,
+        ready_timeout=ready_timeout,
+        probe_timeout=2,
+        poll_s=0.2,
+        stop_timeout=15,
+        stdout_too=True,
+    ) as process:
         yield Proxy(url, process, log_path)
 
 
-__all__ = ["MASTER_KEY", "MODEL", "RESPONSES_MODEL", "Proxy", "ROOT", "litellm_proxy", "proxy_config"]
+__all__ = ["MASTER_KEY", "MODEL", "RESPONSES_MODEL", "ROOT", "Proxy", "litellm_proxy", "proxy_config"]

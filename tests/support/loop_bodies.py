@@ -9,11 +9,21 @@ ARGS = '{"path": "a.txt"}'
 def chat_request(times: int) -> dict:
     messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
     for i in range(times):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": "read_file", "arguments": ARGS}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{i}", "type": "function", "function": {"name": "read_file", "arguments": ARGS}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": "same"})
-    return {"model": "m", "messages": messages,
-            "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]}
+    return {
+        "model": "m",
+        "messages": messages,
+        "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}],
+    }
 
 
 def responses_request(times: int) -> dict:
@@ -21,19 +31,31 @@ def responses_request(times: int) -> dict:
     for i in range(times):
         items.append({"type": "function_call", "call_id": f"call_{i}", "name": "read_file", "arguments": ARGS})
         items.append({"type": "function_call_output", "call_id": f"call_{i}", "output": "same"})
-    return {"model": "m", "input": items,
-            "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]}
+    return {
+        "model": "m",
+        "input": items,
+        "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}],
+    }
 
 
 def claude_request(times: int, result: str = "same") -> dict:
     messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
     for i in range(times):
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": result}]})
-    return {"model": "claude-test", "max_tokens": 1024, "messages": messages,
-            "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]}
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": "a.txt"}}],
+            }
+        )
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": result}]}
+        )
+    return {
+        "model": "claude-test",
+        "max_tokens": 1024,
+        "messages": messages,
+        "tools": [{"name": "read_file", "input_schema": {"type": "object"}}],
+    }
 
 
 # An Anthropic text answer's events as the API sends them, up to its first delta.

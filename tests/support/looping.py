@@ -28,12 +28,16 @@ def stubborn(tool: str = "read_file", args: str = '{"path": "a.txt"}') -> Callab
     return lambda request: Reply(tool_calls=[(tool, args)])
 
 
-def recovering(tool: str = "read_file", args: str = '{"path": "a.txt"}', then: Reply | None = None) -> Callable[[dict], Reply]:
+def recovering(
+    tool: str = "read_file", args: str = '{"path": "a.txt"}', then: Reply | None = None
+) -> Callable[[dict], Reply]:
     """Loops until it reads a LoopGuard observation or anchor, then does ``then``."""
+
     def respond(request: dict) -> Reply:
         if any(_from_loopguard(m) for m in request.get("messages", [])):
             return then or Reply(content="Stopping: here is what I found.")
         return Reply(tool_calls=[(tool, args)])
+
     return respond
 
 

@@ -32,5 +32,12 @@ class PatientUpstream:
                 return JSONResponse({}, status_code=499)
             await asyncio.sleep(0.02)
         self.answered += 1
-        return JSONResponse({"id": "x", "object": "chat.completion", "model": "m", "created": 0, "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "late"}, "finish_reason": "stop"}]})
+        return JSONResponse(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": "m",
+                "created": 0,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "late"}, "finish_reason": "stop"}],
+            }
+        )

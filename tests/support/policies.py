@@ -3,9 +3,20 @@
 import textwrap
 from pathlib import Path
 
-OTHERS_OFF = {name: {"enabled": False} for name in
-              ("exact_repeat", "similar_repeat", "error_repeat", "cycle", "unknown_tool", "tool_rounds",
-               "cross_turn", "stagnation", "target_failure")}
+OTHERS_OFF = {
+    name: {"enabled": False}
+    for name in (
+        "exact_repeat",
+        "similar_repeat",
+        "error_repeat",
+        "cycle",
+        "unknown_tool",
+        "tool_rounds",
+        "cross_turn",
+        "stagnation",
+        "target_failure",
+    )
+}
 
 
 def ladder_policy(extra: str = "", **no_progress) -> str:

@@ -61,27 +61,48 @@ class Running:
 
 
 @contextmanager
-def gateway_process(args: Sequence[str], port: int, stderr_path: Path, env: dict[str, str] | None = None,
-                    command: Sequence[str] | None = None, ready_timeout: float = 20.0) -> Iterator[Running]:
+def gateway_process(
+    args: Sequence[str],
+    port: int,
+    stderr_path: Path,
+    env: dict[str, str] | None = None,
+    command: Sequence[str] | None = None,
+    ready_timeout: float = 20.0,
+) -> Iterator[Running]:
     """Start the gateway, wait until /healthz answers, and SIGTERM it when the block exits."""
     command = [*(command or [sys.executable, "-m", "gateway"]), *args]
     url = f"http://127.0.0.1:{port}"
-    with serving(command, stderr_path, url + "/healthz", env=env or child_env(), cwd=ROOT,
-                 ready_timeout=ready_timeout) as process:
+    with serving(
+        command, stderr_path, url + "/healthz", env=env or child_env(), cwd=ROOT, ready_timeout=ready_timeout
+    ) as process:
         yield Running(process, url, stderr_path)
 
 
 @contextmanager
-def serving(command: Sequence[str], log_path: Path, ready_url: str, *, env: dict[str, str], cwd: Path,
-            ready_timeout: float, probe_timeout: float = 0.5, poll_s: float = 0.05, stop_timeout: float = 10,
-            stdout_too: bool = False) -> Iterator[subprocess.Popen]:
+def serving(
+    command: Sequence[str],
+    log_path: Path,
+    ready_url: str,
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    ready_timeout: float,
+    probe_timeout: float = 0.5,
+    poll_s: float = 0.05,
+    stop_timeout: float = 10,
+    stdout_too: bool = False,
+) -> Iterator[subprocess.Popen]:
     """Run a server the way its operators do: start ``command`` with its stderr (and its stdout,
     when ``stdout_too``) in ``log_path``, wait until ``ready_url`` answers 200, and stop it with
     SIGTERM (a graceful shutdown; killed after ``stop_timeout`` s) when the block exits."""
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(list(command), env=env, cwd=cwd,
-                                   stdout=log if stdout_too else subprocess.DEVNULL,
-                                   stderr=subprocess.STDOUT if stdout_too else log)
+        process = subprocess.Popen(
+            list(command),
+            env=env,
+            cwd=cwd,
+            stdout=log if stdout_too else subprocess.DEVNULL,
+            stderr=subprocess.STDOUT if stdout_too else log,
+        )
     try:
         _wait_ready(process, ready_url, log_path, ready_timeout, probe_timeout, poll_s)
         yield process
@@ -95,8 +116,9 @@ def serving(command: Sequence[str], log_path: Path, ready_url: str, *, env: dict
                 process.wait()
 
 
-def _wait_ready(process: subprocess.Popen, url: str, log_path: Path, timeout: float, probe_timeout: float,
-                poll_s: float) -> None:
+def _wait_ready(
+    process: subprocess.Popen, url: str, log_path: Path, timeout: float, probe_timeout: float, poll_s: float
+) -> None:
     """Probe ``url`` until it answers 200; fail with the log's end when the process exits first
     or ``timeout`` s pass."""
     deadline = time.monotonic() + timeout

@@ -13,6 +13,10 @@ from typing import Any
 import anthropic
 import openai
 from starlette.applications import Starlette
+
+from gateway.config import Config
+from gateway.policy.holder import PolicyHolder
+from gateway.server.app import SERVER_OPTIONS, build_app
 from support.anthropic_upstream import AnthropicUpstream, Said
 from support.gemini_gateway import client_for
 from support.gemini_upstream import GeminiUpstream
@@ -22,10 +26,6 @@ from support.policies import ladder_policy
 from support.responses_upstream import Answer, ResponsesUpstream
 from support.servers import serve
 from support.upstream import Reply
-
-from gateway.config import Config
-from gateway.policy.holder import PolicyHolder
-from gateway.server.app import SERVER_OPTIONS, build_app
 
 ANSWER = "done"
 
@@ -40,12 +40,14 @@ class Protocols:
     gemini: GeminiUpstream
 
     def openai(self, **headers: str) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.url + "/v1", api_key="sk-test", max_retries=0, timeout=10,
-                             default_headers=headers)
+        return openai.OpenAI(
+            base_url=self.url + "/v1", api_key="sk-test", max_retries=0, timeout=10, default_headers=headers
+        )
 
     def anthropic(self, **headers: str) -> anthropic.Anthropic:
-        return anthropic.Anthropic(base_url=self.url, api_key="sk-test", max_retries=0, timeout=10,
-                                   default_headers=headers)
+        return anthropic.Anthropic(
+            base_url=self.url, api_key="sk-test", max_retries=0, timeout=10, default_headers=headers
+        )
 
 
 @contextmanager
@@ -61,9 +63,15 @@ def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = N
     policy = tmp_path / "policy.yaml"
     policy.write_text(ladder_policy())
     with serve(openai_style) as openai_url, serve(messages.app) as anthropic_url, serve(gemini.app) as gemini_url:
-        config = Config.model_validate({"upstream": {"base_url": openai_url + "/v1",
-                                                     "anthropic_base_url": anthropic_url,
-                                                     "gemini_base_url": gemini_url}})
+        config = Config.model_validate(
+            {
+                "upstream": {
+                    "base_url": openai_url + "/v1",
+                    "anthropic_base_url": anthropic_url,
+                    "gemini_base_url": gemini_url,
+                }
+            }
+        )
         app = build_app(config, policies=PolicyHolder(policy))
         if prepare is not None:
             prepare(app)
@@ -75,8 +83,11 @@ def one_of_each(protocols: Protocols, stream: bool = False) -> None:
     """A passing request on each guarded protocol, through the official SDKs."""
     hi = [{"role": "user", "content": "hi"}]
     chat = protocols.openai().chat.completions.create(model="m", messages=hi, stream=stream)
-    said = "".join(c.choices[0].delta.content or "" for c in chat if c.choices) if stream \
+    said = (
+        "".join(c.choices[0].delta.content or "" for c in chat if c.choices)
+        if stream
         else chat.choices[0].message.content
+    )
     assert said == ANSWER
     client = client_for(protocols.url)  # held: the SDK closes its connections when collected
     gemini = client.models

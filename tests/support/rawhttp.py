@@ -32,8 +32,14 @@ def request_bytes(method: str, target: str, headers: list[tuple[str, str]] = (),
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
-def send(base_url: str, method: str, target: str, headers: list[tuple[str, str]] = (), body: bytes = b"",
-         timeout: float = 10.0) -> RawResponse:
+def send(
+    base_url: str,
+    method: str,
+    target: str,
+    headers: list[tuple[str, str]] = (),
+    body: bytes = b"",
+    timeout: float = 10.0,
+) -> RawResponse:
     with connect(base_url, timeout) as sock:
         sock.sendall(request_bytes(method, target, headers, body))
         return read_response(sock)
@@ -66,5 +72,5 @@ def _dechunk(data: bytes) -> bytes:
         if size == 0:
             break
         out += data[:size]
-        data = data[size + 2:]
+        data = data[size + 2 :]
     return out

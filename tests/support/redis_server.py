@@ -25,8 +25,10 @@ def free_port() -> int:
 def redis_binary() -> str:
     found = shutil.which("redis-server")
     if found is None:
-        raise RuntimeError("redis-server is not on PATH: install it (apt-get install redis-server; "
-                           ".ci/run does) to run the Redis state tests")
+        raise RuntimeError(
+            "redis-server is not on PATH: install it (apt-get install redis-server; "
+            ".ci/run does) to run the Redis state tests"
+        )
     return found
 
 
@@ -49,8 +51,21 @@ class RedisServer:
         return redis.Redis(host="127.0.0.1", port=self.port, password=self.password, socket_timeout=5)
 
     def start(self) -> RedisServer:
-        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", str(self.workdir), "--loglevel", "warning"]
+        args = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.workdir),
+            "--loglevel",
+            "warning",
+        ]
         if self.password:
             args += ["--requirepass", self.password]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

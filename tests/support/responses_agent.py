@@ -17,9 +17,16 @@ from typing import Any
 
 import openai
 
-TOOLS = [{"type": "function", "name": name, "description": name, "strict": False,
-          "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}
-         for name in ("read_file", "list_dir")]
+TOOLS = [
+    {
+        "type": "function",
+        "name": name,
+        "description": name,
+        "strict": False,
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    }
+    for name in ("read_file", "list_dir")
+]
 
 
 @dataclass

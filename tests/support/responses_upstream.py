@@ -25,13 +25,13 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-from support.policies import ladder_policy
-from support.responses_wire import encode, function_call, message, reasoning, response, stream_events
-from support.servers import serve
 
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
+from support.policies import ladder_policy
+from support.responses_wire import encode, function_call, message, reasoning, response, stream_events
+from support.servers import serve
 
 _ids = itertools.count(1)
 CALL_TYPES = ("function_call", "custom_tool_call")
@@ -54,7 +54,9 @@ class Answer:
         n = next(_ids)
         items = [reasoning(f"rs_{n}", self.thought)] if self.thought else []
         items += [message(self.text, f"msg_{n}")] if self.text else []
-        items += [function_call(name, args, f"call_{n}_{i}", f"fc_{n}_{i}") for i, (name, args) in enumerate(self.calls)]
+        items += [
+            function_call(name, args, f"call_{n}_{i}", f"fc_{n}_{i}") for i, (name, args) in enumerate(self.calls)
+        ]
         return items
 
 
@@ -68,24 +70,29 @@ class ResponsesUpstream:
         self.stored: dict[str, list[dict[str, Any]]] = {}  # response id -> conversation incl. output
         # Conversations API: conversation id -> its items (input and output of each response)
         self.conversations: dict[str, list[dict[str, Any]]] = {}
-        self.app = Starlette(routes=[
-            Route("/v1/responses", self._create, methods=["POST"]),
-            Route("/v1/conversations", self._new_conversation, methods=["POST"]),
-            Route("/v1/{rest:path}", self._other, methods=["GET", "POST", "DELETE"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/v1/responses", self._create, methods=["POST"]),
+                Route("/v1/conversations", self._new_conversation, methods=["POST"]),
+                Route("/v1/{rest:path}", self._other, methods=["GET", "POST", "DELETE"]),
+            ]
+        )
 
     async def _new_conversation(self, request: Request) -> Response:
         body = orjson.loads(await request.body() or b"{}")
         ident = f"conv_up{next(_ids)}"
         self.conversations[ident] = list(body.get("items") or [])
-        return Response(orjson.dumps({"id": ident, "object": "conversation", "created_at": 1741476542,
-                                      "metadata": {}}), media_type="application/json")
+        return Response(
+            orjson.dumps({"id": ident, "object": "conversation", "created_at": 1741476542, "metadata": {}}),
+            media_type="application/json",
+        )
 
     async def _create(self, request: Request) -> Response:
         raw = await request.body()
         body = orjson.loads(raw)
-        self.requests.append({"raw": raw, "json": body, "headers": dict(request.headers),
-                              "path": request.url.path, "method": "POST"})
+        self.requests.append(
+            {"raw": raw, "json": body, "headers": dict(request.headers), "path": request.url.path, "method": "POST"}
+        )
         previous = body.get("previous_response_id")
         if previous is not None and previous not in self.stored:
             return _error(404, f"Previous response with id '{previous}' not found.", "previous_response_not_found")
@@ -117,21 +124,30 @@ class ResponsesUpstream:
                 for event in events:
                     if isinstance(event.get("response"), dict):
                         event["response"].update(fields)
-            return StreamingResponse(_paced([encode(e) for e in events], answer.chunk_delay),
-                                     media_type="text/event-stream")
+            return StreamingResponse(
+                _paced([encode(e) for e in events], answer.chunk_delay), media_type="text/event-stream"
+            )
         return Response(orjson.dumps(response(output, response_id, **fields)), media_type="application/json")
 
     async def _other(self, request: Request) -> Response:
         raw = await request.body()
-        self.requests.append({"raw": raw, "json": None, "headers": dict(request.headers),
-                              "path": request.url.path, "method": request.method})
+        self.requests.append(
+            {
+                "raw": raw,
+                "json": None,
+                "headers": dict(request.headers),
+                "path": request.url.path,
+                "method": request.method,
+            }
+        )
         rest = request.path_params["rest"]
         if rest.startswith("responses/") and rest.removeprefix("responses/") in self.stored:
             ident = rest.removeprefix("responses/")
             if request.method == "DELETE":
                 del self.stored[ident]
-                return Response(orjson.dumps({"id": ident, "object": "response", "deleted": True}),
-                                media_type="application/json")
+                return Response(
+                    orjson.dumps({"id": ident, "object": "response", "deleted": True}), media_type="application/json"
+                )
             return Response(orjson.dumps(response(self.stored[ident][-1:], ident)), media_type="application/json")
         return _error(404, "Not found", None)
 
@@ -168,16 +184,20 @@ def stubborn(tool: str = "read_file", args: str = '{"path": "a.txt"}') -> Respon
 
 def finishing(rounds: int, tool: str = "read_file") -> Responder:
     """A healthy agent: reads ``rounds`` different files, then answers."""
+
     def respond(conversation: list[dict[str, Any]], body: dict[str, Any]) -> Answer:
         done = sum(1 for i in conversation if i.get("type") == "function_call_output")
         if done >= rounds:
             return Answer("All files read: the retry limit is 3.")
         return Answer(calls=[(tool, f'{{"path": "file{done}.txt"}}')])
+
     return respond
 
 
 @contextmanager
-def guarded(responder: Responder, tmp_path: Path, policy_text: str | None = None) -> Iterator[tuple[ResponsesUpstream, str]]:
+def guarded(
+    responder: Responder, tmp_path: Path, policy_text: str | None = None
+) -> Iterator[tuple[ResponsesUpstream, str]]:
     """(upstream, gateway URL): the gateway in front of a Responses upstream, behind the ladder
     policy (warn at 3, reject at 4, terminate at 5) unless told otherwise."""
     upstream = ResponsesUpstream(responder)

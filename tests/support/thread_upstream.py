@@ -23,13 +23,13 @@ import orjson
 import pytest
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from support.anthropic_upstream import AnthropicUpstream, Said
-from support.policies import ladder_policy
-from support.servers import serve
 
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
+from support.anthropic_upstream import AnthropicUpstream, Said
+from support.policies import ladder_policy
+from support.servers import serve
 
 BETA = "message-threads-2026-08-12"
 
@@ -60,8 +60,10 @@ class ThreadUpstream(AnthropicUpstream):
         if isinstance(thread, dict):
             if thread.get("type") == "continue":
                 self.continued.add(thread["previous_message_id"])
-            self.threads[message["id"]] = {**whole, "messages": [
-                *whole["messages"], {"role": "assistant", "content": message["content"]}]}
+            self.threads[message["id"]] = {
+                **whole,
+                "messages": [*whole["messages"], {"role": "assistant", "content": message["content"]}],
+            }
         if body.get("stream"):
             events = _events(message)
             self.sent.append(b"".join(events))
@@ -82,13 +84,18 @@ class ThreadUpstream(AnthropicUpstream):
         if previous not in self.threads:
             return {}, self._refuse(404, "not_found_error", f"thread {previous} not found", "thread_not_found")
         if previous in self.continued:
-            return {}, self._refuse(400, "invalid_request_error", f"{previous} was already continued",
-                                    "thread_already_continued")
+            return {}, self._refuse(
+                400, "invalid_request_error", f"{previous} was already continued", "thread_already_continued"
+            )
         if "system" in body or "tools" in body:
             return {}, self._refuse(400, "invalid_request_error", "system and tools are the thread's", None)
         held = self.threads[previous]
-        return {**body, "system": held.get("system"), "tools": held.get("tools"),
-                "messages": [*held["messages"], *messages]}, None
+        return {
+            **body,
+            "system": held.get("system"),
+            "tools": held.get("tools"),
+            "messages": [*held["messages"], *messages],
+        }, None
 
     def _refuse(self, status: int, kind: str, message: str, code: str | None) -> Response:
         error: dict[str, Any] = {"type": kind, "message": message}
@@ -106,8 +113,9 @@ def _unanswered(messages: list[dict[str, Any]]) -> list[str]:
             continue
         asked = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
         following = messages[position + 1]["content"] if position + 1 < len(messages) else []
-        answered = {b.get("tool_use_id") for b in following if isinstance(b, dict)} \
-            if isinstance(following, list) else set()
+        answered = (
+            {b.get("tool_use_id") for b in following if isinstance(b, dict)} if isinstance(following, list) else set()
+        )
         if position + 1 < len(messages):
             missing += [ident for ident in asked if ident not in answered]
     return missing
@@ -119,19 +127,42 @@ def _events(message: dict[str, Any]) -> list[bytes]:
     out = [_event({"type": "message_start", "message": opening})]
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
-            out.append(_event({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}))
+            out.append(
+                _event({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+            )
             for i in range(0, len(block["text"]), 8):
-                out.append(_event({"type": "content_block_delta", "index": index,
-                                   "delta": {"type": "text_delta", "text": block["text"][i:i + 8]}}))
+                out.append(
+                    _event(
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": block["text"][i : i + 8]},
+                        }
+                    )
+                )
         else:
             out.append(_event({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}}))
             text = json.dumps(block["input"])
             for i in range(0, len(text), said.split):
-                out.append(_event({"type": "content_block_delta", "index": index,
-                                   "delta": {"type": "input_json_delta", "partial_json": text[i:i + said.split]}}))
+                out.append(
+                    _event(
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": text[i : i + said.split]},
+                        }
+                    )
+                )
         out.append(_event({"type": "content_block_stop", "index": index}))
-    out.append(_event({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                       "usage": {"output_tokens": 20}}))
+    out.append(
+        _event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": 20},
+            }
+        )
+    )
     out.append(_event({"type": "message_stop"}))
     return out
 

@@ -49,26 +49,47 @@ class Reply:
                 for n, a in self.tool_calls
             ]
         return {
-            "id": f"chatcmpl-up{next(_ids)}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-up{next(_ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if self.tool_calls else "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if self.tool_calls else "stop",
+                }
+            ],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
 
     def chunks(self, model: str) -> list[dict]:
-        env = {"id": f"chatcmpl-up{next(_ids)}", "object": "chat.completion.chunk",
-               "created": int(time.time()), "model": model}
+        env = {
+            "id": f"chatcmpl-up{next(_ids)}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
         out = [{**env, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
         if self.content:
             for i in range(0, len(self.content), 5):
-                out.append({**env, "choices": [{"index": 0, "delta": {"content": self.content[i:i + 5]}, "finish_reason": None}]})
+                out.append(
+                    {
+                        **env,
+                        "choices": [{"index": 0, "delta": {"content": self.content[i : i + 5]}, "finish_reason": None}],
+                    }
+                )
         for index, (name, args) in enumerate(self.tool_calls):
-            first = {"index": index, "id": f"call_{next(_ids)}", "type": "function",
-                     "function": {"name": name, "arguments": ""}}
+            first = {
+                "index": index,
+                "id": f"call_{next(_ids)}",
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
             out.append({**env, "choices": [{"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}]})
             for i in range(0, len(args), self.split_args):
-                part = {"index": index, "function": {"arguments": args[i:i + self.split_args]}}
+                part = {"index": index, "function": {"arguments": args[i : i + self.split_args]}}
                 out.append({**env, "choices": [{"index": 0, "delta": {"tool_calls": [part]}, "finish_reason": None}]})
         reason = "tool_calls" if self.tool_calls else "stop"
         out.append({**env, "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
@@ -95,10 +116,12 @@ class ScriptedUpstream:
         self.cancelled_streams = 0
         # Replies for the non-chat /v1/* routes; when empty the built-in answers below apply.
         self.passthrough_script: deque[Reply] = deque()
-        self.app = Starlette(routes=[
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-            Route("/v1/{rest:path}", self._other, methods=["GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/{rest:path}", self._other, methods=["GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS"]),
+            ]
+        )
 
     def queue(self, *replies: Reply) -> None:
         self.script.extend(replies)
@@ -108,12 +131,17 @@ class ScriptedUpstream:
         return self.requests[-1]
 
     def _record(self, request: Request, raw: bytes, body: Any) -> None:
-        self.requests.append({
-            "raw": raw, "json": body, "headers": dict(request.headers),
-            "raw_headers": list(request.headers.raw),  # repeats and order, for hop-by-hop tests
-            "method": request.method, "path": request.url.path,
-            "query": request.scope.get("query_string", b""),
-        })
+        self.requests.append(
+            {
+                "raw": raw,
+                "json": body,
+                "headers": dict(request.headers),
+                "raw_headers": list(request.headers.raw),  # repeats and order, for hop-by-hop tests
+                "method": request.method,
+                "path": request.url.path,
+                "query": request.scope.get("query_string", b""),
+            }
+        )
 
     async def _chat(self, request: Request) -> Response:
         raw = await request.body()
@@ -126,13 +154,18 @@ class ScriptedUpstream:
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:
-            content = reply.body if reply.body is not None else orjson.dumps(
-                reply.error or {"error": {"message": "scripted", "type": "x"}})
+            content = (
+                reply.body
+                if reply.body is not None
+                else orjson.dumps(reply.error or {"error": {"message": "scripted", "type": "x"}})
+            )
             return self._respond(reply, content)
         model = body.get("model", "test-model")
         if body.get("stream") and reply.body is None:
             response = StreamingResponse(self._sse(reply, model), media_type="text/event-stream", headers=reply.headers)
-            response.raw_headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers)
+            response.raw_headers.extend(
+                (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers
+            )
             return response
         return self._respond(reply, reply.body if reply.body is not None else _dumps(reply.completion(model)))
 
@@ -140,12 +173,15 @@ class ScriptedUpstream:
     def _respond(reply: Reply, content: bytes) -> Response:
         """A non-streamed answer with the reply's status, headers and framing."""
         if reply.chunked:
+
             async def pieces():
                 half = len(content) // 2
                 yield content[:half]
                 yield content[half:]
-            response: Response = StreamingResponse(pieces(), status_code=reply.status, headers=reply.headers,
-                                                   media_type="application/json")
+
+            response: Response = StreamingResponse(
+                pieces(), status_code=reply.status, headers=reply.headers, media_type="application/json"
+            )
         else:
             response = Response(content, status_code=reply.status, headers=reply.headers, media_type="application/json")
         response.raw_headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers)
@@ -175,12 +211,23 @@ class ScriptedUpstream:
             if reply.delay:
                 await asyncio.sleep(reply.delay)
             if reply.raw_stream is not None:
-                response = StreamingResponse(self._sse(reply, ""), status_code=reply.status,
-                                             media_type="text/event-stream", headers=reply.headers)
-                response.raw_headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers)
+                response = StreamingResponse(
+                    self._sse(reply, ""),
+                    status_code=reply.status,
+                    media_type="text/event-stream",
+                    headers=reply.headers,
+                )
+                response.raw_headers.extend(
+                    (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.raw_headers
+                )
                 return response
             return self._respond(reply, reply.body if reply.body is not None else b"{}")
         if request.url.path == "/v1/models":
-            return Response(orjson.dumps({"object": "list", "data": [{"id": "test-model", "object": "model", "created": 0, "owned_by": "t"}]}),
-                            media_type="application/json", headers={"x-upstream": "yes"})
+            return Response(
+                orjson.dumps(
+                    {"object": "list", "data": [{"id": "test-model", "object": "model", "created": 0, "owned_by": "t"}]}
+                ),
+                media_type="application/json",
+                headers={"x-upstream": "yes"},
+            )
         return Response(raw or b"{}", media_type="application/json", status_code=200)

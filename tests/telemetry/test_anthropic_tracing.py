@@ -26,8 +26,9 @@ def test_the_anthropic_upstream_call_is_a_child_span(tmp_path):
     policy = tmp_path / "policy.yaml"
     policy.write_text(ladder_policy())
     with serve(upstream.app) as upstream_url:
-        app = build_app(Config.model_validate({"upstream": {"anthropic_base_url": upstream_url}}),
-                        policies=PolicyHolder(policy))
+        app = build_app(
+            Config.model_validate({"upstream": {"anthropic_base_url": upstream_url}}), policies=PolicyHolder(policy)
+        )
         instrument(app, provider)
         with serve(app, **SERVER_OPTIONS) as url:
             body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}

@@ -23,7 +23,7 @@ def otlp_receiver() -> Iterator[tuple[str, list[dict]]]:
     posts: list[dict] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["content-length"]))
             posts.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
             self.send_response(200)
@@ -58,11 +58,17 @@ def exported_spans(posts: list[dict]) -> list[tuple[str, Span]]:
 
 def test_spans_reach_an_otlp_http_receiver(upstream):
     with otlp_receiver() as (receiver, posts):
-        config = Config.model_validate({
-            "upstream": {"base_url": upstream.url + "/v1"},
-            "telemetry": {"enabled": True, "endpoint": receiver + "/v1/traces", "service_name": "lg-test",
-                          "headers": {"x-collector-key": "k1"}},
-        })
+        config = Config.model_validate(
+            {
+                "upstream": {"base_url": upstream.url + "/v1"},
+                "telemetry": {
+                    "enabled": True,
+                    "endpoint": receiver + "/v1/traces",
+                    "service_name": "lg-test",
+                    "headers": {"x-collector-key": "k1"},
+                },
+            }
+        )
         with serve(build_app(config), **SERVER_OPTIONS) as url:
             client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=10)
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])

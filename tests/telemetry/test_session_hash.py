@@ -17,10 +17,10 @@ from support import loop_bodies
 from support.protocols import all_protocols
 from support.waiting import wait_for
 
-from gateway.untrusted import hashed
 from gateway.audit.memory_sink import MemorySink
 from gateway.telemetry import instrument
 from gateway.telemetry.sink import session_hash
+from gateway.untrusted import hashed
 
 NAMESPACE = f"c:{hashlib.sha256(b'sk-test').hexdigest()[:24]}:"  # the client's credential, hashed
 CHAT_TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
@@ -41,8 +41,10 @@ def traced(tmp_path):
 
 def server_spans(exporter: InMemorySpanExporter, count: int) -> list:
     """The request spans, oldest first, once ``count`` of them have ended."""
+
     def ended() -> list:
         return [s for s in exporter.get_finished_spans() if s.kind == SpanKind.SERVER]
+
     wait_for(lambda: len(ended()) >= count)
     return ended()
 
@@ -50,8 +52,15 @@ def server_spans(exporter: InMemorySpanExporter, count: int) -> list:
 def chat_loop(times: int) -> list[dict]:
     messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
     for i in range(times):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "hello"})
     return messages
 
@@ -63,7 +72,8 @@ def claude_loop(times: int) -> list[dict]:
 def test_a_passing_chat_request_named_by_the_bodys_user(traced):
     gateway, exporter, events = traced
     reply = gateway.openai().chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "hi"}], user="alice")
+        model="m", messages=[{"role": "user", "content": "hi"}], user="alice"
+    )
     assert reply.choices[0].message.content == "done"
     (span,) = server_spans(exporter, 1)
     assert span.attributes["loopguard.action"] == "pass" and not events.events
@@ -89,8 +99,11 @@ def test_fingerprinted_chat_requests_agree_with_the_audit_trail(traced):
     (event,) = events.events
     assert event.action == "warn" and ":f:" in event.session  # a fingerprint: no header, no user
     assert passed.attributes["loopguard.action"] == "pass" and warned.attributes["loopguard.action"] == "warn"
-    assert passed.attributes["loopguard.session_hash"] == warned.attributes["loopguard.session_hash"] \
+    assert (
+        passed.attributes["loopguard.session_hash"]
+        == warned.attributes["loopguard.session_hash"]
         == session_hash(event.session)
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -108,8 +121,11 @@ def test_fingerprinted_messages_requests_carry_their_sessions_hash(traced, strea
     (event,) = events.events
     assert event.session.startswith("anthropic:" + NAMESPACE + "f:")
     assert passed.attributes["loopguard.action"] == "pass"
-    assert passed.attributes["loopguard.session_hash"] == warned.attributes["loopguard.session_hash"] \
+    assert (
+        passed.attributes["loopguard.session_hash"]
+        == warned.attributes["loopguard.session_hash"]
         == session_hash(event.session)
+    )
 
 
 def test_relayed_requests_carry_no_session_of_an_earlier_request(traced):

@@ -33,8 +33,19 @@ def looping_history(times: int) -> list[dict]:
     """``times`` identical read_file calls, each answered the same."""
     messages: list[dict] = [{"role": "user", "content": "summarize a.txt"}]
     for i in range(times):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+                    }
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "hello"})
     return messages
 
@@ -49,8 +60,9 @@ def traced(tmp_path):
     policy = tmp_path / "policy.yaml"
     policy.write_text(ladder_policy())
     with serve(upstream.app) as upstream_url:
-        app = build_app(Config.model_validate({"upstream": {"base_url": upstream_url + "/v1"}}),
-                        policies=PolicyHolder(policy))
+        app = build_app(
+            Config.model_validate({"upstream": {"base_url": upstream_url + "/v1"}}), policies=PolicyHolder(policy)
+        )
         instrument(app, provider)
         with serve(app, **SERVER_OPTIONS) as url:
             yield url, upstream, exporter
@@ -62,8 +74,7 @@ def session_key(local: str, api_key: str = "sk-test") -> bytes:
 
 
 def client(url: str, **headers: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=10,
-                         default_headers=headers)
+    return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=10, default_headers=headers)
 
 
 def spans_by_kind(exporter: InMemorySpanExporter, count: int = 2):
@@ -79,7 +90,8 @@ def spans_by_kind(exporter: InMemorySpanExporter, count: int = 2):
 def test_request_span_with_the_upstream_call_as_child_and_traceparent_sent(traced):
     url, upstream, exporter = traced
     reply = client(url, traceparent=TRACEPARENT, **{"x-loopguard-session": "run-42"}).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "hi"}])
+        model="m", messages=[{"role": "user", "content": "hi"}]
+    )
     assert reply.choices[0].message.content == "done"
     (server,), (call,) = spans_by_kind(exporter)
     # The gateway's span continues the client's trace; the upstream call is its child.
@@ -103,10 +115,10 @@ def test_request_span_with_the_upstream_call_as_child_and_traceparent_sent(trace
 def test_a_warned_request_carries_action_detector_and_the_intervention(traced):
     url, _, exporter = traced
     client(url, **{"x-loopguard-session": "run-7"}).chat.completions.create(model="m", messages=looping_history(3))
-    (server,), (call,) = spans_by_kind(exporter)
+    (server,), (_call,) = spans_by_kind(exporter)
     assert server.attributes["loopguard.action"] == "warn"
     assert server.attributes["loopguard.detector"] == "no_progress"
-    event, = [e for e in server.events if e.name == "loop_intervention"]
+    (event,) = [e for e in server.events if e.name == "loop_intervention"]
     assert event.attributes["loopguard.detector"] == "no_progress" and event.attributes["loopguard.action"] == "warn"
     assert event.attributes["loopguard.count"] == 3 and event.attributes["loopguard.phase"] == "request"
     assert server.attributes["loopguard.session_hash"] == hashlib.sha256(session_key("h:run-7")).hexdigest()[:16]
@@ -127,8 +139,9 @@ def test_a_terminated_request_has_one_upstream_span_its_final_answer(traced):
 
 def test_a_stream_span_ends_after_the_stream(traced):
     url, _, exporter = traced
-    chunks = list(client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
-                                                      stream=True))
+    chunks = list(
+        client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "done"
     (server,), (call,) = spans_by_kind(exporter)
     assert call.parent.span_id == server.context.span_id
@@ -143,8 +156,9 @@ def test_reasks_are_child_spans_too(tmp_path):
     policy = tmp_path / "policy.yaml"
     policy.write_text(ladder_policy())
     with serve(upstream.app) as upstream_url:
-        app = build_app(Config.model_validate({"upstream": {"base_url": upstream_url + "/v1"}}),
-                        policies=PolicyHolder(policy))
+        app = build_app(
+            Config.model_validate({"upstream": {"base_url": upstream_url + "/v1"}}), policies=PolicyHolder(policy)
+        )
         instrument(app, provider)
         with serve(app, **SERVER_OPTIONS) as url:
             client(url).chat.completions.create(model="m", messages=looping_history(3))
@@ -174,7 +188,8 @@ def test_off_by_default_and_the_clients_traceparent_is_relayed_untouched(upstrea
     assert not isinstance(app.state.gateway.upstream, TracingUpstream)
     with serve(app, **SERVER_OPTIONS) as url:
         client(url, traceparent=TRACEPARENT).chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "hi"}])
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
     assert upstream.last["headers"]["traceparent"] == TRACEPARENT
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway.trace.builder import build_trace, proposed_events, run_start
 from gateway.trace.model import VETO_MARKER, Conversation, Status, ToolCall, Trace, Turn
@@ -38,37 +39,57 @@ def results(trace: Trace) -> list[tuple[str, str | None]]:
 
 
 def test_pairs_by_call_id_across_parallel_calls_in_any_order():
-    trace = build(("user", "go"), ("assistant", [("a", "read", "{}"), ("b", "grep", "{}")]),
-                  ("tool", "b", "grep out"), ("tool", "a", "read out"))
+    trace = build(
+        ("user", "go"),
+        ("assistant", [("a", "read", "{}"), ("b", "grep", "{}")]),
+        ("tool", "b", "grep out"),
+        ("tool", "a", "read out"),
+    )
     assert results(trace) == [("read", "read out"), ("grep", "grep out")]
     assert [(e.step, e.round, e.message_index) for e in trace.events] == [(1, 1, 1), (2, 1, 1)]
 
 
 def test_reused_ids_pair_with_the_nearest_following_result():
-    trace = build(("user", "go"),
-                  ("assistant", [("call_0", "read", '{"p": 1}')]), ("tool", "call_0", "first"),
-                  ("assistant", [("call_0", "read", '{"p": 2}')]), ("tool", "call_0", "second"))
+    trace = build(
+        ("user", "go"),
+        ("assistant", [("call_0", "read", '{"p": 1}')]),
+        ("tool", "call_0", "first"),
+        ("assistant", [("call_0", "read", '{"p": 2}')]),
+        ("tool", "call_0", "second"),
+    )
     assert results(trace) == [("read", "first"), ("read", "second")]
 
 
 def test_unanswered_call_superseded_by_a_reused_id():
-    trace = build(("user", "go"),
-                  ("assistant", [("call_0", "read", "{}")]),
-                  ("assistant", [("call_0", "grep", "{}")]), ("tool", "call_0", "grep out"))
+    trace = build(
+        ("user", "go"),
+        ("assistant", [("call_0", "read", "{}")]),
+        ("assistant", [("call_0", "grep", "{}")]),
+        ("tool", "call_0", "grep out"),
+    )
     assert results(trace) == [("read", None), ("grep", "grep out")]
     assert trace.events[0].status is Status.MISSING
 
 
 def test_results_without_a_call_are_ignored():
-    trace = build(("user", "go"), ("tool", "ghost", "orphan"),
-                  ("assistant", [("a", "read", "{}")]), ("tool", "zzz", "wrong id"), ("tool", "a", "ok"),
-                  ("tool", "a", "duplicate"))
+    trace = build(
+        ("user", "go"),
+        ("tool", "ghost", "orphan"),
+        ("assistant", [("a", "read", "{}")]),
+        ("tool", "zzz", "wrong id"),
+        ("tool", "a", "ok"),
+        ("tool", "a", "duplicate"),
+    )
     assert results(trace) == [("read", "ok")]
 
 
 def test_legacy_function_results_pair_by_name_then_order():
-    trace = build(("user", "go"), ("assistant", [("", "read", "{}"), ("", "grep", "{}")]),
-                  ("function", "grep", "grep out"), ("tool", None, "read out"))
+    trace = build(
+        ("user", "go"),
+        ("assistant", [("", "read", "{}"), ("", "grep", "{}")]),
+        ("function", "grep", "grep out"),
+        ("tool", None, "read out"),
+    )
     assert results(trace) == [("read", "read out"), ("grep", "grep out")]
 
 
@@ -79,9 +100,16 @@ def test_calls_without_results_are_missing():
 
 
 def test_run_scope_starts_after_the_last_genuine_user_turn():
-    turns = (("user", "first"), ("assistant", [("a", "read", "{}")]), ("tool", "a", "1"),
-             ("user", "second"), ("assistant", [("b", "read", "{}")]), ("tool", "b", "2"),
-             ("user", f"{VETO_MARKER} that call was not run"), ("assistant", [("c", "grep", "{}")]))
+    turns = (
+        ("user", "first"),
+        ("assistant", [("a", "read", "{}")]),
+        ("tool", "a", "1"),
+        ("user", "second"),
+        ("assistant", [("b", "read", "{}")]),
+        ("tool", "b", "2"),
+        ("user", f"{VETO_MARKER} that call was not run"),
+        ("assistant", [("c", "grep", "{}")]),
+    )
     trace = build(*turns)
     assert trace.run_start == 4 and [e.call_id for e in trace.events] == ["b", "c"]
     assert [e.step for e in trace.events] == [1, 2] and trace.rounds == 2
@@ -98,19 +126,22 @@ def test_results_of_calls_before_the_run_are_ignored():
     assert trace.events == ()
 
 
-@pytest.mark.parametrize(("text", "tools", "name", "expected"), [
-    ("all good", None, "read", Status.OK),
-    ("Error: file not found", None, "read", Status.ERROR),
-    ("Traceback (most recent call last):\n  File x", None, "read", Status.ERROR),
-    ("build finished\nexit code: 2", None, "bash", Status.ERROR),
-    ('{"is_error": true, "content": "x"}', None, "read", Status.ERROR),
-    ('{"exitCode": 1, "output": ""}', None, "exec", Status.ERROR),
-    ('{"exitCode": 0, "output": "fine"}', None, "exec", Status.OK),
-    ("Error: unknown tool 'frobnicate'", None, "frobnicate", Status.UNKNOWN_TOOL),
-    ("Tool frobnicate not found", None, "frobnicate", Status.UNKNOWN_TOOL),
-    ("Error: no such thing", {"read"}, "frobnicate", Status.UNKNOWN_TOOL),  # undeclared and failed
-    ("it ran fine", {"read"}, "frobnicate", Status.OK),  # undeclared but the agent ran it
-])
+@pytest.mark.parametrize(
+    ("text", "tools", "name", "expected"),
+    [
+        ("all good", None, "read", Status.OK),
+        ("Error: file not found", None, "read", Status.ERROR),
+        ("Traceback (most recent call last):\n  File x", None, "read", Status.ERROR),
+        ("build finished\nexit code: 2", None, "bash", Status.ERROR),
+        ('{"is_error": true, "content": "x"}', None, "read", Status.ERROR),
+        ('{"exitCode": 1, "output": ""}', None, "exec", Status.ERROR),
+        ('{"exitCode": 0, "output": "fine"}', None, "exec", Status.OK),
+        ("Error: unknown tool 'frobnicate'", None, "frobnicate", Status.UNKNOWN_TOOL),
+        ("Tool frobnicate not found", None, "frobnicate", Status.UNKNOWN_TOOL),
+        ("Error: no such thing", {"read"}, "frobnicate", Status.UNKNOWN_TOOL),  # undeclared and failed
+        ("it ran fine", {"read"}, "frobnicate", Status.OK),  # undeclared but the agent ran it
+    ],
+)
 def test_status_classification(text, tools, name, expected):
     trace = build(("user", "go"), ("assistant", [("a", name, "{}")]), ("tool", "a", text), tools=tools)
     assert trace.events[0].status is expected
@@ -118,33 +149,57 @@ def test_status_classification(text, tools, name, expected):
 
 
 def test_explicit_error_flag_beats_the_patterns():
-    conv = Conversation((Turn(0, "user", "go"), Turn(1, "assistant", "", (ToolCall("a", "read", "{}"),)),
-                         Turn(2, "tool", "Error: this is file content", tool_call_id="a", is_error=False)))
+    conv = Conversation(
+        (
+            Turn(0, "user", "go"),
+            Turn(1, "assistant", "", (ToolCall("a", "read", "{}"),)),
+            Turn(2, "tool", "Error: this is file content", tool_call_id="a", is_error=False),
+        )
+    )
     assert build_trace(conv, SETTINGS).events[0].status is Status.OK
     flagged = Conversation((*conv.turns[:2], Turn(2, "tool", "fine", tool_call_id="a", is_error=True)))
     assert build_trace(flagged, SETTINGS).events[0].status is Status.ERROR
 
 
 def test_vetoed_results_are_marked():
-    trace = build(("user", "go"), ("assistant", [("a", "read", "{}")]),
-                  ("tool", "a", f"{VETO_MARKER} this call was not run: it repeats"))
+    trace = build(
+        ("user", "go"),
+        ("assistant", [("a", "read", "{}")]),
+        ("tool", "a", f"{VETO_MARKER} this call was not run: it repeats"),
+    )
     event = trace.events[0]
     assert event.vetoed and event.status is Status.ERROR and not event.proposed
 
 
 def test_canonical_arguments_and_hashes():
-    trace = build(("user", "go"), ("assistant", [("a", "read", '{"b": 1, "a": {"y": 2, "x": 1}, "task_progress": "50%"}'),
-                                                 ("b", "read", '{"a":{"x":1,"y":2},"b":1}'),
-                                                 ("c", "read", "not json at all")]))
+    trace = build(
+        ("user", "go"),
+        (
+            "assistant",
+            [
+                ("a", "read", '{"b": 1, "a": {"y": 2, "x": 1}, "task_progress": "50%"}'),
+                ("b", "read", '{"a":{"x":1,"y":2},"b":1}'),
+                ("c", "read", "not json at all"),
+            ],
+        ),
+    )
     first, second, third = trace.events
     assert first.args == '{"a":{"x":1,"y":2},"b":1}' and first.args_hash == second.args_hash
     assert third.args == "not json at all" and third.raw_args == "not json at all"
 
 
 def test_polling_flag():
-    trace = build(("user", "go"), ("assistant", [("a", "check_background_tasks", "{}"),
-                                                 ("b", "bash", '{"command": "sleep 30 && tail log"}'),
-                                                 ("c", "bash", '{"command": "ls"}')]))
+    trace = build(
+        ("user", "go"),
+        (
+            "assistant",
+            [
+                ("a", "check_background_tasks", "{}"),
+                ("b", "bash", '{"command": "sleep 30 && tail log"}'),
+                ("c", "bash", '{"command": "ls"}'),
+            ],
+        ),
+    )
     assert [e.polling for e in trace.events] == [True, True, False]
 
 
@@ -153,7 +208,9 @@ def test_proposed_events_continue_the_trace():
     calls = (ToolCall("p1", "read", "{}"), ToolCall("p2", "ghost", "{}"))
     events = proposed_events(trace, calls, SETTINGS)
     assert [(e.step, e.round, e.proposed, e.status, e.result) for e in events] == [
-        (2, 2, True, Status.MISSING, None), (3, 2, True, Status.MISSING, None)]
+        (2, 2, True, Status.MISSING, None),
+        (3, 2, True, Status.MISSING, None),
+    ]
     assert [e.declared for e in events] == [True, False]
     judged = trace.with_events(events)
     assert judged.rounds == 2 and judged.latest.call_id == "p2"
@@ -166,8 +223,12 @@ def test_with_events_keeps_every_other_field():
     carried over there too, or the response path would judge without it."""
     import dataclasses
 
-    trace = dataclasses.replace(build(("user", "go"), ("assistant", [("a", "read", "{}")]), ("tool", "a", "ok"),
-                                      tools={"read"}), skipped=3, compacted_at=1, prior=("sentinel",))
+    trace = dataclasses.replace(
+        build(("user", "go"), ("assistant", [("a", "read", "{}")]), ("tool", "a", "ok"), tools={"read"}),
+        skipped=3,
+        compacted_at=1,
+        prior=("sentinel",),
+    )
     judged = trace.with_events(())
     for field in dataclasses.fields(trace):
         assert getattr(judged, field.name) == getattr(trace, field.name), field.name
@@ -197,8 +258,10 @@ def _naive_repeats(trace: Trace, size: int, tool_only: bool) -> bool:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("12"), st.integers(1, 2)), min_size=1, max_size=30),
-       st.sampled_from([SETTINGS, TraceSettings(horizon=5)]))
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("12"), st.integers(1, 2)), min_size=1, max_size=30),
+    st.sampled_from([SETTINGS, TraceSettings(horizon=5)]),
+)
 def test_the_call_index_grown_request_by_request_agrees_with_the_window(rounds, trace_settings):
     """Each request of a growing conversation adds its new calls to the previous request's index
     (``memo``), past several layers made one again and past the horizon: the same answers as
@@ -210,8 +273,9 @@ def test_the_call_index_grown_request_by_request_agrees_with_the_window(rounds, 
         turns.append(("assistant", [(id_, tool, f'{{"n": {args}}}') for id_ in ids]))
         turns += [("tool", id_, f"out {args}") for id_ in ids]
         conv = convo(*turns)
-        trace = build_trace(Conversation(tuple(_SHARED.setdefault(t, t) for t in conv.turns), conv.tools),
-                            trace_settings, memo)
+        trace = build_trace(
+            Conversation(tuple(_SHARED.setdefault(t, t) for t in conv.turns), conv.tools), trace_settings, memo
+        )
         proposal = trace.with_events(proposed_events(trace, (ToolCall("p", tool, f'{{"n": {args}}}'),), trace_settings))
         for judged in (trace, proposal):
             for size in (1, 2, 3, 5, 8, 40):

@@ -13,15 +13,25 @@ from gateway.trace.model import Conversation, Status, ToolCall, Turn
 from gateway.trace.settings import TraceSettings
 
 NUDGING = TraceSettings(nudge_patterns=(r"^Tool call error: No tool calls found",))
-TEXT = TraceSettings(text_actions="bash_block", nudge_patterns=(r"^Please always provide EXACTLY ONE action",),
-                     error_patterns=(r"<returncode>[1-9]",))
+TEXT = TraceSettings(
+    text_actions="bash_block",
+    nudge_patterns=(r"^Please always provide EXACTLY ONE action",),
+    error_patterns=(r"<returncode>[1-9]",),
+)
 
 
 def turns(*spec) -> tuple[Turn, ...]:
     out = []
     for role, text, *calls in spec:
-        out.append(Turn(len(out), role, text, tuple(calls[0]) if calls else (),
-                        tool_call_id=f"c{len(out) - 1}" if role == "tool" else None))
+        out.append(
+            Turn(
+                len(out),
+                role,
+                text,
+                tuple(calls[0]) if calls else (),
+                tool_call_id=f"c{len(out) - 1}" if role == "tool" else None,
+            )
+        )
     return tuple(out)
 
 
@@ -32,11 +42,22 @@ def test_without_profile_settings_the_turns_are_the_same_object():
 
 def test_a_nudge_does_not_start_a_new_run():
     call = ToolCall("c2", "bash", json.dumps({"command": "cat a.txt"}))
-    conv = turns(("system", "s"), ("user", "fix it"), ("assistant", "", [call]), ("tool", "x"),
-                 ("assistant", "I am done."), ("user", "Tool call error: No tool calls found in your response."),
-                 ("assistant", "", [ToolCall("c6", "bash", call.arguments)]), ("tool", "x"))
-    fixed = [Turn(t.index, t.role, t.text, t.tool_calls, tool_call_id=("c2" if t.index == 3 else "c6"))
-             if t.role == "tool" else t for t in conv]
+    conv = turns(
+        ("system", "s"),
+        ("user", "fix it"),
+        ("assistant", "", [call]),
+        ("tool", "x"),
+        ("assistant", "I am done."),
+        ("user", "Tool call error: No tool calls found in your response."),
+        ("assistant", "", [ToolCall("c6", "bash", call.arguments)]),
+        ("tool", "x"),
+    )
+    fixed = [
+        Turn(t.index, t.role, t.text, t.tool_calls, tool_call_id=("c2" if t.index == 3 else "c6"))
+        if t.role == "tool"
+        else t
+        for t in conv
+    ]
     trace = build_trace(Conversation(tuple(fixed)), NUDGING)
     assert trace.run_start == 2 and [e.step for e in trace.events] == [1, 2]
     assert trace.turns[5].role == HARNESS
@@ -45,15 +66,22 @@ def test_a_nudge_does_not_start_a_new_run():
 
 def test_text_actions_are_read_as_calls_and_their_results():
     reply = "THOUGHT: look at the file\n\n```bash\ncat a.txt\n```"
-    conv = turns(("system", "s"), ("user", "task: fix a.txt"),
-                 ("assistant", reply), ("user", "<returncode>1</returncode>\n<output>\ncat: a.txt: No such file\n</output>"),
-                 ("assistant", "two blocks\n```bash\nls\n```\n```bash\npwd\n```"),
-                 ("user", "Please always provide EXACTLY ONE action in triple backticks."),
-                 ("assistant", reply), ("user", "<returncode>1</returncode>\n<output>\ncat: a.txt: No such file\n</output>"))
+    conv = turns(
+        ("system", "s"),
+        ("user", "task: fix a.txt"),
+        ("assistant", reply),
+        ("user", "<returncode>1</returncode>\n<output>\ncat: a.txt: No such file\n</output>"),
+        ("assistant", "two blocks\n```bash\nls\n```\n```bash\npwd\n```"),
+        ("user", "Please always provide EXACTLY ONE action in triple backticks."),
+        ("assistant", reply),
+        ("user", "<returncode>1</returncode>\n<output>\ncat: a.txt: No such file\n</output>"),
+    )
     trace = build_trace(Conversation(conv), TEXT)
     assert trace.run_start == 2
     assert [(e.tool, json.loads(e.raw_args)["command"], e.status) for e in trace.events] == [
-        (TEXT_TOOL, "cat a.txt", Status.ERROR), (TEXT_TOOL, "cat a.txt", Status.ERROR)]
+        (TEXT_TOOL, "cat a.txt", Status.ERROR),
+        (TEXT_TOOL, "cat a.txt", Status.ERROR),
+    ]
     assert trace.events[0].result_hash == trace.events[1].result_hash
     assert trace.turns[4].tool_calls == ()  # two blocks: no action (its harness refuses it too)
     assert trace.turns[1].role == "user"  # the task itself stays the user's
@@ -65,35 +93,54 @@ def test_an_unanswered_text_action_is_the_latest_call_without_a_result():
     assert len(trace.events) == 1 and trace.events[0].status is Status.MISSING
 
 
-@pytest.mark.parametrize(("reply", "command"), [
-    ("```bash\ncat a.txt\n```", "cat a.txt"),
-    ("THOUGHT: look\n```mswea_bash_command\ncat a.txt\n```", "cat a.txt"),  # mini-SWE-agent 2.x
-    ("```\nls -la\n```", "ls -la"),
-    ("```sh\nmake\n```", "make"),
-    ("```python\nprint(1)\n```", None),  # code shown, not run
-    ("no block at all", None),
-])
+@pytest.mark.parametrize(
+    ("reply", "command"),
+    [
+        ("```bash\ncat a.txt\n```", "cat a.txt"),
+        ("THOUGHT: look\n```mswea_bash_command\ncat a.txt\n```", "cat a.txt"),  # mini-SWE-agent 2.x
+        ("```\nls -la\n```", "ls -la"),
+        ("```sh\nmake\n```", "make"),
+        ("```python\nprint(1)\n```", None),  # code shown, not run
+        ("no block at all", None),
+    ],
+)
 def test_which_fenced_blocks_are_actions(reply, command):
     conv = turns(("system", "s"), ("user", "task"), ("assistant", reply))
     events = build_trace(Conversation(conv), TEXT).events
     assert [json.loads(e.raw_args)["command"] for e in events] == ([command] if command else [])
 
 
-AIDER = TraceSettings(text_actions="search_replace", nudge_patterns=(r"\AI updated the files\.\Z",),
-                      failure_patterns=(r"(?m:^## SearchReplaceNoExactMatch: )",))
-EDIT = ("Here is the change.\n\nhello.py\n```python\n<<<<<<< SEARCH\nprint('goodbye')\n=======\n"
-        "print('hi')\n>>>>>>> REPLACE\n```\n")
+AIDER = TraceSettings(
+    text_actions="search_replace",
+    nudge_patterns=(r"\AI updated the files\.\Z",),
+    failure_patterns=(r"(?m:^## SearchReplaceNoExactMatch: )",),
+)
+EDIT = (
+    "Here is the change.\n\nhello.py\n```python\n<<<<<<< SEARCH\nprint('goodbye')\n=======\n"
+    "print('hi')\n>>>>>>> REPLACE\n```\n"
+)
 REFUSED = "# 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed"
 
 
 def test_search_replace_blocks_are_edits_of_the_file_named_before_them():
     two = EDIT + "\nb.py\n```\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```"
-    conv = turns(("system", "s"), ("user", "change it"), ("assistant", two), ("user", "I updated the files."),
-                 ("assistant", "Ok."), ("user", "now again"), ("assistant", EDIT), ("user", REFUSED),
-                 ("assistant", EDIT), ("user", REFUSED))
+    conv = turns(
+        ("system", "s"),
+        ("user", "change it"),
+        ("assistant", two),
+        ("user", "I updated the files."),
+        ("assistant", "Ok."),
+        ("user", "now again"),
+        ("assistant", EDIT),
+        ("user", REFUSED),
+        ("assistant", EDIT),
+        ("user", REFUSED),
+    )
     trace = build_trace(Conversation(conv), AIDER)
     assert [(json.loads(e.raw_args)["path"], e.status) for e in trace.events] == [
-        ("hello.py", Status.ERROR), ("hello.py", Status.ERROR)]  # the run since "now again"
+        ("hello.py", Status.ERROR),
+        ("hello.py", Status.ERROR),
+    ]  # the run since "now again"
     assert trace.events[0].args_hash == trace.events[1].args_hash
     every = build_trace(Conversation(conv), AIDER.model_copy(update={"scope": "conversation"}))
     assert [json.loads(e.raw_args)["path"] for e in every.events][:2] == ["hello.py", "b.py"]

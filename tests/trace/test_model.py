@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.trace.model import Status, ToolEvent, Trace
 
@@ -24,27 +25,33 @@ def naive(events: tuple[ToolEvent, ...], size: int, tool_only: bool) -> bool:
     window = events[-size:]
     if len(window) < 2:
         return False
-    same = (lambda e: e.tool == window[-1].tool) if tool_only else (
-        lambda e: (e.tool, e.args_hash) == (window[-1].tool, window[-1].args_hash))
+    same = (
+        (lambda e: e.tool == window[-1].tool)
+        if tool_only
+        else (lambda e: (e.tool, e.args_hash) == (window[-1].tool, window[-1].args_hash))
+    )
     return any(map(same, window[:-1]))
 
 
-@pytest.mark.parametrize(("calls", "size", "tool_only", "expected"), [
-    ((), 5, False, False),
-    (("a1",), 5, False, False),
-    (("a1", "a1"), 2, False, True),
-    (("a1", "b2", "a1"), 3, False, True),
-    (("a1", "b2", "a1"), 2, False, False),  # the earlier one is outside the window
-    (("a1", "b2", "a2"), 3, False, False),  # same tool, other arguments
-    (("a1", "b2", "a2"), 3, True, True),
-    (("a1", "b2", "a2"), 2, True, False),
-    (("a1", "a1", "b2", "a1"), 2, False, False),
-    (("a1", "a1", "b2", "a1"), 99, False, True),  # a window wider than the trace
-    (("a1", "b1"), 2, False, False),  # the same arguments to another tool
-    (("a1", "b1"), 2, True, False),
-    (("a1", "a1", "b2"), 3, False, False),  # repeats, but not the latest call
-    (("a1", "a1", "b2"), 3, True, False),
-])
+@pytest.mark.parametrize(
+    ("calls", "size", "tool_only", "expected"),
+    [
+        ((), 5, False, False),
+        (("a1",), 5, False, False),
+        (("a1", "a1"), 2, False, True),
+        (("a1", "b2", "a1"), 3, False, True),
+        (("a1", "b2", "a1"), 2, False, False),  # the earlier one is outside the window
+        (("a1", "b2", "a2"), 3, False, False),  # same tool, other arguments
+        (("a1", "b2", "a2"), 3, True, True),
+        (("a1", "b2", "a2"), 2, True, False),
+        (("a1", "a1", "b2", "a1"), 2, False, False),
+        (("a1", "a1", "b2", "a1"), 99, False, True),  # a window wider than the trace
+        (("a1", "b1"), 2, False, False),  # the same arguments to another tool
+        (("a1", "b1"), 2, True, False),
+        (("a1", "a1", "b2"), 3, False, False),  # repeats, but not the latest call
+        (("a1", "a1", "b2"), 3, True, False),
+    ],
+)
 def test_repeats(calls, size, tool_only, expected):
     assert trace(*calls).repeats(size, tool_only=tool_only) is expected
 
@@ -73,8 +80,13 @@ def test_index_is_not_part_of_the_value_and_not_copied_by_replace():
 calls = st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("12")), max_size=12)
 
 
-@given(calls, st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("12")), max_size=3),
-       st.integers(1, 14), st.booleans(), st.booleans())
+@given(
+    calls,
+    st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("12")), max_size=3),
+    st.integers(1, 14),
+    st.booleans(),
+    st.booleans(),
+)
 def test_repeats_agrees_with_scanning_the_window(executed, proposed, size, tool_only, read_first):
     base = trace(*(t + a for t, a in executed))
     if read_first:

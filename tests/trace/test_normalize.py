@@ -13,17 +13,20 @@ from gateway.trace.settings import TraceSettings
 S = TraceSettings()
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ('{"b": 1, "a": 2}', '{"a":2,"b":1}'),
-    ('{"z": {"d": [1, {"c": 1, "b": 2}]}, "a": "é"}', '{"a":"é","z":{"d":[1,{"b":2,"c":1}]}}'),
-    ('{"task_progress": "- [x] step", "path": "a"}', '{"path":"a"}'),
-    ('{"outer": {"task_progress": 1, "k": [{"task_progress": 2, "v": 3}]}}', '{"outer":{"k":[{"v":3}]}}'),
-    ("ls -la", "ls -la"),
-    ('{"broken": ', '{"broken": '),
-    ("", ""),
-    ("  [3, 1]  ", "[3,1]"),
-    ('"just a string"', '"just a string"'),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"b": 1, "a": 2}', '{"a":2,"b":1}'),
+        ('{"z": {"d": [1, {"c": 1, "b": 2}]}, "a": "é"}', '{"a":"é","z":{"d":[1,{"b":2,"c":1}]}}'),
+        ('{"task_progress": "- [x] step", "path": "a"}', '{"path":"a"}'),
+        ('{"outer": {"task_progress": 1, "k": [{"task_progress": 2, "v": 3}]}}', '{"outer":{"k":[{"v":3}]}}'),
+        ("ls -la", "ls -la"),
+        ('{"broken": ', '{"broken": '),
+        ("", ""),
+        ("  [3, 1]  ", "[3,1]"),
+        ('"just a string"', '"just a string"'),
+    ],
+)
 def test_canonical_args(raw, expected):
     assert canonical_args(raw, S.ignore_arg_keys) == expected
 
@@ -45,25 +48,34 @@ def test_args_info_is_memoized_per_settings():
     assert first.hash == text_hash('{"a":1}') and len(first.hash) == 16
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("done in 3.2s", "done in 11s"),
-    ("finished at 2025-01-02T03:04:05Z", "finished at 2025-02-03T10:11:12.123+02:00"),
-    ("id 1b4e28ba-2fa1-11d2-883f-0016d3cca427 created", "id 6fa459ea-ee8a-3ca4-894e-db77e160355e created"),
-    ("commit 9f1c2ab34de56f7890aa11bb22cc33dd", "commit 00ffeeddccbbaa998877665544332211"),
-    ("updated 5 minutes ago", "updated 12 seconds ago"),
-    ('{"ok": true, "pid": 1, "meta": {"request_id": "r1", "CWD": "/a"}}', '{"meta": {"CWD": "/b", "request_id": "r2"}, "pid": 2, "ok": true}'),
-    ("  same text\n", "same text"),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("done in 3.2s", "done in 11s"),
+        ("finished at 2025-01-02T03:04:05Z", "finished at 2025-02-03T10:11:12.123+02:00"),
+        ("id 1b4e28ba-2fa1-11d2-883f-0016d3cca427 created", "id 6fa459ea-ee8a-3ca4-894e-db77e160355e created"),
+        ("commit 9f1c2ab34de56f7890aa11bb22cc33dd", "commit 00ffeeddccbbaa998877665544332211"),
+        ("updated 5 minutes ago", "updated 12 seconds ago"),
+        (
+            '{"ok": true, "pid": 1, "meta": {"request_id": "r1", "CWD": "/a"}}',
+            '{"meta": {"CWD": "/b", "request_id": "r2"}, "pid": 2, "ok": true}',
+        ),
+        ("  same text\n", "same text"),
+    ],
+)
 def test_volatile_parts_do_not_change_the_hash(a, b):
     assert result_info(a, S).hash == result_info(b, S).hash
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("3 failed, 17 passed", "2 failed, 18 passed"),
-    ('{"exitCode": 0}', '{"exitCode": 1}'),
-    ("2025-01-02T03:04:05Z", "2025-01-02T03:04:06Z"),  # nothing but a stamp: the stamp is the content
-    ('{"time": "2025-01-02T03:04:05Z"}', '{"time": "2025-01-02T03:09:05Z"}'),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("3 failed, 17 passed", "2 failed, 18 passed"),
+        ('{"exitCode": 0}', '{"exitCode": 1}'),
+        ("2025-01-02T03:04:05Z", "2025-01-02T03:04:06Z"),  # nothing but a stamp: the stamp is the content
+        ('{"time": "2025-01-02T03:04:05Z"}', '{"time": "2025-01-02T03:09:05Z"}'),
+    ],
+)
 def test_real_differences_change_the_hash(a, b):
     assert result_info(a, S).hash != result_info(b, S).hash
 
@@ -89,8 +101,9 @@ def test_unknown_tool_is_read_from_the_start_only():
     assert not result_info("a" * 400 + " unknown tool mentioned in a file", S).unknown
 
 
-@pytest.mark.parametrize("field", ["volatile_patterns", "error_patterns", "unknown_tool_patterns",
-                                   "polling_args_patterns"])
+@pytest.mark.parametrize(
+    "field", ["volatile_patterns", "error_patterns", "unknown_tool_patterns", "polling_args_patterns"]
+)
 def test_invalid_regex_is_a_validation_error_with_its_path(field):
     with pytest.raises(ValidationError) as info:
         TraceSettings(**{field: ["fine", "(unclosed"]})
@@ -104,8 +117,11 @@ def test_flags_that_would_break_the_union_are_refused():
 
 
 def test_settings_validate_from_policy_data():
-    settings = TraceSettings.model_validate(json.loads(
-        '{"scope": "conversation", "ignore_arg_keys": ["progress"], "volatile_keys": ["Seq"], "horizon": 100}'))
+    settings = TraceSettings.model_validate(
+        json.loads(
+            '{"scope": "conversation", "ignore_arg_keys": ["progress"], "volatile_keys": ["Seq"], "horizon": 100}'
+        )
+    )
     assert settings.volatile_key_set == frozenset({"seq"}) and settings.horizon == 100
     with pytest.raises(ValidationError):
         TraceSettings(horizon=0)

@@ -20,8 +20,12 @@ def user(index, text="go"):
 
 
 def shape(pairing):
-    return ([(c.call.id, c.round, c.user_turn) for c in pairing.calls],
-            {p: t.index for p, t in pairing.results.items()}, pairing.rounds, pairing.users)
+    return (
+        [(c.call.id, c.round, c.user_turn) for c in pairing.calls],
+        {p: t.index for p, t in pairing.results.items()},
+        pairing.rounds,
+        pairing.users,
+    )
 
 
 CASES = {
@@ -29,8 +33,11 @@ CASES = {
     "result arrives a request later": [user(0), call(1, "a"), call(2, "b"), result(3, "a")],
     "ids reused every round": [call(0, "call_0"), result(1, "call_0"), call(2, "call_0"), result(3, "call_0")],
     "parallel calls answered out of order": [call(0, "a", "b", "c"), result(1, "c"), result(2, "a"), result(3, "b")],
-    "legacy results by name": [Turn(0, "assistant", tool_calls=(ToolCall("", "x", "{}"), ToolCall("", "y", "{}"))),
-                               result(1, None, "y"), result(2, None, "x")],
+    "legacy results by name": [
+        Turn(0, "assistant", tool_calls=(ToolCall("", "x", "{}"), ToolCall("", "y", "{}"))),
+        result(1, None, "y"),
+        result(2, None, "x"),
+    ],
     "a user turn in the middle": [call(0, "a"), result(1, "a"), user(2), call(3, "b"), result(4, "b")],
     "a result for no call": [call(0, "a"), result(1, "zzz"), result(2, "a")],
 }
@@ -46,11 +53,14 @@ def test_every_split_continues_to_the_same_pass(turns):
         assert shape(head) == before  # the continued pass is left as it was
 
 
-@pytest.mark.parametrize(("turns", "cut", "changed_from"), [
-    ([call(0, "a"), call(1, "b")], 1, 1),  # only a new call
-    ([call(0, "a"), call(1, "b"), result(2, "a")], 2, 0),  # an old call answered
-    ([call(0, "a"), result(1, "a"), call(2, "b"), result(3, "b")], 2, 1),  # new call and its result
-    ([call(0, "a")], 1, 1),  # nothing new
-])
+@pytest.mark.parametrize(
+    ("turns", "cut", "changed_from"),
+    [
+        ([call(0, "a"), call(1, "b")], 1, 1),  # only a new call
+        ([call(0, "a"), call(1, "b"), result(2, "a")], 2, 0),  # an old call answered
+        ([call(0, "a"), result(1, "a"), call(2, "b"), result(3, "b")], 2, 1),  # new call and its result
+        ([call(0, "a")], 1, 1),  # nothing new
+    ],
+)
 def test_changed_from_is_the_first_call_added_or_answered(turns, cut, changed_from):
     assert pair(turns[:cut]).extended(turns[cut:]).changed_from == changed_from

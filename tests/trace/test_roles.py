@@ -31,19 +31,31 @@ def trace(*items, settings: TraceSettings = SETTINGS):
     return build_trace(Conversation(tuple(turns)), settings)
 
 
-@pytest.mark.parametrize(("tool", "args", "result", "neutral"), [
-    ("think", {"thought": "x"}, "", "name"),
-    ("TodoWrite", {"todos": [{"content": "a", "status": "pending"}]}, "Todos have been modified successfully.", "name"),
-    ("update-plan", {"plan": "1. a"}, "ok", "name"),  # names compared without case and punctuation
-    ("journal", {"entry": "I will retry the request once more after this."}, "Saved.", "shape"),
-    ("journal", {"entry": "I will retry the request once more after this."},
-     "Saved entry: I will retry the request once more after this.", "shape"),  # an echo
-    ("journal", {"entry": "I will retry the request once more after this."}, "x" * 200, None),  # says more
-    ("journal", {"entry": "I will retry the request once more after this."}, "Error: disk full", None),
-    ("send", {"path": "notes.txt", "text": "I will retry the request once more after this."}, "ok", None),
-    ("bash", {"command": "git commit -m fix the parser bug now"}, "", None),  # a target key
-    ("write_file", {"content": "x = 1\ny = 2\nprint(x + y)"}, "OK", None),  # not prose
-])
+@pytest.mark.parametrize(
+    ("tool", "args", "result", "neutral"),
+    [
+        ("think", {"thought": "x"}, "", "name"),
+        (
+            "TodoWrite",
+            {"todos": [{"content": "a", "status": "pending"}]},
+            "Todos have been modified successfully.",
+            "name",
+        ),
+        ("update-plan", {"plan": "1. a"}, "ok", "name"),  # names compared without case and punctuation
+        ("journal", {"entry": "I will retry the request once more after this."}, "Saved.", "shape"),
+        (
+            "journal",
+            {"entry": "I will retry the request once more after this."},
+            "Saved entry: I will retry the request once more after this.",
+            "shape",
+        ),  # an echo
+        ("journal", {"entry": "I will retry the request once more after this."}, "x" * 200, None),  # says more
+        ("journal", {"entry": "I will retry the request once more after this."}, "Error: disk full", None),
+        ("send", {"path": "notes.txt", "text": "I will retry the request once more after this."}, "ok", None),
+        ("bash", {"command": "git commit -m fix the parser bug now"}, "", None),  # a target key
+        ("write_file", {"content": "x = 1\ny = 2\nprint(x + y)"}, "OK", None),  # not prose
+    ],
+)
 def test_neutral_calls(tool, args, result, neutral):
     event = trace("go", (tool, args, result)).events[-1]
     assert (event.neutral, event.neutral_guess) == (neutral == "name", neutral == "shape")
@@ -56,31 +68,46 @@ def test_neutral_names_are_configurable():
     assert not event.neutral and not event.neutral_guess
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("read_file", True), ("get_user_details", True), ("searchIssues", True), ("list_dir", True),
-    ("Read", True), ("Bash", False), ("edit_file", False), ("update_order", False),
-    ("get_and_update", False), ("run_tests", False),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("read_file", True),
+        ("get_user_details", True),
+        ("searchIssues", True),
+        ("list_dir", True),
+        ("Read", True),
+        ("Bash", False),
+        ("edit_file", False),
+        ("update_order", False),
+        ("get_and_update", False),
+        ("run_tests", False),
+    ],
+)
 def test_read_only_looking_names(name, expected):
     assert looks_read_only(name) is expected
 
 
 def test_free_text_of_arguments():
     assert prose({"task": "Find the refund policy for enterprise plans"}) == (
-        "Find the refund policy for enterprise plans", True)
+        "Find the refund policy for enterprise plans",
+        True,
+    )
     assert prose({"query": "acme refund policy enterprise"})[0] == "acme refund policy enterprise"
     assert prose({"path": "/a/b.py"}) == ("", False)
     assert prose({"command": "ls -la /tmp && cat /etc/hosts"}) == ("", False)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("contents", "contents"),
-    ("contents\n\n[LoopGuard] Loop detected (no progress): stop.", "contents"),
-    ("contents\n[LoopGuard 循环告警] 检测到无进展", "contents"),  # list content joins parts by newlines
-    ("[LoopGuard] Loop detected.", ""),  # appended to an empty result
-    ("a\n[link](x)\n[loopguard] custom warning", "a\n[link](x)"),
-    ("mentions [LoopGuard] mid-line", "mentions [LoopGuard] mid-line"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("contents", "contents"),
+        ("contents\n\n[LoopGuard] Loop detected (no progress): stop.", "contents"),
+        ("contents\n[LoopGuard 循环告警] 检测到无进展", "contents"),  # list content joins parts by newlines
+        ("[LoopGuard] Loop detected.", ""),  # appended to an empty result
+        ("a\n[link](x)\n[loopguard] custom warning", "a\n[link](x)"),
+        ("mentions [LoopGuard] mid-line", "mentions [LoopGuard] mid-line"),
+    ],
+)
 def test_the_gateways_own_text_is_removed_from_results(text, expected):
     assert own_text_removed(text) == expected
 
@@ -118,20 +145,37 @@ def test_conversation_scope_has_no_prior_events_but_numbers_turns():
     assert t.prior == () and [e.user_turn for e in t.events] == [1, 2]
 
 
-@pytest.mark.parametrize(("command", "expected"), [
-    ("cat notes.txt", True), ("ls -la /tmp", True), ("grep -rn TODO src | head -20", True),
-    ("git status", True), ("git log --oneline -5", True), ("/usr/bin/strings ./chall | grep flag", True),
-    ("cat > notes.txt", False), ("echo hi > f", False), ("ls && rm -rf build", False),
-    ("git commit -m x", False), ("python3 exploit.py", False), ("sed -i s/a/b/ f", False),
-    ("cat $(ls)", False), ("curl http://target/flag", False),
-])
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("cat notes.txt", True),
+        ("ls -la /tmp", True),
+        ("grep -rn TODO src | head -20", True),
+        ("git status", True),
+        ("git log --oneline -5", True),
+        ("/usr/bin/strings ./chall | grep flag", True),
+        ("cat > notes.txt", False),
+        ("echo hi > f", False),
+        ("ls && rm -rf build", False),
+        ("git commit -m x", False),
+        ("python3 exploit.py", False),
+        ("sed -i s/a/b/ f", False),
+        ("cat $(ls)", False),
+        ("curl http://target/flag", False),
+    ],
+)
 def test_shell_commands_that_only_read_are_observations(command, expected):
     assert trace("go", ("bash", {"command": command}, "out")).events[-1].observation is expected
 
 
-@pytest.mark.parametrize(("result", "status"), [
-    ("<html><h1>403 Forbidden</h1></html>", "error"), ("HTTP/1.1 502 Bad Gateway", "error"),
-    ("HTTP/1.1 200 OK\n\nhello", "ok"), ("See the 404 page design in docs/errors.md", "ok"),
-])
+@pytest.mark.parametrize(
+    ("result", "status"),
+    [
+        ("<html><h1>403 Forbidden</h1></html>", "error"),
+        ("HTTP/1.1 502 Bad Gateway", "error"),
+        ("HTTP/1.1 200 OK\n\nhello", "ok"),
+        ("See the 404 page design in docs/errors.md", "ok"),
+    ],
+)
 def test_http_error_pages_are_failures(result, status):
     assert trace("go", ("fetch", {"url": "http://x"}, result)).events[-1].status == status

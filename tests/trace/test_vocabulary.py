@@ -14,7 +14,7 @@ S = TraceSettings()
 
 FAILURES = {
     "SWE-agent linting editor": "Your proposed edit has introduced new syntax error(s). Please read this error message "
-                                "carefully and then retry editing the file.\n\nERRORS:\n- E999 IndentationError: unexpected indent",
+    "carefully and then retry editing the file.\n\nERRORS:\n- E999 IndentationError: unexpected indent",
     "SWE-agent, not applied": "[File: /repo/a.py (20 lines total)]\n1: x = 1\nYour edit was not applied (file not modified).",
     "OpenHands str_replace": "ERROR:\nNo replacement was performed, old_str `x = 1` did not appear verbatim in /workspace/a.py.",
     "OpenHands, several matches": "No replacement was performed. Multiple occurrences of old_str `x` in lines [3, 9].",

@@ -27,22 +27,36 @@ def h(*pairs: tuple[str, str]) -> list[tuple[bytes, bytes]]:
 STRIP_CASES = {
     "end-to-end kept in order, repeats kept": (
         h(("X-A", "1"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2"), ("Retry-After", "5")),
-        h(("x-a", "1"), ("set-cookie", "a=1"), ("set-cookie", "b=2"), ("retry-after", "5"))),
+        h(("x-a", "1"), ("set-cookie", "a=1"), ("set-cookie", "b=2"), ("retry-after", "5")),
+    ),
     "every RFC hop-by-hop name dropped, any case": (
-        h(("Connection", "close"), ("Keep-Alive", "timeout=5"), ("TE", "trailers"), ("Trailer", "x"),
-          ("Transfer-Encoding", "chunked"), ("Upgrade", "h2c"), ("Proxy-Authenticate", "Basic"),
-          ("Proxy-Authorization", "Basic x"), ("Proxy-Connection", "keep-alive"), ("X-Keep", "y")),
-        h(("x-keep", "y"))),
+        h(
+            ("Connection", "close"),
+            ("Keep-Alive", "timeout=5"),
+            ("TE", "trailers"),
+            ("Trailer", "x"),
+            ("Transfer-Encoding", "chunked"),
+            ("Upgrade", "h2c"),
+            ("Proxy-Authenticate", "Basic"),
+            ("Proxy-Authorization", "Basic x"),
+            ("Proxy-Connection", "keep-alive"),
+            ("X-Keep", "y"),
+        ),
+        h(("x-keep", "y")),
+    ),
     "headers named in Connection dropped": (
         h(("Connection", "X-Hop, x-other ,keep-alive"), ("X-Hop", "1"), ("X-Other", "2"), ("X-Stay", "3")),
-        h(("x-stay", "3"))),
+        h(("x-stay", "3")),
+    ),
     "several Connection headers all count": (
         h(("connection", "x-one"), ("connection", "x-two"), ("x-one", "1"), ("x-two", "2"), ("x-three", "3")),
-        h(("x-three", "3"))),
-    "empty Connection tokens ignored": (
-        h(("connection", " , ,"), ("x-a", "1")), h(("x-a", "1"))),
+        h(("x-three", "3")),
+    ),
+    "empty Connection tokens ignored": (h(("connection", " , ,"), ("x-a", "1")), h(("x-a", "1"))),
     "values untouched (case, spaces, commas)": (
-        h(("X-Mixed", "  Some Value, Other ")), h(("x-mixed", "  Some Value, Other "))),
+        h(("X-Mixed", "  Some Value, Other ")),
+        h(("x-mixed", "  Some Value, Other ")),
+    ),
 }
 
 
@@ -52,32 +66,84 @@ def test_strip_hop_by_hop(case):
     assert strip_hop_by_hop(given_headers) == expected
 
 
-CLIENT = h(("Host", "gateway:8080"), ("Content-Length", "12"), ("Authorization", "Bearer sk-client"),
-           ("api-key", "azure-client"), ("OpenAI-Organization", "org-c"), ("Accept-Encoding", "gzip, br"),
-           ("Connection", "keep-alive, x-hop"), ("x-hop", "1"), ("X-Custom", "a"), ("x-custom", "b"))
+CLIENT = h(
+    ("Host", "gateway:8080"),
+    ("Content-Length", "12"),
+    ("Authorization", "Bearer sk-client"),
+    ("api-key", "azure-client"),
+    ("OpenAI-Organization", "org-c"),
+    ("Accept-Encoding", "gzip, br"),
+    ("Connection", "keep-alive, x-hop"),
+    ("x-hop", "1"),
+    ("X-Custom", "a"),
+    ("x-custom", "b"),
+)
 
 REQUEST_CASES = {
     # (extra, api_key, identity) -> expected output
     "plain forward: framing, host and hop-by-hop dropped": (
-        {}, None, False,
-        h(("authorization", "Bearer sk-client"), ("api-key", "azure-client"), ("openai-organization", "org-c"),
-          ("accept-encoding", "gzip, br"), ("x-custom", "a"), ("x-custom", "b"))),
+        {},
+        None,
+        False,
+        h(
+            ("authorization", "Bearer sk-client"),
+            ("api-key", "azure-client"),
+            ("openai-organization", "org-c"),
+            ("accept-encoding", "gzip, br"),
+            ("x-custom", "a"),
+            ("x-custom", "b"),
+        ),
+    ),
     "server key replaces both key headers": (
-        {}, "sk-server", False,
-        h(("openai-organization", "org-c"), ("accept-encoding", "gzip, br"), ("x-custom", "a"), ("x-custom", "b"),
-          ("authorization", "Bearer sk-server"))),
+        {},
+        "sk-server",
+        False,
+        h(
+            ("openai-organization", "org-c"),
+            ("accept-encoding", "gzip, br"),
+            ("x-custom", "a"),
+            ("x-custom", "b"),
+            ("authorization", "Bearer sk-server"),
+        ),
+    ),
     "empty server key means none": (
-        {}, "", False,
-        h(("authorization", "Bearer sk-client"), ("api-key", "azure-client"), ("openai-organization", "org-c"),
-          ("accept-encoding", "gzip, br"), ("x-custom", "a"), ("x-custom", "b"))),
+        {},
+        "",
+        False,
+        h(
+            ("authorization", "Bearer sk-client"),
+            ("api-key", "azure-client"),
+            ("openai-organization", "org-c"),
+            ("accept-encoding", "gzip, br"),
+            ("x-custom", "a"),
+            ("x-custom", "b"),
+        ),
+    ),
     "configured headers replace the client's, case-insensitively": (
-        {"OpenAI-Organization": "org-s", "X-CUSTOM": "s"}, None, False,
-        h(("authorization", "Bearer sk-client"), ("api-key", "azure-client"), ("accept-encoding", "gzip, br"),
-          ("openai-organization", "org-s"), ("x-custom", "s"))),
+        {"OpenAI-Organization": "org-s", "X-CUSTOM": "s"},
+        None,
+        False,
+        h(
+            ("authorization", "Bearer sk-client"),
+            ("api-key", "azure-client"),
+            ("accept-encoding", "gzip, br"),
+            ("openai-organization", "org-s"),
+            ("x-custom", "s"),
+        ),
+    ),
     "identity asks for an unencoded body": (
-        {}, None, True,
-        h(("authorization", "Bearer sk-client"), ("api-key", "azure-client"), ("openai-organization", "org-c"),
-          ("x-custom", "a"), ("x-custom", "b"), ("accept-encoding", "identity"))),
+        {},
+        None,
+        True,
+        h(
+            ("authorization", "Bearer sk-client"),
+            ("api-key", "azure-client"),
+            ("openai-organization", "org-c"),
+            ("x-custom", "a"),
+            ("x-custom", "b"),
+            ("accept-encoding", "identity"),
+        ),
+    ),
 }
 
 
@@ -99,9 +165,20 @@ def test_one_accept_encoding_when_identity_and_configured_header_both_set():
     assert [v for k, v in out if k == b"accept-encoding"] == [b"identity"]
 
 
-_name = st.sampled_from(["x-a", "X-B", "authorization", "content-type", "user-agent", *[n.decode() for n in HOP_BY_HOP],
-                         "Connection", "Host", "Content-Length"])
-_value = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7e), max_size=12)
+_name = st.sampled_from(
+    [
+        "x-a",
+        "X-B",
+        "authorization",
+        "content-type",
+        "user-agent",
+        *[n.decode() for n in HOP_BY_HOP],
+        "Connection",
+        "Host",
+        "Content-Length",
+    ]
+)
+_value = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12)
 
 
 @given(st.lists(st.tuples(_name, _value), max_size=12))

@@ -17,6 +17,6 @@ import os
 # Before litellm is imported anywhere through this package: its bundled price table, no fetch.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from gateway.integrations.litellm.guardrail import LoopGuardrail  # noqa: E402
+from gateway.integrations.litellm.guardrail import LoopGuardrail
 
 __all__ = ["LoopGuardrail"]

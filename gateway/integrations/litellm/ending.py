@@ -64,6 +64,6 @@ def _is_answer(turn: Turn, response: Any) -> bool:
         reply = turn.wire.reply(response)
         said = turn.adapter.answer(reply) if reply is not None else None
         calls = said is None or said.calls or any(turn.adapter.proposed_calls(reply))
-    except Exception:  # noqa: BLE001 - unreadable: the template instead
+    except Exception:
         return False
     return not calls and bool(said.text.strip())

@@ -39,8 +39,7 @@ _MAX_TURNS = 10_000  # requests between their pre-call and response hooks
 
 
 class LoopGuardrail(CustomGuardrail):
-    def __init__(self, loopguard_policy: str | None = None, loopguard_config: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, loopguard_policy: str | None = None, loopguard_config: str | None = None, **kwargs: Any) -> None:
         self.loopguard = Runtime.build(loopguard_policy, loopguard_config)
         self._turns: OrderedDict[str, Any] = OrderedDict()
         super().__init__(**kwargs)
@@ -86,8 +85,9 @@ class LoopGuardrail(CustomGuardrail):
             return None
         return await unary.respond(turn, response)
 
-    async def async_post_call_streaming_iterator_hook(self, user_api_key_dict: Any, response: Any,
-                                                      request_data: dict) -> Any:
+    async def async_post_call_streaming_iterator_hook(
+        self, user_api_key_dict: Any, response: Any, request_data: dict
+    ) -> Any:
         turn = await self._turn(user_api_key_dict, request_data)
         if turn is None or not stream.judges(turn):
             async for chunk in response:
@@ -113,10 +113,19 @@ class LoopGuardrail(CustomGuardrail):
             key = getattr(user_api_key_dict, "api_key", None) or getattr(user_api_key_dict, "token", None)
             start = adapter.conversation(payload, items)
             headers = {**client_headers(data), SESSION_HEADER: session_of(data, key, runtime.config.sessions, start)}
-            plan = await plan_request(adapter, payload, items, headers, wire.path, runtime.policies.current,
-                                      runtime.store, runtime.log, sessions=RESOLVED)
+            plan = await plan_request(
+                adapter,
+                payload,
+                items,
+                headers,
+                wire.path,
+                runtime.policies.current,
+                runtime.store,
+                runtime.log,
+                sessions=RESOLVED,
+            )
             runtime.metrics.judged(plan.session, plan.judgement)
-        except Exception:  # noqa: BLE001 - fail-open: the guard must never be the outage
+        except Exception:
             _fail_open(runtime, "request", call_id)
             return None
         turn = Turn(runtime, wire, plan, data, call_id)

@@ -15,9 +15,9 @@ from gateway.config import Config, load_config
 from gateway.detectors import REGISTRY as DETECTORS
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
 from gateway.metrics.savings import add_savings
-from gateway.pricing import configured
 from gateway.policy.holder import PolicyHolder
 from gateway.policy.loader import shipped_policy_path
+from gateway.pricing import configured
 from gateway.state import build_store
 from gateway.state.base import StateStore
 
@@ -40,7 +40,7 @@ def shared_metrics() -> GatewayMetrics:
     serves (``callbacks: ["prometheus"]``). One set per process: LiteLLM may build a guardrail
     more than once, and a registry takes each metric name once."""
     if not _METRICS:
-        from prometheus_client import REGISTRY  # noqa: PLC0415
+        from prometheus_client import REGISTRY
 
         metrics = GatewayMetrics(REGISTRY)
         metrics.start_at_zero(DETECTORS)  # LiteLLM serves no latency of ours: no routes

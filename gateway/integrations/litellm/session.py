@@ -22,9 +22,23 @@ SESSION_HEADER = "x-loopguard-session"
 # plan_request reads the session from this header alone: this module has chosen it already.
 RESOLVED = SessionsConfig(headers=(SESSION_HEADER,), body_user=False, metadata_key=None)
 # Proxy-side fields of LiteLLM's request dict: never part of a re-ask to the model.
-_INTERNAL = frozenset({"metadata", "litellm_metadata", "proxy_server_request", "secret_fields", "litellm_call_id",
-                       "litellm_logging_obj", "litellm_session_id", "stream", "stream_options", "messages",
-                       "mock_response", "guardrails", "user_api_key_dict"})
+_INTERNAL = frozenset(
+    {
+        "metadata",
+        "litellm_metadata",
+        "proxy_server_request",
+        "secret_fields",
+        "litellm_call_id",
+        "litellm_logging_obj",
+        "litellm_session_id",
+        "stream",
+        "stream_options",
+        "messages",
+        "mock_response",
+        "guardrails",
+        "user_api_key_dict",
+    }
+)
 
 
 def client_body(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,10 +24,9 @@ from gateway.guard.response import ProposalJudge
 from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
-from gateway.protocols.base import StreamFilter, StreamOptions
 from gateway.protocols.anthropic.adapter import ANTHROPIC
+from gateway.protocols.base import StreamFilter, StreamOptions
 from gateway.trace.model import ToolCall
-
 
 _HOLD_TEXT = StreamOptions(hold_text=True)
 
@@ -125,8 +124,9 @@ async def _end(turn: Turn, judge: _Judge, bridge: _Bridge, judgement: Judgement)
         yield out
 
 
-async def _answer(turn: Turn, judgement: Judgement, upstream: AsyncIterator[Any], phase: str,
-                  bridge: _Bridge) -> AsyncIterator[Any]:
+async def _answer(
+    turn: Turn, judgement: Judgement, upstream: AsyncIterator[Any], phase: str, bridge: _Bridge
+) -> AsyncIterator[Any]:
     """A final answer written with tools closed (the bridge's judge refuses every call): text
     relayed as it comes; a call it makes anyway is held, never relayed, and the template ends
     the stream instead."""

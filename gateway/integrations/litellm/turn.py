@@ -45,9 +45,20 @@ class Turn:
 
     def record(self, judgement: Judgement, action: Action, phase: str, terminate: str | None = None) -> None:
         plan = self.plan
-        audit(self.runtime.log, judgement, phase=phase, session=plan.session, policy=plan.policy.name,
-              action=action, bus=self.runtime.audit, agent=plan.policy.agent, trace=plan.trace,
-              request_id=self.request_id, work=StoppedWork(self.model, plan.messages), terminate=terminate)
+        audit(
+            self.runtime.log,
+            judgement,
+            phase=phase,
+            session=plan.session,
+            policy=plan.policy.name,
+            action=action,
+            bus=self.runtime.audit,
+            agent=plan.policy.agent,
+            trace=plan.trace,
+            request_id=self.request_id,
+            work=StoppedWork(self.model, plan.messages),
+            terminate=terminate,
+        )
 
     async def veto(self, refusal: Refusal) -> None:
         """Remember the refused call for the session and show it, with its observation, to the
@@ -57,7 +68,9 @@ class Turn:
         self.record(refusal.judgement, Action.REJECT, "response")
         exchange = self.adapter.veto_exchange(refusal.call, observation)
         try:
-            await self.runtime.store.add_veto(plan.session, veto_record(plan, exchange, self.adapter.declared.id_fields))
+            await self.runtime.store.add_veto(
+                plan.session, veto_record(plan, exchange, self.adapter.declared.id_fields)
+            )
         except Exception as exc:  # the veto still holds for this request; later ones may not see it
             self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
         plan.messages = [*plan.messages, *exchange]
@@ -85,7 +98,7 @@ class Turn:
         router = _router()
         if router is not None:
             return await getattr(router, self.wire.router_call)(**kwargs)
-        import litellm  # noqa: PLC0415 - a guardrail used outside the proxy: litellm directly
+        import litellm
 
         return await getattr(litellm, self.wire.router_call)(**kwargs)
 
@@ -94,9 +107,8 @@ class Turn:
         failed (the template ends the run then)."""
         try:
             return await self.call({**self.answer_payload(judgement), "stream": stream})
-        except Exception as exc:  # noqa: BLE001 - the model failed: the template still ends the run
-            self.runtime.log.warning("terminate_answer_fallback", reason=type(exc).__name__,
-                                     request_id=self.request_id)
+        except Exception as exc:
+            self.runtime.log.warning("terminate_answer_fallback", reason=type(exc).__name__, request_id=self.request_id)
             return None
 
     def end_with_error(self, judgement: Judgement, phase: str) -> NoReturn:
@@ -117,16 +129,17 @@ class Turn:
 
     def termination_error(self, text: str) -> Exception:
         """LiteLLM's guardrail error, with the policy's status (422: SDKs do not retry it)."""
-        from litellm.exceptions import GuardrailRaisedException  # noqa: PLC0415
+        from litellm.exceptions import GuardrailRaisedException
 
         status = self.plan.policy.interventions.terminate.status
-        return GuardrailRaisedException(guardrail_name="loopguard", message=text,
-                                        should_wrap_with_default_message=False, status_code=status)
+        return GuardrailRaisedException(
+            guardrail_name="loopguard", message=text, should_wrap_with_default_message=False, status_code=status
+        )
 
 
 def _router() -> Any:
     try:
-        from litellm.proxy.proxy_server import llm_router  # noqa: PLC0415 - only inside the proxy
+        from litellm.proxy.proxy_server import llm_router
     except ImportError:
         return None
     return llm_router

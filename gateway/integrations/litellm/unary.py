@@ -42,7 +42,7 @@ def _judged(turn: Turn, reply: dict[str, Any] | None) -> Judged | None:
         return None
     try:
         judged = judge_round(turn.plan.policy, turn.plan.trace, turn.adapter.proposed_calls(reply))
-    except Exception:  # noqa: BLE001 - fail-open: an odd response goes to the agent untouched
+    except Exception:
         turn.runtime.metrics.engine.fail_open_errors += 1
         turn.runtime.log.exception("fail_open", where="response", request_id=turn.request_id)
         return None

@@ -37,11 +37,11 @@ class Wire:
     def response(self, reply: dict[str, Any]) -> Any:
         """The protocol's JSON as the object LiteLLM returns for this route."""
         if self.adapter is CHAT:
-            from litellm import ModelResponse  # noqa: PLC0415 - the proxy's own types, loaded there
+            from litellm import ModelResponse
 
             return ModelResponse(**reply)
         if self.adapter is RESPONSES:
-            from litellm.types.llms.openai import ResponsesAPIResponse  # noqa: PLC0415
+            from litellm.types.llms.openai import ResponsesAPIResponse
 
             return ResponsesAPIResponse(**reply)
         return reply  # Anthropic Messages: LiteLLM relays the dict
@@ -57,10 +57,10 @@ class Wire:
         """An event the filter wrote (a rewritten or new one) as LiteLLM's chunk object."""
         if self.adapter is RESPONSES:
             # LiteLLM writes every event object out as its JSON: a generic event keeps them all
-            from litellm.types.llms.openai import GenericEvent  # noqa: PLC0415
+            from litellm.types.llms.openai import GenericEvent
 
             return GenericEvent(**data)
-        from litellm.types.utils import ModelResponseStream  # noqa: PLC0415 - the proxy's own chunk type
+        from litellm.types.utils import ModelResponseStream
 
         return ModelResponseStream(**data)
 
@@ -70,9 +70,12 @@ RESPONSES_WIRE = Wire(RESPONSES, "/v1/responses", "aresponses", "litellm_metadat
 MESSAGES_WIRE = Wire(ANTHROPIC, "/v1/messages", "aanthropic_messages", "litellm_metadata")
 
 WIRES: dict[str, Wire] = {
-    "completion": CHAT_WIRE, "acompletion": CHAT_WIRE,
-    "responses": RESPONSES_WIRE, "aresponses": RESPONSES_WIRE,
-    "anthropic_messages": MESSAGES_WIRE, "aanthropic_messages": MESSAGES_WIRE,
+    "completion": CHAT_WIRE,
+    "acompletion": CHAT_WIRE,
+    "responses": RESPONSES_WIRE,
+    "aresponses": RESPONSES_WIRE,
+    "anthropic_messages": MESSAGES_WIRE,
+    "aanthropic_messages": MESSAGES_WIRE,
 }
 
 

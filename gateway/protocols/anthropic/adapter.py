@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.protocols.anthropic import answers, assemble, parse, replies, rewrite, thread
-from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent, stored_record
+from gateway.protocols.anthropic import answers, assemble, parse, replies, rewrite, thread, tokens
+from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
-from gateway.protocols.anthropic import tokens
 from gateway.protocols.declaration import Declaration, Owned, UpstreamSpec
 from gateway.state.base import ChainRecord, StateStore
 from gateway.trace.model import Conversation, ToolCall
@@ -36,9 +35,14 @@ class AnthropicAdapter(PayloadFields):
         family="anthropic.messages",
         routes=("/v1/messages", "/messages"),
         # The key goes as x-api-key (its SDK's ``ANTHROPIC_BASE_URL`` is the API root).
-        upstream=UpstreamSpec(config="anthropic", default_base_url="https://api.anthropic.com",
-                              key_header="x-api-key", key_prefix="", credentials=("x-api-key", "authorization"),
-                              root_suffix="/v1"),
+        upstream=UpstreamSpec(
+            config="anthropic",
+            default_base_url="https://api.anthropic.com",
+            key_header="x-api-key",
+            key_prefix="",
+            credentials=("x-api-key", "authorization"),
+            root_suffix="/v1",
+        ),
         relays=("/v1/messages/{rest:path}", "/messages/{rest:path}"),  # count_tokens
         id_fields=frozenset({"id", "tool_use_id"}),
         auth_error_type="authentication_error",
@@ -62,8 +66,9 @@ class AnthropicAdapter(PayloadFields):
     def conversation(self, payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
         return parse.conversation(payload, items, start)
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
-                   namespace: str = "") -> dict[str, Any]:
+    def with_items(
+        self, payload: dict[str, Any], items: list[Any], history: int = 0, namespace: str = ""
+    ) -> dict[str, Any]:
         previous = thread.previous_id(payload)
         record = self.records.get(thread.key(namespace, previous)) if previous is not None else None
         if record is None:
@@ -95,15 +100,28 @@ class AnthropicAdapter(PayloadFields):
         if previous is None:
             return []
         key = thread.key(namespace, previous)
-        record = await stored_record(store, key, self.unknown, "thread_unknown", previous_message_id=previous,
-                                     detail="judging only the messages the request carries")
+        record = await stored_record(
+            store,
+            key,
+            self.unknown,
+            "thread_unknown",
+            previous_message_id=previous,
+            detail="judging only the messages the request carries",
+        )
         if record is None:
             return []
         self.records.put(key, record)
         return list(record.items)
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str, client: dict[str, Any] | None = None, untouched: bool = False) -> None:
+    async def remember(
+        self,
+        sent: dict[str, Any],
+        reply: dict[str, Any],
+        store: StateStore,
+        namespace: str,
+        client: dict[str, Any] | None = None,
+        untouched: bool = False,
+    ) -> None:
         client = client if client is not None else sent
         reply_id = reply.get("id") if isinstance(reply, dict) else None
         if thread.thread_of(client) is None or not isinstance(reply_id, str) or not reply_id:
@@ -159,8 +177,9 @@ class AnthropicAdapter(PayloadFields):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any],
-                      options: StreamOptions | None = None) -> ToolUseFilter:
+    def stream_filter(
+        self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None
+    ) -> ToolUseFilter:
         if thread.thread_of(payload) is not None:  # its reply is remembered: the filter keeps it
             return assemble.Recording(judge, model=self.model(payload), options=options)
         return ToolUseFilter(judge, model=self.model(payload), options=options)

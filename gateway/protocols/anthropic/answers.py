@@ -88,9 +88,12 @@ def stream_prepend_text(stream: bytes, text: str) -> bytes:
             blocks += 1
             index = data.get("index")
             if _kind(data.get("content_block")) == "text" and isinstance(index, int):
-                delta = {"type": "content_block_delta", "index": index,
-                         "delta": {"type": "text_delta", "text": f"{text}\n\n"}}
-                return b"".join([*raws[:position + 1], events.event(delta), *raws[position + 1:]])
+                delta = {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": f"{text}\n\n"},
+                }
+                return b"".join([*raws[: position + 1], events.event(delta), *raws[position + 1 :]])
         elif kind == "message_delta":
             return b"".join([*raws[:position], *events.text_block(blocks, text), *raws[position:]])
     return stream

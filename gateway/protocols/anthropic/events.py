@@ -46,10 +46,21 @@ def zero_usage() -> dict[str, Any]:
 
 
 def message_start(message_id: str, model: str, usage: dict[str, Any]) -> bytes:
-    return event({"type": "message_start", "message": {
-        "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": usage,
-    }})
+    return event(
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
+        }
+    )
 
 
 def text_block(index: int, text: str) -> list[bytes]:
@@ -64,8 +75,7 @@ def text_block(index: int, text: str) -> list[bytes]:
 def message_end(stop_reason: str, usage: dict[str, Any]) -> list[bytes]:
     """``message_delta`` (stop reason, cumulative usage) then ``message_stop``."""
     return [
-        event({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-               "usage": usage}),
+        event({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": usage}),
         event({"type": "message_stop"}),
     ]
 

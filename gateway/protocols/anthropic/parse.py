@@ -60,7 +60,8 @@ def text_of(content: Any) -> str:
     if not isinstance(content, list):
         return ""
     return "\n".join(
-        b["text"] for b in content
+        b["text"]
+        for b in content
         if isinstance(b, dict) and b.get("type", "text") in _TEXT_BLOCKS and isinstance(b.get("text"), str)
     )
 
@@ -116,9 +117,15 @@ def _calls(blocks: Any) -> Iterator[ToolCall]:
 
 def _result_turn(block: dict[str, Any], index: int) -> Turn:
     ident, flag = block.get("tool_use_id"), block.get("is_error")
-    return Turn(index, "tool", text_of(block.get("content")), (),
-                ident if isinstance(ident, str) and ident else None, None,
-                flag if isinstance(flag, bool) else None)
+    return Turn(
+        index,
+        "tool",
+        text_of(block.get("content")),
+        (),
+        ident if isinstance(ident, str) and ident else None,
+        None,
+        flag if isinstance(flag, bool) else None,
+    )
 
 
 def _is(block: Any, kind: str) -> bool:
@@ -137,6 +144,9 @@ def is_messages_body(body: Any) -> bool:
     tools = body.get("tools")
     if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
         return True
-    return any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
-               for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
-               for b in m["content"])
+    return any(
+        isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for b in m["content"]
+    )

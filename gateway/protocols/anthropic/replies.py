@@ -16,15 +16,26 @@ from gateway.trace.model import ToolCall
 # Anthropic's error type for each status (its documented error shapes); the SDK picks its
 # exception class by status and reads the type from the body.
 _BY_STATUS = {
-    400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
-    403: "permission_error", 404: "not_found_error", 408: "timeout_error",
-    413: "request_too_large", 429: "rate_limit_error", 500: "api_error", 504: "timeout_error",
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
     529: "overloaded_error",
 }
 _TYPES = frozenset(_BY_STATUS.values())
 # The gateway's own error names (type or code) in Anthropic's words.
-_OWN = {"request_too_large": "request_too_large", "upstream_timeout": "timeout_error",
-        "upstream_unavailable": "api_error", "upstream_error": "api_error"}
+_OWN = {
+    "request_too_large": "request_too_large",
+    "upstream_timeout": "timeout_error",
+    "upstream_unavailable": "api_error",
+    "upstream_error": "api_error",
+}
 
 
 def proposed_calls(reply: Any) -> tuple[ToolCall, ...]:
@@ -85,8 +96,9 @@ def error_type(status: int) -> str:
     return "invalid_request_error" if status < 500 else "api_error"
 
 
-def error_body(message: str, type: str = "invalid_request_error", code: str | None = None,
-               status: int | None = None) -> dict[str, Any]:
+def error_body(
+    message: str, type: str = "invalid_request_error", code: str | None = None, status: int | None = None
+) -> dict[str, Any]:
     """Anthropic's error shape. An Anthropic type name is kept; the gateway's own names (a
     refused loop, an unreachable upstream, a body over the limit) are put in Anthropic's words,
     by ``status`` when it is known."""

@@ -36,7 +36,7 @@ def add_anchor(messages: list[Any], text: str, placement: str) -> list[Any]:
         noted = _note_last_result(messages[last], text)
         if noted is not None:
             return [*messages[:last], noted]
-    return [*messages[:last], _append_block(messages[last], _text(text)), *messages[last + 1:]]
+    return [*messages[:last], _append_block(messages[last], _text(text)), *messages[last + 1 :]]
 
 
 def _last_user(messages: list[Any]) -> int | None:
@@ -65,7 +65,7 @@ def _note_last_result(message: Message, text: str) -> Message | None:
         return None
     result = content[at]
     noted = {**result, "content": _with_text(result.get("content"), text)}
-    return {**message, "content": [*content[:at], noted, *content[at + 1:]]}
+    return {**message, "content": [*content[:at], noted, *content[at + 1 :]]}
 
 
 def _with_text(content: Any, text: str) -> Any:
@@ -157,11 +157,15 @@ def _ends_with_own_veto(messages: list[Any]) -> bool:
     answer, asked = messages[-1].get("content"), messages[-2].get("content")
     if messages[-2].get("role") != "assistant" or not isinstance(answer, list) or not isinstance(asked, list):
         return False
-    opens_with_thinking = bool(asked) and isinstance(asked[0], dict) and \
-        asked[0].get("type") in ("thinking", "redacted_thinking")
+    opens_with_thinking = (
+        bool(asked) and isinstance(asked[0], dict) and asked[0].get("type") in ("thinking", "redacted_thinking")
+    )
     return not opens_with_thinking and any(
-        _is_result(b) and b.get("is_error") is True and isinstance(b.get("content"), str)
-        and b["content"].lstrip().startswith(VETO_MARKER) for b in answer
+        _is_result(b)
+        and b.get("is_error") is True
+        and isinstance(b.get("content"), str)
+        and b["content"].lstrip().startswith(VETO_MARKER)
+        for b in answer
     )
 
 

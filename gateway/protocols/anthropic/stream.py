@@ -17,8 +17,9 @@ carries cumulative counts, so the one the client sees carries the totals of all 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from gateway.protocols import codec
 from gateway.protocols.anthropic import events
@@ -80,9 +81,17 @@ class ToolUseFilter(StreamDriver):
     def _passes(self, data: bytes) -> bool:
         # Whole events, none opening a block or touching the message: text deltas, block
         # stops and pings of unrenumbered blocks, most of a stream. Relayed as they are.
-        return (self._identity and not self._held and self._started and self._fast_paths
-                and not (self._terminated or self._final) and data.endswith(b"\n\n") and self._decoder.idle
-                and b"content_block_start" not in data and b"message_" not in data)
+        return (
+            self._identity
+            and not self._held
+            and self._started
+            and self._fast_paths
+            and not (self._terminated or self._final)
+            and data.endswith(b"\n\n")
+            and self._decoder.idle
+            and b"content_block_start" not in data
+            and b"message_" not in data
+        )
 
     def _cut(self, upstream: bytes) -> list[bytes]:
         out = self.feed(events.closing(upstream))
@@ -164,8 +173,13 @@ class ToolUseFilter(StreamDriver):
             return
         if block.get("type") == "tool_use":
             name, ident = block.get("name"), block.get("id")
-            tool = _ToolBlock(self._positions, index, ident if isinstance(ident, str) else "",
-                              name if isinstance(name, str) else "", block.get("input"))
+            tool = _ToolBlock(
+                self._positions,
+                index,
+                ident if isinstance(ident, str) else "",
+                name if isinstance(name, str) else "",
+                block.get("input"),
+            )
             self._positions += 1
             tool.held.append((raw, data))
             self._blocks[index] = tool
@@ -221,7 +235,7 @@ class ToolUseFilter(StreamDriver):
         if not self.round.finish_withheld:
             out.append(raw)
 
-    _HANDLERS = {
+    _HANDLERS: ClassVar[dict[str, Callable[..., None]]] = {
         "message_start": _on_message_start,
         "content_block_start": _on_block_start,
         "content_block_delta": _on_block_event,

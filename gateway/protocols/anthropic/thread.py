@@ -70,19 +70,29 @@ def restored(payload: dict[str, Any], record: ChainRecord | None) -> dict[str, A
     return {**payload, **{k: v for k, v in record.fields.items() if k not in payload}}
 
 
-def outgoing(payload: dict[str, Any], items: list[Any], history: int, record: ChainRecord,
-             ) -> tuple[dict[str, Any], str | None]:
+def outgoing(
+    payload: dict[str, Any],
+    items: list[Any],
+    history: int,
+    record: ChainRecord,
+) -> tuple[dict[str, Any], str | None]:
     """(the body to send, the upstream message it continues or None). ``items``: the whole
     conversation the model must see; the first ``history`` of them are the record's, unchanged."""
     own = payload.get("messages") if isinstance(payload.get("messages"), list) else []
     size = len(record.items)
-    untouched = history == size and len(items) == size + len(own) and all(
-        a is b for a, b in zip(items[size:], own, strict=False))
+    untouched = (
+        history == size
+        and len(items) == size + len(own)
+        and all(a is b for a, b in zip(items[size:], own, strict=False))
+    )
     if untouched and record.upstream_id:
         if record.upstream_id == previous_id(payload) and not record.owed:
             return payload, record.upstream_id
-        continued = {**payload, "thread": {"type": "continue", "previous_message_id": record.upstream_id},
-                     "messages": [*record.owed, *own]}
+        continued = {
+            **payload,
+            "thread": {"type": "continue", "previous_message_id": record.upstream_id},
+            "messages": [*record.owed, *own],
+        }
         return continued, record.upstream_id
     whole = {k: v for k, v in payload.items() if k != "thread" and k not in THREAD_FIELDS}
     whole.update(record.fields or {})
@@ -90,8 +100,9 @@ def outgoing(payload: dict[str, Any], items: list[Any], history: int, record: Ch
     return with_messages(whole, items), None
 
 
-def next_record(prior: ChainRecord | None, client: dict[str, Any], reply: dict[str, Any],
-                untouched: bool, continued: str | None) -> ChainRecord | None:
+def next_record(
+    prior: ChainRecord | None, client: dict[str, Any], reply: dict[str, Any], untouched: bool, continued: str | None
+) -> ChainRecord | None:
     """The record of ``reply``: the client's conversation up to it, and where the upstream's
     thread matches it. ``untouched``: the upstream holds exactly what the client saw of this
     exchange; ``continued``: the upstream message this exchange continued, if any (it cannot
@@ -126,5 +137,6 @@ def _opens(message: Any) -> bool:
     if not isinstance(message, dict) or message.get("role") != "user":
         return False
     content = message.get("content")
-    return not (isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+    return not (
+        isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )

@@ -10,17 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.protocols.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, WholeConversations
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
-from gateway.protocols.chat import tokens
-from gateway.protocols.declaration import Declaration
-from gateway.protocols.chat import answers, replies, rewrite
+from gateway.protocols.chat import answers, replies, rewrite, tokens
 from gateway.protocols.chat.choices import ChoicesFilter
-from gateway.protocols.chat.parse import declared_tools, turn_from_message
 from gateway.protocols.chat.fast import FastToolCallFilter
+from gateway.protocols.chat.parse import declared_tools, turn_from_message
 from gateway.protocols.chat.stream import ToolCallFilter
+from gateway.protocols.declaration import Declaration
+from gateway.protocols.errors import error_body
 from gateway.protocols.sse import data_event
 from gateway.trace.model import Conversation, ToolCall
 
@@ -51,8 +50,9 @@ class ChatAdapter(PayloadFields, WholeConversations):
         turns = tuple(t for i in range(start, len(items)) if (t := turn_from_message(items[i], i)) is not None)
         return Conversation(turns, declared_tools(payload))
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
-                   namespace: str = "") -> dict[str, Any]:
+    def with_items(
+        self, payload: dict[str, Any], items: list[Any], history: int = 0, namespace: str = ""
+    ) -> dict[str, Any]:
         return {**payload, "messages": items}
 
     # --- interventions on the request ------------------------------------------------------
@@ -90,8 +90,9 @@ class ChatAdapter(PayloadFields, WholeConversations):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any],
-                      options: StreamOptions | None = None) -> ToolCallFilter | ChoicesFilter:
+    def stream_filter(
+        self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None
+    ) -> ToolCallFilter | ChoicesFilter:
         n = payload.get("n")
         if type(n) is int and n > 1:  # several answers, interleaved: each one judged
             return ChoicesFilter(judge, model=self.model(payload), options=options, choices=n)
@@ -114,8 +115,9 @@ class ChatAdapter(PayloadFields, WholeConversations):
     def termination_stream(self, text: str, payload: dict[str, Any]) -> list[bytes]:
         options = payload.get("stream_options")
         include_usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
-        return replies.termination_stream(text, self.model(payload), include_usage=include_usage,
-                                          choices=_choices(payload))
+        return replies.termination_stream(
+            text, self.model(payload), include_usage=include_usage, choices=_choices(payload)
+        )
 
     def error_body(self, message: str, type: str, code: str | None = None) -> dict[str, Any]:
         return error_body(message, type, code=code)

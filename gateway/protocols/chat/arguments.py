@@ -26,8 +26,13 @@ _MARKER = orjson.dumps(_MARKER_TEXT)
 def is_argument_entry(entry: Any) -> bool:
     """A ``tool_calls`` entry that only adds argument text to the call at its index."""
     function = entry.get("function") if isinstance(entry, dict) else None
-    return (isinstance(function, dict) and entry.keys() == _ENTRY_KEYS and function.keys() == _FUNCTION_KEYS
-            and type(entry["index"]) is int and isinstance(function["arguments"], str))
+    return (
+        isinstance(function, dict)
+        and entry.keys() == _ENTRY_KEYS
+        and function.keys() == _FUNCTION_KEYS
+        and type(entry["index"]) is int
+        and isinstance(function["arguments"], str)
+    )
 
 
 def around(event: bytes, end: int, text: str) -> tuple[bytes, bytes] | None:
@@ -44,9 +49,9 @@ def around(event: bytes, end: int, text: str) -> tuple[bytes, bytes] | None:
     at = event.find(encoded, 0, end)
     if at < 0 or event.find(encoded, at + 1, end) >= 0:
         return None
-    prefix, suffix = event[:at], event[at + len(encoded):]
+    prefix, suffix = event[:at], event[at + len(encoded) :]
     try:
-        probe = orjson.loads(prefix[6:] + _MARKER + suffix[:len(suffix) - (len(event) - end)])
+        probe = orjson.loads(prefix[6:] + _MARKER + suffix[: len(suffix) - (len(event) - end)])
         marked = probe["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
     except (orjson.JSONDecodeError, LookupError, TypeError):
         return None
@@ -59,7 +64,7 @@ def text_between(event: bytes, prefix: bytes, suffix: bytes) -> str | None:
     if not (event.startswith(prefix) and event.endswith(suffix)) or len(event) < len(prefix) + len(suffix):
         return None
     try:
-        text = orjson.loads(event[len(prefix):len(event) - len(suffix)])
+        text = orjson.loads(event[len(prefix) : len(event) - len(suffix)])
     except orjson.JSONDecodeError:
         return None
     return text if type(text) is str else None

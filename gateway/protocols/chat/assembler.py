@@ -17,6 +17,7 @@ from gateway.trace.model import ToolCall
 
 __all__ = ["PartialCall", "ToolCallAssembler"]
 
+
 @dataclass(slots=True)
 class PartialCall:
     position: int  # order of appearance in the choice, from 0
@@ -81,8 +82,15 @@ class ToolCallAssembler:
             # Most entries add argument text to the open call: {"index": k, "function":
             # {"arguments": "..."}}. Read here what the general path below would make of it.
             call, fn, key = calls[-1], delta.get("function"), delta.get("index")
-            if (type(fn) is dict and len(fn) == 1 and type(key) is int and call.key == key
-                    and not call.done and not call.legacy and type(args := fn.get("arguments")) is str):
+            if (
+                type(fn) is dict
+                and len(fn) == 1
+                and type(key) is int
+                and call.key == key
+                and not call.done
+                and not call.legacy
+                and type(args := fn.get("arguments")) is str
+            ):
                 if args:
                     call.parts.append(args)
                 return call, []

@@ -98,8 +98,14 @@ class ChoicesFilter(StreamDriver):
         """The template in every choice."""
         self._withheld = None
         env = Envelope.new(self._model)
-        return [*(data_event(chunk) for index in range(self._choices) for chunk in (
-            content_chunk(env, text, role=True, index=index), finish_chunk(env, "stop", index))), DONE]
+        return [
+            *(
+                data_event(chunk)
+                for index in range(self._choices)
+                for chunk in (content_chunk(env, text, role=True, index=index), finish_chunk(env, "stop", index))
+            ),
+            DONE,
+        ]
 
     def _owed(self, out: list[bytes], undecided: bool) -> None:
         if not out and self._withheld is not None:  # nothing replaced the withheld round
@@ -162,8 +168,11 @@ def _rebuilt(event: _Event, keep: dict[int, int | None]) -> bytes:
     touched = {i for i, _ in _choices(chunk) if keep.get(i) is not None}
     if not touched:
         return event.raw
-    dropped = {id(entry) for index, entry, call in event.entries
-               if keep.get(index) is not None and call.position >= keep[index]}
+    dropped = {
+        id(entry)
+        for index, entry, call in event.entries
+        if keep.get(index) is not None and call.position >= keep[index]
+    }
     choices = [_trimmed(c, dropped, keep[i] == 0) if i in touched else c for i, c in _choices(chunk)]
     return data_event({**chunk, "choices": choices})
 

@@ -144,8 +144,17 @@ class FastToolCallFilter(ToolCallFilter):
 
     def _at_round_start(self) -> bool:
         state = self.round
-        return not (self._held or self._asm.calls or self._continuation or self._saw_done or self._terminated
-                    or self._held_usage is not None or state.kept or state.dropped or state.finish_reason)
+        return not (
+            self._held
+            or self._asm.calls
+            or self._continuation
+            or self._saw_done
+            or self._terminated
+            or self._held_usage is not None
+            or state.kept
+            or state.dropped
+            or state.finish_reason
+        )
 
     def _whole_round(self, data: bytes, parts: list[bytes]) -> list[bytes]:
         """The rest of the stream in one read: judged in one pass, relayed as it came when every
@@ -162,9 +171,16 @@ class FastToolCallFilter(ToolCallFilter):
         state = RoundState(finish_reason=found.finish_reason)
         next_index = state.settle(found.completed, recording, self._next_index)
         index = state.out_index
-        if not state.dropped and all(entry.get("index") == index.get(call.position, -1) for entry, call in found.entries):
+        if not state.dropped and all(
+            entry.get("index") == index.get(call.position, -1) for entry, call in found.entries
+        ):
             state.interleaved = any(call.late for call in found.assembler.calls)
-            self.rounds[-1], self._asm, self._next_index, self.envelope = state, found.assembler, next_index, found.envelope
+            self.rounds[-1], self._asm, self._next_index, self.envelope = (
+                state,
+                found.assembler,
+                next_index,
+                found.envelope,
+            )
             self._emitted = self._saw_done = self._done_sent = self._fast = True
             self._arguments = None
             return [data]

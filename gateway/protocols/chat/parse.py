@@ -52,9 +52,15 @@ def turn_from_message(message: Any, index: int) -> Turn | None:
         if isinstance(content, dict):  # off-spec but seen: a result object instead of text
             text = raw_text(content)
         call_id, name, is_error = message.get("tool_call_id"), message.get("name"), message.get("is_error")
-        return Turn(index, role, text, (), call_id if type(call_id) is str and call_id else None,
-                    name if type(name) is str and name else None,
-                    is_error if type(is_error) is bool else None)
+        return Turn(
+            index,
+            role,
+            text,
+            (),
+            call_id if type(call_id) is str and call_id else None,
+            name if type(name) is str and name else None,
+            is_error if type(is_error) is bool else None,
+        )
     if role == "assistant":
         return Turn(index, role, text, tool_calls_from_message(message))
     return Turn(index, role, text)
@@ -126,5 +132,3 @@ def _declared_name(entry: Any, legacy: bool) -> str | None:
         holder = entry.get(kind) if isinstance(kind, str) else None
     name = holder.get("name") if isinstance(holder, dict) else None
     return name if isinstance(name, str) and name else None
-
-

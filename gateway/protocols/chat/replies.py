@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gateway.protocols.errors import error_body
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk, role_chunk, usage_chunk
+from gateway.protocols.errors import error_body
 from gateway.protocols.sse import DONE, data_event
 from gateway.trace.model import ToolCall
 
@@ -60,8 +60,11 @@ def termination_stream(
     ``include_usage`` mirrors the request's ``stream_options.include_usage``.
     """
     env = envelope or Envelope.new(model)
-    chunks = [chunk for index in range(choices) for chunk in (
-        role_chunk(env, index), content_chunk(env, text, index=index), finish_chunk(env, "stop", index))]
+    chunks = [
+        chunk
+        for index in range(choices)
+        for chunk in (role_chunk(env, index), content_chunk(env, text, index=index), finish_chunk(env, "stop", index))
+    ]
     if include_usage:
         chunks.append(usage_chunk(env, dict(_ZERO_USAGE)))
     return [data_event(chunk) for chunk in chunks] + [DONE]
@@ -82,7 +85,6 @@ def assistant_message_for(calls: Iterable[ToolCall], content: str | None = None)
         message["function_call"] = {"name": calls[0].name, "arguments": calls[0].arguments}
         return message
     message["tool_calls"] = [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-        for c in calls
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
     ]
     return message

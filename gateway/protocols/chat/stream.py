@@ -53,8 +53,9 @@ class ToolCallFilter(StreamDriver):
     is the same filter with the fast paths, which the adapter uses unless they are switched off.
     """
 
-    def __init__(self, judge: Judge, envelope: Envelope | None = None, options: StreamOptions | None = None,
-                 model: str = "") -> None:
+    def __init__(
+        self, judge: Judge, envelope: Envelope | None = None, options: StreamOptions | None = None, model: str = ""
+    ) -> None:
         self._model = model  # for a reply written before any upstream chunk gave an envelope
         self.envelope = envelope  # of the client stream: taken from the first upstream chunk
         self._next_index = 0  # client-side tool-call index, continues across continuations
@@ -179,18 +180,23 @@ class ToolCallFilter(StreamDriver):
 
     def _hold(self, chunk: dict, raw: bytes, choice: dict, delta: dict, out: list[bytes]) -> _Held:
         # Most tool-call deltas carry nothing else: no copy of the delta for them.
-        rest = {} if len(delta) == 1 and "tool_calls" in delta else {
-            k: v for k, v in delta.items() if k not in _TOOL_FIELDS}
+        rest = (
+            {}
+            if len(delta) == 1 and "tool_calls" in delta
+            else {k: v for k, v in delta.items() if k not in _TOOL_FIELDS}
+        )
         if self._role_sent():
             rest.pop("role", None)
         usage = chunk.get("usage")
         raw_ok = not self._continuation and usage is None
         if len(chunk["choices"]) > 1 or _meaningful(rest, choice):  # content goes out now; the tool part waits
+
             def write(now: list[bytes], rest: dict = rest) -> None:
                 self._flush_role(now)
                 piece = {**choice, "delta": rest, "finish_reason": None} if rest or choice.get("logprobs") else None
                 choices = [piece if c is choice else c for c in chunk["choices"]]
                 self._emit_piece({**_head(chunk), "choices": [c for c in choices if c is not None]}, now)
+
             if self.options.hold_text:
                 self._hold_words(chunk, write)
             else:
@@ -251,8 +257,12 @@ class ToolCallFilter(StreamDriver):
                 entry, call = entries[0]
                 if not call.done:
                     return
-                as_it_came = first.raw_ok and first.usage is None and not state.dropped and (
-                    call.legacy or entry.get("index") == index.get(call.position, -1))
+                as_it_came = (
+                    first.raw_ok
+                    and first.usage is None
+                    and not state.dropped
+                    and (call.legacy or entry.get("index") == index.get(call.position, -1))
+                )
             elif all(call.done for _, call in entries):
                 as_it_came = False
             else:
@@ -270,8 +280,12 @@ class ToolCallFilter(StreamDriver):
             self.round.finish_withheld = True
             finish = None
         index = self.round.out_index
-        if held.raw_ok and held.usage is None and not self.round.dropped and all(
-                call.legacy or entry.get("index") == index.get(call.position, -1) for entry, call in held.entries):
+        if (
+            held.raw_ok
+            and held.usage is None
+            and not self.round.dropped
+            and all(call.legacy or entry.get("index") == index.get(call.position, -1) for entry, call in held.entries)
+        ):
             self._relay(held.raw, out)  # every call kept under its own index: the event as it came
             return
         usage, usage_changed = self._usage(held.usage)
@@ -351,6 +365,10 @@ def _usage_field(chunk: dict[str, Any], usage: Any) -> dict[str, Any]:
 
 def failed_events(failure: Any) -> list[bytes]:
     """A chat stream's error ending: an ``error`` chunk (the SDKs raise it) and ``[DONE]``."""
-    error = {"message": failure.message, "type": "upstream_error" if not failure.final else "invalid_request_error",
-             "param": None, "code": failure.code}
+    error = {
+        "message": failure.message,
+        "type": "upstream_error" if not failure.final else "invalid_request_error",
+        "param": None,
+        "code": failure.code,
+    }
     return [data_event({"error": error}), DONE]

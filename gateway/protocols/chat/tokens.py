@@ -17,8 +17,12 @@ def item_text(message: Any) -> ItemText:
         if isinstance(function, dict):
             calls += [str(function.get("name") or ""), str(function.get("arguments") or "")]
     name = message.get("name")
-    return ItemText(message.get("role") == "assistant", _text(message.get("content")),
-                    name if isinstance(name, str) else None, tuple(calls))
+    return ItemText(
+        message.get("role") == "assistant",
+        _text(message.get("content")),
+        name if isinstance(name, str) else None,
+        tuple(calls),
+    )
 
 
 def _text(content: Any) -> str:

@@ -83,9 +83,13 @@ def scan(parts: list[bytes], envelope: Envelope | None) -> Round | None:
             if asm.calls:
                 return None  # text between or after the calls: the events are rebuilt around it
             continue  # text before the calls: relayed as it came
-        if (not isinstance(tools, list | type(None)) or delta.get("function_call") is not None
-                or chunk.get("usage") is not None or choice.get("logprobs") is not None
-                or any(v is not None and v != "" for k, v in delta.items() if k not in _TOOL_FIELDS and k != "role")):
+        if (
+            not isinstance(tools, list | type(None))
+            or delta.get("function_call") is not None
+            or chunk.get("usage") is not None
+            or choice.get("logprobs") is not None
+            or any(v is not None and v != "" for k, v in delta.items() if k not in _TOOL_FIELDS and k != "role")
+        ):
             return None
         for entry in tools or ():
             if isinstance(entry, dict):

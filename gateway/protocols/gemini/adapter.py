@@ -16,9 +16,8 @@ from typing import Any
 from gateway.protocols import usage
 from gateway.protocols.adapters import WholeConversations
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
-from gateway.protocols.gemini import tokens
 from gateway.protocols.declaration import Declaration, UpstreamSpec
-from gateway.protocols.gemini import parse, replies, rewrite, stream
+from gateway.protocols.gemini import parse, replies, rewrite, stream, tokens
 from gateway.protocols.sse import data_event
 from gateway.trace.model import Conversation, ToolCall
 
@@ -34,14 +33,22 @@ class GeminiAdapter(WholeConversations):
     payload_fields = ("systemInstruction", "tools")  # see Adapter.payload_fields
     declared = Declaration(
         family="gemini.generate_content",
-        routes=tuple(f"/{version}/models/{{model}}:{method}" for version in ("v1beta", "v1")
-                     for method in ("generateContent", "streamGenerateContent")),
+        routes=tuple(
+            f"/{version}/models/{{model}}:{method}"
+            for version in ("v1beta", "v1")
+            for method in ("generateContent", "streamGenerateContent")
+        ),
         # The API root, as the SDKs' base URL; paths name their version. The key goes as
         # x-goog-api-key, or the client's ``?key=``, which a server key replaces.
-        upstream=UpstreamSpec(config="gemini", default_base_url="https://generativelanguage.googleapis.com",
-                              key_header="x-goog-api-key", key_prefix="",
-                              credentials=("x-goog-api-key", "authorization"), credential_query=("key",),
-                              strip_v1=False),
+        upstream=UpstreamSpec(
+            config="gemini",
+            default_base_url="https://generativelanguage.googleapis.com",
+            key_header="x-goog-api-key",
+            key_prefix="",
+            credentials=("x-goog-api-key", "authorization"),
+            credential_query=("key",),
+            strip_v1=False,
+        ),
         # Its other paths (countTokens, files, caches, ...); under /v1 only a model's methods:
         # the rest of /v1/models is OpenAI's (GET /v1/models/ft:gpt-4o:org:id).
         relays=("/v1beta/{rest:path}", "POST /v1/models/{model}:{method}"),
@@ -73,8 +80,9 @@ class GeminiAdapter(WholeConversations):
     def conversation(self, payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
         return parse.conversation(payload, items, start)
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
-                   namespace: str = "") -> dict[str, Any]:
+    def with_items(
+        self, payload: dict[str, Any], items: list[Any], history: int = 0, namespace: str = ""
+    ) -> dict[str, Any]:
         return rewrite.with_contents(payload, items)
 
     def stream(self, payload: dict[str, Any]) -> bool:
@@ -120,8 +128,9 @@ class GeminiAdapter(WholeConversations):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return replies.shaped(reply, replies.prepend_text(replies.whole(reply), text))
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any],
-                      options: StreamOptions | None = None) -> stream.GeminiStreamFilter:
+    def stream_filter(
+        self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None
+    ) -> stream.GeminiStreamFilter:
         return stream.GeminiStreamFilter(judge, options, self._model)
 
     def stream_answer(self, stream_bytes: bytes) -> Answer | None:

@@ -57,8 +57,15 @@ def turns_of(content: Any, index: int, previous: Any = None) -> Iterator[Turn]:
     ids = answered_ids(previous, index - 1, responses)
     for response, ident in zip(responses, ids):
         body = response.get("response")
-        yield Turn(index, "tool", _result_text(body), (), ident, _name(response),
-                   True if isinstance(body, dict) and "error" in body else None)
+        yield Turn(
+            index,
+            "tool",
+            _result_text(body),
+            (),
+            ident,
+            _name(response),
+            True if isinstance(body, dict) and "error" in body else None,
+        )
 
 
 def parts_of(content: Any) -> list[dict[str, Any]]:
@@ -68,8 +75,9 @@ def parts_of(content: Any) -> list[dict[str, Any]]:
 
 def text_of(content: Any) -> str:
     """The text parts of a content (thoughts left out), joined by newlines."""
-    return "\n".join(p["text"] for p in parts_of(content)
-                     if isinstance(p.get("text"), str) and p.get("thought") is not True)
+    return "\n".join(
+        p["text"] for p in parts_of(content) if isinstance(p.get("text"), str) and p.get("thought") is not True
+    )
 
 
 def calls_of(parts: list[dict[str, Any]], index: int | str) -> Iterator[ToolCall]:
@@ -80,8 +88,11 @@ def calls_of(parts: list[dict[str, Any]], index: int | str) -> Iterator[ToolCall
         if not isinstance(call, dict) or not _name(call):
             continue
         ident = call.get("id")
-        yield ToolCall(ident if isinstance(ident, str) and ident else f"{SYNTHETIC}{index}:{n}",
-                       call["name"], arguments_text(call.get("args")))
+        yield ToolCall(
+            ident if isinstance(ident, str) and ident else f"{SYNTHETIC}{index}:{n}",
+            call["name"],
+            arguments_text(call.get("args")),
+        )
         n += 1
 
 

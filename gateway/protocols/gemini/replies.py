@@ -66,9 +66,13 @@ def shaped(original: Any, edited: dict[str, Any]) -> Any:
 
 def _joins(before: dict[str, Any], piece: dict[str, Any]) -> bool:
     """Two text pieces of one streamed text (both plain, or both thoughts)."""
-    return (set(before) <= {"text", "thought"} and set(piece) <= {"text", "thought"}
-            and isinstance(before.get("text"), str) and isinstance(piece.get("text"), str)
-            and before.get("thought") == piece.get("thought"))
+    return (
+        set(before) <= {"text", "thought"}
+        and set(piece) <= {"text", "thought"}
+        and isinstance(before.get("text"), str)
+        and isinstance(piece.get("text"), str)
+        and before.get("thought") == piece.get("thought")
+    )
 
 
 def proposed_calls(reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:

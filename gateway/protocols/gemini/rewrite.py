@@ -58,15 +58,17 @@ def replace_result(contents: list[Any], index: int, text: str, call_id: str) -> 
                 part = {**part, "functionResponse": {**response, "response": {"error": text}}}
             n += 1
         parts.append(part)
-    return [*contents[:index], {**content, "parts": parts}, *contents[index + 1:]]
+    return [*contents[:index], {**content, "parts": parts}, *contents[index + 1 :]]
 
 
 def veto_exchange(call: ToolCall, observation: str) -> list[Content]:
     ident = {} if call.id.startswith(SYNTHETIC) or not call.id else {"id": call.id}
     return [
         {"role": "model", "parts": [{"functionCall": {**ident, "name": call.name, "args": _args(call.arguments)}}]},
-        {"role": "user", "parts": [{"functionResponse": {**ident, "name": call.name,
-                                                         "response": {"error": observation}}}]},
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {**ident, "name": call.name, "response": {"error": observation}}}],
+        },
     ]
 
 
@@ -83,7 +85,9 @@ def without_tools(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ids(contents: list[Any], index: int) -> list[str | None]:
-    responses = [p["functionResponse"] for p in parts_of(contents[index]) if isinstance(p.get("functionResponse"), dict)]
+    responses = [
+        p["functionResponse"] for p in parts_of(contents[index]) if isinstance(p.get("functionResponse"), dict)
+    ]
     return answered_ids(contents[index - 1] if index > 0 else None, index - 1, responses)
 
 

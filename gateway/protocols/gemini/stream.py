@@ -82,7 +82,9 @@ class GeminiStreamFilter(StreamDriver):
         if isinstance(chunk.get("usageMetadata"), dict):
             self._usage = chunk["usageMetadata"]
         candidates = chunk.get("candidates")
-        first = candidates[0] if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict) else None
+        first = (
+            candidates[0] if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict) else None
+        )
         if first is None:
             self._as_it_came(sse.raw, out)
             return

@@ -11,13 +11,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gateway.protocols.errors import error_body
 from gateway.protocols import usage
 from gateway.protocols.adapters import PayloadFields, Recent, stored_record
 from gateway.protocols.base import Answer, ItemText, Judge, StreamOptions
-from gateway.protocols.responses import tokens
 from gateway.protocols.declaration import Declaration, Owned
-from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite
+from gateway.protocols.errors import error_body
+from gateway.protocols.responses import answers, chain, conversation, events, parse, replies, rewrite, tokens
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.state.base import StateStore
 from gateway.trace.model import VETO_MARKER, Conversation, ToolCall, Turn
@@ -38,9 +37,16 @@ class ResponsesAdapter(PayloadFields):
         id_fields=frozenset({"id", "call_id"}),
         reads=lambda body: "messages" not in body and bool(parse.input_items(body)),
         # Stored responses (GET, DELETE, input_items) and the Conversations API.
-        owned=(Owned("response", "Previous response", "previous_response_not_found", "/v1/responses"),
-               Owned("conversation", "Conversation", "conversation_not_found", "/v1/conversations",
-                     creates=lambda answer: answer.get("id") if isinstance(answer, dict) else None)),
+        owned=(
+            Owned("response", "Previous response", "previous_response_not_found", "/v1/responses"),
+            Owned(
+                "conversation",
+                "Conversation",
+                "conversation_not_found",
+                "/v1/conversations",
+                creates=lambda answer: answer.get("id") if isinstance(answer, dict) else None,
+            ),
+        ),
     )
 
     def __init__(self) -> None:
@@ -71,8 +77,9 @@ class ResponsesAdapter(PayloadFields):
             return conv
         return Conversation((Turn(-1, "system", instructions), *conv.turns), conv.tools)
 
-    def with_items(self, payload: dict[str, Any], items: list[Any], history: int = 0,
-                   namespace: str = "") -> dict[str, Any]:
+    def with_items(
+        self, payload: dict[str, Any], items: list[Any], history: int = 0, namespace: str = ""
+    ) -> dict[str, Any]:
         """Items the upstream holds already (``history`` of them, from the chain) are not sent
         again, except outputs owed for calls it proposed there. When the gateway changed the
         chain's earlier items, the whole conversation goes, without ``previous_response_id``.
@@ -87,8 +94,11 @@ class ResponsesAdapter(PayloadFields):
         if known is None:  # no chain, or one the gateway does not know: the items are the request's
             return rewrite.with_items(payload, items)
         size, upstream, fingerprint = known
-        sent = [*chain.owed_tail(items[:history]), *items[history:]] if history else \
-            chain.by_reference(items, size, fingerprint)
+        sent = (
+            [*chain.owed_tail(items[:history]), *items[history:]]
+            if history
+            else chain.by_reference(items, size, fingerprint)
+        )
         if sent is None:
             whole = {k: v for k, v in payload.items() if k != "previous_response_id"}
             return rewrite.with_items(whole, chain.whole(items))
@@ -108,8 +118,10 @@ class ResponsesAdapter(PayloadFields):
     def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
         previous = payload.get("previous_response_id") if isinstance(payload, dict) else None
         talk = conversation.conversation_id(payload)
-        return [*((("response", previous),) if isinstance(previous, str) and previous else ()),
-                *((("conversation", talk),) if talk is not None else ())]
+        return [
+            *((("response", previous),) if isinstance(previous, str) and previous else ()),
+            *((("conversation", talk),) if talk is not None else ()),
+        ]
 
     def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
         reply_id = reply.get("id") if isinstance(reply, dict) else None
@@ -129,16 +141,29 @@ class ResponsesAdapter(PayloadFields):
         if previous is None:
             return []
         key = chain.key(namespace, previous)
-        record = await stored_record(store, key, self.unknown, "chain_unknown", previous_response_id=previous,
-                                     detail="judging only the items the request carries")
+        record = await stored_record(
+            store,
+            key,
+            self.unknown,
+            "chain_unknown",
+            previous_response_id=previous,
+            detail="judging only the items the request carries",
+        )
         if record is None:
             return []
         items = [*record.items, *record.owed]  # owed outputs last: with_items sends them
         self.history_sizes.put(key, (len(items), record.upstream_id, chain.fingerprint(items)))
         return items
 
-    async def remember(self, sent: dict[str, Any], reply: dict[str, Any], store: StateStore,
-                       namespace: str, client: dict[str, Any] | None = None, untouched: bool = False) -> None:
+    async def remember(
+        self,
+        sent: dict[str, Any],
+        reply: dict[str, Any],
+        store: StateStore,
+        namespace: str,
+        client: dict[str, Any] | None = None,
+        untouched: bool = False,
+    ) -> None:
         response_id = reply.get("id") if isinstance(reply, dict) else None
         talk = conversation.conversation_id(client if client is not None else sent)
         if talk is not None and isinstance(response_id, str):
@@ -156,8 +181,9 @@ class ResponsesAdapter(PayloadFields):
         upstream = self.aliases.pop(response_id, None)
         await store.save_response_chain(chain.key(namespace, response_id), replace(record, upstream_id=upstream))
 
-    async def _remember_conversation(self, talk: str, client: dict[str, Any], reply: dict[str, Any],
-                                     store: StateStore, namespace: str) -> None:
+    async def _remember_conversation(
+        self, talk: str, client: dict[str, Any], reply: dict[str, Any], store: StateStore, namespace: str
+    ) -> None:
         key = conversation.key(namespace, talk)
         self.pending.pop(talk, None)
         prior = self.conversations.pop(key, None) or await store.response_chain(key)
@@ -202,8 +228,10 @@ class ResponsesAdapter(PayloadFields):
         return rewrite.veto_exchange(call, observation, call.id in self.custom_calls)
 
     def corrective(self, answer: str, text: str) -> list[Any]:
-        return [{"type": "message", "role": "assistant", "content": answer},
-                {"type": "message", "role": "user", "content": text}]
+        return [
+            {"type": "message", "role": "assistant", "content": answer},
+            {"type": "message", "role": "user", "content": text},
+        ]
 
     # --- the reply ----------------------------------------------------------------------------
 
@@ -228,8 +256,9 @@ class ResponsesAdapter(PayloadFields):
     def prepend_text(self, reply: dict[str, Any], text: str) -> dict[str, Any]:
         return answers.prepend_text(reply, text)
 
-    def stream_filter(self, judge: Judge, payload: dict[str, Any],
-                      options: StreamOptions | None = None) -> ResponsesStreamFilter:
+    def stream_filter(
+        self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None
+    ) -> ResponsesStreamFilter:
         talk = conversation.conversation_id(payload)
         on_round = None
         if talk is not None:  # each round and its calls are noted: a re-ask answers them
@@ -241,8 +270,16 @@ class ResponsesAdapter(PayloadFields):
 
             def on_round() -> None:  # the upstream holds the request now, even for a round without calls
                 self._proposed(talk, (), True)
-        return ResponsesStreamFilter(judge, options, on_custom=self._custom_seen, on_withheld=self.withheld.put,
-                                     on_alias=self.aliases.put, model=self.model(payload), on_round=on_round)
+
+        return ResponsesStreamFilter(
+            judge,
+            options,
+            on_custom=self._custom_seen,
+            on_withheld=self.withheld.put,
+            on_alias=self.aliases.put,
+            model=self.model(payload),
+            on_round=on_round,
+        )
 
     def stream_answer(self, stream: bytes) -> Answer | None:
         return answers.stream_answer(stream)

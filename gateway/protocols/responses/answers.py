@@ -29,7 +29,7 @@ def prepend_text(reply: dict[str, Any], text: str) -> dict[str, Any]:
     for position, item in enumerate(output):
         patched = _prepended_item(item, text)
         if patched is not None:
-            return {**reply, "output": [*output[:position], patched, *output[position + 1:]]}
+            return {**reply, "output": [*output[:position], patched, *output[position + 1 :]]}
     return {**reply, "output": [message_item(text), *output]}
 
 
@@ -46,8 +46,16 @@ def stream_prepend_text(stream: bytes, text: str) -> bytes:
     carries it (delta, done events, the finished item, the closing response); a stream without
     a message gets one before its closing event. Sequence numbers stay consistent."""
     events = _events(stream)
-    target = next((e["item"].get("id") for e in events if e.get("type") == "response.output_item.added"
-                   and isinstance(e.get("item"), dict) and e["item"].get("type") == "message"), None)
+    target = next(
+        (
+            e["item"].get("id")
+            for e in events
+            if e.get("type") == "response.output_item.added"
+            and isinstance(e.get("item"), dict)
+            and e["item"].get("type") == "message"
+        ),
+        None,
+    )
     if target is None:
         return _with_new_message(events, text)
     out: list[bytes] = []
@@ -60,8 +68,11 @@ def stream_prepend_text(stream: bytes, text: str) -> bytes:
             event = {**event, "text": f"{text}\n\n{event.get('text', '')}"}
         elif kind == "response.content_part.done" and event.get("item_id") == target:
             event = {**event, "part": _prepended_part(event.get("part"), text)}
-        elif kind == "response.output_item.done" and isinstance(event.get("item"), dict) \
-                and event["item"].get("id") == target:
+        elif (
+            kind == "response.output_item.done"
+            and isinstance(event.get("item"), dict)
+            and event["item"].get("id") == target
+        ):
             event = {**event, "item": _prepended_item(event["item"], text) or event["item"]}
         elif kind in _CLOSING and isinstance(event.get("response"), dict):
             event = {**event, "response": prepend_text(event["response"], text)}
@@ -91,7 +102,7 @@ def _prepended_item(item: Any, text: str) -> dict[str, Any] | None:
     for position, part in enumerate(content):
         if isinstance(part, dict) and part.get("type") == "output_text":
             patched = _prepended_part(part, text)
-            return {**item, "content": [*content[:position], patched, *content[position + 1:]]}
+            return {**item, "content": [*content[:position], patched, *content[position + 1 :]]}
     return None
 
 

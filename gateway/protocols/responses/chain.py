@@ -82,8 +82,9 @@ def owed_outputs(dropped: Iterable[ToolCall], observation: str, custom_ids: set[
     return tuple(veto_exchange(call, observation, call.id in custom_ids)[1] for call in dropped if call.id)
 
 
-def next_record(prior: ChainRecord | None, sent: list[Any], output: list[Any],
-                owed: tuple[Any, ...] = ()) -> ChainRecord:
+def next_record(
+    prior: ChainRecord | None, sent: list[Any], output: list[Any], owed: tuple[Any, ...] = ()
+) -> ChainRecord:
     """What the upstream holds after a response: the earlier chain, the items this request
     sent (without the gateway's refused-call exchanges), the response's output."""
     earlier = list(prior.items) if prior is not None else []
@@ -97,19 +98,29 @@ def without_vetoes(items: list[Any]) -> list[Any]:
     observed = {item.get("call_id") for item in items if _is_observation(item)}
     if not observed:
         return items
-    ours = {item.get("call_id") for item in items
-            if item_type(item) in CALL_TYPES and "id" not in item and item.get("call_id") in observed}
+    ours = {
+        item.get("call_id")
+        for item in items
+        if item_type(item) in CALL_TYPES and "id" not in item and item.get("call_id") in observed
+    }
     if not ours:
         return items
-    return [item for item in items if not (item.get("call_id") in ours and (
-        (item_type(item) in CALL_TYPES and "id" not in item) or _is_observation(item)))]
+    return [
+        item
+        for item in items
+        if not (
+            item.get("call_id") in ours
+            and ((item_type(item) in CALL_TYPES and "id" not in item) or _is_observation(item))
+        )
+    ]
 
 
 def fingerprint(history: list[Any]) -> tuple[Any, ...]:
     """What identifies a chain's items cheaply (kind, ids, role): ``by_reference`` checks a
     request still starts with them."""
-    return tuple((item_type(i), i.get("call_id"), i.get("id"), i.get("role")) if isinstance(i, dict) else None
-                 for i in history)
+    return tuple(
+        (item_type(i), i.get("call_id"), i.get("id"), i.get("role")) if isinstance(i, dict) else None for i in history
+    )
 
 
 def by_reference(items: list[Any], size: int, known: tuple[Any, ...]) -> list[Any] | None:
@@ -125,8 +136,13 @@ def by_reference(items: list[Any], size: int, known: tuple[Any, ...]) -> list[An
             skip = False
             continue
         following = items[position + 1] if position + 1 < len(items) else None
-        if (len(kept) < size and item_type(item) in CALL_TYPES and "id" not in item
-                and _is_observation(following) and following.get("call_id") == item.get("call_id")):
+        if (
+            len(kept) < size
+            and item_type(item) in CALL_TYPES
+            and "id" not in item
+            and _is_observation(following)
+            and following.get("call_id") == item.get("call_id")
+        ):
             skip = True
             continue
         kept.append(item)
@@ -143,8 +159,12 @@ def whole(items: list[Any]) -> list[Any]:
     for item in items:
         if item_type(item) in OUTPUT_TYPES:
             answers[item.get("call_id")] = answers.get(item.get("call_id"), 0) + 1
-    drop = {id(i) for i in items if _is_observation(i) and (
-        i.get("call_id") not in called or (answers[i.get("call_id")] > 1 and not _answers_ours(i, items)))}
+    drop = {
+        id(i)
+        for i in items
+        if _is_observation(i)
+        and (i.get("call_id") not in called or (answers[i.get("call_id")] > 1 and not _answers_ours(i, items)))
+    }
     return [i for i in items if id(i) not in drop] if drop else items
 
 

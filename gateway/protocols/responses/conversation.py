@@ -57,8 +57,15 @@ class Pending:
     answered: bool = True  # no reply since the last request was built
 
 
-def outgoing(payload: dict[str, Any], items: list[Any], history: int, record: ChainRecord,
-             pending: Pending, custom: set[str], withheld: str) -> dict[str, Any]:
+def outgoing(
+    payload: dict[str, Any],
+    items: list[Any],
+    history: int,
+    record: ChainRecord,
+    pending: Pending,
+    custom: set[str],
+    withheld: str,
+) -> dict[str, Any]:
     """The body to send for ``items`` (the whole conversation the model must see; the first
     ``history`` unchanged from the record)."""
     size = len(record.items) + len(record.owed)
@@ -68,12 +75,14 @@ def outgoing(payload: dict[str, Any], items: list[Any], history: int, record: Ch
         sent = chain.by_reference(items, size, chain.fingerprint([*record.items, *record.owed]))
         if sent is None:  # the earlier items changed otherwise: only new items can go
             sent = [*record.owed, *items[size:]]
-        tail = sent[len(record.owed):]
+        tail = sent[len(record.owed) :]
     if pending.answered:  # the client's request: owed outputs, then its items
         body = [*record.owed, *tail]
     else:  # the gateway asks again: answer the round the upstream holds, then what it adds
-        body = [*_answers(pending.round, tail[pending.held:], custom, withheld),
-                *_added(tail[pending.held:], pending.round)]
+        body = [
+            *_answers(pending.round, tail[pending.held :], custom, withheld),
+            *_added(tail[pending.held :], pending.round),
+        ]
     pending.held, pending.answered = len(tail), True
     own = payload.get("input")
     if isinstance(own, list) and len(body) == len(own) and all(a is b for a, b in zip(body, own, strict=False)):
@@ -98,13 +107,17 @@ def _added(new: list[Any], round_: list[ToolCall]) -> list[Any]:
     (a refused call shown again is the upstream's call already) and the model's own answers
     (a corrective re-ask repeats the answer the upstream holds)."""
     ids = {call.id for call in round_}
-    return [item for item in new if not (
-        (item_type(item) in CALL_TYPES or item_type(item) in OUTPUT_TYPES) and item.get("call_id") in ids)
-        and not (isinstance(item, dict) and item.get("role") == "assistant")]
+    return [
+        item
+        for item in new
+        if not ((item_type(item) in CALL_TYPES or item_type(item) in OUTPUT_TYPES) and item.get("call_id") in ids)
+        and not (isinstance(item, dict) and item.get("role") == "assistant")
+    ]
 
 
-def next_record(prior: ChainRecord | None, client: dict[str, Any], output: list[Any],
-                owed: tuple[Any, ...]) -> ChainRecord:
+def next_record(
+    prior: ChainRecord | None, client: dict[str, Any], output: list[Any], owed: tuple[Any, ...]
+) -> ChainRecord:
     """The conversation as the client saw it after this exchange."""
     earlier = [*prior.items, *prior.owed] if prior is not None else []
     own = client.get("input")

@@ -116,8 +116,12 @@ def _turn(item: Any, kind: str | None, index: int) -> Turn | None:
         return Turn(index, role, content_text(item.get("content"))) if role else None
     if kind in OUTPUT_TYPES:
         call_id = item.get("call_id")
-        return Turn(index, "tool", _output_text(item.get("output")),
-                    tool_call_id=call_id if isinstance(call_id, str) and call_id else None)
+        return Turn(
+            index,
+            "tool",
+            _output_text(item.get("output")),
+            tool_call_id=call_id if isinstance(call_id, str) and call_id else None,
+        )
     return None
 
 

@@ -18,11 +18,16 @@ from gateway.trace.model import ToolCall
 __all__ = ["error_body", "keep_calls", "message_item", "proposed_calls", "reply_text", "response_object"]
 
 
-
 def zero_usage() -> dict[str, Any]:
     """Usage of a reply no model wrote (fresh dicts: callers may add to them)."""
-    return {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0}
+    return {
+        "input_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 0,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 0,
+    }
+
 
 _TOOL_CHOICES = frozenset({"none", "auto", "required"})
 
@@ -39,8 +44,11 @@ def proposed_calls(reply: Any) -> tuple[ToolCall, ...]:
 
 
 def custom_call_ids(reply: Any) -> set[str]:
-    return {item["call_id"] for item in output_items(reply)
-            if item_type(item) == "custom_tool_call" and isinstance(item.get("call_id"), str)}
+    return {
+        item["call_id"]
+        for item in output_items(reply)
+        if item_type(item) == "custom_tool_call" and isinstance(item.get("call_id"), str)
+    }
 
 
 def keep_calls(reply: dict[str, Any], count: int) -> dict[str, Any]:
@@ -58,8 +66,11 @@ def keep_calls(reply: dict[str, Any], count: int) -> dict[str, Any]:
 
 def reply_text(reply: Any) -> str:
     """The assistant text: the ``output_text`` parts of the reply's message items."""
-    texts = [content_text(item.get("content")) for item in output_items(reply)
-             if item_type(item) == "message" and item.get("role", "assistant") == "assistant"]
+    texts = [
+        content_text(item.get("content"))
+        for item in output_items(reply)
+        if item_type(item) == "message" and item.get("role", "assistant") == "assistant"
+    ]
     return "\n".join(text for text in texts if text)
 
 
@@ -74,8 +85,9 @@ def message_item(text: str, item_id: str | None = None, status: str = "completed
     }
 
 
-def response_object(payload: dict[str, Any], output: list[Any], status: str = "completed",
-                    response_id: str | None = None) -> dict[str, Any]:
+def response_object(
+    payload: dict[str, Any], output: list[Any], status: str = "completed", response_id: str | None = None
+) -> dict[str, Any]:
     """A ``response`` object for ``payload`` carrying ``output`` (the gateway's own replies)."""
     model = payload.get("model")
     choice = payload.get("tool_choice")

@@ -43,8 +43,10 @@ _CLOSING = frozenset({"response.completed", "response.incomplete", "response.fai
 _OPENING = ("response.created", "response.in_progress")
 # Events the filter must read: items opening and closing (calls, the client's shown items), the
 # response's opening and closing events, a compatible server's end marker.
-_WATCHED = re.compile(rb"output_item|function_call|custom_tool_call|response\.c|response\.in|response\.failed"
-                      rb"|\[DONE\]")
+_WATCHED = re.compile(
+    rb"output_item|function_call|custom_tool_call|response\.c|response\.in|response\.failed"
+    rb"|\[DONE\]"
+)
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 
 
@@ -84,11 +86,16 @@ class ResponsesStreamFilter(StreamDriver):
     ``on_round`` that an upstream round begins (the first stream, and each re-ask's).
     """
 
-    def __init__(self, judge: Judge, options: StreamOptions | None = None,
-                 on_custom: Callable[[set[str]], None] | None = None,
-                 on_withheld: Callable[[str, list[ToolCall]], None] | None = None,
-                 on_alias: Callable[[str, str], None] | None = None, model: str = "",
-                 on_round: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        judge: Judge,
+        options: StreamOptions | None = None,
+        on_custom: Callable[[set[str]], None] | None = None,
+        on_withheld: Callable[[str, list[ToolCall]], None] | None = None,
+        on_alias: Callable[[str, str], None] | None = None,
+        model: str = "",
+        on_round: Callable[[], None] | None = None,
+    ) -> None:
         self._model = model  # for a terminate message before the upstream said anything
         self._on_custom, self._on_withheld, self._on_round = on_custom, on_withheld, on_round
         self.view = ClientView(on_alias)
@@ -125,15 +132,20 @@ class ResponsesStreamFilter(StreamDriver):
     def _end_with(self, text: str, model: str | None) -> list[bytes]:
         """The client stream ends with ``text`` as a final message."""
         view = self.view
-        base = self._withheld or self.response or response_object(
-            {"model": model or self._model}, [], "in_progress")
+        base = self._withheld or self.response or response_object({"model": model or self._model}, [], "in_progress")
         out: list[bytes] = []
         if not view.started:  # nothing reached the client yet: open the stream first
             out += [view.write({"type": kind, "response": base}) for kind in _OPENING]
         events, _ = wire.text_message_events(text, view.items, view.seq)
         out += [view.write(event) for event in events]
-        closing = {**base, "status": "completed", "output": view.shown, "error": None,
-                   "incomplete_details": None, **view.identity(base)}
+        closing = {
+            **base,
+            "status": "completed",
+            "output": view.shown,
+            "error": None,
+            "incomplete_details": None,
+            **view.identity(base),
+        }
         closing["usage"] = view.summed(closing.get("usage"))
         out.append(view.write({"type": "response.completed", "response": closing}))
         self._report_withheld()
@@ -152,8 +164,14 @@ class ResponsesStreamFilter(StreamDriver):
         if not view.started:
             out += [view.write({"type": kind, "response": base}) for kind in _OPENING]
         error = {"code": "invalid_prompt" if failure.final else failure.code, "message": failure.message}
-        failed = {**base, "status": "failed", "output": view.shown, "error": error,
-                  "incomplete_details": None, **view.identity(base)}
+        failed = {
+            **base,
+            "status": "failed",
+            "output": view.shown,
+            "error": error,
+            "incomplete_details": None,
+            **view.identity(base),
+        }
         out.append(view.write({"type": "response.failed", "response": failed}))
         return out
 
@@ -169,8 +187,15 @@ class ResponsesStreamFilter(StreamDriver):
             out.append(b"data: [DONE]\n\n")
 
     def _plain(self, data: bytes) -> bool:
-        return (not self._held and not self.view.altered and not self._continuation and self._fast_paths
-                and data.endswith(b"\n\n") and self._decoder.idle and _WATCHED.search(data) is None)
+        return (
+            not self._held
+            and not self.view.altered
+            and not self._continuation
+            and self._fast_paths
+            and data.endswith(b"\n\n")
+            and self._decoder.idle
+            and _WATCHED.search(data) is None
+        )
 
     # --- state for the pipeline -----------------------------------------------------------------
 
@@ -240,8 +265,10 @@ class ResponsesStreamFilter(StreamDriver):
         if call.done:
             return  # an event after the call was judged: it follows the judgement
         delta = obj.get("delta")
-        if isinstance(delta, str) and kind in ("response.function_call_arguments.delta",
-                                               "response.custom_tool_call_input.delta"):
+        if isinstance(delta, str) and kind in (
+            "response.function_call_arguments.delta",
+            "response.custom_tool_call_input.delta",
+        ):
             call.parts.append(delta)
         elif kind == "response.output_item.done" and isinstance(obj.get("item"), dict):
             call.item = obj["item"]

@@ -15,7 +15,9 @@ def item_text(item: Any) -> ItemText:
         return ItemText(False, str(item))
     kind = item.get("type")
     if kind in CALL_TYPES:
-        return ItemText(True, "", None, (str(item.get("name") or ""), raw_text(item.get("arguments", item.get("input")))))
+        return ItemText(
+            True, "", None, (str(item.get("name") or ""), raw_text(item.get("arguments", item.get("input"))))
+        )
     if kind in OUTPUT_TYPES:
         return ItemText(False, raw_text(item.get("output")))
     return ItemText(item.get("role") == "assistant", content_text(item.get("content")))

@@ -103,9 +103,16 @@ class ClientView:
     def _output(self, response: dict[str, Any], dropped: set[str]) -> list[Any]:
         output = response.get("output")
         if not isinstance(output, list):
-            return [*self.earlier, *self.shown[len(self.earlier):]]
-        mine = [item for item in output if not (isinstance(item, dict) and item.get("call_id") in dropped
-                                                and item.get("type") in ("function_call", "custom_tool_call"))]
+            return [*self.earlier, *self.shown[len(self.earlier) :]]
+        mine = [
+            item
+            for item in output
+            if not (
+                isinstance(item, dict)
+                and item.get("call_id") in dropped
+                and item.get("type") in ("function_call", "custom_tool_call")
+            )
+        ]
         return [*self.earlier, *mine]
 
     def _numbered(self, obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:

@@ -57,8 +57,7 @@ def command_of(value: Any) -> str | None:
                 return found
         return None
     if isinstance(value, list) and value and all(isinstance(w, str) for w in value):
-        if (len(value) >= 3 and basename(value[0]) in SHELLS and value[1].startswith("-")
-                and "c" in value[1]):
+        if len(value) >= 3 and basename(value[0]) in SHELLS and value[1].startswith("-") and "c" in value[1]:
             return value[2] if value[2].strip() else None
         return shlex.join(value)
     return None
@@ -75,7 +74,7 @@ def parse(command: str) -> Command:
 def _parse_cached(command: str) -> Command:
     try:
         return parse_chain(command, "", 0)
-    except Exception:  # noqa: BLE001 - a command the rules cannot read still gets a Command
+    except Exception:
         words = command.split()
         return Command(basename(words[0]) if words else "", (), "run", False, False, " ".join(words[:2]))
 

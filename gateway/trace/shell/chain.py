@@ -78,10 +78,15 @@ def _pipeline(stages: list[Stage], cwd: str, depth: int) -> Part:
         return parts[0]
     main = next((p for p in parts if p.files), parts[0])
     ranged = main.reader and (main.ranged or any(p.filter and p.ranged for p in parts if p is not main))
-    return Part(main.program, unique([f for p in parts for f in p.files]),
-                "read" if all(p.kind == "read" for p in parts) else "run",
-                " | ".join(p.key for p in parts if p is main or not p.filter)[:MAX_KEY_CHARS],
-                reader=main.reader, ranged=ranged, paced=any(p.paced for p in parts))
+    return Part(
+        main.program,
+        unique([f for p in parts for f in p.files]),
+        "read" if all(p.kind == "read" for p in parts) else "run",
+        " | ".join(p.key for p in parts if p is main or not p.filter)[:MAX_KEY_CHARS],
+        reader=main.reader,
+        ranged=ranged,
+        paced=any(p.paced for p in parts),
+    )
 
 
 def stage_part(stage: Stage, cwd: str, depth: int) -> Part:
@@ -102,8 +107,15 @@ def _nested(found: Part | Runs, cwd: str, depth: int) -> Part:
     if depth >= _MAX_DEPTH:
         return Part(found.program, [], "run", found.program)
     inner = parse_chain(found.text[:MAX_CHARS], cwd, depth + 1)
-    return Part(inner.program, list(inner.files), inner.kind, inner.key, reader=inner.key.startswith("read "),
-                ranged=inner.ranged, paced=inner.paced)
+    return Part(
+        inner.program,
+        list(inner.files),
+        inner.kind,
+        inner.key,
+        reader=inner.key.startswith("read "),
+        ranged=inner.ranged,
+        paced=inner.paced,
+    )
 
 
 def _redirected(part: Part, stage: Stage, cwd: str) -> Part:

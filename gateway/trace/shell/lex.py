@@ -14,8 +14,7 @@ WORD = "w"
 OP = "op"
 DOC = "doc"  # a heredoc body
 
-_OPS = ("&>>", "<<<", "<<-", ";;", "&&", "||", "|&", "&>", ">>", ">|", ">&", "<&", "<<", "<>",
-        ";", "&", "|", ">", "<")
+_OPS = ("&>>", "<<<", "<<-", ";;", "&&", "||", "|&", "&>", ">>", ">|", ">&", "<&", "<<", "<>", ";", "&", "|", ">", "<")
 _OP_CHARS = frozenset(";&|<>")
 _PLAIN = re.compile(r"[^\s\\'\"`$#(){};&|<>]+")  # a run of characters that mean nothing to the shell
 
@@ -49,7 +48,7 @@ class _Scan:
             self._escape()
         elif c in "'\"`":
             self._take(_closing(text, i), quoted=True)
-        elif c == "$" and text[i + 1:i + 2] in ("(", "{"):
+        elif c == "$" and text[i + 1 : i + 2] in ("(", "{"):
             self._take(_balanced(text, i + 1), quoted=False)
         elif c == "#" and not self.word:
             self._comment()
@@ -77,13 +76,13 @@ class _Scan:
 
     def _take(self, end: int, quoted: bool) -> None:
         """A quoted span or a substitution, kept whole in the word."""
-        self.word.append(self.text[self.i:end])
+        self.word.append(self.text[self.i : end])
         self.quoted = self.quoted or quoted
         self.i = end
 
     def _escape(self) -> None:
         """A backslash escapes the next character; before a newline it joins the lines."""
-        if self.text[self.i + 1:self.i + 2] == "\n":
+        if self.text[self.i + 1 : self.i + 2] == "\n":
             self.i += 2
             return
         self._take(self.i + 2, quoted=True)

@@ -29,6 +29,7 @@ class Part:
 class Runs:
     """A stage that runs another command, which is then what it does: ``stage`` (``python -m M``'s
     M and its words) is read as a stage, ``text`` (``bash -c``'s) as a chain of its own."""
+
     program: str
     stage: Stage | None = None
     text: str = ""

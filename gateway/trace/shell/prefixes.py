@@ -11,12 +11,21 @@ _RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye"})  # `X ru
 _RUNNER_VALUES = frozenset({"--with", "--python", "-p", "--env", "-e", "--project", "--directory"})
 _WRAPPERS: dict[str, frozenset[str]] = {
     "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
-    "time": frozenset({"-f", "-o"}), "nohup": frozenset(), "exec": frozenset(), "command": frozenset(),
-    "builtin": frozenset(), "nice": frozenset({"-n"}), "ionice": frozenset({"-c", "-n"}),
-    "stdbuf": frozenset({"-o", "-e", "-i"}), "env": frozenset({"-u", "-C", "-S"}),
-    "sudo": frozenset({"-u", "-g", "-C", "-h"}), "xargs": frozenset({"-I", "-n", "-P", "-d", "-L", "-s", "-E"}),
-    "npx": frozenset({"-p", "--package", "-c"}), "watch": frozenset({"-n", "-d", "--interval"}),
-    "caffeinate": frozenset(), "unbuffer": frozenset(),
+    "time": frozenset({"-f", "-o"}),
+    "nohup": frozenset(),
+    "exec": frozenset(),
+    "command": frozenset(),
+    "builtin": frozenset(),
+    "nice": frozenset({"-n"}),
+    "ionice": frozenset({"-c", "-n"}),
+    "stdbuf": frozenset({"-o", "-e", "-i"}),
+    "env": frozenset({"-u", "-C", "-S"}),
+    "sudo": frozenset({"-u", "-g", "-C", "-h"}),
+    "xargs": frozenset({"-I", "-n", "-P", "-d", "-L", "-s", "-E"}),
+    "npx": frozenset({"-p", "--package", "-c"}),
+    "watch": frozenset({"-n", "-d", "--interval"}),
+    "caffeinate": frozenset(),
+    "unbuffer": frozenset(),
 }
 
 
@@ -40,7 +49,7 @@ def unwrap(words: list[str]) -> tuple[list[str], bool]:
         if program == "timeout" and operands_at < len(words) - 1:
             operands_at += 1  # its duration
         paced = paced or program == "watch"
-        words = [w for w in words[1 + operands_at:] if not (program == "env" and ASSIGNMENT.match(w))]
+        words = [w for w in words[1 + operands_at :] if not (program == "env" and ASSIGNMENT.match(w))]
     return words, paced
 
 

@@ -8,9 +8,35 @@ import re
 
 from .words import resolve
 
-_SKIPPED = frozenset({"source", ".", "export", "set", "unset", "alias", "ulimit", "trap", "shopt",
-                      "true", ":", "clear", "umask", "wait", "exit", "return", "fi", "done", "esac",
-                      "for", "case", "then", "else", "do", "popd"})
+_SKIPPED = frozenset(
+    {
+        "source",
+        ".",
+        "export",
+        "set",
+        "unset",
+        "alias",
+        "ulimit",
+        "trap",
+        "shopt",
+        "true",
+        ":",
+        "clear",
+        "umask",
+        "wait",
+        "exit",
+        "return",
+        "fi",
+        "done",
+        "esac",
+        "for",
+        "case",
+        "then",
+        "else",
+        "do",
+        "popd",
+    }
+)
 _MANAGERS = frozenset({"conda", "nvm", "pyenv", "mamba"})
 _ACTIVATES = frozenset({"activate", "deactivate", "use", "shell", "local"})  # conda, nvm, pyenv
 _DURATION = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)[smhd]?$")

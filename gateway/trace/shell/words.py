@@ -34,8 +34,9 @@ def resolve(path: str, cwd: str) -> str:
     return posixpath.normpath(posixpath.join(cwd, path))
 
 
-def options(words: list[str], values: frozenset[str] = frozenset(),
-            numbers: bool = True) -> tuple[list[str], list[tuple[str, str]]]:
+def options(
+    words: list[str], values: frozenset[str] = frozenset(), numbers: bool = True
+) -> tuple[list[str], list[tuple[str, str]]]:
     """(operands, [(flag, value)]) of ``words`` (the program excluded). A flag in ``values`` takes
     the next word (or what is attached: ``-n5``, ``--lines=5``); with ``numbers``, a number right
     after any other flag is that flag's value too (``--epochs 10``). After ``--`` all are operands."""
@@ -48,12 +49,13 @@ def options(words: list[str], values: frozenset[str] = frozenset(),
         if word == "--":
             operands.extend(words[i:])
             break
-        if not word.startswith("-") or word == "-" or NUMBER.match(word) and word.startswith("+"):
+        if not word.startswith("-") or word == "-" or (NUMBER.match(word) and word.startswith("+")):
             operands.append(word)
             continue
         name, value, takes = flag(word, values)
-        numeric = numbers and not value and i < len(words) and NUMBER.match(words[i]) \
-            and not words[i].startswith(("+", "-"))
+        numeric = (
+            numbers and not value and i < len(words) and NUMBER.match(words[i]) and not words[i].startswith(("+", "-"))
+        )
         if i < len(words) and (takes or numeric):
             value, i = words[i], i + 1
         flags.append((name, value))
@@ -69,7 +71,7 @@ def flag(word: str, values: frozenset[str]) -> tuple[str, str, bool]:
         return word, word[1:], False  # `head -20`
     for at, letter in enumerate(word[1:], start=1):
         if "-" + letter in values:
-            rest = word[at + 1:]
+            rest = word[at + 1 :]
             return "-" + letter, rest, not rest
     return word, "", False
 

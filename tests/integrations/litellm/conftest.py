@@ -13,9 +13,9 @@ import pytest
 from support.anthropic_upstream import AnthropicUpstream, Said
 from support.litellm_proxy import MASTER_KEY, Proxy, litellm_proxy, proxy_config
 from support.looping import RespondingUpstream
+from support.policies import ladder_policy
 from support.responses_upstream import ResponsesUpstream
 from support.responses_upstream import stubborn as responses_stubborn
-from support.policies import ladder_policy
 from support.servers import serve
 from support.upstream import Reply
 
@@ -46,11 +46,20 @@ def model(request: dict) -> Reply:
 def two_answers(model: str) -> dict:
     def choice(index: int, name: str, args: str) -> dict:
         call = {"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": args}}
-        return {"index": index, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                "finish_reason": "tool_calls"}
-    return {"id": "chatcmpl-two", "object": "chat.completion", "created": 1, "model": model,
-            "choices": [choice(0, "read_file", '{"path": "a.txt"}'), choice(1, "list_dir", '{"path": "."}')],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
+        return {
+            "index": index,
+            "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+            "finish_reason": "tool_calls",
+        }
+
+    return {
+        "id": "chatcmpl-two",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [choice(0, "read_file", '{"path": "a.txt"}'), choice(1, "list_dir", '{"path": "."}')],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
 
 
 @pytest.fixture(scope="package")
@@ -89,15 +98,27 @@ def anthropic_upstream():
 
 
 @contextmanager
-def guarded_proxy(upstream, workdir: Path, modes: list[str], policy_extra: str = "",
-                  responses_url: str | None = None, anthropic_url: str | None = None) -> Iterator[Proxy]:
+def guarded_proxy(
+    upstream,
+    workdir: Path,
+    modes: list[str],
+    policy_extra: str = "",
+    responses_url: str | None = None,
+    anthropic_url: str | None = None,
+) -> Iterator[Proxy]:
     """The proxy with the guardrail as an operator enables it; no_progress warns at 3 repeats,
     rejects at 4, terminates at 5."""
     policy = workdir / "policy.yaml"
     policy.write_text(ladder_policy(policy_extra))
-    guardrail = {"guardrail_name": "loopguard", "litellm_params": {
-        "guardrail": "gateway.integrations.litellm.LoopGuardrail", "mode": modes,
-        "default_on": True, "loopguard_policy": str(policy)}}
+    guardrail = {
+        "guardrail_name": "loopguard",
+        "litellm_params": {
+            "guardrail": "gateway.integrations.litellm.LoopGuardrail",
+            "mode": modes,
+            "default_on": True,
+            "loopguard_policy": str(policy),
+        },
+    }
     with litellm_proxy(proxy_config(upstream.url, guardrail, responses_url, anthropic_url), workdir) as running:
         yield running
 
@@ -108,8 +129,13 @@ def sdk(proxy: Proxy) -> openai.OpenAI:
 
 @pytest.fixture(scope="package")
 def proxy(upstream, responses_upstream, anthropic_upstream, tmp_path_factory):
-    with guarded_proxy(upstream, tmp_path_factory.mktemp("litellm"), ["pre_call", "post_call"],
-                       responses_url=responses_upstream.url, anthropic_url=anthropic_upstream.url) as running:
+    with guarded_proxy(
+        upstream,
+        tmp_path_factory.mktemp("litellm"),
+        ["pre_call", "post_call"],
+        responses_url=responses_upstream.url,
+        anthropic_url=anthropic_upstream.url,
+    ) as running:
         yield running
 
 

@@ -9,9 +9,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.agent import TOOLS, Agent
 from support.claude_agent import ClaudeAgent
 from support.litellm_proxy import MASTER_KEY
-from support.waiting import wait_for
-
 from support.responses_agent import ResponsesAgent
+from support.waiting import wait_for
 
 from .conftest import CHATTY, CLAUDE_FINAL, FINAL, HEALTHY, SAYING, TWO_ANSWERS, sdk
 
@@ -20,13 +19,19 @@ pytestmark = pytest.mark.litellm_proxy
 
 def sent_for(upstream, prompt: str) -> list[dict]:
     """The requests of one conversation, as the proxy forwarded them to the model."""
-    return [r["json"] for r in upstream.requests if isinstance(r["json"], dict)
-            and any(m.get("content") == prompt for m in r["json"].get("messages", []))]
+    return [
+        r["json"]
+        for r in upstream.requests
+        if isinstance(r["json"], dict) and any(m.get("content") == prompt for m in r["json"].get("messages", []))
+    ]
 
 
 def from_loopguard(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"]
-            if isinstance(m.get("content"), str) and m["content"].lower().startswith("[loopguard]")]
+    return [
+        m["content"]
+        for m in request["messages"]
+        if isinstance(m.get("content"), str) and m["content"].lower().startswith("[loopguard]")
+    ]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
@@ -96,7 +101,8 @@ def test_a_healthy_agent_is_untouched(client, upstream, stream):
         assert not from_loopguard(request)
     # the model saw what the agent sent, message for message
     assert [(m["role"], m.get("content") or "") for m in sent[-1]["messages"]] == [
-        (m["role"], m.get("content") or "") for m in agent.messages[:-1]]
+        (m["role"], m.get("content") or "") for m in agent.messages[:-1]
+    ]
 
 
 @pytest.mark.parametrize("mode", ["unary"])
@@ -118,8 +124,12 @@ def test_a_looping_responses_agent_is_ended_with_the_models_own_answer(proxy, re
 def litellm_metric(url: str, name: str) -> float:
     """The sum of one of LiteLLM's own metrics over the master key's series."""
     text = httpx.get(url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}).text
-    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
-               if sample.name == name and sample.labels.get("hashed_api_key") == "litellm_proxy_master_key")
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and sample.labels.get("hashed_api_key") == "litellm_proxy_master_key"
+    )
 
 
 def test_reasks_and_final_answers_are_in_litellms_spend(client, proxy, upstream):
@@ -164,8 +174,10 @@ def test_each_of_several_answers_is_judged_on_its_own(client):
     call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
     messages = [{"role": "user", "content": TWO_ANSWERS + " summarise a.txt"}]
     for n in range(3):
-        messages += [{"role": "assistant", "content": None, "tool_calls": [{**call, "id": f"c{n}"}]},
-                     {"role": "tool", "tool_call_id": f"c{n}", "content": "the same text"}]
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [{**call, "id": f"c{n}"}]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "the same text"},
+        ]
     completion = client.chat.completions.create(model="test-model", messages=messages, n=2, tools=TOOLS)
     first, second = (choice.message for choice in completion.choices)
     assert not first.tool_calls
@@ -175,7 +187,13 @@ def test_each_of_several_answers_is_judged_on_its_own(client):
 def test_litellms_metrics_serve_loopguards_counters_from_the_start(proxy):
     text = httpx.get(proxy.url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}).text
     names = {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
-    for name in ("loopguard_interventions_total", "loopguard_warn_outcomes_total", "loopguard_tokens_saved_total",
-                 "loopguard_cost_saved_usd_total", "loopguard_detector_errors_total",
-                 "loopguard_audit_sink_errors_total", "loopguard_fail_open_errors_total"):
+    for name in (
+        "loopguard_interventions_total",
+        "loopguard_warn_outcomes_total",
+        "loopguard_tokens_saved_total",
+        "loopguard_cost_saved_usd_total",
+        "loopguard_detector_errors_total",
+        "loopguard_audit_sink_errors_total",
+        "loopguard_fail_open_errors_total",
+    ):
         assert name in names

@@ -27,8 +27,13 @@ def readme_config() -> dict:
 def readme_proxy(upstream, tmp_path_factory):
     # The README's values are read from the environment, as an operator sets it
     # (OPENAI_BASE_URL: the test's model instead of api.openai.com).
-    with litellm_proxy(readme_config(), Path(tmp_path_factory.mktemp("readme")), OPENAI_API_KEY="sk-upstream",
-                       OPENAI_BASE_URL=upstream.url + "/v1", LITELLM_MASTER_KEY=MASTER_KEY) as running:
+    with litellm_proxy(
+        readme_config(),
+        Path(tmp_path_factory.mktemp("readme")),
+        OPENAI_API_KEY="sk-upstream",
+        OPENAI_BASE_URL=upstream.url + "/v1",
+        LITELLM_MASTER_KEY=MASTER_KEY,
+    ) as running:
         yield running
 
 

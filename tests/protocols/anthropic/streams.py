@@ -13,6 +13,7 @@ from pydantic import TypeAdapter
 
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.trace.model import ToolCall
+
 from ..filters import anthropic_filter
 
 EVENTS = TypeAdapter(RawMessageStreamEvent)
@@ -25,11 +26,28 @@ def ev(data: dict[str, Any]) -> bytes:
 
 
 def start(msg_id: str = "msg_01Up", input_tokens: int = 412, cache_read: int = 0) -> bytes:
-    usage = {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
-             "cache_read_input_tokens": cache_read, "output_tokens": 1, "service_tier": "standard"}
-    return ev({"type": "message_start", "message": {
-        "id": msg_id, "type": "message", "role": "assistant", "model": MODEL, "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": usage}})
+    usage = {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cache_read,
+        "output_tokens": 1,
+        "service_tier": "standard",
+    }
+    return ev(
+        {
+            "type": "message_start",
+            "message": {
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "model": MODEL,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
+        }
+    )
 
 
 PING = ev({"type": "ping"})
@@ -38,36 +56,67 @@ PING = ev({"type": "ping"})
 def text(index: int, *pieces: str) -> list[bytes]:
     return [
         ev({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
-        *(ev({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}})
-          for p in pieces),
+        *(
+            ev({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}})
+            for p in pieces
+        ),
         ev({"type": "content_block_stop", "index": index}),
     ]
 
 
 def tool(index: int, ident: str, name: str, *parts: str) -> list[bytes]:
     return [
-        ev({"type": "content_block_start", "index": index,
-            "content_block": {"type": "tool_use", "id": ident, "name": name, "input": {}}}),
-        *(ev({"type": "content_block_delta", "index": index,
-              "delta": {"type": "input_json_delta", "partial_json": p}}) for p in parts),
+        ev(
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "tool_use", "id": ident, "name": name, "input": {}},
+            }
+        ),
+        *(
+            ev(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": p},
+                }
+            )
+            for p in parts
+        ),
         ev({"type": "content_block_stop", "index": index}),
     ]
 
 
 def thinking(index: int, thought: str) -> list[bytes]:
     return [
-        ev({"type": "content_block_start", "index": index,
-            "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        ev(
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            }
+        ),
         ev({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": thought}}),
-        ev({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": "EqQBCgIYAh"}}),
+        ev(
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "signature_delta", "signature": "EqQBCgIYAh"},
+            }
+        ),
         ev({"type": "content_block_stop", "index": index}),
     ]
 
 
 def end(stop_reason: str = "tool_use", output_tokens: int = 87) -> list[bytes]:
     return [
-        ev({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-            "usage": {"output_tokens": output_tokens}}),
+        ev(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            }
+        ),
         ev({"type": "message_stop"}),
     ]
 

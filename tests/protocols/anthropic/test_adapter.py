@@ -41,8 +41,9 @@ def test_a_request_the_gateway_warned_and_showed_a_refusal_to_is_still_valid():
     latest = trace.latest
     items = A.replace_result(A.items(payload), 4, "[loopguard] rejected", latest.call_id)
     items = A.add_anchor(items, "[LoopGuard] Loop detected.", "system")
-    (proposed,) = A.proposed_calls({"content": [
-        {"type": "tool_use", "id": "toolu_9", "name": "read_file", "input": {"path": "src/util.py"}}]})
+    (proposed,) = A.proposed_calls(
+        {"content": [{"type": "tool_use", "id": "toolu_9", "name": "read_file", "input": {"path": "src/util.py"}}]}
+    )
     items = [*items, *A.veto_exchange(proposed[0], "[loopguard] rejected again")]
     out = A.without_tools(A.with_items(payload, items))
     assert_valid_request({k: v for k, v in out.items() if k != "stream"})

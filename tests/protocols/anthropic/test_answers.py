@@ -16,9 +16,16 @@ WARNING = "[LoopGuard] Warning: this request requires calling `search`."
 
 
 def message(*blocks, stop="end_turn"):
-    return {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
-            "content": list(blocks), "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 5}}
+    return {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-6",
+        "content": list(blocks),
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
 
 
 THOUGHT = {"type": "thinking", "thinking": "Answer directly.", "signature": "EqQBCgIYAh"}
@@ -26,30 +33,38 @@ SAID = {"type": "text", "text": "The answer is 42."}
 CALL = {"type": "tool_use", "id": "toolu_01", "name": "search", "input": {"q": "x"}}
 
 
-@pytest.mark.parametrize("reply, expected", [
-    (message(SAID), Answer(False, "The answer is 42.")),
-    (message(THOUGHT, SAID, CALL, stop="tool_use"), Answer(True, "The answer is 42.")),
-    (message(), Answer(False, "")),
-    ({"content": None}, None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        (message(SAID), Answer(False, "The answer is 42.")),
+        (message(THOUGHT, SAID, CALL, stop="tool_use"), Answer(True, "The answer is 42.")),
+        (message(), Answer(False, "")),
+        ({"content": None}, None),
+        (None, None),
+    ],
+)
 def test_answer(reply, expected):
     assert A.answer(reply) == expected
 
 
-@pytest.mark.parametrize("blocks, texts", [
-    ((SAID,), [f"{WARNING}\n\nThe answer is 42."]),
-    ((THOUGHT, SAID), [f"{WARNING}\n\nThe answer is 42."]),
-    ((THOUGHT,), [WARNING]),
-    ((), [WARNING]),
-])
+@pytest.mark.parametrize(
+    "blocks, texts",
+    [
+        ((SAID,), [f"{WARNING}\n\nThe answer is 42."]),
+        ((THOUGHT, SAID), [f"{WARNING}\n\nThe answer is 42."]),
+        ((THOUGHT,), [WARNING]),
+        ((), [WARNING]),
+    ],
+)
 def test_prepend_text(blocks, texts):
     out = Message.model_validate(A.prepend_text(message(*blocks), WARNING))
     assert [b.text for b in out.content if b.type == "text"] == texts
     assert [b.type for b in out.content][:1] == (["thinking"] if blocks[:1] == (THOUGHT,) else ["text"])
 
 
-@pytest.mark.parametrize("answer, roles", [("I think it is 42.", ["assistant", "user"]), ("", ["user"]), ("  ", ["user"])])
+@pytest.mark.parametrize(
+    "answer, roles", [("I think it is 42.", ["assistant", "user"]), ("", ["user"]), ("  ", ["user"])]
+)
 def test_corrective_entries_keep_the_request_valid(answer, roles):
     items = [{"role": "user", "content": "What is it?"}, *A.corrective(answer, "[loopguard] Call `search` first.")]
     assert [m["role"] for m in items[1:]] == roles
@@ -62,22 +77,28 @@ THOUGHT_ONLY = stream(start(), thinking(0, "Hmm."), end("end_turn", 3))
 ERRORED = stream(start(), text(0, "Part"), ev({"type": "error", "error": {"type": "overloaded_error", "message": "x"}}))
 
 
-@pytest.mark.parametrize("data, expected", [
-    (PLAIN, Answer(False, "The answer is 42.")),
-    (CALLING, Answer(True, "Searching.")),
-    (THOUGHT_ONLY, Answer(False, "")),
-    (ERRORED, None),
-    (b"", None),
-    (b"data: nonsense\n\n", None),
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (PLAIN, Answer(False, "The answer is 42.")),
+        (CALLING, Answer(True, "Searching.")),
+        (THOUGHT_ONLY, Answer(False, "")),
+        (ERRORED, None),
+        (b"", None),
+        (b"data: nonsense\n\n", None),
+    ],
+)
 def test_stream_answer(data, expected):
     assert A.stream_answer(data) == expected
 
 
-@pytest.mark.parametrize("data, texts", [
-    (PLAIN, [f"{WARNING}\n\nThe answer is 42."]),
-    (THOUGHT_ONLY, [WARNING]),
-])
+@pytest.mark.parametrize(
+    "data, texts",
+    [
+        (PLAIN, [f"{WARNING}\n\nThe answer is 42."]),
+        (THOUGHT_ONLY, [WARNING]),
+    ],
+)
 def test_stream_prepend_text_is_accumulated_by_the_sdk(data, texts):
     out = A.stream_prepend_text(data, WARNING)
     message = accumulate(out)

@@ -38,10 +38,13 @@ def test_warn_in_the_system_prompt_blocks():
     assert out["messages"] == payload["messages"]
 
 
-@pytest.mark.parametrize("system, expected", [
-    ("Be brief.", "Be brief.\n\n" + WARN),
-    (None, WARN),
-])
+@pytest.mark.parametrize(
+    "system, expected",
+    [
+        ("Be brief.", "Be brief.\n\n" + WARN),
+        (None, WARN),
+    ],
+)
 def test_warn_in_a_system_prompt_string_or_none(system, expected):
     payload = {**body(), "system": system} if system else {k: v for k, v in body().items() if k != "system"}
     out = edit(payload, lambda items: A.add_anchor(items, WARN, "system"))
@@ -77,13 +80,17 @@ def test_warn_in_a_tool_result_with_block_content():
 def test_warn_on_a_plain_prompt_keeps_the_prompt_text(placement):
     payload = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "Fix the bug."}]}
     out = edit(payload, lambda items: A.add_anchor(items, WARN, placement))
-    assert out["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "Fix the bug."}, {"type": "text", "text": WARN}]}]
+    assert out["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Fix the bug."}, {"type": "text", "text": WARN}]}
+    ]
 
 
 def test_warn_before_an_assistant_prefill_goes_to_the_last_user_turn():
-    payload = {"model": "m", "max_tokens": 10, "messages": [
-        {"role": "user", "content": "List files as JSON."}, {"role": "assistant", "content": "["}]}
+    payload = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "List files as JSON."}, {"role": "assistant", "content": "["}],
+    }
     out = edit(payload, lambda items: A.add_anchor(items, WARN, "tool_result"))
     assert out["messages"][1] == {"role": "assistant", "content": "["}
     assert out["messages"][0]["content"][-1]["text"] == WARN
@@ -111,18 +118,24 @@ def parallel(*order: str) -> list[dict]:
     results come in ``order`` (an agent reports them as its calls finish), then a reminder."""
     uses = [{"type": "tool_use", "id": ident, "name": "read_file", "input": {"path": ident}} for ident in sorted(order)]
     results = [{"type": "tool_result", "tool_use_id": ident, "content": f"out of {ident}"} for ident in order]
-    return [*A.items(body())[:3], {"role": "assistant", "content": uses},
-            {"role": "user", "content": [*results, {"type": "text", "text": "<system-reminder/>"}]}]
+    return [
+        *A.items(body())[:3],
+        {"role": "assistant", "content": uses},
+        {"role": "user", "content": [*results, {"type": "text", "text": "<system-reminder/>"}]},
+    ]
 
 
-@pytest.mark.parametrize("order, call_id", [
-    (("toolu_01B", "toolu_01C"), "toolu_01B"),
-    (("toolu_01B", "toolu_01C"), "toolu_01C"),
-    (("toolu_01C", "toolu_01B"), "toolu_01B"),
-    (("toolu_01B", "toolu_01C", "toolu_01D"), "toolu_01B"),
-    (("toolu_01B", "toolu_01C", "toolu_01D"), "toolu_01C"),
-    (("toolu_01D", "toolu_01B", "toolu_01C"), "toolu_01D"),
-])
+@pytest.mark.parametrize(
+    "order, call_id",
+    [
+        (("toolu_01B", "toolu_01C"), "toolu_01B"),
+        (("toolu_01B", "toolu_01C"), "toolu_01C"),
+        (("toolu_01C", "toolu_01B"), "toolu_01B"),
+        (("toolu_01B", "toolu_01C", "toolu_01D"), "toolu_01B"),
+        (("toolu_01B", "toolu_01C", "toolu_01D"), "toolu_01C"),
+        (("toolu_01D", "toolu_01B", "toolu_01C"), "toolu_01D"),
+    ],
+)
 def test_only_the_result_of_the_given_call_is_replaced(order, call_id):
     items = parallel(*order)
     out = A.replace_result(items, 4, VETO, call_id)
@@ -145,21 +158,28 @@ def test_replacing_where_there_is_no_result_changes_nothing(index):
     assert A.replace_result(items, index, VETO, "toolu_01B") == items
 
 
-@pytest.mark.parametrize("arguments, expected", [
-    ('{"path": "src/app.py"}', {"path": "src/app.py"}),
-    ("", {}),
-    ("not json", {"arguments": "not json"}),
-    ("[1, 2]", {"arguments": "[1, 2]"}),
-])
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        ('{"path": "src/app.py"}', {"path": "src/app.py"}),
+        ("", {}),
+        ("not json", {"arguments": "not json"}),
+        ("[1, 2]", {"arguments": "[1, 2]"}),
+    ],
+)
 def test_a_refused_call_is_shown_with_its_error_observation(arguments, expected):
     payload = body()
     call = ToolCall("toolu_01Z", "read_file", arguments)
     out = edit(payload, lambda items: [*items, *A.veto_exchange(call, VETO)])
     ask, answer = out["messages"][-2:]
-    assert ask == {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_01Z", "name": "read_file", "input": expected}]}
-    assert answer == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_01Z", "content": VETO, "is_error": True}]}
+    assert ask == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_01Z", "name": "read_file", "input": expected}],
+    }
+    assert answer == {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_01Z", "content": VETO, "is_error": True}],
+    }
     events = build_trace(conversation(out, out["messages"]), TraceSettings()).events
     assert events[-1].vetoed and events[-1].tool == "read_file"
 
@@ -204,8 +224,15 @@ def test_a_client_system_message_is_not_moved():
     assert A.with_items(payload, A.items(payload)) == payload
 
 
-@pytest.mark.parametrize("call_id, after, index", [
-    ("toolu_01A", 1, 2), ("toolu_01C", 3, 4), ("toolu_01B", 3, 4), ("toolu_01C", 4, None), ("toolu_none", 0, None),
-])
+@pytest.mark.parametrize(
+    "call_id, after, index",
+    [
+        ("toolu_01A", 1, 2),
+        ("toolu_01C", 3, 4),
+        ("toolu_01B", 3, 4),
+        ("toolu_01C", 4, None),
+        ("toolu_none", 0, None),
+    ],
+)
 def test_where_a_calls_result_is(call_id, after, index):
     assert result_index(A.items(body()), call_id, after) == index

@@ -8,12 +8,23 @@ import pytest
 
 from gateway.trace.model import ToolCall
 
-from .streams import (
-
-    PING, accumulate, calls_of, end, ev, keep_all, refuse, run, sdk_events, start, stream, text,
-    thinking, tool,
-)
 from ..filters import anthropic_filter
+from .streams import (
+    PING,
+    accumulate,
+    calls_of,
+    end,
+    ev,
+    keep_all,
+    refuse,
+    run,
+    sdk_events,
+    start,
+    stream,
+    text,
+    thinking,
+    tool,
+)
 
 pytestmark = pytest.mark.usefixtures("fast_paths")
 
@@ -28,13 +39,28 @@ def search(index: int) -> list[bytes]:
 
 READ, SEARCH = read(1), search(2)
 SERVER_TOOL = [
-    ev({"type": "content_block_start", "index": 1, "content_block": {
-        "type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}}}),
-    ev({"type": "content_block_delta", "index": 1,
-        "delta": {"type": "input_json_delta", "partial_json": '{"query": "uvicorn h11"}'}}),
+    ev(
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}},
+        }
+    ),
+    ev(
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"query": "uvicorn h11"}'},
+        }
+    ),
     ev({"type": "content_block_stop", "index": 1}),
-    ev({"type": "content_block_start", "index": 2, "content_block": {
-        "type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": []}}),
+    ev(
+        {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": []},
+        }
+    ),
     ev({"type": "content_block_stop", "index": 2}),
 ]
 
@@ -44,12 +70,19 @@ UNTOUCHED = {
     "text then a call, input split mid-key": stream(start(), text(0, "Let me read it."), READ, end()),
     "a call with no input deltas": stream(start(), tool(0, "toolu_01Ls", "list_files"), end()),
     "thinking, text, two parallel calls": stream(
-        start(), thinking(0, "The user wants the TODOs."), text(1, "Searching."),
+        start(),
+        thinking(0, "The user wants the TODOs."),
+        text(1, "Searching."),
         tool(2, "toolu_01A", "grep", '{"pattern": "TODO"}'),
-        tool(3, "toolu_01B", "read_file", '{"path": "caf\\u00e9 \\"x\\".md"}'), end()),
+        tool(3, "toolu_01B", "read_file", '{"path": "caf\\u00e9 \\"x\\".md"}'),
+        end(),
+    ),
     "server tool use is not held": stream(start(), text(0, "Searching the web."), SERVER_TOOL, end("end_turn")),
     "an error event mid-stream": stream(
-        start(), text(0, "Partial"), ev({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+        start(),
+        text(0, "Partial"),
+        ev({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ),
 }
 
 
@@ -59,8 +92,8 @@ def _pieces(data: bytes, how: str) -> list[bytes]:
     if how == "events":  # how the API flushes: one event per chunk
         return [piece + b"\n\n" for piece in data.split(b"\n\n") if piece]
     if how == "bytes":
-        return [data[i:i + 1] for i in range(len(data))]
-    return [data[i:i + 7] for i in range(0, len(data), 7)]
+        return [data[i : i + 1] for i in range(len(data))]
+    return [data[i : i + 7] for i in range(0, len(data), 7)]
 
 
 @pytest.mark.parametrize("how", ["whole", "events", "7-byte chunks", "bytes"])
@@ -144,8 +177,9 @@ def test_a_reask_continues_the_same_message():
     first = stream(start("msg_01Up", 412), text(0, "Reading."), READ, end("tool_use", 87))
     out, filt = run(first, refuse("read_file"))
     filt.begin_continuation()
-    second = stream(start("msg_02Re", 530, cache_read=400), PING, text(0, "Let me search instead."), SEARCH[:],
-                    end("tool_use", 40))
+    second = stream(
+        start("msg_02Re", 530, cache_read=400), PING, text(0, "Let me search instead."), SEARCH[:], end("tool_use", 40)
+    )
     second = second.replace(b'"index": 2', b'"index": 1')  # the re-ask's own numbering
     for piece in _pieces(second, "events"):
         out += b"".join(filt.feed(piece))
@@ -162,7 +196,9 @@ def test_a_reask_continues_the_same_message():
 def test_a_reask_refused_again_then_terminated_adds_up_both_rounds():
     out, filt = run(stream(start(input_tokens=100), read(0), end("tool_use", 10)), refuse("read_file"))
     filt.begin_continuation()
-    out += b"".join(filt.feed(stream(start("msg_02", 200), tool(0, "toolu_02", "read_file", "{}"), end("tool_use", 20))))
+    out += b"".join(
+        filt.feed(stream(start("msg_02", 200), tool(0, "toolu_02", "read_file", "{}"), end("tool_use", 20)))
+    )
     out += b"".join(filt.end_upstream())
     assert filt.needs_decision and len(filt.rounds) == 2
     out += b"".join(filt.terminate("Stopped.")) + b"".join(filt.final())
@@ -182,7 +218,7 @@ def test_nobody_deciding_still_closes_the_message():
 def test_a_stream_cut_inside_a_call_judges_what_arrived():
     seen = []
     cut = stream(start(), read(0)[:2])
-    out, filt = run(cut, lambda call, pos: seen.append(call.arguments) or True)
+    out, _filt = run(cut, lambda call, pos: seen.append(call.arguments) or True)
     assert seen == ['{"path": '] and out == cut
 
 
@@ -205,13 +241,16 @@ def test_a_long_hold_sends_pings_the_sdk_skips():
     assert [e.type for e in sdk_events(b"".join(opened + held))] == ["message_start"]
 
 
-@pytest.mark.parametrize("odd", [
-    b"data: not json\n\n",
-    b": a comment\n\n",
-    ev({"type": "content_block_delta", "index": 9, "delta": {"type": "text_delta", "text": "?"}}),
-    ev({"type": "content_block_start", "content_block": {"type": "tool_use"}}),
-    ev({"type": "something_new", "x": 1}),
-])
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b"data: not json\n\n",
+        b": a comment\n\n",
+        ev({"type": "content_block_delta", "index": 9, "delta": {"type": "text_delta", "text": "?"}}),
+        ev({"type": "content_block_start", "content_block": {"type": "tool_use"}}),
+        ev({"type": "something_new", "x": 1}),
+    ],
+)
 def test_events_it_cannot_read_are_relayed_as_they_are(odd):
     upstream = stream(start(), odd, text(0, "ok"), end("end_turn"))
     out, _ = run(upstream)

@@ -4,13 +4,11 @@ with exactly the refused call and the calls after it taken out, and the SDK acce
 from __future__ import annotations
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-
-from .streams import PING, accumulate, end, start, text, thinking, tool
 from ..filters import anthropic_filter
+from .streams import PING, accumulate, end, start, text, thinking, tool
 
 pytestmark = pytest.mark.usefixtures("fast_paths")
 
@@ -45,8 +43,11 @@ def test_random_streams(kinds, refused, cut):
     filt = anthropic_filter(lambda call, position: position != refused, keepalive_s=None)
     out = b""
     # cut 0: one event per chunk, as the API flushes; otherwise chunks of ``cut`` bytes.
-    pieces = [p + b"\n\n" for p in upstream.split(b"\n\n") if p] if cut == 0 else \
-        [upstream[i:i + cut] for i in range(0, len(upstream), cut)]
+    pieces = (
+        [p + b"\n\n" for p in upstream.split(b"\n\n") if p]
+        if cut == 0
+        else [upstream[i : i + cut] for i in range(0, len(upstream), cut)]
+    )
     for piece in pieces:
         out += b"".join(filt.feed(piece))
     out += b"".join(filt.end_upstream())
@@ -64,8 +65,9 @@ def test_random_streams(kinds, refused, cut):
     if any(k == "tool_use" for k, _ in blocks) and not any(k == "tool_use" for k, _ in expected):
         expected.append(("text", "Stopped."))  # every call refused: the run is ended
     message = accumulate(out)
-    got = [(b.type, b.id if b.type == "tool_use" else b.text if b.type == "text" else b.thinking)
-           for b in message.content]
+    got = [
+        (b.type, b.id if b.type == "tool_use" else b.text if b.type == "text" else b.thinking) for b in message.content
+    ]
     assert got == expected
     if refused >= calls:
         assert out == upstream  # nothing refused: byte for byte

@@ -36,7 +36,7 @@ def assert_valid_request(payload: dict[str, Any]) -> None:
                 break
             leading.append(block["tool_use_id"])
         assert sorted(leading) == sorted(uses), "tool_result blocks open the next turn, one per tool_use"
-        assert all(b.get("type") != "tool_result" for b in answer[len(leading):])
+        assert all(b.get("type") != "tool_result" for b in answer[len(leading) :])
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

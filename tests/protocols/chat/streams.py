@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
-
-import json
 
 import orjson
 from openai._streaming import SSEDecoder as SDKDecoder
 from openai.lib.streaming.chat._completions import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.parsed_chat_completion import ParsedChatCompletion
+from support.deltas import tc
 
 from gateway.protocols.chat.stream import ToolCallFilter
 from gateway.trace.model import ToolCall
-from support.deltas import tc  # noqa: F401 - the stream tests import it from here
+
 from ..filters import chat_filter
 
 ENV = {

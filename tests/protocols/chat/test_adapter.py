@@ -10,15 +10,25 @@ OTHER = {"id": "c2", "type": "function", "function": {"name": "list_dir", "argum
 
 
 def reply(*messages):
-    return {"id": "x", "object": "chat.completion", "choices": [
-        {"index": i, "message": m, "finish_reason": "tool_calls" if m.get("tool_calls") else "stop"}
-        for i, m in enumerate(messages)]}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [
+            {"index": i, "message": m, "finish_reason": "tool_calls" if m.get("tool_calls") else "stop"}
+            for i, m in enumerate(messages)
+        ],
+    }
 
 
 def test_conversation_from_a_start_parses_only_the_new_messages_with_absolute_indices():
-    payload = {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                            {"role": "user", "content": "c"}],
-               "tools": [{"type": "function", "function": {"name": "t"}}]}
+    payload = {
+        "messages": [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"},
+            {"role": "user", "content": "c"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "t"}}],
+    }
     items = CHAT.items(payload)
     tail = CHAT.conversation(payload, items, 1)
     assert [(t.index, t.text) for t in tail.turns] == [(1, "b"), (2, "c")]
@@ -26,8 +36,10 @@ def test_conversation_from_a_start_parses_only_the_new_messages_with_absolute_in
 
 
 def test_proposed_calls_per_choice_and_keep_calls_per_choice():
-    both = reply({"role": "assistant", "content": None, "tool_calls": [OTHER, CALL]},
-                 {"role": "assistant", "content": None, "tool_calls": [CALL]})
+    both = reply(
+        {"role": "assistant", "content": None, "tool_calls": [OTHER, CALL]},
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+    )
     names = [[c.name for c in calls] for calls in CHAT.proposed_calls(both)]
     assert names == [["list_dir", "read_file"], ["read_file"]]
     kept = CHAT.keep_calls(both, [1, 0])
@@ -51,8 +63,10 @@ def test_veto_exchange_and_corrective_are_chat_messages():
     assistant, tool = CHAT.veto_exchange(call, "[loopguard] no")
     assert assistant["tool_calls"][0]["id"] == "c1"
     assert tool == {"role": "tool", "tool_call_id": "c1", "content": "[loopguard] no"}
-    assert CHAT.corrective("plain", "call it") == [{"role": "assistant", "content": "plain"},
-                                                   {"role": "user", "content": "call it"}]
+    assert CHAT.corrective("plain", "call it") == [
+        {"role": "assistant", "content": "plain"},
+        {"role": "user", "content": "call it"},
+    ]
 
 
 def test_result_index_finds_the_result_after_its_call():
@@ -67,7 +81,12 @@ def test_several_choices_get_the_filter_that_judges_each():
 
 
 def test_without_tools_asks_for_text():
-    payload = {"model": "m", "tools": [{"type": "function", "function": {"name": "t"}}], "tool_choice": "required",
-               "parallel_tool_calls": True, "messages": []}
+    payload = {
+        "model": "m",
+        "tools": [{"type": "function", "function": {"name": "t"}}],
+        "tool_choice": "required",
+        "parallel_tool_calls": True,
+        "messages": [],
+    }
     out = CHAT.without_tools(payload)
     assert out["tool_choice"] == "none" and "parallel_tool_calls" not in out and out["tools"] == payload["tools"]

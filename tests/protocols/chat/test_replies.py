@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
-from gateway.protocols.errors import error_body
 from gateway.protocols.chat.chunks import Envelope
 from gateway.protocols.chat.replies import (
     assistant_message_for,
@@ -13,6 +12,7 @@ from gateway.protocols.chat.replies import (
     termination_stream,
     veto_observation,
 )
+from gateway.protocols.errors import error_body
 from gateway.protocols.sse import DONE
 from gateway.trace.model import ToolCall
 

@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 
 from gateway.protocols.chat.assembler import ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk
-from gateway.protocols.sse import DONE, data_event
 from gateway.protocols.chat.stream import ToolCallFilter
+from gateway.protocols.sse import DONE, data_event
 from gateway.trace.model import ToolCall
 
+from ..filters import chat_filter
 from .streams import (
-
     ENV,
     ENV2,
     accumulate,
@@ -27,7 +27,6 @@ from .streams import (
     tool_entries,
     tools,
 )
-from ..filters import chat_filter
 
 pytestmark = pytest.mark.usefixtures("fast_paths")
 
@@ -248,8 +247,9 @@ def test_done_waits_while_a_call_is_open_or_was_dropped() -> None:
     assert DONE not in b"".join(out)
     assert b"".join(open_call.end_upstream() + open_call.final()).endswith(DONE)
     dropped = chat_filter(lambda call, pos: pos == 0)
-    out = dropped.feed(sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "search", ARGS_B)),
-                           FINISH))
+    out = dropped.feed(
+        sse(ROLE, tools(tc(0, "call_a", "read", ARGS_A)), tools(tc(1, "call_b", "search", ARGS_B)), FINISH)
+    )
     assert DONE not in b"".join(out + dropped.end_upstream())  # the pipeline says what follows
     assert dropped.final()[-1] == DONE
 
@@ -284,7 +284,7 @@ def test_rejected_first_call_emits_nothing_tool_related() -> None:
     )
     filt = chat_filter(lambda call, pos: False)
     out = b"".join(filt.feed(stream) + filt.end_upstream())
-    assert b"tool_calls" not in out and b"finish_reason\":\"" not in out and DONE not in out
+    assert b"tool_calls" not in out and b'finish_reason":"' not in out and DONE not in out
     assert filt.needs_decision and filt.round.finish_withheld and filt.round.finish_reason == "tool_calls"
     assert filt.round.rejected == ToolCall("call_a", "read", ARGS_A) and filt.round.rejected_position == 0
     assert [c.id for c in filt.round.dropped] == ["call_a", "call_b"] and filt.round.kept == []
@@ -386,7 +386,7 @@ def test_error_event_mid_stream_passes_untouched() -> None:
     filt = chat_filter(lambda call, pos: True)
     out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", '{"pa')), done=False) + error)
     assert out[-1] == error
-    named = b"event: error\ndata: {\"message\": \"x\"}\n\n"
+    named = b'event: error\ndata: {"message": "x"}\n\n'
     assert filt.feed(named) == [named]
 
 
@@ -400,10 +400,13 @@ def test_judge_exception_fails_open() -> None:
 
 
 def test_other_choices_pass_through_unjudged() -> None:
-    two = {**ENV, "choices": [
-        {"index": 0, "delta": {"tool_calls": [tc(0, "call_a", "read", ARGS_A)]}, "finish_reason": None},
-        {"index": 1, "delta": {"tool_calls": [tc(0, "call_x", "search", ARGS_B)]}, "finish_reason": None},
-    ]}
+    two = {
+        **ENV,
+        "choices": [
+            {"index": 0, "delta": {"tool_calls": [tc(0, "call_a", "read", ARGS_A)]}, "finish_reason": None},
+            {"index": 1, "delta": {"tool_calls": [tc(0, "call_x", "search", ARGS_B)]}, "finish_reason": None},
+        ],
+    }
     fin = {**ENV, "choices": [{"index": i, "delta": {}, "finish_reason": "tool_calls"} for i in (0, 1)]}
     roles = {**ENV, "choices": [{"index": i, "delta": {"role": "assistant"}, "finish_reason": None} for i in (0, 1)]}
     judged: list[str] = []
@@ -478,7 +481,15 @@ def test_mixed_content_and_rejected_call_in_one_delta() -> None:
 @pytest.mark.parametrize("keepalive,expected", [(0.0, 2), (None, 0), (3600.0, 0)])
 def test_keepalive_comments_while_a_call_is_held(keepalive: float | None, expected: int) -> None:
     filt = chat_filter(lambda call, pos: True, keepalive_s=keepalive)
-    out = filt.feed(sse(ROLE, tools(tc(0, "call_a", "read", ""), ), done=False))
+    out = filt.feed(
+        sse(
+            ROLE,
+            tools(
+                tc(0, "call_a", "read", ""),
+            ),
+            done=False,
+        )
+    )
     out += filt.feed(sse(tools(tc(0, args="{")), done=False)) + filt.feed(sse(tools(tc(0, args="}")), done=False))
     assert out.count(b": loopguard holding\n\n") == expected
     out += filt.feed(sse(FINISH)) + filt.final()

@@ -11,8 +11,8 @@ import pytest
 
 from gateway.trace.model import ToolCall
 
-from .streams import ENV, accumulate, calls_of, chunk, client_chunks, sse, tc, tools
 from ..filters import chat_filter
+from .streams import ENV, accumulate, calls_of, chunk, client_chunks, sse, tc, tools
 
 pytestmark = pytest.mark.usefixtures("fast_paths")
 
@@ -23,7 +23,7 @@ TEXT = '{"path": "src/caf\u00e9.py", "note": "a \\"quoted\\" word\\nand a line",
 
 
 def pieces(text: str, size: int = 5) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def argument_run(text: str, index: int = 0, **extra) -> list[dict]:
@@ -33,8 +33,11 @@ def argument_run(text: str, index: int = 0, **extra) -> list[dict]:
 def upstream(*events: dict | bytes, ascii_only: bool = False) -> bytes:
     out = b""
     for event in events:
-        out += event if isinstance(event, bytes) else b"data: " + json.dumps(
-            event, ensure_ascii=ascii_only, separators=(",", ":")).encode() + b"\n\n"
+        out += (
+            event
+            if isinstance(event, bytes)
+            else b"data: " + json.dumps(event, ensure_ascii=ascii_only, separators=(",", ":")).encode() + b"\n\n"
+        )
     return out + b"data: [DONE]\n\n"
 
 
@@ -58,17 +61,28 @@ CASES = {
     "plain run": upstream(START, *argument_run(TEXT), FINISH),
     "non-ASCII written as \\u escapes": upstream(START, *argument_run(TEXT), FINISH, ascii_only=True),
     "envelope changes mid-run": upstream(
-        START, *argument_run(TEXT[:20]), *[chunk({"tool_calls": [tc(0, args=p)]}, env={**ENV, "created": 1})
-                                           for p in pieces(TEXT[20:])], FINISH),
+        START,
+        *argument_run(TEXT[:20]),
+        *[chunk({"tool_calls": [tc(0, args=p)]}, env={**ENV, "created": 1}) for p in pieces(TEXT[20:])],
+        FINISH,
+    ),
     "an event with usage inside the run": upstream(
-        START, *argument_run(TEXT[:20]), chunk({"tool_calls": [tc(0, args=TEXT[20:30])]}, usage=None),
-        *argument_run(TEXT[30:]), FINISH),
+        START,
+        *argument_run(TEXT[:20]),
+        chunk({"tool_calls": [tc(0, args=TEXT[20:30])]}, usage=None),
+        *argument_run(TEXT[30:]),
+        FINISH,
+    ),
     "a text that is no JSON string where the arguments were": upstream(
-        START, *argument_run(TEXT[:10]),
-        b'data: ' + orjson.dumps(chunk({"tool_calls": [tc(0, args="x")]})).replace(b'"x"', b'12') + b"\n\n",
-        *argument_run(TEXT[10:]), FINISH),
+        START,
+        *argument_run(TEXT[:10]),
+        b"data: " + orjson.dumps(chunk({"tool_calls": [tc(0, args="x")]})).replace(b'"x"', b"12") + b"\n\n",
+        *argument_run(TEXT[10:]),
+        FINISH,
+    ),
     "a second call after the run": upstream(
-        START, *argument_run(TEXT), tools(tc(1, "call_b", "read_file", "")), *argument_run('{"p": 1}', 1), FINISH),
+        START, *argument_run(TEXT), tools(tc(1, "call_b", "read_file", "")), *argument_run('{"p": 1}', 1), FINISH
+    ),
 }
 
 

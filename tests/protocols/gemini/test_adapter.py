@@ -21,16 +21,22 @@ def call(name: str, path: str) -> dict:
     return {"functionCall": {"name": name, "args": {"path": path}}}
 
 
-ARRAY = [chunk({"text": "Reading "}), chunk({"text": "both."}, call("list_dir", ".")),
-         chunk(call("read_file", "a.txt"), finish="STOP")]
+ARRAY = [
+    chunk({"text": "Reading "}),
+    chunk({"text": "both."}, call("list_dir", ".")),
+    chunk(call("read_file", "a.txt"), finish="STOP"),
+]
 
 
-@pytest.mark.parametrize("path, query, types, streams", [
-    (PATH, b"", (list,), False),  # no alt=sse: Google answers one JSON array
-    (PATH, b"alt=sse", (dict,), True),
-    (PATH, b"key=k&alt=sse", (dict,), True),
-    ("/v1beta/models/gemini-test:generateContent", b"", (dict,), False),
-])
+@pytest.mark.parametrize(
+    "path, query, types, streams",
+    [
+        (PATH, b"", (list,), False),  # no alt=sse: Google answers one JSON array
+        (PATH, b"alt=sse", (dict,), True),
+        (PATH, b"key=k&alt=sse", (dict,), True),
+        ("/v1beta/models/gemini-test:generateContent", b"", (dict,), False),
+    ],
+)
 def test_a_request_binds_the_reply_shape_it_is_judged_in(path, query, types, streams):
     adapter = GEMINI.at({"path": path, "query_string": query})
     assert adapter.reply_types == types and adapter.stream({}) is streams

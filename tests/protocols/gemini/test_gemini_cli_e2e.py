@@ -11,7 +11,7 @@ import shutil
 import subprocess
 
 import pytest
-from support.gemini_gateway import start_gemini  # noqa: F401 - the fixture
+from support.gemini_gateway import start_gemini
 from support.gemini_upstream import Said, tools_closed
 
 pytestmark = pytest.mark.skipif(shutil.which("gemini") is None, reason="Gemini CLI is not installed")
@@ -28,6 +28,7 @@ SETTINGS = {
 def lister(work: str, proposed: list):
     """The looping model: whenever ``list_directory`` is declared, it calls it again; its other
     requests (the CLI's own routing and next-speaker checks) get a short JSON answer."""
+
     def respond(body: dict) -> Said:
         if tools_closed(body):
             return Said(text=FINAL)
@@ -39,6 +40,7 @@ def lister(work: str, proposed: list):
         args = {name: work for name in params.get("required", [])}
         proposed.append(args)
         return Said(calls=[(tool["name"], args)])
+
     return respond
 
 
@@ -50,10 +52,23 @@ def test_a_looping_gemini_cli_run_is_ended_with_the_models_answer(start_gemini, 
     (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS))
     proposed: list = []
     upstream, _, gateway = start_gemini(lister(str(work), proposed))
-    env = {**os.environ, "HOME": str(home), "GEMINI_API_KEY": "gm-cli", "GOOGLE_GEMINI_BASE_URL": gateway,
-           "NO_BROWSER": "1", "CI": "1", "GEMINI_CLI_TRUST_WORKSPACE": "true"}
-    run = subprocess.run(["gemini", "-p", f"list the files in {work}", "--yolo"], cwd=work, env=env,
-                         capture_output=True, text=True, timeout=240)
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "GEMINI_API_KEY": "gm-cli",
+        "GOOGLE_GEMINI_BASE_URL": gateway,
+        "NO_BROWSER": "1",
+        "CI": "1",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+    run = subprocess.run(
+        ["gemini", "-p", f"list the files in {work}", "--yolo"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert FINAL in run.stdout
     assert len(proposed) <= 8  # proposed calls; the executed ones are fewer (a refused one is not run)

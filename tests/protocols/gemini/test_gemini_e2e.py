@@ -7,16 +7,18 @@ import httpx
 import orjson
 import pytest
 from google.genai import errors, types
-from support.gemini_gateway import client_for, start_gemini  # noqa: F401 - the fixture
+from support.gemini_gateway import client_for, start_gemini
 from support.gemini_upstream import Said, healthy, stubborn, tools_closed
-from support.rawhttp import send
 from support.policies import ladder_policy
+from support.rawhttp import send
 
 MODEL = "gemini-test"
 FINAL = "I could not finish: the file never changed."
 READ_FILE = types.FunctionDeclaration(
-    name="read_file", description="Read a file.",
-    parameters_json_schema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    name="read_file",
+    description="Read a file.",
+    parameters_json_schema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+)
 
 
 def manual_run(client, stream: bool, limit: int = 20) -> tuple[str, int]:
@@ -26,9 +28,12 @@ def manual_run(client, stream: bool, limit: int = 20) -> tuple[str, int]:
     executions = 0
     for _ in range(limit):
         if stream:
-            parts = [p for chunk in client.models.generate_content_stream(model=MODEL, contents=contents, config=config)
-                     if chunk.candidates and chunk.candidates[0].content
-                     for p in chunk.candidates[0].content.parts or ()]
+            parts = [
+                p
+                for chunk in client.models.generate_content_stream(model=MODEL, contents=contents, config=config)
+                if chunk.candidates and chunk.candidates[0].content
+                for p in chunk.candidates[0].content.parts or ()
+            ]
         else:
             reply = client.models.generate_content(model=MODEL, contents=contents, config=config)
             parts = list(reply.candidates[0].content.parts or ())
@@ -37,8 +42,15 @@ def manual_run(client, stream: bool, limit: int = 20) -> tuple[str, int]:
             return "".join(p.text or "" for p in parts), executions
         contents.append(types.Content(role="model", parts=parts))
         executions += len(calls)
-        contents.append(types.Content(role="user", parts=[
-            types.Part.from_function_response(name=c.name, response={"result": "the same content"}) for c in calls]))
+        contents.append(
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part.from_function_response(name=c.name, response={"result": "the same content"})
+                    for c in calls
+                ],
+            )
+        )
     raise AssertionError("the run never ended")
 
 
@@ -53,8 +65,10 @@ def automatic_run(client, stream: bool) -> tuple[str, int]:
 
     config = types.GenerateContentConfig(tools=[read_file])
     if stream:
-        text = "".join(c.text or "" for c in client.models.generate_content_stream(
-            model=MODEL, contents="summarize a.txt", config=config))
+        text = "".join(
+            c.text or ""
+            for c in client.models.generate_content_stream(model=MODEL, contents="summarize a.txt", config=config)
+        )
     else:
         text = client.models.generate_content(model=MODEL, contents="summarize a.txt", config=config).text
     return text, len(executed)
@@ -81,8 +95,9 @@ def test_a_looping_agent_is_warned_refused_then_ended_with_the_models_answer(sta
     assert response["name"] == "read_file" and "rejected" in response["response"]["error"]
     assert closed["toolConfig"]["functionCallingConfig"]["mode"] == "NONE" and closed["tools"]
     assert len(upstream.requests) == 6
-    assert all(r["path"].endswith(":streamGenerateContent" if stream else ":generateContent")
-               for r in upstream.requests)
+    assert all(
+        r["path"].endswith(":streamGenerateContent" if stream else ":generateContent") for r in upstream.requests
+    )
 
 
 SAYING = "Let me read a.txt again."
@@ -126,8 +141,10 @@ def test_a_healthy_agent_is_relayed_untouched(start_gemini, run, stream):
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_healthy_reply_goes_out_byte_for_byte(start_gemini, stream):
     upstream, _, gateway = start_gemini(healthy(steps=2))
-    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}],
-            "tools": [{"functionDeclarations": [{"name": "read_file"}]}]}
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "go"}]}],
+        "tools": [{"functionDeclarations": [{"name": "read_file"}]}],
+    }
     path = f"/v1beta/models/{MODEL}:" + ("streamGenerateContent?alt=sse" if stream else "generateContent")
 
     answer = httpx.post(gateway + path, json=body, headers={"x-goog-api-key": "gm-client"})
@@ -143,8 +160,11 @@ def test_the_clients_key_is_forwarded_and_a_server_key_replaces_it(start_gemini)
 
     upstream, _, gateway = start_gemini(healthy(steps=0), gemini_api_key="gm-server")
     body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
-    answer = httpx.post(gateway + f"/v1beta/models/{MODEL}:generateContent?key=gm-client&x=1", json=body,
-                        headers={"authorization": "Bearer other"})
+    answer = httpx.post(
+        gateway + f"/v1beta/models/{MODEL}:generateContent?key=gm-client&x=1",
+        json=body,
+        headers={"authorization": "Bearer other"},
+    )
     assert answer.status_code == 200
     assert upstream.last["headers"]["x-goog-api-key"] == "gm-server"
     assert "authorization" not in upstream.last["headers"] and upstream.last["query"] == "x=1"
@@ -170,9 +190,12 @@ def test_terminate_template_and_error_modes(start_gemini, mode, stream):
 
 
 def test_bad_requests_get_googles_error_shape(start_gemini):
-    _, client, gateway = start_gemini(healthy())
-    answer = httpx.post(gateway + f"/v1beta/models/{MODEL}:generateContent", content=b"{not json",
-                        headers={"content-type": "application/json"})
+    _, _client, gateway = start_gemini(healthy())
+    answer = httpx.post(
+        gateway + f"/v1beta/models/{MODEL}:generateContent",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
     error = answer.json()["error"]
     assert answer.status_code == 400 and error["code"] == 400 and error["status"] == "INVALID_ARGUMENT"
     assert error["message"]
@@ -181,8 +204,11 @@ def test_bad_requests_get_googles_error_shape(start_gemini):
 def test_other_gemini_paths_are_relayed_to_the_gemini_upstream(start_gemini):
     upstream, client, gateway = start_gemini(healthy())
     assert client.models.count_tokens(model=MODEL, contents="hi").total_tokens == 7
-    raw = httpx.post(gateway + f"/v1beta/models/{MODEL}:streamGenerateContent", headers={"x-goog-api-key": "k"},
-                     json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    raw = httpx.post(
+        gateway + f"/v1beta/models/{MODEL}:streamGenerateContent",
+        headers={"x-goog-api-key": "k"},
+        json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    )
     assert raw.status_code == 200 and raw.content == upstream.sent[-1]  # no alt=sse: an array, relayed whole
     assert upstream.last["path"] == f"/v1beta/models/{MODEL}:streamGenerateContent"
 
@@ -194,8 +220,12 @@ def array_run(gateway: str) -> tuple[list, int]:
     tools = [{"functionDeclarations": [{"name": "read_file", "description": "Read a file."}]}]
     executions = 0
     for _ in range(20):
-        answer = httpx.post(gateway + f"/v1beta/models/{MODEL}:streamGenerateContent", headers={"x-goog-api-key": "k"},
-                            json={"contents": contents, "tools": tools}, timeout=30)
+        answer = httpx.post(
+            gateway + f"/v1beta/models/{MODEL}:streamGenerateContent",
+            headers={"x-goog-api-key": "k"},
+            json={"contents": contents, "tools": tools},
+            timeout=30,
+        )
         assert answer.status_code == 200
         chunks = answer.json()
         said = [p for chunk in chunks for c in chunk["candidates"] for p in c["content"]["parts"]]
@@ -204,8 +234,15 @@ def array_run(gateway: str) -> tuple[list, int]:
             return chunks, executions
         contents.append({"role": "model", "parts": said})
         executions += len(calls)
-        contents.append({"role": "user", "parts": [
-            {"functionResponse": {"name": "read_file", "response": {"result": "the same content"}}} for _ in calls]})
+        contents.append(
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"name": "read_file", "response": {"result": "the same content"}}}
+                    for _ in calls
+                ],
+            }
+        )
     raise AssertionError("the run never ended")
 
 
@@ -215,7 +252,9 @@ def test_a_stream_without_alt_sse_is_judged_like_any_reply(start_gemini):
     ends the run with the model's tools-closed answer), answered as an array."""
     upstream, _, gateway = start_gemini(stubborn(final=FINAL))
     chunks, executions = array_run(gateway)
-    assert executions == 3 and "".join(p["text"] for c in chunks for p in c["candidates"][0]["content"]["parts"]) == FINAL
+    assert (
+        executions == 3 and "".join(p["text"] for c in chunks for p in c["candidates"][0]["content"]["parts"]) == FINAL
+    )
     warned, reasked, closing = (upstream.requests[i]["json"] for i in (3, 4, 5))
     assert any("[LoopGuard]" in p.get("text", "") for p in warned["contents"][-1]["parts"])
     refused_call, observation = reasked["contents"][-2:]
@@ -228,19 +267,28 @@ def test_a_stream_without_alt_sse_is_judged_like_any_reply(start_gemini):
 def test_an_array_whose_second_call_is_refused_keeps_the_first_in_a_one_element_array(start_gemini):
     """A round of two calls, the second a repeat at reject level: the first goes to the client,
     the second never does; the chunks come back merged into one."""
+
     def twice(body: dict) -> Said:
         done = sum(1 for c in body["contents"] for p in c["parts"] if "functionResponse" in p)
         if done < 4:
             return Said(calls=[("read_file", {"path": "a.txt"})])
         return Said(text="Reading both.", calls=[("list_dir", {"path": "."}), ("read_file", {"path": "a.txt"})])
+
     upstream, _, gateway = start_gemini(twice)
     contents = [{"role": "user", "parts": [{"text": "summarize a.txt"}]}]
     for _ in range(4):
-        contents.append({"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": "a.txt"}}}]})
-        contents.append({"role": "user", "parts": [{"functionResponse": {"name": "read_file",
-                                                                         "response": {"result": "the same"}}}]})
-    answer = httpx.post(gateway + f"/v1beta/models/{MODEL}:streamGenerateContent", headers={"x-goog-api-key": "k"},
-                        json={"contents": contents}, timeout=30)
+        contents.append(
+            {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": "a.txt"}}}]}
+        )
+        contents.append(
+            {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"result": "the same"}}}]}
+        )
+    answer = httpx.post(
+        gateway + f"/v1beta/models/{MODEL}:streamGenerateContent",
+        headers={"x-goog-api-key": "k"},
+        json={"contents": contents},
+        timeout=30,
+    )
     assert answer.status_code == 200 and answer.headers["x-loopguard-action"] == "reject"
     chunks = answer.json()
     assert len(chunks) == 1 and len(orjson.loads(upstream.sent[-1])) > 1  # the upstream's chunks, merged
@@ -253,7 +301,11 @@ def test_a_terminated_stream_without_alt_sse_gets_a_one_element_array(start_gemi
     policy = ladder_policy("interventions:\n  terminate: {mode: reply}\n")
     upstream, _, gateway = start_gemini(stubborn(final=FINAL), policy)
     chunks, executions = array_run(gateway)
-    assert executions == 3 and len(chunks) == 1 and "read_file" in chunks[0]["candidates"][0]["content"]["parts"][0]["text"]
+    assert (
+        executions == 3
+        and len(chunks) == 1
+        and "read_file" in chunks[0]["candidates"][0]["content"]["parts"][0]["text"]
+    )
     assert not any(r["json"].get("toolConfig") for r in upstream.requests)  # the template, no answer asked
 
 
@@ -271,11 +323,17 @@ def test_a_server_side_upstream_error_keeps_its_shape(start_gemini):
     assert caught.value.code == 503
 
 
-@pytest.mark.parametrize("target", [
-    f"/v1beta/models/{MODEL}:GenerateContent", f"/V1BETA/models/{MODEL}:streamGenerateContent?alt=sse",
-    f"/v1beta/models/{MODEL}:generateContent;x", f"/v1/models/{MODEL}:generateContent.",
-    f"/v1beta/Models/{MODEL}:generateContent", f"/v1/v1beta/models/{MODEL}:generateContent",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        f"/v1beta/models/{MODEL}:GenerateContent",
+        f"/V1BETA/models/{MODEL}:streamGenerateContent?alt=sse",
+        f"/v1beta/models/{MODEL}:generateContent;x",
+        f"/v1/models/{MODEL}:generateContent.",
+        f"/v1beta/Models/{MODEL}:generateContent",
+        f"/v1/v1beta/models/{MODEL}:generateContent",
+    ],
+)
 def test_another_spelling_of_a_gemini_route_is_refused(start_gemini, target):
     """Google's router (or a proxy before it) may read these as the guarded route: relayed, they
     would reach the model unjudged."""

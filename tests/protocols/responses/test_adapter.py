@@ -22,13 +22,18 @@ from .oracle import validate_response
 
 ADAPTER = ResponsesAdapter()
 INPUT = TypeAdapter(ResponseInputParam)
-TOOLS = [{"type": "function", "name": "read_file", "parameters": {"type": "object", "properties": {}}},
-         {"type": "web_search"}]
+TOOLS = [
+    {"type": "function", "name": "read_file", "parameters": {"type": "object", "properties": {}}},
+    {"type": "web_search"},
+]
 
 
 def members(protocol: type) -> dict[str, object]:
-    return {name: value for name, value in vars(protocol).items()
-            if not name.startswith("_") and (callable(value) or isinstance(value, property))}
+    return {
+        name: value
+        for name, value in vars(protocol).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, property))
+    }
 
 
 @pytest.mark.parametrize("name", list(members(base.Adapter)) + list(base.Adapter.__annotations__))
@@ -46,8 +51,13 @@ def looping_payload(rounds: int, stream: bool = False) -> dict:
     for n in range(rounds):
         items.append(function_call("read_file", '{"path": "config.yaml"}', f"call_{n}"))
         items.append({"type": "function_call_output", "call_id": f"call_{n}", "output": "retries: 3"})
-    return {"model": "gpt-4.1", "input": items, "tools": TOOLS, "stream": stream,
-            "instructions": "You are a careful assistant."}
+    return {
+        "model": "gpt-4.1",
+        "input": items,
+        "tools": TOOLS,
+        "stream": stream,
+        "instructions": "You are a careful assistant.",
+    }
 
 
 def judge(payload: dict):
@@ -77,24 +87,35 @@ def test_a_looping_agent_is_warned_with_an_anchor_the_api_accepts():
 
 def test_veto_exchange_and_without_tools_make_a_valid_reask():
     payload = looping_payload(3)
-    reply = response([custom_call("apply_patch", "*** Begin", "call_c"),
-                      function_call("read_file", '{"path": "config.yaml"}', "call_r")])
+    reply = response(
+        [
+            custom_call("apply_patch", "*** Begin", "call_c"),
+            function_call("read_file", '{"path": "config.yaml"}', "call_r"),
+        ]
+    )
     [calls] = ADAPTER.proposed_calls(reply)
-    assert calls == (ToolCall("call_c", "apply_patch", "*** Begin"),
-                     ToolCall("call_r", "read_file", '{"path": "config.yaml"}'))
+    assert calls == (
+        ToolCall("call_c", "apply_patch", "*** Begin"),
+        ToolCall("call_r", "read_file", '{"path": "config.yaml"}'),
+    )
     items = ADAPTER.items(payload)
     for call in calls:
         items = [*items, *ADAPTER.veto_exchange(call, "[loopguard] not run")]
     reask = ADAPTER.without_tools(ADAPTER.with_items(payload, items))
     INPUT.validate_python(reask["input"])
     assert [i["type"] for i in reask["input"][-4:]] == [
-        "custom_tool_call", "custom_tool_call_output", "function_call", "function_call_output"]
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "function_call",
+        "function_call_output",
+    ]
     assert reask["tool_choice"] == "none" and reask["tools"] == TOOLS
 
 
 def test_reply_helpers_and_replies_the_gateway_writes():
-    reply = response([message("Checking."), function_call("read_file", "{}", "call_1"),
-                      function_call("read_file", "{}", "call_2")])
+    reply = response(
+        [message("Checking."), function_call("read_file", "{}", "call_1"), function_call("read_file", "{}", "call_2")]
+    )
     assert ADAPTER.answer(reply) == Answer(True, "Checking.")
     assert ADAPTER.answer({"output": None}) is None
     validate_response(ADAPTER.keep_calls(reply, [1]))
@@ -104,7 +125,8 @@ def test_reply_helpers_and_replies_the_gateway_writes():
     validate_response(ADAPTER.termination_reply("Stopped.", payload))
     assert ADAPTER.termination_stream("Stopped.", payload)[-1].startswith(b"event: response.completed\n")
     assert ADAPTER.error_body("bad input", "invalid_request_error", "bad") == {
-        "error": {"message": "bad input", "type": "invalid_request_error", "param": None, "code": "bad"}}
+        "error": {"message": "bad input", "type": "invalid_request_error", "param": None, "code": "bad"}
+    }
 
 
 def test_stream_filter_reports_custom_calls_to_the_adapter():

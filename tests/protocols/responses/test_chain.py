@@ -96,10 +96,15 @@ async def test_another_clients_response_is_an_unknown_one():
     # Client A's chain holds two identical reads; client B names A's latest response.
     adapter, store = ResponsesAdapter(), MemoryStore()
     adapter.aliases.put("resp_2", "resp_up2")  # A's stream was continued: the upstream knows it by another id
-    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
-                           store, NS)
-    await adapter.remember(chained("resp_1", [output("call_1")]),
-                           response([function_call("read_file", "{}", "call_2")], "resp_2"), store, NS)
+    await adapter.remember(
+        chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"), store, NS
+    )
+    await adapter.remember(
+        chained("resp_1", [output("call_1")]),
+        response([function_call("read_file", "{}", "call_2")], "resp_2"),
+        store,
+        NS,
+    )
     mine = chained("resp_2", [output("call_2")])
     assert len(await adapter.history(mine, store, NS)) == 4  # A itself: the whole chain
     theirs = chained("resp_2", [output("call_2", "B's own output")])
@@ -115,12 +120,15 @@ async def test_another_clients_response_is_an_unknown_one():
     assert await store.response_chain(chain.key(NS, "resp_3")) is None
 
 
-@pytest.mark.parametrize(("namespace", "response_id"), [
-    ("", "resp_1"),
-    (NS, "resp_1"),
-    ("", NS + "resp_1"),  # a client without a credential naming a key of A's
-    (OTHER, NS + "resp_1"),
-])
+@pytest.mark.parametrize(
+    ("namespace", "response_id"),
+    [
+        ("", "resp_1"),
+        (NS, "resp_1"),
+        ("", NS + "resp_1"),  # a client without a credential naming a key of A's
+        (OTHER, NS + "resp_1"),
+    ],
+)
 def test_no_response_id_makes_a_key_of_another_clients(namespace, response_id):
     assert chain.key(namespace, response_id) != chain.key(NS, "resp_1") or (namespace, response_id) == (NS, "resp_1")
 
@@ -136,21 +144,25 @@ async def test_store_false_is_neither_read_nor_recorded():
 async def test_withheld_calls_are_answered_in_the_next_request_of_the_chain():
     adapter, store = ResponsesAdapter(), MemoryStore()
     first = chained(None, [USER])
-    reply = response([function_call("read_file", "{}", "call_1"), function_call("write_file", "{}", "call_2")],
-                     "resp_1")
+    reply = response(
+        [function_call("read_file", "{}", "call_1"), function_call("write_file", "{}", "call_2")], "resp_1"
+    )
     kept = adapter.keep_calls(reply, [1])  # the gateway let only the first call through
     await adapter.remember(first, kept, store, NS)
     payload = chained("resp_1", [output("call_1")])
     history = await adapter.history(payload, store, NS)
     sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history), NS)
-    assert sent["input"] == [{"type": "function_call_output", "call_id": "call_2", "output": WITHHELD},
-                             output("call_1")]
+    assert sent["input"] == [
+        {"type": "function_call_output", "call_id": "call_2", "output": WITHHELD},
+        output("call_1"),
+    ]
 
 
 async def test_a_refused_call_shown_again_inside_the_history_is_not_sent_again():
     adapter, store = ResponsesAdapter(), MemoryStore()
-    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
-                           store, NS)
+    await adapter.remember(
+        chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"), store, NS
+    )
     payload = chained("resp_1", [output("call_1")])
     history = await adapter.history(payload, store, NS)
     vetoed = adapter.veto_exchange(ToolCall("call_0", "read_file", "{}"), NOTE)  # the guard re-shows it
@@ -162,8 +174,7 @@ async def test_a_refused_call_shown_again_inside_the_history_is_not_sent_again()
 
 async def test_other_changes_inside_the_history_send_the_whole_conversation():
     adapter, store = ResponsesAdapter(), MemoryStore()
-    first = response([function_call("read_file", "{}", "call_1"), function_call("list_dir", "{}", "call_2")],
-                     "resp_1")
+    first = response([function_call("read_file", "{}", "call_1"), function_call("list_dir", "{}", "call_2")], "resp_1")
     await adapter.remember(chained(None, [USER]), adapter.keep_calls(first, [1]), store, NS)
     payload = chained("resp_1", [output("call_1")])
     history = await adapter.history(payload, store, NS)
@@ -192,14 +203,17 @@ def test_a_record_holds_the_chain_then_what_was_sent_then_the_output():
 
 
 def test_records_are_bounded_newest_kept():
-    many = [item for n in range(chain.MAX_ITEMS) for item in (
-        function_call("read_file", "{}", f"call_{n}"), output(f"call_{n}", "x"))]
+    many = [
+        item
+        for n in range(chain.MAX_ITEMS)
+        for item in (function_call("read_file", "{}", f"call_{n}"), output(f"call_{n}", "x"))
+    ]
     kept = chain.next_record(None, many, []).items
     assert len(kept) == chain.MAX_ITEMS and kept[-1] == many[-1]
     assert kept[0]["type"] == "function_call"  # never starts with an output whose call was cut
     large = [{"role": "user", "content": "y" * 10_000} for n in range(100)]
     kept = chain.bounded(large)
-    assert kept == large[-len(kept):] and sum(len(str(i)) for i in kept) <= chain.MAX_BYTES + 1000
+    assert kept == large[-len(kept) :] and sum(len(str(i)) for i in kept) <= chain.MAX_BYTES + 1000
     assert len(kept) < 100
 
 
@@ -222,8 +236,9 @@ def test_owed_tail_is_the_outputs_for_calls_the_history_does_not_hold():
 async def test_a_continued_stream_is_continued_under_the_upstreams_id():
     adapter, store = ResponsesAdapter(), MemoryStore()
     adapter.aliases.put("resp_client", "resp_upstream")  # what the stream filter reports
-    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")],
-                                                           "resp_client"), store, NS)
+    await adapter.remember(
+        chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_client"), store, NS
+    )
     assert (await store.response_chain(chain.key(NS, "resp_client"))).upstream_id == "resp_upstream"
     payload = chained("resp_client", [output("call_1")])
     history = await adapter.history(payload, store, NS)
@@ -233,8 +248,9 @@ async def test_a_continued_stream_is_continued_under_the_upstreams_id():
 
 async def test_nothing_to_change_means_the_clients_own_payload():
     adapter, store = ResponsesAdapter(), MemoryStore()
-    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"),
-                           store, NS)
+    await adapter.remember(
+        chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_1"), store, NS
+    )
     payload = chained("resp_1", [output("call_1")])
     history = await adapter.history(payload, store, NS)
     assert adapter.with_items(payload, [*history, *adapter.items(payload)], len(history), NS) is payload
@@ -243,12 +259,12 @@ async def test_nothing_to_change_means_the_clients_own_payload():
 async def test_a_reply_to_a_request_sent_under_the_upstreams_id_extends_the_clients_chain():
     adapter, store = ResponsesAdapter(), MemoryStore()
     adapter.aliases.put("resp_client", "resp_upstream")
-    await adapter.remember(chained(None, [USER]), response([function_call("read_file", "{}", "call_1")],
-                                                           "resp_client"), store, NS)
+    await adapter.remember(
+        chained(None, [USER]), response([function_call("read_file", "{}", "call_1")], "resp_client"), store, NS
+    )
     payload = chained("resp_client", [output("call_1")])
     history = await adapter.history(payload, store, NS)
     sent = adapter.with_items(payload, [*history, *adapter.items(payload)], len(history), NS)
     await adapter.remember(sent, response([message("done")], "resp_next"), store, NS)
     record = await store.response_chain(chain.key(NS, "resp_next"))
-    assert list(record.items) == [USER, function_call("read_file", "{}", "call_1"), output("call_1"),
-                                  message("done")]
+    assert list(record.items) == [USER, function_call("read_file", "{}", "call_1"), output("call_1"), message("done")]

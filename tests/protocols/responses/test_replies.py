@@ -44,8 +44,13 @@ def test_reply_text_joins_the_assistant_messages():
 PAYLOADS = {
     "plain": {"model": "gpt-4.1", "input": "hi"},
     "chained, with instructions and an object tool_choice": {
-        "model": "gpt-4.1", "input": [], "instructions": "Be brief.", "previous_response_id": "resp_0",
-        "tool_choice": {"type": "function", "name": "read_file"}, "parallel_tool_calls": False},
+        "model": "gpt-4.1",
+        "input": [],
+        "instructions": "Be brief.",
+        "previous_response_id": "resp_0",
+        "tool_choice": {"type": "function", "name": "read_file"},
+        "parallel_tool_calls": False,
+    },
     "odd fields": {"model": 7, "instructions": ["x"], "tool_choice": "sometimes", "parallel_tool_calls": "yes"},
 }
 
@@ -64,8 +69,15 @@ def test_termination_stream_is_a_valid_event_stream(payload):
     events = client_events(b"".join(termination_events("Done here.", payload)))
     check_numbering(events)
     assert [e["type"] for e in events] == [
-        "response.created", "response.in_progress", "response.output_item.added",
-        "response.content_part.added", "response.output_text.delta", "response.output_text.done",
-        "response.content_part.done", "response.output_item.done", "response.completed"]
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
     final = validate_response(events[-1]["response"])
     assert final.status == "completed" and final.output_text == "Done here."

@@ -21,26 +21,40 @@ INPUT_ITEM = TypeAdapter(ResponseInputItemParam)
 # (items, placement, expected items after the edit)
 ANCHORS = {
     "system placement: developer message": (
-        [USER, CALL, OUTPUT], "system",
-        [USER, CALL, OUTPUT, {"type": "message", "role": "developer", "content": NOTE}]),
+        [USER, CALL, OUTPUT],
+        "system",
+        [USER, CALL, OUTPUT, {"type": "message", "role": "developer", "content": NOTE}],
+    ),
     "system placement mirrors a client writing system messages": (
-        [{"role": "system", "content": "rules"}, USER], "system",
-        [{"role": "system", "content": "rules"}, USER, {"type": "message", "role": "system", "content": NOTE}]),
+        [{"role": "system", "content": "rules"}, USER],
+        "system",
+        [{"role": "system", "content": "rules"}, USER, {"type": "message", "role": "system", "content": NOTE}],
+    ),
     "user placement": (
-        [USER, CALL, OUTPUT], "user",
-        [USER, CALL, OUTPUT, {"type": "message", "role": "user", "content": NOTE}]),
+        [USER, CALL, OUTPUT],
+        "user",
+        [USER, CALL, OUTPUT, {"type": "message", "role": "user", "content": NOTE}],
+    ),
     "tool_result appends to the last output": (
-        [USER, CALL, OUTPUT], "tool_result",
-        [USER, CALL, {**OUTPUT, "output": f"hello\n\n{NOTE}"}]),
+        [USER, CALL, OUTPUT],
+        "tool_result",
+        [USER, CALL, {**OUTPUT, "output": f"hello\n\n{NOTE}"}],
+    ),
     "tool_result on an output of parts adds a part": (
-        [CALL, {**OUTPUT, "output": [{"type": "input_text", "text": "hello"}]}], "tool_result",
-        [CALL, {**OUTPUT, "output": [{"type": "input_text", "text": "hello"}, {"type": "input_text", "text": NOTE}]}]),
+        [CALL, {**OUTPUT, "output": [{"type": "input_text", "text": "hello"}]}],
+        "tool_result",
+        [CALL, {**OUTPUT, "output": [{"type": "input_text", "text": "hello"}, {"type": "input_text", "text": NOTE}]}],
+    ),
     "tool_result on a custom tool's output": (
-        [{"type": "custom_tool_call_output", "call_id": "c", "output": ""}], "tool_result",
-        [{"type": "custom_tool_call_output", "call_id": "c", "output": NOTE}]),
+        [{"type": "custom_tool_call_output", "call_id": "c", "output": ""}],
+        "tool_result",
+        [{"type": "custom_tool_call_output", "call_id": "c", "output": NOTE}],
+    ),
     "tool_result without a trailing output falls back to an instruction": (
-        [USER], "tool_result",
-        [USER, {"type": "message", "role": "developer", "content": NOTE}]),
+        [USER],
+        "tool_result",
+        [USER, {"type": "message", "role": "developer", "content": NOTE}],
+    ),
 }
 
 
@@ -79,8 +93,14 @@ def test_veto_exchange_is_a_call_then_its_error_observation(custom):
 
 
 def test_without_tools_and_with_items_change_only_their_field():
-    payload = {"model": "gpt-4.1", "input": "hi", "tools": [{"type": "function", "name": "f"}],
-               "tool_choice": "required", "parallel_tool_calls": False, "previous_response_id": "resp_1"}
+    payload = {
+        "model": "gpt-4.1",
+        "input": "hi",
+        "tools": [{"type": "function", "name": "f"}],
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "previous_response_id": "resp_1",
+    }
     assert without_tools(payload) == {**payload, "tool_choice": "none"}
     assert with_items(payload, [USER]) == {**payload, "input": [USER]}
     assert payload["tool_choice"] == "required" and payload["input"] == "hi"

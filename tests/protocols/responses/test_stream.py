@@ -21,8 +21,8 @@ from support.responses_wire import (
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.trace.model import ToolCall
 
-from .oracle import check_numbering, client_events
 from ..filters import responses_filter
+from .oracle import check_numbering, client_events
 
 pytestmark = pytest.mark.usefixtures("fast_paths")
 
@@ -107,6 +107,7 @@ def test_text_goes_out_before_the_call_is_complete():
 
 
 # --- dropping calls --------------------------------------------------------------------------
+
 
 def test_refused_second_call_is_left_out_and_the_rest_stays_consistent():
     out, filt = run([message("Reading."), READ, WRITE], refuse("write_file"))
@@ -211,6 +212,7 @@ def test_incomplete_closing_is_kept_as_the_upstream_sent_it():
 
 # --- holding text (a conversation at warn level) ---------------------------------------------
 
+
 def held(judge=keep_all) -> ResponsesStreamFilter:
     return responses_filter(judge, keepalive_s=None, hold_text=True)
 
@@ -269,10 +271,14 @@ def test_a_held_round_cut_short_shows_its_words_closed():
 
 # --- what upstreams send besides the common case ------------------------------------------------
 
+
 def test_stream_ending_inside_a_call_judges_what_arrived():
     events = stream_events([READ])
-    cut = [e for e in events if e["type"] not in ("response.output_item.done", "response.completed",
-                                                  "response.function_call_arguments.done")]
+    cut = [
+        e
+        for e in events
+        if e["type"] not in ("response.output_item.done", "response.completed", "response.function_call_arguments.done")
+    ]
     judge = refuse()
     filt = responses_filter(judge, keepalive_s=None)
     out = relay(filt, sse(cut))
@@ -355,8 +361,13 @@ def test_reencoded_events_are_valid_json_with_one_event_line():
 def test_straggler_event_after_a_call_went_out_follows_it_or_is_dropped_with_it():
     for judge, expect_kept in ((keep_all, True), (refuse("read_file"), False)):
         events = stream_events([READ])
-        straggler = {"type": "response.function_call_arguments.done", "item_id": READ["id"], "output_index": 0,
-                     "arguments": READ["arguments"], "sequence_number": 99}
+        straggler = {
+            "type": "response.function_call_arguments.done",
+            "item_id": READ["id"],
+            "output_index": 0,
+            "arguments": READ["arguments"],
+            "sequence_number": 99,
+        }
         stream = sse(events[:-1]) + encode(straggler) + sse(events[-1:])
         filt = responses_filter(judge, keepalive_s=None)
         out = relay(filt, stream)
@@ -371,16 +382,26 @@ def build(kinds: list[str], prefix: str) -> list[dict]:
     out = []
     for n, kind in enumerate(kinds):
         ident = f"{prefix}{n}"
-        out.append({"message": lambda: message(f"text {ident}", f"msg_{ident}"),
-                    "reasoning": lambda: reasoning(f"rs_{ident}"),
-                    "call": lambda: function_call("read_file", f'{{"n": "{ident}"}}', f"call_{ident}"),
-                    "custom": lambda: custom_call("apply_patch", f"patch {ident}", f"call_{ident}")}[kind]())
+        out.append(
+            {
+                "message": lambda: message(f"text {ident}", f"msg_{ident}"),
+                "reasoning": lambda: reasoning(f"rs_{ident}"),
+                "call": lambda: function_call("read_file", f'{{"n": "{ident}"}}', f"call_{ident}"),
+                "custom": lambda: custom_call("apply_patch", f"patch {ident}", f"call_{ident}"),
+            }[kind]()
+        )
     return out
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(ITEMS, max_size=5), st.lists(ITEMS, max_size=4), st.sets(st.integers(0, 4)),
-       st.integers(0, 200), st.booleans(), st.booleans())
+@given(
+    st.lists(ITEMS, max_size=5),
+    st.lists(ITEMS, max_size=4),
+    st.sets(st.integers(0, 4)),
+    st.integers(0, 200),
+    st.booleans(),
+    st.booleans(),
+)
 def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, second, refused, size, reask, hold):
     def judge(call: ToolCall, position: int) -> bool:
         return position not in refused
@@ -396,8 +417,9 @@ def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, sec
     events = client_events(out)
     check_numbering(events)
     assert len({e["response"]["id"] for e in events if "response" in e}) == 1
-    shown_calls = [e["item"]["call_id"] for e in events
-                   if e["type"] == "response.output_item.done" and "call_id" in e["item"]]
+    shown_calls = [
+        e["item"]["call_id"] for e in events if e["type"] == "response.output_item.done" and "call_id" in e["item"]
+    ]
     kept = [c.id for r in filt.rounds for c in r.kept]
     assert shown_calls == kept
     if hold:  # a round all of whose calls were refused shows nothing
@@ -408,15 +430,20 @@ def test_whatever_is_dropped_or_decided_the_client_stream_stays_valid(first, sec
 
 ODD = st.one_of(
     st.binary(max_size=64),
-    st.sampled_from([
-        b'data: {"type": "response.output_item.added", "output_index": "0", "item": []}\n\n',
-        b'data: {"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call"}}\n\n',
-        b'data: {"type": "response.output_item.done", "output_index": 0, "item": null}\n\n',
-        b'data: {"type": "response.completed", "response": []}\n\n',
-        b'data: {"type": "response.completed", "sequence_number": "x", "response": {"output": 5}}\n\n',
-        b'event: response.created\ndata: {"type": "response.created", "response": {"id": 7}}\n\n',
-        b"data: [DONE]\n\n", b"data: 12\n\n", b": keepalive\n\n", b"\r\n\r\n",
-    ]),
+    st.sampled_from(
+        [
+            b'data: {"type": "response.output_item.added", "output_index": "0", "item": []}\n\n',
+            b'data: {"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call"}}\n\n',
+            b'data: {"type": "response.output_item.done", "output_index": 0, "item": null}\n\n',
+            b'data: {"type": "response.completed", "response": []}\n\n',
+            b'data: {"type": "response.completed", "sequence_number": "x", "response": {"output": 5}}\n\n',
+            b'event: response.created\ndata: {"type": "response.created", "response": {"id": 7}}\n\n',
+            b"data: [DONE]\n\n",
+            b"data: 12\n\n",
+            b": keepalive\n\n",
+            b"\r\n\r\n",
+        ]
+    ),
 )
 
 

@@ -16,18 +16,29 @@ from .git import git
 from .interpreters import PYTHON, SHELLS, node_like, pytest, python, script, shell
 from .lists import LISTERS, SHOWS, lister, shows
 from .readers import READERS, head_tail, reader
-from .sed_awk import awk, sed
 from .search import grep
+from .sed_awk import awk, sed
 from .writers import WRITERS, writer
 
 HANDLERS: dict[str, Handler] = {
-    **dict.fromkeys(READERS, reader), "head": head_tail, "tail": head_tail,
-    "sed": sed, "gsed": sed, **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), awk),
+    **dict.fromkeys(READERS, reader),
+    "head": head_tail,
+    "tail": head_tail,
+    "sed": sed,
+    "gsed": sed,
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), awk),
     **dict.fromkeys(("grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack"), grep),
-    **dict.fromkeys(LISTERS - READERS, lister), **dict.fromkeys(SHOWS, shows), "find": find, "git": git,
-    "python": python, **dict.fromkeys(("node", "ruby", "perl", "php", "tsx", "ts-node", "Rscript", "lua"), node_like),
-    **dict.fromkeys(SHELLS, shell), "pytest": pytest, "py.test": pytest,
-    **dict.fromkeys(("curl", "wget", "http", "https", "xh"), fetch), **dict.fromkeys(WRITERS, writer),
+    **dict.fromkeys(LISTERS - READERS, lister),
+    **dict.fromkeys(SHOWS, shows),
+    "find": find,
+    "git": git,
+    "python": python,
+    **dict.fromkeys(("node", "ruby", "perl", "php", "tsx", "ts-node", "Rscript", "lua"), node_like),
+    **dict.fromkeys(SHELLS, shell),
+    "pytest": pytest,
+    "py.test": pytest,
+    **dict.fromkeys(("curl", "wget", "http", "https", "xh"), fetch),
+    **dict.fromkeys(WRITERS, writer),
 }
 
 

@@ -8,14 +8,64 @@ from ..steps import Stage
 from ..words import EXTENSION, flag, has, key, options, resolve
 from .search import grep
 
-_READS = frozenset({"status", "log", "diff", "show", "blame", "ls-files", "rev-parse", "grep", "shortlog",
-                    "describe", "reflog", "cat-file", "ls-tree", "whatchanged", "annotate", "ls-remote",
-                    "rev-list", "show-ref", "name-rev", "count-objects", "version", "help"})
+_READS = frozenset(
+    {
+        "status",
+        "log",
+        "diff",
+        "show",
+        "blame",
+        "ls-files",
+        "rev-parse",
+        "grep",
+        "shortlog",
+        "describe",
+        "reflog",
+        "cat-file",
+        "ls-tree",
+        "whatchanged",
+        "annotate",
+        "ls-remote",
+        "rev-list",
+        "show-ref",
+        "name-rev",
+        "count-objects",
+        "version",
+        "help",
+    }
+)
 _LISTS = frozenset({"branch", "tag", "remote", "submodule"})  # bare: a listing
 _TOP = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
-_VALUES = frozenset({"-n", "-m", "-F", "-b", "-B", "-L", "--max-count", "--author", "--since", "--until",
-                     "--grep", "--format", "--pretty", "-U", "--unified", "--skip", "-S", "-G", "-e", "-f",
-                     "--message", "--file", "--date", "-A", "-C", "--context"})
+_VALUES = frozenset(
+    {
+        "-n",
+        "-m",
+        "-F",
+        "-b",
+        "-B",
+        "-L",
+        "--max-count",
+        "--author",
+        "--since",
+        "--until",
+        "--grep",
+        "--format",
+        "--pretty",
+        "-U",
+        "--unified",
+        "--skip",
+        "-S",
+        "-G",
+        "-e",
+        "-f",
+        "--message",
+        "--file",
+        "--date",
+        "-A",
+        "-C",
+        "--context",
+    }
+)
 
 
 def git(program: str, words: list[str], stage: Stage, cwd: str) -> Part:
@@ -28,17 +78,18 @@ def git(program: str, words: list[str], stage: Stage, cwd: str) -> Part:
         i += 2 if takes else 1
     if i >= len(words):
         return Part(program, [], "read", program)
-    sub, rest = words[i], words[i + 1:]
+    sub, rest = words[i], words[i + 1 :]
     if sub == "grep":
         part = grep("git grep", rest, stage, cwd)
         return Part(program, part.files, "read", key("git", part.key))
     operands, flags = options(rest, _VALUES)
-    explicit = rest[rest.index("--") + 1:] if "--" in rest else []
+    explicit = rest[rest.index("--") + 1 :] if "--" in rest else []
     paths = [w for w in operands if w in explicit or (":" not in w and ".." not in w and _path(w))]
     files = [resolve(w, cwd) for w in paths]
     shown = [resolve(w, cwd) if w in paths else w for w in operands]
-    listing = (sub in _LISTS and not operands) or (operands[:1] in (["list"], ["show"]) and sub in (
-        "stash", "worktree", "remote"))
+    listing = (sub in _LISTS and not operands) or (
+        operands[:1] in (["list"], ["show"]) and sub in ("stash", "worktree", "remote")
+    )
     reads = sub in _READS or (listing and not has(flags, "-d", "-D", "--delete", "-m", "-M", "-c", "-C"))
     return Part(program, files, "read" if reads else "run", key(program, sub, *shown))
 

@@ -18,10 +18,38 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[mtw]?$")
 _PY_VALUES = frozenset({"-m", "-c", "-W", "-X", "-Q"})
 _EVAL_FLAGS = frozenset({"-e", "--eval", "-p", "--print", "-c", "-E", "-r"})
-_PYTEST_VALUES = frozenset({"-k", "-m", "-p", "-c", "-o", "-W", "-n", "-r", "--tb", "--maxfail", "--durations",
-                            "--rootdir", "--deselect", "--ignore", "--ignore-glob", "--log-level", "--junitxml",
-                            "--basetemp", "--confcutdir", "--cov-report", "--timeout", "--count", "--import-mode",
-                            "--log-cli-level", "--dist", "--color", "--capture", "--override-ini"})
+_PYTEST_VALUES = frozenset(
+    {
+        "-k",
+        "-m",
+        "-p",
+        "-c",
+        "-o",
+        "-W",
+        "-n",
+        "-r",
+        "--tb",
+        "--maxfail",
+        "--durations",
+        "--rootdir",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--log-level",
+        "--junitxml",
+        "--basetemp",
+        "--confcutdir",
+        "--cov-report",
+        "--timeout",
+        "--count",
+        "--import-mode",
+        "--log-cli-level",
+        "--dist",
+        "--color",
+        "--capture",
+        "--override-ini",
+    }
+)
 
 
 def python(program: str, words: list[str], stage: Stage, cwd: str) -> Part | Runs:
@@ -44,7 +72,7 @@ def node_like(program: str, words: list[str], stage: Stage, cwd: str) -> Part:
     i = 0
     while i < len(words) and words[i].startswith("-") and words[i] != "-":
         if words[i] in _EVAL_FLAGS and i + 1 < len(words):
-            return _inline(program, words[i + 2:], cwd, f"-e {code(words[i + 1])}")
+            return _inline(program, words[i + 2 :], cwd, f"-e {code(words[i + 1])}")
         i += 1
     return _interpreter(program, words[i:], stage, cwd)
 

@@ -11,17 +11,19 @@ from ..part import Part
 from ..steps import Stage
 from ..words import has, key, options, resolve
 
-READERS = frozenset({"cat", "nl", "less", "more", "bat", "batcat", "xxd", "hexdump", "od", "strings", "zcat",
-                     "zless", "tac"})
+READERS = frozenset(
+    {"cat", "nl", "less", "more", "bat", "batcat", "xxd", "hexdump", "od", "strings", "zcat", "zless", "tac"}
+)
 _VALUES = {
     "nl": frozenset({"-b", "-d", "-f", "-h", "-i", "-l", "-n", "-s", "-v", "-w"}),
     "bat": frozenset({"-r", "--line-range", "-l", "--language", "-H", "--highlight-line", "--style", "--theme"}),
-    "xxd": frozenset({"-s", "-l", "-c", "-g", "-o"}), "od": frozenset({"-j", "-N", "-A", "-t", "-w"}),
-    "hexdump": frozenset({"-s", "-n", "-e", "-f"}), "strings": frozenset({"-n", "-t"}),
+    "xxd": frozenset({"-s", "-l", "-c", "-g", "-o"}),
+    "od": frozenset({"-j", "-N", "-A", "-t", "-w"}),
+    "hexdump": frozenset({"-s", "-n", "-e", "-f"}),
+    "strings": frozenset({"-n", "-t"}),
 }
 _RANGES = {"bat": ("-r", "--line-range"), "xxd": ("-s", "-l"), "od": ("-j", "-N"), "hexdump": ("-s", "-n")}
-_HEAD_VALUES = frozenset({"-n", "-c", "--lines", "--bytes", "-s", "--sleep-interval", "--pid",
-                          "--max-unchanged-stats"})
+_HEAD_VALUES = frozenset({"-n", "-c", "--lines", "--bytes", "-s", "--sleep-interval", "--pid", "--max-unchanged-stats"})
 
 
 def reader(program: str, words: list[str], stage: Stage, cwd: str) -> Part:

@@ -12,8 +12,10 @@ from ..words import ASSIGNMENT, code, key, options, resolve
 
 # One sed command that prints lines by number (`5,9p`, `$p`, `10,+5p`), stops (`20q`) or prints a
 # /start/,/end/ span: it picks lines, it changes none.
-_LINE_PICK = re.compile(r"^\s*(?:(?:\d+|\$)(?:\s*,\s*(?:\d+|\$|[+~]\d+))?\s*[pq]|\d+\s*q"
-                        r"|/[^/]*/\s*,\s*/[^/]*/\s*p)\s*$")
+_LINE_PICK = re.compile(
+    r"^\s*(?:(?:\d+|\$)(?:\s*,\s*(?:\d+|\$|[+~]\d+))?\s*[pq]|\d+\s*q"
+    r"|/[^/]*/\s*,\s*/[^/]*/\s*p)\s*$"
+)
 _NR = re.compile(r"\bF?NR\s*(==|>=|<=|>|<|!=)|(==|>=|<=|>|<|!=)\s*F?NR\b")
 _AWK_WRITES = re.compile(r"\bsystem\s*\(|\bprintf?\b[^;}]*>|\|\s*getline|\bprint[^;}]*\|")
 
@@ -23,8 +25,11 @@ def sed(program: str, words: list[str], stage: Stage, cwd: str) -> Part:
     scripts, operands, quiet, in_place = _sed_words(words)
     files = [resolve(w, cwd) for w in operands if w != "-"]
     commands = [c for s in scripts for c in re.split(r"[;\n]", s) if c.strip()]
-    picks = bool(commands) and all(_LINE_PICK.match(c) for c in commands) and (
-        quiet or all(c.strip().endswith("q") for c in commands))
+    picks = (
+        bool(commands)
+        and all(_LINE_PICK.match(c) for c in commands)
+        and (quiet or all(c.strip().endswith("q") for c in commands))
+    )
     if in_place:
         return Part(program, files, "run", key(program, *files))
     if not files:

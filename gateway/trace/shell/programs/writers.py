@@ -7,11 +7,40 @@ from ..part import Part
 from ..steps import Stage
 from ..words import key, options, resolve
 
-WRITERS = frozenset({"touch", "rm", "rmdir", "mkdir", "cp", "mv", "ln", "tee", "unlink", "shred", "chmod",
-                     "chown", "chgrp", "install", "truncate", "vim", "vi", "nano", "emacs", "code", "patch",
-                     "tar", "unzip", "zip", "gzip", "gunzip", "dos2unix"})
-_VALUES = frozenset({"-m", "-s", "-t", "-S", "--suffix", "--target-directory", "--mode", "--size",
-                     "--reference", "--backup"})
+WRITERS = frozenset(
+    {
+        "touch",
+        "rm",
+        "rmdir",
+        "mkdir",
+        "cp",
+        "mv",
+        "ln",
+        "tee",
+        "unlink",
+        "shred",
+        "chmod",
+        "chown",
+        "chgrp",
+        "install",
+        "truncate",
+        "vim",
+        "vi",
+        "nano",
+        "emacs",
+        "code",
+        "patch",
+        "tar",
+        "unzip",
+        "zip",
+        "gzip",
+        "gunzip",
+        "dos2unix",
+    }
+)
+_VALUES = frozenset(
+    {"-m", "-s", "-t", "-S", "--suffix", "--target-directory", "--mode", "--size", "--reference", "--backup"}
+)
 
 
 def writer(program: str, words: list[str], stage: Stage, cwd: str) -> Part:
