@@ -1,13 +1,13 @@
-"""The README's configuration table is the schema's: generated, complete, and never stale."""
+"""The configuration reference page's table is the schema's: generated, complete, and never stale."""
 
 from __future__ import annotations
 
 import pytest
 
 from gateway.config import Config
-from gateway.config_docs import END, README, START, keys, main, render_table, splice
+from gateway.config_docs import END, PAGE, START, keys, main, render_table, splice
 
-REGENERATE = "run `python -m gateway.config_docs` to regenerate the README table"
+REGENERATE = "run `python -m gateway.config_docs` to regenerate the table in docs/configuration.md"
 
 
 def test_every_key_has_a_description():
@@ -15,16 +15,16 @@ def test_every_key_has_a_description():
     assert not missing, f"add Field(description=...) for: {', '.join(missing)}; then {REGENERATE}"
 
 
-def test_readme_table_matches_the_schema():
-    text = README.read_text(encoding="utf-8")
+def test_page_table_matches_the_schema():
+    text = PAGE.read_text(encoding="utf-8")
     inside = text.partition(START)[2].partition(END)[0].strip()
     documented = {line.split("`")[1] for line in inside.splitlines() if line.startswith("| `")}
     schema = {k.path for k in keys()}
-    assert not schema - documented, f"keys missing from the README: {sorted(schema - documented)}; {REGENERATE}"
+    assert not schema - documented, f"keys missing from the page: {sorted(schema - documented)}; {REGENERATE}"
     assert not documented - schema, (
-        f"README documents keys that no longer exist: {sorted(documented - schema)}; {REGENERATE}"
+        f"the page documents keys that no longer exist: {sorted(documented - schema)}; {REGENERATE}"
     )
-    assert inside == render_table(), f"the README table is stale; {REGENERATE}"
+    assert inside == render_table(), f"the page's table is stale; {REGENERATE}"
     assert main(["--check"]) == 0
 
 
@@ -40,13 +40,13 @@ def test_every_section_and_leaf_is_walked():
     assert {"audit.jsonl_path", "audit.webhook.url", "state.op_timeout_s", "sessions.metadata_key"} <= paths
 
 
-def test_check_fails_on_a_stale_readme_and_regenerating_fixes_it(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{START}\n| old |\n{END}\n\nafter\n", encoding="utf-8")
-    assert main(["--check", "--readme", str(readme)]) == 1
-    assert main(["--readme", str(readme)]) == 0
-    assert main(["--check", "--readme", str(readme)]) == 0
-    text = readme.read_text(encoding="utf-8")
+def test_check_fails_on_a_stale_page_and_regenerating_fixes_it(tmp_path):
+    page = tmp_path / "configuration.md"
+    page.write_text(f"# x\n\n{START}\n| old |\n{END}\n\nafter\n", encoding="utf-8")
+    assert main(["--check", "--page", str(page)]) == 1
+    assert main(["--page", str(page)]) == 0
+    assert main(["--check", "--page", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
     assert text.startswith("# x\n") and text.endswith(f"{END}\n\nafter\n") and "`server.port`" in text
 
 
