@@ -1,4 +1,5 @@
-"""Make the README's screenshots of the operator console, and measure how soon a stop shows.
+"""Make the documentation's screenshots of the operator console (docs/console.md), and measure
+how soon a stop shows.
 
     python docs/console_screenshots.py            # writes docs/console-feed.png, docs/console-run.png
 

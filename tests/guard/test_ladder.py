@@ -1,4 +1,4 @@
-"""The ladder the README documents is the ladder a client sees: the shipped default policy, a
+"""The ladder the documentation states (docs/how-it-works.md) is the ladder a client sees: the shipped default policy, a
 real agent loop over the openai SDK, and the x-loopguard-action header of each request."""
 
 import re
@@ -17,10 +17,10 @@ DEFAULT = (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8")
 
 
 def documented() -> list[str]:
-    """README's "Headers per request, never-changing model: `pass` ..." line."""
+    """docs/how-it-works.md's "Headers per request, never-changing model: `pass` ..." line."""
     line = next(
         l
-        for l in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+        for l in (ROOT / "docs" / "how-it-works.md").read_text(encoding="utf-8").splitlines()
         if l.startswith("Headers per request, never-changing model:")
     )
     return re.findall(r"`(\w+)`", line)

@@ -55,12 +55,14 @@ print("litellm" in sys.modules)
     assert result.stdout.strip() == "False", result.stderr
 
 
-def test_the_readmes_replay_and_check_commands_work_from_a_clone(tmp_path):
-    """Every ``loopguard replay`` / ``loopguard check`` line of the README, as a newcomer pastes it
-    in a fresh clone (run in a copy of its layout, so a report lands in the temporary folder)."""
+def test_the_documented_replay_and_check_commands_work_from_a_clone(tmp_path):
+    """Every ``loopguard replay`` / ``loopguard check`` line of the README and the documentation
+    pages, as a newcomer pastes it in a fresh clone (run in a copy of its layout, so a report
+    lands in the temporary folder)."""
     for name in ("tests", "policies", "config.example.yaml"):
         (tmp_path / name).symlink_to(ROOT / name)
-    lines = [line.split("#")[0].strip() for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    lines = [line.split("#")[0].strip() for page in pages for line in page.read_text(encoding="utf-8").splitlines()]
     commands = [line for line in lines if line.startswith(("loopguard replay ", "loopguard check "))]
     assert len(commands) >= 4
     for command in commands:

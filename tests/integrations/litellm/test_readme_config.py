@@ -1,4 +1,4 @@
-"""The proxy config in README.md, as written: it starts a real LiteLLM proxy, and a looping agent
+"""The proxy config of the documentation's LiteLLM page (docs/litellm.md), as written: it starts a real LiteLLM proxy, and a looping agent
 through it is ended with the model's own answer."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ _BLOCK = re.compile(r"<!-- litellm-config:start -->\s*```yaml\n(.*?)```\s*<!-- l
 
 
 def readme_config() -> dict:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "litellm.md").read_text(encoding="utf-8")
     return yaml.safe_load(_BLOCK.search(text).group(1))
 
 
 @pytest.fixture(scope="module")
 def readme_proxy(upstream, tmp_path_factory):
-    # The README's values are read from the environment, as an operator sets it
+    # The page's values are read from the environment, as an operator sets it
     # (OPENAI_BASE_URL: the test's model instead of api.openai.com).
     with litellm_proxy(
         readme_config(),
