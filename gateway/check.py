@@ -59,7 +59,7 @@ def describe(policy: Policy) -> dict[str, Any]:
 
 def _effective(eff: EffectivePolicy, match: Any) -> dict[str, Any]:
     trace = eff.trace_settings.model_dump()
-    return plain(
+    block: dict[str, Any] = plain(  # plain() keeps a dict a dict
         {
             "agent": eff.agent or "(default)",
             "match": match,
@@ -76,6 +76,7 @@ def _effective(eff: EffectivePolicy, match: Any) -> dict[str, Any]:
             "normalize": trace,
         }
     )
+    return block
 
 
 def plain(value: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -78,7 +79,7 @@ def _serve(args: argparse.Namespace) -> int:
     sock = server.bind_socket()  # bound here, so the startup line names the real address (port 0)
 
     class Announcing(uvicorn.Server):
-        async def startup(self, sockets: list | None = None) -> None:
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets=sockets)
             if self.started:  # accepting connections now, not merely bound
                 announce(app, config, sock.getsockname())

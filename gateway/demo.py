@@ -94,7 +94,7 @@ def _agent(url: str, model: StuckModel, events: Any, say: Transcript, max_steps:
                 headers={"Authorization": "Bearer not-needed"},
             )
             response.raise_for_status()
-            action = response.headers.get("x-loopguard-action", "pass")
+            action: str = response.headers.get("x-loopguard-action", "pass")
             message = response.json()["choices"][0]["message"]
             say.step(step, events.drain(), model.requests[seen:], message)
             messages.append(message)
@@ -130,7 +130,7 @@ class Transcript:
             file=self.out,
         )
 
-    def step(self, step: int, events: list[Any], requests: list[dict], message: dict) -> None:
+    def step(self, step: int, events: list[Any], requests: list[dict[str, Any]], message: dict[str, Any]) -> None:
         self.label = f"step {step}"
         for event in (e for e in events if e.phase == "request"):
             self._event(event, _anchor(requests[0]) if requests else "")
@@ -161,7 +161,7 @@ class Transcript:
         )
 
 
-def _anchor(request: dict) -> str:
+def _anchor(request: dict[str, Any]) -> str:
     return next(
         (
             m["content"]
@@ -172,7 +172,7 @@ def _anchor(request: dict) -> str:
     )
 
 
-def _observation(request: dict) -> str:
+def _observation(request: dict[str, Any]) -> str:
     return next(
         (
             m["content"]

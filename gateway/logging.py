@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import structlog
+from structlog.typing import EventDict
 
 from gateway import untrusted
 from gateway.protocols.registry import SECRET_HEADERS, SECRET_QUERY
@@ -21,7 +22,7 @@ from gateway.protocols.registry import SECRET_HEADERS, SECRET_QUERY
 _SECRET_KEYS = frozenset({"api_key", "proxy-authorization", *SECRET_HEADERS, *SECRET_QUERY})
 
 
-def redact_secrets(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+def redact_secrets(_logger: Any, _method: str, event: EventDict) -> EventDict:
     for key, value in event.items():
         if key.lower() in _SECRET_KEYS:
             event[key] = "[redacted]"  # same key: the dict keeps its size while iterated
@@ -30,18 +31,19 @@ def redact_secrets(_logger: Any, _method: str, event: dict[str, Any]) -> dict[st
     return event
 
 
-def _format_exc_info(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+def _format_exc_info(logger: Any, method: str, event: EventDict) -> EventDict:
     """structlog's formatter, skipped for the lines that carry no exception (nearly all)."""
     return structlog.processors.format_exc_info(logger, method, event) if "exc_info" in event else event
 
 
-def render_json(_logger: Any, _method: str, event: dict[str, Any]) -> bytes:
+def render_json(_logger: Any, _method: str, event: EventDict) -> bytes:
     return untrusted.dumps(event)
 
 
-def clean_event(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+def clean_event(_logger: Any, _method: str, event: EventDict) -> EventDict:
     """For the console renderer, which writes text: every value made encodable and capped."""
-    return untrusted.clean(event)
+    cleaned: EventDict = untrusted.clean(event)  # structlog's event is a dict: cleaned into a dict
+    return cleaned
 
 
 class SafeBytesLogger(structlog.BytesLogger):

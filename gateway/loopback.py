@@ -17,16 +17,16 @@ import uvicorn
 
 
 @contextmanager
-def serve(app: Any, *, http: str = "h11", **options: Any) -> Iterator[str]:
+def serve(app: Any, **options: Any) -> Iterator[str]:
     """Yields the base URL (``http://127.0.0.1:<port>``) once uvicorn has started; stops it
     when the block exits. ``options`` go to ``uvicorn.Config`` (e.g. the gateway's
-    ``SERVER_OPTIONS``)."""
+    ``SERVER_OPTIONS``, or ``http="httptools"``: h11 otherwise)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, **{"log_level": "warning", "lifespan": "on", "http": http, "loop": "asyncio", **options}
+        app, **{"log_level": "warning", "lifespan": "on", "http": "h11", "loop": "asyncio", **options}
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

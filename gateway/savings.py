@@ -83,7 +83,8 @@ class Pricer:
         encoding = encoding_name(model, price) if model else None
         count = self._tokenizers.counter(encoding)
         self.methods[model or "(no model)"] = Method(
-            encoding if count is not None else "estimated", price.source if price is not None else "none"
+            encoding if encoding is not None and count is not None else "estimated",
+            price.source if price is not None else "none",
         )
         tokens_in = tokens_out = 0
         for message in messages:

@@ -152,7 +152,7 @@ def reserve(host: str, port: int) -> socket.socket:
 def bound(family: int, address: tuple[Any, ...]) -> socket.socket:
     sock = socket.socket(family)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # type: ignore[attr-defined]
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(address)
     return sock
 

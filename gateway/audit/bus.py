@@ -13,14 +13,14 @@ from typing import Any, Protocol
 import structlog
 
 from gateway import untrusted
-from gateway.audit.events import InterventionEvent
+from gateway.audit.events import AuditEvent
 from gateway.audit.log_sink import LogSink
 
 
 class Sink(Protocol):
     name: str
 
-    def emit(self, event: InterventionEvent) -> None: ...
+    def emit(self, event: AuditEvent) -> None: ...
 
 
 class AuditBus:
@@ -34,7 +34,7 @@ class AuditBus:
     def find(self, name: str) -> Any:
         return next((s for s in self.sinks if s.name == name), None)
 
-    def emit(self, event: InterventionEvent, sinks: list[Sink] | None = None) -> None:
+    def emit(self, event: AuditEvent, sinks: list[Sink] | None = None) -> None:
         """To every sink, or to ``sinks`` (a follow-up event meant for some of them)."""
         for sink in self.sinks if sinks is None else sinks:
             try:
@@ -43,7 +43,7 @@ class AuditBus:
                 self._failed(sink, "emit", exc)
                 self._emit_escaped(sink, event)
 
-    def _emit_escaped(self, sink: Sink, event: Any) -> None:
+    def _emit_escaped(self, sink: Sink, event: AuditEvent) -> None:
         try:
             sink.emit(escaped(event))
         except Exception:
@@ -75,9 +75,12 @@ class AuditBus:
         )
 
 
-def escaped(event: Any) -> Any:
+def escaped(event: AuditEvent) -> AuditEvent:
     """The event with every text field made safe (surrogates escaped, length capped)."""
-    changes = {f.name: untrusted.text(value) for f in fields(event) if isinstance(value := getattr(event, f.name), str)}
+    # Any: each key names a field that holds a str now, which mypy cannot see through fields().
+    changes: dict[str, Any] = {
+        f.name: untrusted.text(value) for f in fields(event) if isinstance(value := getattr(event, f.name), str)
+    }
     return replace(event, **changes)
 
 

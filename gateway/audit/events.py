@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
-from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import Trace
+from gateway.trace.pairing import is_genuine_user
 
 EVENT = "loop_intervention"
 SAVINGS_EVENT = "loop_savings"
@@ -145,6 +145,10 @@ class SavingsEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"event": SAVINGS_EVENT, **self.fields()}
+
+
+# What the audit bus carries: interventions, and the savings that follow the ones that stopped work.
+AuditEvent = InterventionEvent | SavingsEvent
 
 
 def run_number(trace: Trace | None) -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import IO
 
 from gateway import untrusted
-from gateway.audit.events import InterventionEvent
+from gateway.audit.events import AuditEvent
 
 
 class JsonlSink:
@@ -20,7 +20,7 @@ class JsonlSink:
     def start(self) -> None:
         self._open()  # a bad path or permission shows up in the startup log, not mid-traffic
 
-    def emit(self, event: InterventionEvent) -> None:
+    def emit(self, event: AuditEvent) -> None:
         # Written inline: one small append to the page cache is microseconds, cheaper than
         # handing it to a thread. Flushed per event so a crash loses nothing and `tail -f` works.
         file = self._file or self._open()

@@ -6,7 +6,7 @@ from typing import Any
 
 import structlog
 
-from gateway.audit.events import InterventionEvent, SavingsEvent
+from gateway.audit.events import AuditEvent
 
 
 class LogSink:
@@ -17,5 +17,5 @@ class LogSink:
         # decides where these lines go.
         self.log = log if log is not None else structlog.get_logger("loopguard")
 
-    def emit(self, event: InterventionEvent | SavingsEvent) -> None:
+    def emit(self, event: AuditEvent) -> None:
         self.log.info(event.name, **event.fields())

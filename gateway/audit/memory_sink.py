@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from collections import deque
 
-from gateway.audit.events import InterventionEvent
+from gateway.audit.events import AuditEvent
 
 
 class MemorySink:
     name = "memory"
 
     def __init__(self, maxlen: int = 10_000) -> None:
-        self.events: deque[InterventionEvent] = deque(maxlen=maxlen)
+        self.events: deque[AuditEvent] = deque(maxlen=maxlen)
 
-    def emit(self, event: InterventionEvent) -> None:
+    def emit(self, event: AuditEvent) -> None:
         self.events.append(event)
 
-    def drain(self) -> list[InterventionEvent]:
+    def drain(self) -> list[AuditEvent]:
         """The events so far, oldest first, and forget them."""
         out = list(self.events)
         self.events.clear()

@@ -16,7 +16,7 @@ import httpx
 import structlog
 
 from gateway import untrusted
-from gateway.audit.events import InterventionEvent
+from gateway.audit.events import AuditEvent
 from gateway.audit.worker import drain_then_cancel
 
 _RETRIED = frozenset({408, 425, 429})
@@ -51,7 +51,7 @@ class WebhookSink:
         self._client: httpx.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def emit(self, event: InterventionEvent) -> None:
+    def emit(self, event: AuditEvent) -> None:
         try:
             self.queue.put_nowait(untrusted.dumps(event.to_dict()))
         except asyncio.QueueFull:

@@ -4,6 +4,7 @@ and the operator's sign-in. Every route but the sign-in needs an operator key (`
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from html import escape
 from urllib.parse import parse_qs
 
@@ -18,6 +19,8 @@ from gateway.console.assets import ASSETS, page
 from gateway.console.status import status
 from gateway.context import Gateway
 from gateway.protocols.errors import error_body
+
+Handler = Callable[[Request], Awaitable[Response]]
 
 # Bearer, not Basic (which is accepted all the same): a Basic challenge makes a browser ask in a
 # dialog of its own, for the page and for each of its requests, instead of showing the form.
@@ -45,7 +48,7 @@ class Console:
             Route("/ui/logout", self.logout, methods=["POST"]),
         ]
 
-    def _operator(self, handler):
+    def _operator(self, handler: Handler) -> Handler:
         async def checked(request: Request) -> Response:
             if self.access.allows(request):
                 return await handler(request)

@@ -12,7 +12,7 @@ import asyncio
 
 import structlog
 
-from gateway.audit.events import InterventionEvent, SavingsEvent
+from gateway.audit.events import AuditEvent, InterventionEvent, SavingsEvent
 from gateway.audit.worker import drain_then_cancel
 from gateway.console import capture
 from gateway.state.base import StateStore
@@ -30,7 +30,7 @@ class ConsoleSink:
         self.dropped = 0
         self._task: asyncio.Task[None] | None = None
 
-    def emit(self, event: InterventionEvent | SavingsEvent) -> None:
+    def emit(self, event: AuditEvent) -> None:
         if not isinstance(event, (InterventionEvent, SavingsEvent)):
             return
         try:

@@ -38,14 +38,20 @@ def parse(logged: list[LoggedEvent]) -> list[Item]:
     return out
 
 
-def join_key(d: dict[str, Any]) -> tuple:
+# (request_id, detector, action): what pairs an intervention with its savings event.
+JoinKey = tuple[object, object, object]
+# (session, run): one agent run, counted once per tally however many events it has.
+Run = tuple[object, object]
+
+
+def join_key(d: dict[str, Any]) -> JoinKey:
     return (d.get("request_id"), d.get("detector"), d.get("action"))
 
 
 def savings_of(items: list[Item]) -> dict[str, dict[str, Any]]:
     """Intervention id -> its savings event: the same request, detector and action, paired in
     order (one request may veto the same loop twice, each veto priced on its own)."""
-    waiting: dict[tuple, list[dict[str, Any]]] = {}
+    waiting: dict[JoinKey, list[dict[str, Any]]] = {}
     for item in reversed(items):  # oldest first
         if item.data.get("k") == "s":
             waiting.setdefault(join_key(item.data), []).append(item.data)
@@ -76,10 +82,10 @@ def feed(items: list[Item], limit: int) -> list[dict[str, Any]]:
 
 @dataclass(slots=True)
 class Tally:
-    warned: set = field(default_factory=set)
-    vetoed: set = field(default_factory=set)
-    terminated: set = field(default_factory=set)
-    recovered: set = field(default_factory=set)
+    warned: set[Run] = field(default_factory=set)
+    vetoed: set[Run] = field(default_factory=set)
+    terminated: set[Run] = field(default_factory=set)
+    recovered: set[Run] = field(default_factory=set)
     tokens: int = 0
     cost_usd: float = 0.0
 
@@ -99,7 +105,9 @@ class Tally:
 
 def totals(items: list[Item]) -> dict[str, Any]:
     """Over the kept events: all runs, by detector, by agent."""
-    everything, detectors, agents = Tally(), {}, {}
+    everything = Tally()
+    detectors: dict[str, Tally] = {}
+    agents: dict[str, Tally] = {}
     saved = savings_of(items)
     interventions = [i for i in reversed(items) if i.data.get("k") == "i"]  # oldest first
     for item in interventions:
@@ -122,7 +130,7 @@ def totals(items: list[Item]) -> dict[str, Any]:
 
 
 def _count(tally: Tally, d: dict[str, Any]) -> None:
-    run = (d.get("session"), d.get("run"))
+    run: Run = (d.get("session"), d.get("run"))
     action = d.get("action")
     if action == "warn":
         if run not in tally.warned:

@@ -6,6 +6,8 @@ the earlier one decides): result-inclusive evidence first, argument-only guesses
 
 from __future__ import annotations
 
+from typing import Any
+
 from gateway.detectors import (
     compaction,
     cycle,
@@ -42,7 +44,8 @@ from gateway.detectors.unknown import UnknownToolSettings
 from gateway.detectors.vetoed import VetoedCallSettings
 from gateway.detectors.warned import IgnoredWarningSettings
 
-REGISTRY: dict[str, Detector] = {
+# Each detector reads its own settings class: the registry holds them side by side.
+REGISTRY: dict[str, Detector[Any]] = {
     # Armed only right after a compaction, and then the strongest evidence (the loop survived
     # the compaction): first, so its reason, compaction_loop_persisted, is the one reported when
     # others also fire.

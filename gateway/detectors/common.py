@@ -91,7 +91,7 @@ _OUTCOME = attrgetter("tool", "args_hash", "result_hash", "proposed", "vetoed")
 _SHAPE = attrgetter("tool", "failure_hash")
 
 
-class Chain(list):
+class Chain(list[ToolEvent]):
     """The members of a pattern, newest first. ``strict``: how many of them were found before
     the count stepped over a call whose meaning is a guess (a new read-only-looking call, a call
     neutral by shape only): the evidence beyond it is weaker."""
@@ -107,7 +107,7 @@ class Chain(list):
     def interleaved(self) -> bool:
         return self.strict is not None and self.strict < len(self)
 
-    def count(
+    def tally(
         self, settings: DetectorSettings, ladder: str | None = None, measure: Callable[[Sequence[ToolEvent]], int] = len
     ) -> tuple[int, bool]:
         """(count, warn_only) for a finding: the members up to the first interleaved read when

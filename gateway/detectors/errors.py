@@ -47,7 +47,7 @@ def detect(trace: Trace, settings: ErrorRepeatSettings) -> Finding | None:
     if len(members) < 2 or outcomes != {FAILED}:
         return None
     tool = events[-1].tool
-    count, warn_only = members.count(settings)
+    count, warn_only = members.tally(settings)
     if count < 2:
         return None
     return Finding(

@@ -57,7 +57,7 @@ def detect(trace: Trace, settings: ExactRepeatSettings) -> Finding | None:
         consecutive=settings.consecutive,
         stop_on_progress=settings.reset_on_progress,
     )
-    count, warn_only = members.count(settings)
+    count, warn_only = members.tally(settings)
     if count < 2:
         return None
     tool = events[-1].tool

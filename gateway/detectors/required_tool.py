@@ -25,8 +25,8 @@ from pydantic import Field, PrivateAttr
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.text import normalize
 from gateway.detectors.turn_rules import Affirmative, FollowUp, Rule, Scalar, match, normalized, tag_pattern
-from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import ToolEvent, Trace, Turn
+from gateway.trace.pairing import is_genuine_user
 
 __all__ = [
     "NAME",

@@ -91,7 +91,7 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
         return None
     outcome = _outcome(settings.min_result_chars) if guarded else no_outcome
     members = chain(events, is_member, outcome, consecutive=settings.consecutive, stop_on_progress=guarded)
-    count, warn_only = members.count(settings)
+    count, warn_only = members.tally(settings)
     if count < 2:
         return None
     return Finding(
@@ -126,7 +126,9 @@ def _alternatives(a: ToolEvent, b: ToolEvent) -> bool:
     if a.args_hash == b.args_hash or not (failed(a) and failed(b)) or a.result_hash == b.result_hash:
         return False
     leaves = differing_values(a.args, b.args)
-    return bool(leaves) and all(item_pair(x, y) for x, y in leaves)
+    if not leaves:
+        return False
+    return all(item_pair(x, y) for x, y in leaves)
 
 
 def _informative(event: ToolEvent, min_chars: int) -> bool:

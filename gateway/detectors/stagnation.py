@@ -117,7 +117,8 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
 
 def _usable(event: ToolEvent, settings: StagnationSettings) -> bool:
     """An executed call whose result says something."""
-    return comparable(event) is not None and has_chars(event.result, settings.min_result_chars)
+    result = event.result  # there whenever comparable(event) is not None
+    return comparable(event) is not None and result is not None and has_chars(result, settings.min_result_chars)
 
 
 def _same_request(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bool:

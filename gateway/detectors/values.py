@@ -61,7 +61,9 @@ def other_item(args_a: str, args_b: str) -> bool:
     if args_a == args_b:
         return False
     leaves = differing_values(args_a, args_b)
-    return bool(leaves) and all(item_pair(a, b) for a, b in leaves)
+    if not leaves:
+        return False
+    return all(item_pair(a, b) for a, b in leaves)
 
 
 def item_pair(a: object, b: object) -> bool:

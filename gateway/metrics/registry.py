@@ -8,7 +8,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from gateway.audit.events import InterventionEvent
+from gateway.audit.events import AuditEvent, InterventionEvent
 from gateway.metrics.recovery import RecoveryMonitor
 from gateway.policy.engine import EngineStats, Judgement
 from gateway.protocols.registry import ADAPTERS, EXACT, PATTERNS, guarded_route, protocol_of
@@ -289,7 +289,7 @@ class GatewayMetrics:
             from prometheus_client.multiprocess import MultiProcessCollector
 
             self.exposed = CollectorRegistry()
-            MultiProcessCollector(self.exposed, path=shared)
+            MultiProcessCollector(self.exposed, path=shared)  # type: ignore[no-untyped-call]  # prometheus_client leaves its __init__ unannotated
             self.exposed.register(collector)  # this worker's own: read where it is kept
 
 
@@ -302,6 +302,6 @@ class MetricsSink:
     def __init__(self, metrics: GatewayMetrics) -> None:
         self.metrics = metrics
 
-    def emit(self, event: InterventionEvent) -> None:
+    def emit(self, event: AuditEvent) -> None:
         if isinstance(event, InterventionEvent):  # savings events are counted by their own sink
             self.metrics.intervention(event)

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from gateway.audit.bus import AuditBus, Sink
-from gateway.audit.events import InterventionEvent, SavingsEvent, StoppedWork, now_iso
+from gateway.audit.events import AuditEvent, InterventionEvent, SavingsEvent, StoppedWork, now_iso
 from gateway.metrics.registry import GatewayMetrics
 from gateway.pricing.table import Price
 from gateway.protocols.registry import BY_NAME
@@ -55,8 +55,10 @@ class SavingsSink:
 
     # --- request path: never blocks, never raises ----------------------------------------------
 
-    def emit(self, event: InterventionEvent) -> None:
-        work = getattr(event, "work", None)
+    def emit(self, event: AuditEvent) -> None:
+        if not isinstance(event, InterventionEvent):  # only an intervention carries stopped work
+            return
+        work = event.work
         if work is None or event.action not in ("reject", "terminate"):
             return
         try:

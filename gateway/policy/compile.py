@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from structlog import get_logger as _log
@@ -38,6 +38,7 @@ from gateway.policy.schema import (
 from gateway.policy.thresholds import fix_order, warn_unreachable, written_problems
 from gateway.trace.settings import TraceSettings
 
+M = TypeVar("M", bound=BaseModel)
 _RETRIED = {408, 409, 429}  # statuses the openai SDK retries on its own
 _CONTAINERS = frozenset({"exempt_tools", "normalize", "detectors", "interventions", "messages", "agents"})
 
@@ -69,7 +70,8 @@ def compile_policy(raw: Any, file: str, registry: Registry) -> Policy:
     )
     base_raw = _shorthand(_body(raw))
     default = _effective(base_raw, None, None, ctx)  # nothing to merge entries over without it
-    rules, problems = [], []
+    rules: list[AgentRule] = []
+    problems: list[tuple[str, str]] = []
     for i, (entry, parsed) in enumerate(zip(raw.get("agents") or [], doc.agents)):
         label = parsed.id or f"agents[{i}]"
         override = _shorthand(_body(entry))
@@ -101,21 +103,22 @@ def _effective(
 ) -> EffectivePolicy:
     body = _validate(Body, merged, ctx)
 
-    def own(*keys: str) -> bool:  # does this block set any of ``keys`` itself?
-        return inherited is None or any(k in (override or {}) for k in keys)
+    def own(*keys: str) -> bool:  # does this entry set any of ``keys`` itself? (the default block sets all)
+        return any(k in (override or {}) for k in keys)
 
     touched = set((override or {}).get("detectors") or {})
     written = (override if override is not None else merged).get("detectors")
     settings = _detectors(body.detectors, touched, inherited, ctx, written if isinstance(written, dict) else {})
     horizon = max((getattr(s, "window", 0) for s in settings.values() if s.enabled), default=0)
-    if own("scope", "normalize") or inherited.trace_settings.horizon < horizon:
+    if inherited is None or own("scope", "normalize") or inherited.trace_settings.horizon < horizon:
         trace = _trace_settings(body, horizon, ctx)
     else:  # shared: the trace builder's memo lives on the TraceSettings instance
         trace = inherited.trace_settings
-    messages = (
-        compile_messages(body.messages.language, body.messages.model_dump()) if own("messages") else inherited.messages
-    )
-    if own("interventions") and body.interventions.terminate.status in _RETRIED:
+    if inherited is None or own("messages"):
+        messages = compile_messages(body.messages.language, body.messages.model_dump())
+    else:
+        messages = inherited.messages
+    if (inherited is None or own("interventions")) and body.interventions.terminate.status in _RETRIED:
         _log(__name__).warning(
             "policy.terminate_status_retried",
             file=ctx.file,
@@ -183,7 +186,8 @@ def _detectors(
             raise PolicyError(
                 ctx.file, join(ctx.prefix, f"detectors.{name}"), "expected a mapping of settings, or true/false"
             )
-    out, problems = {}, []
+    out: dict[str, DetectorSettings] = {}
+    problems: list[tuple[str, str]] = []
     for name, detector in ctx.registry.items():
         if inherited is not None and name not in touched:
             out[name] = inherited.detector_settings[name]  # already validated and ordered
@@ -236,7 +240,7 @@ def _rule(match: AgentMatch, label: str, policy: EffectivePolicy) -> AgentRule:
     return AgentRule(label, match.header, key, glob(match.model), glob(match.path), policy)
 
 
-def _validate(model: type[BaseModel], raw: Any, ctx: _Ctx, path: str | None = None) -> Any:
+def _validate(model: type[M], raw: Any, ctx: _Ctx, path: str | None = None) -> M:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 # Loggers are fetched per call in this package (rare paths only): a module-level logger would be
 # frozen by cache_logger_on_first_use before the CLI or a test configures structlog.
@@ -25,7 +26,7 @@ from gateway.policy.schema import Interventions
 from gateway.trace.model import Conversation, ToolEvent, Trace
 from gateway.trace.settings import TraceSettings
 
-Registry = Mapping[str, Detector]
+Registry = Mapping[str, Detector[Any]]  # each detector with its own settings class
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,7 +70,7 @@ def check_template(text: str) -> Template:
 @dataclass(frozen=True, slots=True)
 class Messages:
     language: str
-    templates: MappingProxyType[str, Template] = field(repr=False)
+    templates: MappingProxyType[Kind, Template] = field(repr=False)
     special: MappingProxyType[tuple[str, str], Template] = field(repr=False)  # (kind, detector)
 
     def render(self, kind: Kind, finding: Finding | None, **extra: object) -> str:

@@ -104,7 +104,7 @@ def _body(item: Any) -> tuple[str, dict[str, Any]] | None:
         return None
     for candidate in (item, *(item.get(key) for key in _WRAPPERS)):
         protocol = _protocol(candidate)
-        if protocol is not None:
+        if protocol is not None and isinstance(candidate, dict):  # only a dict names a protocol
             return protocol, candidate
     return None
 

@@ -44,7 +44,10 @@ def _totals(results: list[Result], unknown_models: list[str]) -> str:
     tokens = sum(r.savings.tokens for r in results if r.savings)
     priced = [r.savings.cost for r in results if r.savings and r.savings.cost is not None]
     cost = f"${sum(priced):,.4f}" if priced else "n/a"
-    stats = [("conversations", len(results), ""), ("affected", affected, "would see an intervention")]
+    stats: list[tuple[str, int | str, str]] = [
+        ("conversations", len(results), ""),
+        ("affected", affected, "would see an intervention"),
+    ]
     stats += [(a, sum(a in r.first for r in results), "conversations") for a in ACTIONS]
     stats += [("tokens saved", f"{tokens:,}", "after the stop point"), ("cost saved", cost, "USD")]
     cards = "".join(

@@ -33,11 +33,13 @@ from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
 from gateway.state.base import StateStore
 from gateway.state.memory import MemoryStore
-from gateway.trace.builder import is_genuine_user
-from gateway.trace.model import Conversation, Trace, Turn
+from gateway.trace.model import Conversation, ToolEvent, Trace, Turn
 from gateway.trace.normalize import args_info
+from gateway.trace.pairing import is_genuine_user
 
 CHAT_PATH = CHAT.declared.routes[0]
+# Each tool call's row by (message index, position in its round).
+Where = dict[tuple[int, int], Row]
 
 
 class _Enforced:
@@ -107,10 +109,10 @@ class _Requests:
         )
 
 
-def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], dict[tuple[int, int], Row]]:
+def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], Where]:
     results = {t.tool_call_id: t.text for t in conv.turns if t.role == "tool" and t.tool_call_id}
     rows: list[Row] = []
-    where: dict[tuple[int, int], Row] = {}  # (message index, position in its round) -> row
+    where: Where = {}
     seen: dict[tuple[str, str], int] = {}
     for turn in conv.turns:
         if is_genuine_user(turn):
@@ -124,7 +126,7 @@ def _rows(conv: Conversation, eff: EffectivePolicy) -> tuple[list[Row], dict[tup
     return rows, where
 
 
-def _request_path(result: Result, plan: RequestPlan, where: dict, cut: int) -> None:
+def _request_path(result: Result, plan: RequestPlan, where: Where, cut: int) -> None:
     eff, trace = plan.policy, plan.trace
     latest = trace.latest
     if latest is None:
@@ -142,14 +144,16 @@ def _request_path(result: Result, plan: RequestPlan, where: dict, cut: int) -> N
 
 
 def _response_path(
-    result: Result, eff: EffectivePolicy, trace: Trace, turn: Turn, where: dict, conv: Conversation
+    result: Result, eff: EffectivePolicy, trace: Trace, turn: Turn, where: Where, conv: Conversation
 ) -> None:
     judge = ProposalJudge(eff, trace)
     for position, call in enumerate(turn.tool_calls):
         if judge.judge(call, position):
             continue
         refusal = judge.refusal
+        assert refusal is not None, "a call judge() held back has its refusal"
         finding = refusal.judgement.finding
+        assert finding is not None, "a refusal's judgement rejects or terminates: a finding decided it"
         row = where[(turn.index, position)]
         mark = Mark(refusal.judgement.action.label, finding.detector, "response", finding.count, finding.description)
         _mark(result, row, mark, turn.index + 1)
@@ -160,7 +164,7 @@ def _response_path(
         return
 
 
-def _row_of(trace: Trace, event: Any, where: dict) -> Row | None:
+def _row_of(trace: Trace, event: ToolEvent, where: Where) -> Row | None:
     """The row of a trace event: its message, and its position among that message's calls."""
     position = sum(1 for e in trace.events if e.message_index == event.message_index and e.step < event.step)
     if trace.skipped:  # calls of the same message before the horizon are not materialized
@@ -168,7 +172,7 @@ def _row_of(trace: Trace, event: Any, where: dict) -> Row | None:
     return where.get((event.message_index, position))
 
 
-def _position_by_id(trace: Trace, event: Any, where: dict) -> int:
+def _position_by_id(trace: Trace, event: ToolEvent, where: Where) -> int:
     turn = next((t for t in trace.turns if t.index == event.message_index), None)
     ids = [c.id for c in turn.tool_calls] if turn else []
     return ids.index(event.call_id) if event.call_id in ids else 0

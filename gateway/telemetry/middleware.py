@@ -16,6 +16,7 @@ from typing import Any
 from opentelemetry import context, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.config import SessionsConfig
 from gateway.metrics.registry import route_of
@@ -31,12 +32,12 @@ _UNTRACED = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 class TracingMiddleware:
-    def __init__(self, app: Any, tracer: trace.Tracer, sessions: SessionsConfig) -> None:
+    def __init__(self, app: ASGIApp, tracer: trace.Tracer, sessions: SessionsConfig) -> None:
         self.app, self.tracer = app, tracer
         # Only the headers: the body is the pipeline's to parse, once.
         self.sessions = sessions.model_copy(update={"body_user": False, "metadata_key": None})
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in _UNTRACED:
             await self.app(scope, receive, send)
             return
@@ -51,7 +52,7 @@ class TracingMiddleware:
         token = context.attach(trace.set_span_in_context(span))
         unjudged = SESSION.set(None)  # a context reused across requests never shows an earlier session
 
-        async def traced_send(message: dict) -> None:
+        async def traced_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 _response_attributes(span, message)
             await send(message)
@@ -67,7 +68,7 @@ class TracingMiddleware:
             context.detach(token)
             span.end()
 
-    def _request_attributes(self, scope: dict, route: str, headers: dict[str, str]) -> dict[str, Any]:
+    def _request_attributes(self, scope: Scope, route: str, headers: dict[str, str]) -> dict[str, Any]:
         attributes: dict[str, Any] = {
             "http.request.method": scope["method"],
             "url.path": scope["path"],
@@ -86,7 +87,7 @@ def _protocol(path: str) -> str:
     return found[1].declared.family if found is not None else "passthrough"
 
 
-def _response_attributes(span: trace.Span, message: dict) -> None:
+def _response_attributes(span: trace.Span, message: Message) -> None:
     if judged := SESSION.get():  # read in the responding context: the pipeline set it there
         span.set_attribute("loopguard.session_hash", session_hash(judged))
     status = message["status"]

@@ -8,7 +8,7 @@ import hashlib
 
 from opentelemetry import trace
 
-from gateway.audit.events import InterventionEvent
+from gateway.audit.events import AuditEvent, InterventionEvent
 
 
 def session_hash(session: str) -> str:
@@ -18,7 +18,7 @@ def session_hash(session: str) -> str:
 class SpanSink:
     name = "telemetry"
 
-    def emit(self, event: InterventionEvent) -> None:
+    def emit(self, event: AuditEvent) -> None:
         span = trace.get_current_span()
         if not isinstance(event, InterventionEvent) or not span.is_recording():
             return  # other events on the bus (e.g. savings, estimated later) have no request span

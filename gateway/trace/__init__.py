@@ -1,6 +1,6 @@
 """The canonical trace: conversations turned into tool events that detectors read."""
 
-from gateway.trace.builder import build_trace, is_genuine_user, proposed_events, run_start
+from gateway.trace.builder import build_trace, proposed_events, run_start
 from gateway.trace.model import (
     OWN_TEXT_MARKER,
     VETO_MARKER,
@@ -12,6 +12,7 @@ from gateway.trace.model import (
     Turn,
 )
 from gateway.trace.normalize import canonical_args, normalize_result, text_hash
+from gateway.trace.pairing import is_genuine_user
 from gateway.trace.settings import TraceSettings
 
 __all__ = [

@@ -8,11 +8,12 @@ then the text work (canonical arguments, result normalization, hashing) only for
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from gateway.trace.harness import harness_view
-from gateway.trace.memo import Memo
+from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
-from gateway.trace.normalize import args_info, classify, failure_hash, result_info
+from gateway.trace.normalize import ArgsInfo, ResultInfo, args_info, classify, failure_hash, result_info
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
 from gateway.trace.roles import looks_read_only, neutral_by_shape
 from gateway.trace.settings import TraceSettings, tool_key
@@ -24,9 +25,9 @@ class _Context:
 
     settings: TraceSettings
     tools: frozenset[str] | None
-    args_memo: Memo
-    results_memo: Memo
-    failures_memo: Memo
+    args_memo: Memo[TextKey | tuple[str, TextKey], ArgsInfo]
+    results_memo: Memo[TextKey, ResultInfo]
+    failures_memo: Memo[bytes, str]
     polling_tools: frozenset[str]
     neutral_tools: frozenset[str]
 
@@ -41,12 +42,13 @@ class _Context:
         if ctx is None:
             if len(known[1]) > 256:  # declared tool sets differ per agent, not per request
                 known[1].clear()
+            memos = settings.memos
             ctx = known[1][tools] = cls(
                 settings,
                 tools,
-                settings.memo("args"),
-                settings.memo("results"),
-                settings.memo("failures"),
+                memos.args,
+                memos.results,
+                memos.failures,
                 settings.polling_tools,
                 settings.neutral_names,
             )
@@ -78,7 +80,7 @@ class _Built:
     index: CallIndex  # of events[:-1]
 
 
-def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None = None) -> Trace:
+def build_trace(conv: Conversation, settings: TraceSettings, memo: dict[str, object] | None = None) -> Trace:
     """``memo`` (see gateway/guard/history.py) carries the previous build of the same
     conversation: a conversation that only grew since then pairs its new turns and makes the
     events of its new and newly answered calls, nothing else. Only a caller that keeps
@@ -91,16 +93,23 @@ def build_trace(conv: Conversation, settings: TraceSettings, memo: dict | None =
     ).indexed(built.index)
 
 
-def _build(turns: tuple[Turn, ...], settings: TraceSettings, ctx: _Context, memo: dict | None) -> _Built:
+def _build(turns: tuple[Turn, ...], settings: TraceSettings, ctx: _Context, memo: dict[str, object] | None) -> _Built:
     by_run = settings.scope == "run"
-    done = memo.get(_BUILT) if memo is not None else None
-    if done is not None and done.ctx is ctx and 0 < done.end <= len(turns) and turns[done.end - 1] is done.last:
+    # The memo is shared with other derived values; only this module writes its _BUILT key.
+    done = cast("_Built | None", memo.get(_BUILT)) if memo is not None else None
+    if (
+        memo is not None
+        and done is not None
+        and done.ctx is ctx
+        and 0 < done.end <= len(turns)
+        and turns[done.end - 1] is done.last
+    ):
         new = turns[done.end :]
         if not new:
             return done
         if not (by_run and any(map(is_genuine_user, new))):  # else a new run starts: steps renumber
             built = _grown(done, turns, new, settings)
-            memo[_BUILT] = built  # type: ignore[index]
+            memo[_BUILT] = built
             return built
     built = _fresh(turns, by_run, settings, ctx)
     if memo is not None and turns:
@@ -205,7 +214,7 @@ def _event(
     result = turn.text if turn is not None else None
     vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)
     info = result_info(result, ctx.settings, ctx.results_memo) if result is not None else None
-    if info is not None and info.own_text_at is not None and not vetoed:
+    if result is not None and info is not None and info.own_text_at is not None and not vetoed:
         result = result[: info.own_text_at].rstrip()  # a warning appended to the result the model read
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.

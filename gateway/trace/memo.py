@@ -20,6 +20,8 @@ from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
+# A text as a memo key: itself when short, else its length and digest (never pins a big string).
+TextKey = str | tuple[int, bytes]
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 _ALL: weakref.WeakSet[Memo[Any, Any]] = weakref.WeakSet()

@@ -1,7 +1,7 @@
 """The text work behind a ToolEvent: canonical arguments, normalized results, hashes, status.
 
 Everything here is a pure function of the text and the TraceSettings; the results are memoized on
-the settings (``TraceSettings.memo``) because every request carries the whole conversation again
+the settings (``TraceSettings.memos``) because every request carries the whole conversation again
 and the same texts would otherwise be parsed, scrubbed and hashed on each one.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from gateway.trace.failure import failure_shape
-from gateway.trace.memo import Memo
+from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import Status
 from gateway.trace.roles import own_text_start, prose, read_only_command
 from gateway.trace.settings import ToolRole, TraceSettings
@@ -96,13 +96,18 @@ def parsed_args(raw: str) -> Any:
     return None if value is _INVALID else value
 
 
-def args_info(raw: str, settings: TraceSettings, memo: Memo | None = None, tool: str | None = None) -> ArgsInfo:
+def args_info(
+    raw: str,
+    settings: TraceSettings,
+    memo: Memo[TextKey | tuple[str, TextKey], ArgsInfo] | None = None,
+    tool: str | None = None,
+) -> ArgsInfo:
     """Canonical arguments, their hash and polling mark; ``memo`` defaults to the settings' own
     (callers in a loop pass it in: reading a pydantic private attribute is slow). ``tool``: the
     call's tool, read through its role when the agent's profile names one."""
-    memo = memo if memo is not None else settings.memo("args")
+    memo = memo if memo is not None else settings.memos.args
     role = settings.tool_roles.get(tool) if tool is not None and settings.tool_roles else None
-    key: Any = _memo_key(raw) if role is None else (tool, _memo_key(raw))
+    key = _memo_key(raw) if role is None or tool is None else (tool, _memo_key(raw))
     info = memo.get(key)
     if info is None:
         info = _args_info(raw, settings, role)
@@ -157,10 +162,10 @@ def normalize_result(text: str, settings: TraceSettings) -> str:
     return _normalize(text.strip(), _result_json(text), settings)
 
 
-def result_info(text: str, settings: TraceSettings, memo: Memo | None = None) -> ResultInfo:
+def result_info(text: str, settings: TraceSettings, memo: Memo[TextKey, ResultInfo] | None = None) -> ResultInfo:
     """Hash and flags of a tool result, judged without the gateway's own text appended to it
     (a warning placed in the last tool result)."""
-    memo = memo if memo is not None else settings.memo("results")
+    memo = memo if memo is not None else settings.memos.results
     key = _memo_key(text)
     info = memo.get(key)
     if info is None:
@@ -180,10 +185,10 @@ def result_info(text: str, settings: TraceSettings, memo: Memo | None = None) ->
     return info
 
 
-def failure_hash(result: str, raw_args: str, settings: TraceSettings, memo: Memo | None = None) -> str:
+def failure_hash(result: str, raw_args: str, settings: TraceSettings, memo: Memo[bytes, str] | None = None) -> str:
     """The hash of a failed call's refusal without the attempt it echoes (failure.py), its
     volatile text scrubbed first."""
-    memo = memo if memo is not None else settings.memo("failures")
+    memo = memo if memo is not None else settings.memos.failures
     # By digest: the pair would pin two texts, and the memo's byte bound counts strings only.
     key = blake2b(f"{result}\0{raw_args}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
     shape = memo.get(key)
@@ -323,7 +328,7 @@ def _drop_keys(value: Any, keys: frozenset[str], *, fold: bool) -> Any:
     return value
 
 
-def _memo_key(text: str) -> str | tuple[int, bytes]:
+def _memo_key(text: str) -> TextKey:
     if len(text) <= _MEMO_KEY_CHARS:
         return text
     return len(text), blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

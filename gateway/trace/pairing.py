@@ -99,7 +99,8 @@ class Pairing:
                 return None  # an id we never issued: a result without a call
         unanswered = [p for p in self._last_round if p not in results]
         named = [p for p in unanswered if turn.name and calls[p].call.name == turn.name]
-        return (named or unanswered or [None])[0]
+        candidates = named or unanswered
+        return candidates[0] if candidates else None
 
 
 def pair(turns: Iterable[Turn], users: int = 0) -> Pairing:

@@ -7,12 +7,16 @@ never compiles a regex.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
-from gateway.trace.memo import Memo
+from gateway.trace.memo import Memo, TextKey
+
+if TYPE_CHECKING:
+    from gateway.trace.normalize import ArgsInfo, ResultInfo
 
 # Keys whose values change on every call without meaning progress (OpenClaw's list: pid, duration,
 # session id, cwd, message/file ids, timestamps). Compared case-insensitively.
@@ -237,6 +241,15 @@ class ToolRole(BaseModel):
     paced: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class _Memos:
+    """The settings' per-text memos, one per kind of work (see gateway.trace.normalize)."""
+
+    args: Memo[TextKey | tuple[str, TextKey], ArgsInfo]  # keyed with the tool when it has a role
+    results: Memo[TextKey, ResultInfo]
+    failures: Memo[bytes, str]  # by the digest of result and arguments
+
+
 class TraceSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -311,7 +324,7 @@ class TraceSettings(BaseModel):
     _failure_re: re.Pattern[str] | None = PrivateAttr()
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
     _polling_re: re.Pattern[str] | None = PrivateAttr()
-    _memo: dict[str, Memo] = PrivateAttr()
+    _memo: _Memos = PrivateAttr()
     _neutral: frozenset[str] = PrivateAttr()
     _envelope_re: re.Pattern[str] | None = PrivateAttr()
     _not_error_re: re.Pattern[str] | None = PrivateAttr()
@@ -329,7 +342,7 @@ class TraceSettings(BaseModel):
         self._polling_re = _union(self.polling_args_patterns, 0)
         # Per-text results of normalization (see gateway.trace.memo): owned by this instance
         # because they depend on exactly these settings.
-        self._memo = {"args": Memo(4096), "results": Memo(4096), "failures": Memo(1024)}
+        self._memo = _Memos(Memo(4096), Memo(4096), Memo(1024))
         self._neutral = frozenset(_tool_key(n) for n in self.neutral_tools)
         self._envelope_re = _union(tuple(f"{p}\n?" for p in self.envelope_patterns), re.MULTILINE)
         self._not_error_re = _union(self.not_error_patterns, re.MULTILINE)
@@ -390,8 +403,9 @@ class TraceSettings(BaseModel):
     def nudge_re(self) -> re.Pattern[str] | None:
         return self._nudge_re
 
-    def memo(self, kind: Literal["args", "results", "failures"]) -> Memo:
-        return self._memo[kind]
+    @property
+    def memos(self) -> _Memos:
+        return self._memo
 
 
 @lru_cache(maxsize=4096)  # a handful of tool names, looked up on every event of every request

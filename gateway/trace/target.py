@@ -81,9 +81,12 @@ def acted_on(value: Any, role: ToolRole | None, target_keys: tuple[str, ...], co
     return Acted(f"{role.action} {target}" if target else "", role.action, role.paced or _waits(value, role.wait))
 
 
-def _waits(value: dict, key: str | None) -> bool:
+def _waits(value: dict[str, Any], key: str | None) -> bool:
     waited = lookup(value, key) if key else None
-    return (type(waited) in (int, float) and waited > 0) or (isinstance(waited, str) and _positive(waited))
+    # JSON's true is no number of seconds.
+    return (isinstance(waited, (int, float)) and not isinstance(waited, bool) and waited > 0) or (
+        isinstance(waited, str) and _positive(waited)
+    )
 
 
 def _positive(text: str) -> bool:
@@ -112,7 +115,7 @@ def _text(found: Any) -> str:
     return found.strip() if isinstance(found, str) else ""
 
 
-def _command_line(value: dict, key: str) -> str | None:
+def _command_line(value: dict[str, Any], key: str) -> str | None:
     """The command line under ``key``: a string, an argv list (Codex's ``["bash", "-lc", ...]``),
     or with ``key[]`` a list of command lines run one after the other (Cline's ``commands``)."""
     if key.endswith("[]"):
@@ -134,7 +137,7 @@ def _shell(line: str, key: str, role: ToolRole | None) -> Acted:
     return Acted(COMMAND_MARK + operand[:_MAX_TARGET_CHARS], action, parsed.paced, top, read_key)
 
 
-def _action(value: dict) -> str:
+def _action(value: dict[str, Any]) -> str:
     for key in _ACTION_KEYS:
         word = value.get(key)
         if isinstance(word, str) and 0 < len(word) <= _MAX_ACTION_CHARS and not any(c.isspace() for c in word):

@@ -51,10 +51,12 @@ def parse_chain(text: str, cwd: str, depth: int) -> Command:
         parts.append(_pipeline(pipeline, cwd, depth))
     if not parts and slept:
         return Command("sleep", (), "wait", False, paced, "sleep")
-    if not parts and banner is None:
-        return Command(last, (), "run", False, False, last)
+    if not parts:
+        if banner is None:
+            return Command(last, (), "run", False, False, last)
+        parts = [banner]
     # A command substitution runs something the words do not show: never only a read.
-    return _command(parts or [banner], paced, "$(" in text or "`" in text)
+    return _command(parts, paced, "$(" in text or "`" in text)
 
 
 def _command(parts: list[Part], paced: bool, substituted: bool) -> Command:

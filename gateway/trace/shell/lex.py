@@ -170,7 +170,7 @@ def _delimiter(text: str, i: int) -> tuple[str, int]:
 
 def _heredoc(text: str, i: int, delimiter: str) -> tuple[str, int]:
     """The body of a heredoc starting at ``i`` and the index after its closing line."""
-    lines = []
+    lines: list[str] = []
     while i < len(text):
         end = text.find("\n", i)
         end = len(text) if end == -1 else end
