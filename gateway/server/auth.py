@@ -20,7 +20,7 @@ import hashlib
 
 from gateway.config import AuthConfig, TenantKey
 from gateway.server.refusal import Refusal, protocol_at
-from gateway.web.keys import CREDENTIALS, allowed, credential, digests, key_digest, without_query_keys
+from gateway.web.keys import CREDENTIALS, PLACES, allowed, digests, key_digest
 
 CLIENT_HEADER = b"x-loopguard-client"
 TENANT_HEADER = b"x-loopguard-tenant"  # the tenant the key belongs to (``auth.keys`` entries)
@@ -46,7 +46,7 @@ class ClientAuth:
         if _console(scope["path"]):
             return scope  # never forwarded anywhere; the console checks operator keys itself
         query = scope.get("query_string", b"")
-        token = credential(scope["headers"], query)
+        token = PLACES.credential(scope["headers"], query)
         if token == b"":
             return _unauthorized(scope, "The Authorization header has an empty bearer token.")
         digest = hashlib.sha256(token).digest() if token is not None else None
@@ -56,7 +56,7 @@ class ClientAuth:
             return _unauthorized(scope, f"{what} (Authorization: Bearer <key> or x-api-key).")
         checked = {**scope, "headers": self._headers(scope["headers"], digest)}
         if self.keys and query:  # a key in the query is the gateway's, no upstream's
-            checked["query_string"] = without_query_keys(query)
+            checked["query_string"] = PLACES.without_query_keys(query)
         return checked
 
     def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
