@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
-from gateway.config import Config, ConfigError
+from gateway.config import Config, ConfigError, UpstreamConfig
 from gateway.console import console
 from gateway.context import Gateway
 from gateway.detectors import REGISTRY as DETECTORS
@@ -162,9 +162,17 @@ def provider_upstreams(config: Config) -> dict[str, Upstream]:
             f"no protocol reads it (known: {known})",
             tuple((f"upstream.{key}", "no protocol reads it") for key in unclaimed[1:]),
         )
+    return {name: build_upstream(provider) for name, provider in provider_configs(config).items()}
+
+
+def provider_configs(config: Config) -> dict[str, UpstreamConfig]:
+    """The upstream settings of each protocol served by another provider, by adapter name: its
+    ``<provider>_base_url`` (env ``LOOPGUARD_<PROVIDER>_BASE_URL`` first, else the declared
+    default)."""
     return {
-        name: build_upstream(config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix))
-        for name, spec in specs.items()
+        a.name: config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix)
+        for a in ADAPTERS
+        if (spec := a.declared.upstream).config is not None
     }
 
 
