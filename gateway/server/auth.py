@@ -17,6 +17,7 @@ select a policy override with it (``auth.agent_header_keys``; unset: every clien
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from gateway.config import AuthConfig, TenantKey
 from gateway.server.refusal import Refusal, protocol_at
@@ -42,7 +43,7 @@ class ClientAuth:
         self.operator_keys = self.keys if config.metrics_keys is None else digests(config.metrics_keys)
         self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
 
-    def __call__(self, scope: dict) -> dict | Refusal:
+    def __call__(self, scope: dict[str, Any]) -> dict[str, Any] | Refusal:
         if _console(scope["path"]):
             return scope  # never forwarded anywhere; the console checks operator keys itself
         query = scope.get("query_string", b"")
@@ -79,6 +80,6 @@ def _console(path: str) -> bool:
     return path == "/ui" or path.startswith("/ui/")
 
 
-def _unauthorized(scope: dict, message: str) -> Refusal:
+def _unauthorized(scope: dict[str, Any], message: str) -> Refusal:
     kind = protocol_at(scope["path"]).declared.auth_error_type
     return Refusal(401, message, kind, "invalid_api_key", ((b"www-authenticate", b'Bearer realm="loopguard"'),))

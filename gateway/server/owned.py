@@ -22,7 +22,7 @@ from gateway.server.passthrough import passthrough_for
 from gateway.state import owned
 from gateway.state.session import client_namespace
 from gateway.web.refused import refused
-from gateway.web.responses import error_response, relay
+from gateway.web.responses import RelayStream, error_response, relay
 from gateway.wire import codec
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -75,8 +75,9 @@ def creating(adapter: Adapter, kind: Owned) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         response = await relay_it(request)
         gateway = request.app.state.gateway
-        if not owned.enforced(gateway.config, adapter.declared.upstream.config) or response.status_code != 200:
-            return response
+        enforced = owned.enforced(gateway.config, adapter.declared.upstream.config)
+        if not enforced or response.status_code != 200 or not isinstance(response, RelayStream):
+            return response  # a 200 is the upstream's answer, relayed as it streams
         body = await response.aread()
         try:
             ident = kind.creates(codec.loads(body)) if kind.creates else None

@@ -27,7 +27,7 @@ def session_id(
     conv: Conversation,
     sources: SessionsConfig = DEFAULT_SOURCES,
     user: str | None = None,
-    memo: dict | None = None,
+    memo: dict[str, Any] | None = None,
 ) -> str:
     """The session's key in the state store: the client's own id, namespaced by its credential.
     ``user``: the end user the body names, read by the protocol's adapter (``Adapter.user``).
@@ -61,7 +61,7 @@ def _local_id(
     conv: Conversation,
     sources: SessionsConfig,
     user: str | None,
-    memo: dict | None,
+    memo: dict[str, Any] | None,
 ) -> str:
     """Explicit identifiers first, in the configured order (headers, the body's end user,
     ``metadata.<key>``); else a fingerprint of how the conversation starts, which is stable
@@ -93,11 +93,11 @@ def is_fingerprint(session: str) -> bool:
 _FINGERPRINT = "fingerprint"  # its key in a history memo
 
 
-def fingerprint(conv: Conversation, memo: dict | None = None) -> str:
+def fingerprint(conv: Conversation, memo: dict[str, Any] | None = None) -> str:
     """How the conversation opens: its first system and user texts and its declared tools. A
     history memo holds it once both texts were found: a conversation that only grew since
     (what the memo vouches for) opens the same way."""
-    if memo is not None and (known := memo.get(_FINGERPRINT)) is not None:
+    if memo is not None and isinstance(known := memo.get(_FINGERPRINT), str):
         return known
     digest = hashlib.blake2b(digest_size=12)
     firsts: dict[str, str] = {}
