@@ -21,8 +21,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.overhead import conversation
-from gateway.protocols import codec
 from gateway.protocols.grown import GrownBodies
+from gateway.wire import codec
 
 
 def growing(length: int, steps: int = 10) -> list[bytes]:

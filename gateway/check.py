@@ -13,9 +13,10 @@ from typing import IO, Any
 import yaml
 
 from gateway.config import Config, ConfigError, load_config
-from gateway.policy.loader import load_policy, read_yaml, shipped_policy_path
+from gateway.policy.loader import load_policy, shipped_policy_path
 from gateway.policy.model import EffectivePolicy, Policy
 from gateway.policy.schema import PolicyError, PolicyFile
+from gateway.policy.strict_yaml import read_yaml
 
 
 def run_check(path: str, fmt: str = "yaml", out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:

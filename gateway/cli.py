@@ -94,6 +94,7 @@ def announce(app: Any, config: Any, address: tuple[Any, ...]) -> None:
     """One line an operator reads first: where it listens and what it guards with what."""
     import structlog
 
+    from gateway.server.app import provider_configs
     from gateway.state.redis import redacted_url
 
     host, port = address[0], address[1]
@@ -109,7 +110,7 @@ def announce(app: Any, config: Any, address: tuple[Any, ...]) -> None:
         policy_file=str(gateway.policies.path),
         state=state,
         upstream=config.upstream.base_url,
-        anthropic_upstream=config.upstream.anthropic_base_url,
+        **{f"{name}_upstream": up.base_url for name, up in provider_configs(config).items()},
         guarded=guarded,
     )
 

@@ -83,29 +83,20 @@ class UpstreamConfig(_Strict):
     transport: Literal["aiohttp", "httpx"] = Field(
         "aiohttp", description="HTTP client to the upstream: `aiohttp` (the cheaper hop) or `httpx`"
     )
-    # Anthropic Messages traffic goes to its own provider; a trailing /v1 is accepted.
-    anthropic_base_url: str = Field(
-        "https://api.anthropic.com",
-        description="where Anthropic "
-        "Messages traffic (`/v1/messages`) goes: the API root, as "
-        "`ANTHROPIC_BASE_URL`; env `LOOPGUARD_ANTHROPIC_BASE_URL` overrides",
-    )
-    anthropic_api_key: str | None = Field(
-        None,
-        description="server-side key sent as `x-api-key`, "
-        "replacing the client's credentials; unset: each "
-        "client's own key is forwarded",
-    )
-
-    # Other providers' settings are ``<provider>_base_url`` / ``<provider>_api_key`` keys, one
-    # pair per protocol adapter that names its own upstream (``UpstreamSpec.config``): a new
-    # protocol needs no new field here. Their shape is checked at load; that a protocol reads
-    # them, when the app is built (``unclaimed``). Held here, gathered from the section's keys.
+    # Every other provider's settings are ``<provider>_base_url`` / ``<provider>_api_key`` keys,
+    # one pair per protocol adapter that names its own upstream (``UpstreamSpec.config``, which
+    # also holds the default base URL): a new protocol needs no new field here. Their shape is
+    # checked at load; that a protocol reads them, when the app is built (``unclaimed``). Held
+    # here, gathered from the section's keys.
     providers: dict[str, str] = Field(
         {},
-        description="other providers' settings, written as "
-        "`<provider>_base_url` / `<provider>_api_key` keys of this section "
-        "(`gemini_base_url`, ...); env `LOOPGUARD_<PROVIDER>_BASE_URL` overrides",
+        description="the other providers' settings (a protocol's own upstream), "
+        "written as `<provider>_base_url` / `<provider>_api_key` keys of this section, e.g. "
+        "`anthropic_base_url` (default `https://api.anthropic.com`, the API root as "
+        "`ANTHROPIC_BASE_URL`; a trailing `/v1` is accepted) and `anthropic_api_key` (sent as "
+        "`x-api-key`), `gemini_base_url`, `gemini_api_key`. A key replaces the client's "
+        "credentials; unset: each client's own key is forwarded. Env "
+        "`LOOPGUARD_<PROVIDER>_BASE_URL` overrides a base URL",
     )
 
     def provider(
@@ -125,8 +116,7 @@ class UpstreamConfig(_Strict):
 
     def setting(self, provider: str, key: str) -> str | None:
         """``<provider>_<key>`` (``base_url``, ``api_key``), or None when unset."""
-        value = getattr(self, f"{provider}_{key}", None) or self.providers.get(f"{provider}_{key}")
-        return value if isinstance(value, str) and value else None
+        return self.providers.get(f"{provider}_{key}") or None
 
     def unclaimed(self, providers: Iterable[str]) -> list[str]:
         """Provider keys set here that no protocol reads (a misspelt provider)."""
@@ -160,7 +150,7 @@ class UpstreamConfig(_Strict):
 
     # Checked here, not per request: a value HTTP cannot carry would fail every request (500s
     # for non-Latin-1, 502s for line breaks) instead of failing once, at startup, with its key.
-    @field_validator("api_key", "anthropic_api_key")
+    @field_validator("api_key")
     @classmethod
     def _key_sendable(cls, value: str | None) -> str | None:
         if value is not None:
@@ -510,15 +500,13 @@ def load_config(path: str | os.PathLike[str] | None, env: dict[str, str] | None 
         raw = _read_yaml(Path(path))
     problems: Problems = []
     raw = interpolate(raw, env, problems)
-    for key, name in (
-        ("base_url", "LOOPGUARD_UPSTREAM_BASE_URL"),
-        ("anthropic_base_url", "LOOPGUARD_ANTHROPIC_BASE_URL"),
-    ):
-        if value := env.get(name):
-            raw.setdefault("upstream", {})
-            if isinstance(raw["upstream"], dict):
-                raw["upstream"][key] = value
-                problems[:] = [p for p in problems if p[0] != f"upstream.{key}"]  # overridden
+    # The other providers' ``LOOPGUARD_<PROVIDER>_BASE_URL`` are read when their upstreams are
+    # built (``UpstreamConfig.provider``): which providers exist is the protocols' to say.
+    if value := env.get("LOOPGUARD_UPSTREAM_BASE_URL"):
+        raw.setdefault("upstream", {})
+        if isinstance(raw["upstream"], dict):
+            raw["upstream"]["base_url"] = value
+            problems[:] = [p for p in problems if p[0] != "upstream.base_url"]  # overridden
     if isinstance(raw.get("policy"), str) and all(where != "policy" for where, _ in problems):
         raw["policy"] = _policy_path(raw["policy"], Path(path).parent if path else None, problems)
     config = _validate(raw, problems)

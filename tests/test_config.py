@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import ConfigError, load_config
+from gateway.protocols.anthropic.adapter import ANTHROPIC
 
 
 def write(tmp_path: Path, text: str, name: str = "loopguard.yaml") -> Path:
@@ -289,14 +290,20 @@ def test_an_unset_variable_as_the_policy_is_reported_once(tmp_path):
     assert caught.value.problems == (("policy", caught.value.reason),) and "POLICY" in caught.value.reason
 
 
+def _anthropic_base_url(config, env):
+    """Where Anthropic traffic goes: the provider's setting, its env override, else the
+    protocol's declared default (``UpstreamSpec``)."""
+    return config.upstream.provider("anthropic", ANTHROPIC.declared.upstream.default_base_url, env=env).base_url
+
+
 def test_anthropic_upstream_defaults_and_env_override(tmp_path):
-    assert load_config(None, env={}).upstream.anthropic_base_url == "https://api.anthropic.com"
-    assert load_config(None, env={}).upstream.anthropic_api_key is None
+    assert _anthropic_base_url(load_config(None, env={}), {}) == "https://api.anthropic.com"
+    assert load_config(None, env={}).upstream.setting("anthropic", "api_key") is None
     env = {"LOOPGUARD_ANTHROPIC_BASE_URL": "http://claude-proxy:9000"}
     path = write(tmp_path, "upstream:\n  anthropic_base_url: http://file\n  anthropic_api_key: sk-ant-x\n")
     config = load_config(path, env=env)
-    assert config.upstream.anthropic_base_url == "http://claude-proxy:9000"
-    assert config.upstream.anthropic_api_key == "sk-ant-x"
+    assert _anthropic_base_url(config, env) == "http://claude-proxy:9000"
+    assert config.upstream.setting("anthropic", "api_key") == "sk-ant-x"
     assert config.upstream.base_url == "https://api.openai.com/v1"
 
 

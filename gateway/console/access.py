@@ -20,7 +20,7 @@ import time
 from starlette.requests import Request
 
 from gateway.config import AuthConfig
-from gateway.web.keys import allowed, credential, digests
+from gateway.web.keys import PLACES, allowed, digests
 
 COOKIE = "loopguard_console"
 SESSION_S = 12 * 3600
@@ -37,7 +37,7 @@ class OperatorAccess:
     def allows(self, request: Request) -> bool:
         if self.open:
             return True
-        key = _basic(request.headers.get("authorization")) or credential(request.scope["headers"])
+        key = _basic(request.headers.get("authorization")) or PLACES.credential(request.scope["headers"])
         if key and allowed(hashlib.sha256(key).digest(), self.keys):
             return True
         return self.valid_cookie(request.cookies.get(COOKIE, ""))

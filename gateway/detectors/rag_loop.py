@@ -2,7 +2,8 @@
 
 ``decide`` says whether to continue, taken right after an iteration is recorded, with the
 duplicate-query check first; ``decisions`` replays a whole sequence, one decision per
-iteration. The numbers come from :class:`gateway.detectors.retrieval.RetrievalSettings`.
+iteration. The numbers come from :class:`gateway.detectors.retrieval.RetrievalSettings`, read
+here through :class:`Limits` (the detector's module imports this one, never the reverse).
 """
 
 from __future__ import annotations
@@ -11,12 +12,24 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gateway.detectors.text import jaccard, normalize, tokens
 
-if TYPE_CHECKING:
-    from gateway.detectors.retrieval import RetrievalSettings
+
+class Limits(Protocol):
+    """The numbers the decisions read (``RetrievalSettings`` has them)."""
+
+    @property
+    def max_iterations(self) -> int: ...
+    @property
+    def min_confidence_improvement(self) -> float: ...
+    @property
+    def sufficient_confidence(self) -> float: ...
+    @property
+    def trend_tolerance(self) -> float: ...
+    @property
+    def duplicate_threshold(self) -> float: ...
 
 
 class Decision(StrEnum):
@@ -62,7 +75,7 @@ def is_duplicate(query: str, earlier: Sequence[str], threshold: float = 0.9) -> 
     return any(jaccard(words, tokens(q)) >= threshold for q in seen)
 
 
-def decide(iterations: Sequence[Iteration], s: RetrievalSettings) -> Verdict:
+def decide(iterations: Sequence[Iteration], s: Limits) -> Verdict:
     """Continue or stop after recording the latest iteration, with the duplicate check
     first (a repeated query is wasted whatever its confidence)."""
     latest, n = iterations[-1], len(iterations)
@@ -85,7 +98,7 @@ def decide(iterations: Sequence[Iteration], s: RetrievalSettings) -> Verdict:
     return Verdict(Decision.CONTINUE, flow, "iterating normally")
 
 
-def decisions(iterations: Sequence[Iteration], s: RetrievalSettings) -> list[Verdict]:
+def decisions(iterations: Sequence[Iteration], s: Limits) -> list[Verdict]:
     """The decision after each iteration, in order."""
     return [decide(iterations[:k], s) for k in range(1, len(iterations) + 1)]
 

@@ -14,9 +14,10 @@ from gateway.guard.history import HistoryCache
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.protocols.base import Adapter
+from gateway.protocols.registry import KEY_PLACES
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.state.bounds import VETO_TEXT_CHARS, bounded
-from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, credential_hash, is_fingerprint, session_id
+from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation, Trace, Turn, WarnedCall
 
@@ -56,9 +57,11 @@ async def plan_request(
 ) -> RequestPlan:
     """``items``: the conversation as the model will see it before any edit (``Adapter.items``,
     after the entries ``Adapter.history`` supplied)."""
+    if not headers.get(CLIENT_HEADER) and (client := KEY_PLACES.credential_hash(headers)):
+        headers = {**headers, CLIENT_HEADER: client}  # a caller without the client-key gate
     policy = policies.resolve(
         agent=headers.get("x-loopguard-agent"),
-        api_key_sha256=headers.get(CLIENT_HEADER) or credential_hash(headers),
+        api_key_sha256=headers.get(CLIENT_HEADER),
         model=adapter.model(payload) or None,  # Google's is in the path
         path=path,
     )

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.detectors.judge import LlmJudgeSettings
-from gateway.protocols import codec
 from gateway.protocols.chat import asking
 from gateway.trace.model import ToolEvent, Trace
+from gateway.wire import codec
 
 SYSTEM = (
     "You review the recent steps of an AI agent that uses tools, and decide whether it is stuck "

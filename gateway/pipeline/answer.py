@@ -19,11 +19,12 @@ from typing import Any
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.verdict import fail_open
 from gateway.policy.engine import Judgement
-from gateway.protocols import codec, usage
+from gateway.protocols import usage
 from gateway.protocols.base import StreamFilter
 from gateway.trace.model import ToolCall
 from gateway.upstream.base import UpstreamRequest, UpstreamResponse
 from gateway.upstream.errors import UpstreamError
+from gateway.wire import codec
 
 
 class _Closed:

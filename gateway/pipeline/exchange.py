@@ -17,10 +17,10 @@ from gateway.guard.request import RequestPlan
 from gateway.pipeline.timing import Clock
 from gateway.pipeline.verdict import Verdict
 from gateway.policy.actions import Action
-from gateway.protocols import codec
 from gateway.protocols.base import Adapter, StreamOptions
 from gateway.protocols.grown import appended
 from gateway.upstream.base import Upstream, UpstreamRequest
+from gateway.wire import codec
 
 
 @lru_cache(maxsize=16)

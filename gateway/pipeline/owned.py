@@ -21,7 +21,7 @@ from gateway.web.responses import error_response
 async def foreign(ex: Exchange) -> Response | None:
     """The 404 for the first named id the caller's tenant did not create; None when all are its own."""
     gateway, adapter = ex.gateway, ex.adapter
-    if not owned.enforced(gateway.config, adapter.declared.upstream):
+    if not owned.enforced(gateway.config, adapter.declared.upstream.config):
         return None
     for kind, ident in adapter.references(ex.payload):
         if not await _owned(ex, kind, ident):
@@ -35,7 +35,7 @@ async def foreign(ex: Exchange) -> Response | None:
 
 
 async def claim_created(ex: Exchange, reply: dict[str, Any]) -> None:
-    if not owned.enforced(ex.gateway.config, ex.adapter.declared.upstream):
+    if not owned.enforced(ex.gateway.config, ex.adapter.declared.upstream.config):
         return
     for kind, ident in ex.adapter.created(ex.payload, reply):
         await owned.claim(ex.gateway.store, ex.namespace, kind, ident)

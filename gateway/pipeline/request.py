@@ -13,10 +13,10 @@ from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.published import SESSION
 from gateway.pipeline.verdict import fail_open
 from gateway.policy.actions import Action
-from gateway.protocols import codec
 from gateway.protocols.base import Adapter
 from gateway.protocols.grown import GrownBodies
 from gateway.state.session import client_namespace
+from gateway.wire import codec
 
 
 def parse(

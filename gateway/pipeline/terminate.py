@@ -19,12 +19,12 @@ from gateway.pipeline.remember import remember
 from gateway.pipeline.timing import LoggedStream, log_request
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
-from gateway.protocols import codec
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import StreamFailure
 from gateway.protocols.sse import comment
 from gateway.upstream.base import UpstreamResponse
 from gateway.web.responses import relay, uncommented
+from gateway.wire import codec
 
 LOOP = "loop_detected"
 JSON = (b"content-type", b"application/json")

@@ -17,11 +17,11 @@ from gateway.pipeline.remember import remember
 from gateway.pipeline.timing import LogWhenSent
 from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import reask, veto
-from gateway.protocols import codec
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 from gateway.web.refused import upstream_failed
 from gateway.web.responses import relay
+from gateway.wire import codec
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from gateway.policy.schema import (
 from gateway.policy.schema import (
     join_path as join,
 )
+from gateway.policy.strict_yaml import read_yaml, shipped_profiles
 from gateway.policy.thresholds import fix_order, warn_unreachable, written_problems
 from gateway.trace.settings import TraceSettings
 
@@ -155,8 +156,6 @@ def _catalog(choice: str, ctx: _Ctx) -> Catalog:
 
 def _profiles(entries: list[dict[str, Any] | str], file: str) -> tuple[AgentProfile, ...]:
     """The policy's own profiles, then the shipped ones it does not replace by name."""
-    from gateway.policy.loader import read_yaml, shipped_profiles  # the loader imports this module
-
     own = []
     for i, entry in enumerate(entries):
         where = f"profiles[{i}]"

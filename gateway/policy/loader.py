@@ -1,31 +1,22 @@
-"""Policy files: read YAML strictly, compile, and find the shipped packs.
-
-Strict YAML: duplicate keys are errors (PyYAML would silently keep the last one, so an operator
-could edit a threshold that never applies); syntax errors name the file and line.
-"""
+"""Policy files: read (strict YAML, ``gateway.policy.strict_yaml``), compile, and find the
+shipped packs."""
 
 from __future__ import annotations
 
 import re
-from functools import cache
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from gateway.agents.catalog import read_profiles
-from gateway.agents.profile import AgentProfile
 from gateway.policy.compile import compile_policy
 from gateway.policy.engine import Registry, default_registry
 from gateway.policy.model import Policy
 from gateway.policy.schema import PolicyError
+from gateway.policy.strict_yaml import read_yaml
 
 _HERE = Path(__file__).resolve().parent
 # Searched in this order: package data first (a regular wheel install ships the packs as
 # gateway/policies/*.yaml), then the repository's top-level policies/ (a source checkout).
 SHIPPED_DIRS: tuple[Path, ...] = (_HERE.parent / "policies", _HERE.parent.parent / "policies")
 _PACK_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def load_policy(path: str | Path, registry: Registry | None = None) -> Policy:
@@ -77,42 +68,3 @@ def policy_path(ref: str, base: Path | None = None) -> Path:
 def shipped_policy_names() -> tuple[str, ...]:
     names = {p.stem for folder in SHIPPED_DIRS if folder.is_dir() for p in folder.glob("*.yaml")}
     return tuple(sorted(names))
-
-
-@cache
-def shipped_profiles() -> tuple[AgentProfile, ...]:
-    """The agent profiles shipped in gateway/agents/profiles/, read once (package data)."""
-    return read_profiles(read_yaml)
-
-
-def read_yaml(text: str, file: str) -> Any:
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        reason = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        raise PolicyError(file, "", f"invalid YAML: {reason}", line=line) from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(file, "", f"invalid YAML: {exc}") from None
-    if data is None:
-        raise PolicyError(file, "", "the file is empty")
-    return data
-
-
-class _StrictLoader(yaml.SafeLoader):
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
-                continue  # "<<" merges may legitimately be overridden by explicit keys
-            key = self.construct_object(key_node)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    f"duplicate key {key!r} (first at line {seen[key]});",
-                    None,
-                    "a repeated key would silently override the first",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)

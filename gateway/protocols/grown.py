@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from gateway.protocols import codec
+from gateway.wire import codec
 
 # Conversations are found by their first bytes (model, system prompt); those sharing them (a
 # fleet running one agent) are told apart by comparing their remembered bytes, newest first.

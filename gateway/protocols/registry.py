@@ -19,6 +19,7 @@ from gateway.protocols.base import Adapter
 from gateway.protocols.chat.adapter import CHAT
 from gateway.protocols.gemini.adapter import GEMINI
 from gateway.protocols.responses.adapter import RESPONSES
+from gateway.wire.credentials import KeyPlaces
 
 ADAPTERS: tuple[Adapter, ...] = (
     ANTHROPIC,
@@ -36,6 +37,8 @@ CREDENTIALS: tuple[str, ...] = tuple(dict.fromkeys(h for a in ADAPTERS for h in 
 SECRET_HEADERS: frozenset[str] = frozenset(h for a in ADAPTERS for h in a.declared.secret_headers)
 # Query parameters that carry a key in some protocol (Google's ``?key=``).
 SECRET_QUERY: frozenset[str] = frozenset(q for a in ADAPTERS for q in a.declared.upstream.credential_query)
+# Where a client's key may sit, for the one credential reader (``gateway.wire.credentials``).
+KEY_PLACES = KeyPlaces(CREDENTIALS, tuple(sorted(SECRET_QUERY)))
 # Keys whose values are ids a model made up, in any protocol's entries.
 ID_FIELDS: frozenset[str] = frozenset(f for a in ADAPTERS for f in a.declared.id_fields)
 

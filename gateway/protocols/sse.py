@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.protocols import codec
+from gateway.wire import codec
 
 __all__ = [
     "DONE",

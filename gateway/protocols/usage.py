@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.sse import SSEDecoder
+from gateway.wire import codec
 
 Path = tuple[str, ...]
 

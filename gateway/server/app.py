@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from gateway.audit.bus import build_bus
-from gateway.config import Config, ConfigError
+from gateway.config import Config, ConfigError, UpstreamConfig
 from gateway.console import console
 from gateway.context import Gateway
 from gateway.detectors import REGISTRY as DETECTORS
@@ -28,7 +28,7 @@ from gateway.protocols.grown import GrownBodies
 from gateway.protocols.registry import ADAPTERS, PATTERNS, relay_route
 from gateway.server import owned
 from gateway.server.auth import ClientAuth
-from gateway.server.front import Front
+from gateway.server.front import ASGIApp, Front
 from gateway.server.health import healthz, readyz
 from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough, passthrough_for
@@ -65,7 +65,7 @@ def build_app(
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams=provider_upstreams(config),
     )
-    gateway.judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
+    gateway.judge = judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
     ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))
@@ -81,7 +81,7 @@ def build_app(
             yield
         finally:
             await gateway.audit.stop()
-            await gateway.judge.aclose()
+            await judge.aclose()
             for task in (watcher, idle):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -111,7 +111,7 @@ def build_app(
     others = Starlette(routes=routes, lifespan=lifespan)
     # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline). A request
     # its adapter does not guard (``Adapter.at``) goes on to the other routes.
-    guarded = {
+    guarded: dict[str, ASGIApp] = {
         path: Guarded(adapter, gateway, others)
         for adapter in ADAPTERS
         for path in adapter.declared.routes
@@ -153,7 +153,7 @@ def provider_upstreams(config: Config) -> dict[str, Upstream]:
     """An upstream per protocol served by another provider (``UpstreamSpec.config``), by adapter
     name. A provider key in the config that no protocol reads is refused: it is misspelt."""
     specs = {a.name: a.declared.upstream for a in ADAPTERS if a.declared.upstream.config is not None}
-    unclaimed = config.upstream.unclaimed({spec.config for spec in specs.values()})
+    unclaimed = config.upstream.unclaimed({c for spec in specs.values() if (c := spec.config) is not None})
     if unclaimed:
         known = ", ".join(sorted({f"{s.config}_base_url, {s.config}_api_key" for s in specs.values()}))
         raise ConfigError(
@@ -162,9 +162,17 @@ def provider_upstreams(config: Config) -> dict[str, Upstream]:
             f"no protocol reads it (known: {known})",
             tuple((f"upstream.{key}", "no protocol reads it") for key in unclaimed[1:]),
         )
+    return {name: build_upstream(provider) for name, provider in provider_configs(config).items()}
+
+
+def provider_configs(config: Config) -> dict[str, UpstreamConfig]:
+    """The upstream settings of each protocol served by another provider, by adapter name: its
+    ``<provider>_base_url`` (env ``LOOPGUARD_<PROVIDER>_BASE_URL`` first, else the declared
+    default)."""
     return {
-        name: build_upstream(config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix))
-        for name, spec in specs.items()
+        a.name: config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix)
+        for a in ADAPTERS
+        if (spec := a.declared.upstream).config is not None
     }
 
 
@@ -194,5 +202,5 @@ class GatewayApp:
         """Run ``middleware`` outside everything else (tracing spans the whole request)."""
         self._entry = middleware(self._entry, **options)
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         await self._entry(scope, receive, send)

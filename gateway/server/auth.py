@@ -17,10 +17,11 @@ select a policy override with it (``auth.agent_header_keys``; unset: every clien
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from gateway.config import AuthConfig, TenantKey
 from gateway.server.refusal import Refusal, protocol_at
-from gateway.web.keys import CREDENTIALS, allowed, credential, digests, key_digest, without_query_keys
+from gateway.web.keys import CREDENTIALS, PLACES, allowed, digests, key_digest
 
 CLIENT_HEADER = b"x-loopguard-client"
 TENANT_HEADER = b"x-loopguard-tenant"  # the tenant the key belongs to (``auth.keys`` entries)
@@ -42,11 +43,11 @@ class ClientAuth:
         self.operator_keys = self.keys if config.metrics_keys is None else digests(config.metrics_keys)
         self.agent_keys = None if config.agent_header_keys is None else digests(config.agent_header_keys)
 
-    def __call__(self, scope: dict) -> dict | Refusal:
+    def __call__(self, scope: dict[str, Any]) -> dict[str, Any] | Refusal:
         if _console(scope["path"]):
             return scope  # never forwarded anywhere; the console checks operator keys itself
         query = scope.get("query_string", b"")
-        token = credential(scope["headers"], query)
+        token = PLACES.credential(scope["headers"], query)
         if token == b"":
             return _unauthorized(scope, "The Authorization header has an empty bearer token.")
         digest = hashlib.sha256(token).digest() if token is not None else None
@@ -56,7 +57,7 @@ class ClientAuth:
             return _unauthorized(scope, f"{what} (Authorization: Bearer <key> or x-api-key).")
         checked = {**scope, "headers": self._headers(scope["headers"], digest)}
         if self.keys and query:  # a key in the query is the gateway's, no upstream's
-            checked["query_string"] = without_query_keys(query)
+            checked["query_string"] = PLACES.without_query_keys(query)
         return checked
 
     def _headers(self, headers: list[tuple[bytes, bytes]], digest: bytes | None) -> list[tuple[bytes, bytes]]:
@@ -79,6 +80,6 @@ def _console(path: str) -> bool:
     return path == "/ui" or path.startswith("/ui/")
 
 
-def _unauthorized(scope: dict, message: str) -> Refusal:
+def _unauthorized(scope: dict[str, Any], message: str) -> Refusal:
     kind = protocol_at(scope["path"]).declared.auth_error_type
     return Refusal(401, message, kind, "invalid_api_key", ((b"www-authenticate", b'Bearer realm="loopguard"'),))

@@ -32,7 +32,7 @@ from gateway.web.body import BodyTimeout
 
 ASGIApp = Callable[..., Any]
 # Reads the request scope; returns the scope to go on with, or the refusal to answer.
-Gate = Callable[[dict], "dict | Refusal"]
+Gate = Callable[[dict[str, Any]], "dict[str, Any] | Refusal"]
 
 
 class Front:
@@ -55,7 +55,7 @@ class Front:
         self.inflight = metrics.inflight = InflightBytes(max_inflight_bytes)  # /metrics reads it
         self.started = 0  # guarded requests begun (scrapes and probes are not traffic): server/idle.py
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.fallback(scope, receive, send)
             return
@@ -72,7 +72,7 @@ class Front:
                 raise Overloaded
             for gate in self.gates:
                 checked = gate(scope)
-                if type(checked) is Refusal:
+                if isinstance(checked, Refusal):
                     await checked.send(scope, flow.send, flow.started)
                     return
                 scope = checked

@@ -75,7 +75,7 @@ class Flow:
         task = asyncio.current_task()
         assert task is not None
         self._task = task  # the request's handler: cancelled when its client leaves
-        self._watcher: asyncio.Task | None = None
+        self._watcher: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None  # starts the watcher
         self._metrics = metrics
         self._inflight = inflight
@@ -88,14 +88,14 @@ class Flow:
         self.finished = False  # its last byte was handed to the server
         self.cancelled = False  # this flow cancelled the handler
 
-    async def receive(self) -> dict:
+    async def receive(self) -> dict[str, Any]:
         if self._timer is not None:  # the body is in: the watcher reads the connection from here on
             self._watch_now()
             await self.gone.wait()
             return _DISCONNECT
         try:
             async with asyncio.timeout_at(self._deadline):
-                message = await self._receive()
+                message: dict[str, Any] = await self._receive()
         except TimeoutError:
             raise BodyTimeout from None
         if message["type"] == "http.disconnect":
@@ -122,7 +122,7 @@ class Flow:
             self.cancelled = True
             self._task.cancel()
 
-    async def send(self, message: dict) -> None:
+    async def send(self, message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
             self.responded = True
             self._metrics.request(self.route, message["status"])
@@ -146,7 +146,7 @@ class Flow:
         stopping the task."""
         return self.cancelled and self._task.uncancel() == 0
 
-    def close(self, scope: dict) -> None:
+    def close(self, scope: dict[str, Any]) -> None:
         self._inflight.give(self.held)
         self.held = 0
         if self._timer is not None:

@@ -16,14 +16,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.protocols import codec
 from gateway.protocols.base import Adapter
 from gateway.protocols.declaration import Owned
 from gateway.server.passthrough import passthrough_for
 from gateway.state import owned
 from gateway.state.session import client_namespace
 from gateway.web.refused import refused
-from gateway.web.responses import error_response, relay
+from gateway.web.responses import RelayStream, error_response, relay
+from gateway.wire import codec
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -50,7 +50,7 @@ def of(adapter: Adapter, kind: Owned) -> Endpoint:
 
     async def endpoint(request: Request) -> Response:
         gateway = request.app.state.gateway
-        if owned.enforced(gateway.config, adapter.declared.upstream):
+        if owned.enforced(gateway.config, adapter.declared.upstream.config):
             namespace = client_namespace(request.headers)
             ident = request.path_params["ident"]
             if not await owned.owned(gateway.store, namespace, kind.kind, ident):
@@ -75,8 +75,9 @@ def creating(adapter: Adapter, kind: Owned) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         response = await relay_it(request)
         gateway = request.app.state.gateway
-        if not owned.enforced(gateway.config, adapter.declared.upstream) or response.status_code != 200:
-            return response
+        enforced = owned.enforced(gateway.config, adapter.declared.upstream.config)
+        if not enforced or response.status_code != 200 or not isinstance(response, RelayStream):
+            return response  # a 200 is the upstream's answer, relayed as it streams
         body = await response.aread()
         try:
             ident = kind.creates(codec.loads(body)) if kind.creates else None

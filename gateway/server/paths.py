@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import unquote
 
 from gateway.protocols.registry import compile_route
@@ -63,7 +64,7 @@ def _unescape(match: re.Match[bytes]) -> bytes:
 class PathGuard:
     """A request gate: canonical paths only, and no request header HTTP cannot carry upstream."""
 
-    def __call__(self, scope: dict) -> dict | Refusal:
+    def __call__(self, scope: dict[str, Any]) -> dict[str, Any] | Refusal:
         raw = scope.get("raw_path") or scope["path"].encode("utf-8")
         try:
             path = canonical_path(raw)
@@ -115,7 +116,7 @@ class GuardedSpellings:
         self.patterns = tuple((compile_route(p), p) for p in patterns)
         self.pattern_keys = tuple((compile_route(routing_key(p)), p) for p in patterns)
 
-    def __call__(self, scope: dict) -> dict | Refusal:
+    def __call__(self, scope: dict[str, Any]) -> dict[str, Any] | Refusal:
         path = scope["path"]
         declared = path if path in self.guarded else _first(self.patterns, path)
         if declared is not None:

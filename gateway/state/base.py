@@ -28,11 +28,10 @@ from typing import Any, Protocol
 
 import orjson
 
-# Records hold client and upstream text: codec writes lone surrogates as escapes, not refuses them.
-from gateway.protocols import codec
 from gateway.state.bounds import CHAIN_TEXT_CHARS, bounded
 from gateway.state.events import LoggedEvent
 from gateway.trace.model import JudgeVerdict, WarnedCall
+from gateway.wire import codec  # records hold client text: lone surrogates go out as escapes
 
 # A run whose warnings keep being ignored is ended long before this; the cap only bounds memory.
 MAX_WARNED_PER_SESSION = 32

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from gateway.protocols import codec
+from gateway.wire import codec
 
 VETO_TEXT_CHARS = 2048  # per string in a vetoed exchange: arguments, the observation
 CHAIN_TEXT_CHARS = 16 * 1024  # per string in a chain record: conversation items are read by detectors

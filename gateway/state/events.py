@@ -47,7 +47,7 @@ class EventRing:
 
     def recent(self, count: int) -> list[LoggedEvent]:
         """The newest ``count`` entries, newest first."""
-        out = []
+        out: list[LoggedEvent] = []
         for key in reversed(self._items):
             if len(out) >= count:
                 break

@@ -29,7 +29,8 @@ async def listen(url: str, mirror: Mirror, *, retry_after_s: float, connect_time
         try:
             await _follow(connection, mirror)
         except Exception as exc:
-            if asyncio.current_task().cancelling():  # the library turns a cancelled read into a timeout
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # the library turns a cancelled read into a timeout
                 raise asyncio.CancelledError from exc
             if mirror.trusted:
                 log.warning("state_mirror_lost", backend="redis", redis=where, error=type(exc).__name__)
@@ -45,7 +46,7 @@ async def _command(connection: Connection, *args: object) -> object:
 
 
 async def _follow(connection: Connection, mirror: Mirror) -> None:
-    await connection.connect()
+    await connection.connect()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
     own_id = await _command(connection, "CLIENT", "ID")
     prefixes = [part for prefix in mirror.prefixes() for part in ("PREFIX", prefix)]
     await _command(connection, "CLIENT", "TRACKING", "ON", "REDIRECT", own_id, "BCAST", *prefixes)

@@ -14,18 +14,18 @@ store's byte budget): an id older than that reads as unknown, exactly as for ano
 from __future__ import annotations
 
 from gateway.config import Config
-from gateway.protocols.declaration import UpstreamSpec
 from gateway.state.base import ChainRecord, StateStore
 
 _CLAIM = ChainRecord(())
 ANONYMOUS = "c:-:"  # the namespace of clients without a credential
 
 
-def enforced(config: Config, spec: UpstreamSpec) -> bool:
-    """Does the gateway spend its own key for the protocol of ``spec`` (its declared
-    upstream), so the upstream cannot tell tenants apart?"""
+def enforced(config: Config, provider: str | None) -> bool:
+    """Does the gateway spend its own key for a protocol whose upstream is ``provider`` (its
+    ``UpstreamSpec.config``; None: the default upstream), so the upstream cannot tell tenants
+    apart?"""
     up = config.upstream
-    return bool(up.api_key if spec.config is None else up.setting(spec.config, "api_key"))
+    return bool(up.api_key if provider is None else up.setting(provider, "api_key"))
 
 
 def key(namespace: str, kind: str, ident: str) -> str:

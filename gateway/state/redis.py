@@ -34,7 +34,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from enum import Enum
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 import structlog
@@ -62,7 +63,15 @@ from gateway.state.redis_events import RedisEventLog
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
 T = TypeVar("T")
-_FAILED = object()
+
+
+class _Failed(Enum):
+    """What an operation that Redis did not answer returns (a value no command returns)."""
+
+    FAILED = "failed"
+
+
+_FAILED = _Failed.FAILED
 # Append a veto unless one with the same identity is stored; trim and expire in the same step.
 _APPEND_ONCE = """
 for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
@@ -141,7 +150,7 @@ class RedisStore:
         self._client = Redis(connection_pool=self._pool)
         self._down_until = 0.0
         self._healthy = True
-        self._pending: set[asyncio.Task[None]] = set()
+        self._pending: set[asyncio.Task[object]] = set()
         self._append_once = self._client.register_script(_APPEND_ONCE)
         self._read_script = self._client.register_script(_READ)
         self._set_marks = self._client.register_script(_SET_MARKS)
@@ -158,7 +167,7 @@ class RedisStore:
         if mirror is not None:
             self._listen()
             known = mirror.known(session) if mark is not None else None
-            if known is not None and time.monotonic() >= self._down_until:
+            if known is not None and mark is not None and time.monotonic() >= self._down_until:
                 previous = known.mark
                 self._write_mark_behind(session, known, mark)
                 return SessionState(mark=previous)
@@ -168,7 +177,7 @@ class RedisStore:
         state = await self._run("session_state", lambda: self._read(session, mark))
         if mirror is not None:
             only_mark = state is not _FAILED and mark is not None and state in (EMPTY, SessionState(mark=state.mark))
-            mirror.end_read(session, epoch, Known(mark, time.monotonic()) if only_mark else None)
+            mirror.end_read(session, epoch, Known(mark, time.monotonic()) if only_mark and mark is not None else None)
         return EMPTY if state is _FAILED else state
 
     async def vetoes(self, session: str) -> list[VetoRecord]:
@@ -239,16 +248,23 @@ class RedisStore:
 
     # --- the mirror ---------------------------------------------------------------------------
 
+    @property
+    def _mirror(self) -> Mirror:
+        """The mirror, in the methods only a store that keeps one reaches."""
+        if self.mirror is None:
+            raise RuntimeError("this RedisStore keeps no mirror")
+        return self.mirror
+
     def _listen(self) -> None:
         """Start (once per event loop) the connection that keeps the mirror true."""
         listener = self._listener
         if listener is not None and not listener.done() and listener.get_loop() is asyncio.get_running_loop():
             return
-        self.mirror.lost()  # a listener of another (closed) event loop hears nothing any more
+        self._mirror.lost()  # a listener of another (closed) event loop hears nothing any more
         self._listener = asyncio.get_running_loop().create_task(
             listen(
                 self.url,
-                self.mirror,
+                self._mirror,
                 retry_after_s=self.retry_after_s,
                 connect_timeout_s=max(self.op_timeout_s, 0.5),
                 where=self.where,
@@ -263,8 +279,8 @@ class RedisStore:
         if mark == known.mark and (now - known.written_at) * 1000 < self.ttl_ms / 10:
             return
         if session not in self._marks_due:  # one write, one echo, however many requests
-            self.mirror.expect(session)
-        self.mirror.wrote(session, mark, now)
+            self._mirror.expect(session)
+        self._mirror.wrote(session, mark, now)
         first = not self._marks_due
         self._marks_due[session] = (mark, mark.dumps())
         if first and not self._background("save_marks", self._save_marks):
@@ -273,7 +289,7 @@ class RedisStore:
     def _drop_marks_due(self) -> None:
         due, self._marks_due = self._marks_due, {}
         for session in due:  # not written: those sessions read Redis next time
-            self.mirror.forget(session)
+            self._mirror.forget(session)
 
     async def _save_marks(self) -> None:
         await asyncio.sleep(0)  # the other requests of this loop turn add theirs first
@@ -286,7 +302,7 @@ class RedisStore:
             )
         except BaseException:
             for session in due:  # they may not have landed: those sessions read Redis next time
-                self.mirror.forget(session)
+                self._mirror.forget(session)
             raise
 
     async def ping(self) -> bool:
@@ -351,7 +367,7 @@ class RedisStore:
 
     # --- degradation --------------------------------------------------------------------------
 
-    async def _run(self, op: str, command: Callable[[], Awaitable[T]]) -> T | object:
+    async def _run(self, op: str, command: Callable[[], Awaitable[T]]) -> T | Literal[_Failed.FAILED]:
         if time.monotonic() < self._down_until:
             self.degradations += 1
             return _FAILED

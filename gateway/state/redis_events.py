@@ -48,11 +48,15 @@ class RedisEventLog:
         )
 
     async def recent(self, count: int) -> list[LoggedEvent]:
-        rows = await self._run("recent_events", lambda: self.client.xrevrange(self.feed, count=count), [])
+        rows: list[tuple[bytes, dict[bytes, bytes]]] = await self._run(
+            "recent_events", lambda: self.client.xrevrange(self.feed, count=count), []
+        )
         return [LoggedEvent(_text(key), fields.get(b"e", b""), _text(fields.get(b"r")) or None) for key, fields in rows]
 
     async def detail(self, ref: str) -> bytes | None:
-        rows = await self._run("event_detail", lambda: self.client.xrange(self.details, ref, ref, count=1), [])
+        rows: list[tuple[bytes, dict[bytes, bytes]]] = await self._run(
+            "event_detail", lambda: self.client.xrange(self.details, ref, ref, count=1), []
+        )
         return rows[0][1].get(b"d") if rows else None
 
     async def _run(self, op: str, command: Callable[[], Awaitable[T]], failed: T) -> T:

@@ -8,7 +8,6 @@ from typing import Any
 
 from gateway import untrusted
 from gateway.config import SessionsConfig
-from gateway.protocols.registry import CREDENTIALS
 from gateway.trace.model import Conversation
 
 DEFAULT_SOURCES = SessionsConfig()
@@ -16,10 +15,10 @@ SESSION_HEADERS = DEFAULT_SOURCES.headers
 
 
 # Set by the gateway's client authentication for every request: the SHA-256 of the credential
-# the client sent (a client-sent value is dropped first, so it cannot be forged).
+# the client sent (a client-sent value is dropped first, so it cannot be forged). A caller that
+# runs before it (a tracing middleware, the LiteLLM guardrail) sets it from the same reading
+# (``KeyPlaces.credential_hash``): this module reads no credential itself.
 CLIENT_HEADER = "x-loopguard-client"
-# Key headers besides the bearer one, in the order the protocols declare them (as web/keys.py).
-_KEY_HEADERS = tuple(name for name in CREDENTIALS if name != "authorization")
 
 
 def session_id(
@@ -28,7 +27,7 @@ def session_id(
     conv: Conversation,
     sources: SessionsConfig = DEFAULT_SOURCES,
     user: str | None = None,
-    memo: dict | None = None,
+    memo: dict[str, Any] | None = None,
 ) -> str:
     """The session's key in the state store: the client's own id, namespaced by its credential.
     ``user``: the end user the body names, read by the protocol's adapter (``Adapter.user``).
@@ -52,20 +51,8 @@ def client_namespace(headers: Mapping[str, str]) -> str:
     tenant = headers.get(TENANT_HEADER)
     if tenant:
         return "t:" + hashlib.sha256(tenant.encode("utf-8", "replace")).hexdigest()[:24] + ":"
-    client = headers.get(CLIENT_HEADER) or credential_hash(headers)
+    client = headers.get(CLIENT_HEADER)
     return f"c:{client[:24]}:" if client else ""
-
-
-def credential_hash(headers: Mapping[str, str]) -> str | None:
-    """What the client authentication would set, for callers that run before it (e.g. a
-    tracing middleware): the SHA-256 of the bearer token, else of the first key header a
-    protocol declares (``x-api-key``, ``api-key``, ...), in the same order."""
-    auth = headers.get("authorization")
-    scheme, _, token = (auth or "").partition(" ")
-    if scheme.lower() != "bearer":
-        token = next((headers[name] for name in _KEY_HEADERS if headers.get(name)), auth or "")
-    token = token.strip()
-    return hashlib.sha256(token.encode("latin-1", "replace")).hexdigest() if token else None
 
 
 def _local_id(
@@ -74,7 +61,7 @@ def _local_id(
     conv: Conversation,
     sources: SessionsConfig,
     user: str | None,
-    memo: dict | None,
+    memo: dict[str, Any] | None,
 ) -> str:
     """Explicit identifiers first, in the configured order (headers, the body's end user,
     ``metadata.<key>``); else a fingerprint of how the conversation starts, which is stable
@@ -106,11 +93,11 @@ def is_fingerprint(session: str) -> bool:
 _FINGERPRINT = "fingerprint"  # its key in a history memo
 
 
-def fingerprint(conv: Conversation, memo: dict | None = None) -> str:
+def fingerprint(conv: Conversation, memo: dict[str, Any] | None = None) -> str:
     """How the conversation opens: its first system and user texts and its declared tools. A
     history memo holds it once both texts were found: a conversation that only grew since
     (what the memo vouches for) opens the same way."""
-    if memo is not None and (known := memo.get(_FINGERPRINT)) is not None:
+    if memo is not None and isinstance(known := memo.get(_FINGERPRINT), str):
         return known
     digest = hashlib.blake2b(digest_size=12)
     firsts: dict[str, str] = {}

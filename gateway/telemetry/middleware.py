@@ -21,8 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway.config import SessionsConfig
 from gateway.metrics.registry import route_of
 from gateway.pipeline.published import SESSION
-from gateway.protocols.registry import guarded_route
-from gateway.state.session import session_id
+from gateway.protocols.registry import KEY_PLACES, guarded_route
+from gateway.state.session import CLIENT_HEADER, session_id
 from gateway.telemetry.sink import session_hash
 from gateway.trace.model import Conversation
 
@@ -76,6 +76,8 @@ class TracingMiddleware:
             "loopguard.protocol": _protocol(scope["path"]),
         }
         if any(headers.get(name) for name in self.sessions.headers):  # the guard's own rule
+            if not headers.get(CLIENT_HEADER) and (client := KEY_PLACES.credential_hash(headers)):
+                headers = {**headers, CLIENT_HEADER: client}  # what the client-key gate will set
             attributes["loopguard.session_hash"] = session_hash(session_id(headers, {}, _NO_TURNS, self.sessions))
         return attributes
 

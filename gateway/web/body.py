@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import ClientDisconnect
@@ -15,7 +16,7 @@ class BodyTimeout(Exception):
     """The client did not finish sending its body within ``limits.body_timeout_s``."""
 
 
-async def read_body(scope: dict[str, Any], receive: Any, limit: int) -> bytes:
+async def read_body(scope: Mapping[str, Any], receive: Any, limit: int) -> bytes:
     """The whole body from the ASGI ``receive``; ``ClientDisconnect`` if the client left first."""
     declared = _content_length(scope["headers"])
     if declared is not None and declared > limit:
@@ -27,7 +28,7 @@ async def read_body(scope: dict[str, Any], receive: Any, limit: int) -> bytes:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientDisconnect
-        chunk = message.get("body", b"")
+        chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge

@@ -4,6 +4,8 @@ limit, an upstream that failed; each logged as the request's one line."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from starlette.responses import Response
 
@@ -21,7 +23,7 @@ def too_large(gateway: Gateway, shape: Shape = openai_shape) -> Response:
 
 
 async def read_or_refuse(
-    gateway: Gateway, scope: dict, receive, started: float, shape: Shape = openai_shape
+    gateway: Gateway, scope: Mapping[str, Any], receive: Any, started: float, shape: Shape = openai_shape
 ) -> bytes | Response:
     """The request body, or the logged 413 answer when it is over the configured limit."""
     try:

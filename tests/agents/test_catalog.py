@@ -10,8 +10,9 @@ import pytest
 
 from gateway.agents.catalog import AUTO, GENERIC, Catalog, ProfileError, derive, load_profile
 from gateway.agents.profile import AgentProfile
-from gateway.policy.loader import load_policy_text, shipped_profiles
+from gateway.policy.loader import load_policy_text
 from gateway.policy.schema import PolicyError
+from gateway.policy.strict_yaml import shipped_profiles
 from gateway.trace.model import Conversation, Turn
 from gateway.trace.settings import TraceSettings
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.protocols import codec
 from gateway.protocols.grown import GrownBodies, appended
+from gateway.wire import codec
 
 # Longer than the opening conversations are found by, and than the bodies parsed whole anyway.
 SYSTEM = {"role": "system", "content": "You are a careful agent. " * 700}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.sse import json_events
+from gateway.wire import codec
 
 # Blocks whose input arrives as ``input_json_delta`` text, parsed once the block stops.
 _INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})

@@ -9,8 +9,8 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.sse import SSEDecoder
+from gateway.wire import codec
 
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
 

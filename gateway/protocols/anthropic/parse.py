@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.trace.model import Conversation, ToolCall, Turn
+from gateway.wire import codec
 
 # Blocks whose text the model reads as prose; images, documents, thinking are skipped.
 _TEXT_BLOCKS = frozenset({"text"})

@@ -11,8 +11,8 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.trace.model import VETO_MARKER, ToolCall
+from gateway.wire import codec
 
 Message = dict[str, Any]
 

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gateway.protocols import codec
 from gateway.protocols.anthropic import events
 from gateway.protocols.anthropic.parse import arguments_text
 from gateway.protocols.base import Judge
@@ -29,6 +28,7 @@ from gateway.protocols.sse import SSEEvent
 from gateway.protocols.streaming import StreamDriver, StreamOptions
 from gateway.protocols.usage import add_usage
 from gateway.trace.model import ToolCall
+from gateway.wire import codec
 
 # Events that can pass without being parsed while nothing is held or renumbered.
 _PLAIN = frozenset({"content_block_delta", "ping"})

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.chat.adapter import CHAT
+from gateway.wire import codec
 
 
 def question(model: str, system: str, user: str, max_tokens: int) -> bytes:

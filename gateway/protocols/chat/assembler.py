@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.trace.model import ToolCall
+from gateway.wire import codec
 
 __all__ = ["PartialCall", "ToolCallAssembler"]
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk, usage_chunk
 from gateway.protocols.sse import DONE, SSEEvent, data_event
 from gateway.protocols.streaming import StreamDriver
 from gateway.protocols.usage import add_usage
+from gateway.wire import codec
 
 __all__ = ["ToolCallFilter"]
 

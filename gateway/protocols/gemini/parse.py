@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.trace.model import Conversation, ToolCall, Turn
+from gateway.wire import codec
 
 SYNTHETIC = "gemini:"  # prefix of an id the gateway gave a call: never sent to the API
 

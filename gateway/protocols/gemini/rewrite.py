@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.gemini.parse import SYNTHETIC, answered_ids, parts_of
 from gateway.trace.model import ToolCall
+from gateway.wire import codec
 
 Content = dict[str, Any]
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.protocols import codec
 from gateway.protocols.base import Answer, Judge, StreamOptions
 from gateway.protocols.gemini.parse import calls_of, parts_of, text_of
 from gateway.protocols.gemini.replies import error_body, termination
 from gateway.protocols.sse import SSEEvent, json_events
 from gateway.protocols.streaming import StreamDriver
 from gateway.trace.model import ToolCall
+from gateway.wire import codec
 
 
 @dataclass(frozen=True, slots=True)

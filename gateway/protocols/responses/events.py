@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 
-from gateway.protocols import codec
 from gateway.protocols.responses.replies import message_item, response_object
 from gateway.protocols.sse import SSEDecoder
+from gateway.wire import codec
 
 
 def encode(event: dict[str, Any]) -> bytes:

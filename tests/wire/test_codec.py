@@ -5,7 +5,7 @@ import json
 import orjson
 import pytest
 
-from gateway.protocols import codec
+from gateway.wire import codec
 
 REFUSED = [
     b'{"text":"half an emoji \\ud83d cut"}',  # a lone surrogate escape
