@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import re
 from hashlib import blake2b
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 
 from gateway.trace.failure import failure_shape
+from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import Status
 from gateway.trace.roles import own_text_start, prose, read_only_command
@@ -42,27 +43,6 @@ _INVALID = object()
 _JSON_START = frozenset('{["-0123456789tfn')
 _ERROR_FLAGS = ("is_error", "isError")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "returnCode")
-
-
-class ArgsInfo(NamedTuple):
-    canonical: str  # what the call does: without ignored, narrating and range keys and volatile
-    # values (see volatile.scrub_args); a read's shell command as the read it is (shell.py)
-    hash: str
-    polling: bool  # the arguments match TraceSettings.polling_args_patterns
-    text: str  # the free text of the arguments (roles.prose), "" when there is none
-    text_only: bool  # the arguments are nothing but that free text
-    read_only: bool  # a shell command that only reads (roles.read_only_command)
-    target: str  # what the call acts on (target.call_target), "" when it names nothing
-    action: str = ""  # ToolEvent.action: from the tool's role, else from its shell command
-    paced: bool = False  # a shell command that sleeps before it acts
-
-
-class ResultInfo(NamedTuple):
-    hash: str  # hash of the normalized result
-    error: bool  # error patterns or an error flag in a JSON result
-    unknown: bool  # the result says the tool does not exist
-    own_text_at: int | None  # where the gateway's own text begins (roles.own_text_start); the
-    # three fields above describe the text before it
 
 
 def text_hash(text: str) -> str:

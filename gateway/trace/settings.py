@@ -9,14 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
+from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
-
-if TYPE_CHECKING:
-    from gateway.trace.normalize import ArgsInfo, ResultInfo
 
 # Keys whose values change on every call without meaning progress (OpenClaw's list: pid, duration,
 # session id, cwd, message/file ids, timestamps). Compared case-insensitively.
