@@ -35,9 +35,9 @@ def plain_answer(ex: Exchange, reply: dict[str, Any] | None = None, stream: byte
 async def retry(ex: Exchange, said: Answer) -> UpstreamResponse | None:
     """The corrective re-ask's upstream answer while retries are left; None when none are left
     or it failed (the held answer then goes out with the warning rather than an error)."""
-    guard = ex.expectation
-    assert guard is not None and ex.plan is not None
-    if not guard.miss():
+    assert ex.expectation is not None and ex.plan is not None
+    guard = ex.expectation = ex.expectation.missed()
+    if not guard.may_retry:
         return None
     ex.verdict.record(ex, guard.judgement(Action.REJECT), Action.REJECT, "response")
     show(ex, ex.adapter.corrective(said.text, guard.correction()))

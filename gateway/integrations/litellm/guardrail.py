@@ -26,6 +26,7 @@ from typing import Any
 from litellm.integrations.custom_guardrail import CustomGuardrail
 from litellm.types.guardrails import GuardrailEventHooks
 
+from gateway.guard.plan import as_sent
 from gateway.guard.request import plan_request
 from gateway.integrations.litellm import ending, stream, unary
 from gateway.integrations.litellm.runtime import Runtime
@@ -66,10 +67,9 @@ class LoopGuardrail(CustomGuardrail):
         turn = await self._plan(user_api_key_dict, data, call_type)
         if turn is None:
             return None
-        plan = turn.plan
         # The request is already on its way: only an end can still be applied, and a re-ask
         # continues from what the model was actually sent.
-        plan.messages = data[turn.adapter.items_field]
+        plan = turn.plan = as_sent(turn.plan, data[turn.adapter.items_field])
         if plan.judgement.finding is None:
             return None
         applied = Action.TERMINATE if plan.action == Action.TERMINATE else Action.PASS
