@@ -20,6 +20,7 @@ from gateway.guard import store as memory
 from gateway.guard.history import HistoryCache
 from gateway.guard.plan import RequestPlan, warning_given, with_warned
 from gateway.policy.actions import Action
+from gateway.policy.model import Policy
 from gateway.protocols.base import Adapter
 from gateway.state.base import HistoryMark, SessionState, StateStore
 from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, credential_hash, is_fingerprint, session_id
@@ -33,9 +34,9 @@ async def plan_request(
     items: list[Any],
     headers: dict[str, str],
     path: str,
-    policies,
+    policies: Policy,
     store: StateStore,
-    log,
+    log: Any,
     sessions: SessionsConfig = DEFAULT_SOURCES,
     history: HistoryCache | None = None,
     size: int = 0,
@@ -121,7 +122,9 @@ def _track(
     or stops applying is written fire-and-forget, off the request's path."""
     tracked = compaction.track(state, conv.turns, mark.length, mark.digest, not is_fingerprint(session))
     if tracked.compacted_now:
-        log.info("history_compacted", session=session, before=state.mark.length, after=mark.length)
+        log.info(
+            "history_compacted", session=session, before=state.mark.length if state.mark else None, after=mark.length
+        )
     if tracked.marker_changed:
         memory.mark_compacted(store, session, tracked.marker, log)
     return tracked

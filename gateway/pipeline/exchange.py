@@ -7,6 +7,7 @@ actions taken in ``verdict.Verdict``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -86,5 +87,5 @@ class Exchange:
         return written if written is not None else codec.dumps(sent)
 
 
-def new_request_id(headers) -> str:
+def new_request_id(headers: Mapping[str, str]) -> str:
     return headers.get("x-request-id") or os.urandom(16).hex()  # a uuid4's randomness, without the object

@@ -114,7 +114,7 @@ async def _read(ex: Exchange, upstream: UpstreamResponse) -> Reply:
     return Reply(status, headers, content, _parsed(ex, status, content))
 
 
-def _parsed(ex: Exchange, status: int, content: bytes) -> dict[str, Any] | None:
+def _parsed(ex: Exchange, status: int, content: bytes) -> Any:
     if ex.plan is None or status != 200:
         return None
     started = time.perf_counter()

@@ -183,12 +183,14 @@ class _Bridge:
 def _as_dict(chunk: Any) -> dict[str, Any]:
     if isinstance(chunk, dict):
         return chunk
-    return chunk.model_dump(exclude_none=True)
+    dumped: dict[str, Any] = chunk.model_dump(exclude_none=True)
+    return dumped
 
 
 def _data(raw: bytes) -> dict[str, Any] | None:
     """The JSON object of an event the filter wrote; None for its comments and ``[DONE]``."""
     for line in raw.split(b"\n"):
         if line.startswith(b"data: {"):
-            return orjson.loads(line[6:])
+            data: dict[str, Any] = orjson.loads(line[6:])
+            return data
     return None

@@ -87,7 +87,10 @@ class Turn:
         policy = self.plan.policy
         note = policy.render("answer", judgement.finding, progress=policy.progress(self.plan.trace))
         items = self.adapter.add_anchor(self.plan.messages, note, policy.interventions.warn.placement)
-        return self.adapter.without_tools({**client_body(self.data), self.adapter.items_field: items})
+        payload: dict[str, Any] = self.adapter.without_tools(
+            {**client_body(self.data), self.adapter.items_field: items}
+        )
+        return payload
 
     async def call(self, payload: dict[str, Any]) -> Any:
         """The model once more, through the proxy's router (its deployments, keys, retries,
