@@ -50,9 +50,7 @@ class _Judge:
 
     def judged(self, whole_round: bool) -> Judged:
         judges = [j for _, j in sorted(self.judges.items())]
-        refusals = tuple(j.refusal for j in judges)
-        keep = tuple(r.position if r is not None else len(j.calls) for r, j in zip(refusals, judges, strict=True))
-        return Judged(refusals, keep, whole_round, tuple(h for j in judges for h in j.shadowed))
+        return Judged.of(judges, [len(j.calls) for j in judges], whole_round)
 
 
 def judges(turn: Turn) -> bool:
