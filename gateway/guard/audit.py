@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gateway.audit.bus import AuditBus
 from gateway.audit.events import EventContext, InterventionEvent, StoppedWork, intervention, run_number
 from gateway.audit.log_sink import LogSink
 from gateway.policy.actions import Action
-from gateway.policy.engine import Judgement
+from gateway.policy.engine import EffectivePolicy, Judgement
 from gateway.trace.model import Trace
 
 
 def audit(
-    log,
+    log: Any,
     judgement: Judgement,
     *,
     phase: str,
@@ -24,7 +26,7 @@ def audit(
     request_id: str | None = None,
     work: StoppedWork | None = None,
     terminate: str | None = None,
-    effective=None,
+    effective: EffectivePolicy | None = None,
     protocol: str | None = None,
 ) -> InterventionEvent | None:
     """Emit the ``loop_intervention`` event to ``bus`` (its log sink writes the structlog line);

@@ -84,7 +84,7 @@ class Judged:
             keep.append(count if refusal is None else refusal.position)
             shadowed += judge.shadowed
         if whole_round is None:
-            whole_round = bool(refusals) and None not in refusals and not any(r.position for r in refusals)
+            whole_round = bool(refusals) and all(r is not None and not r.position for r in refusals)
         return cls(tuple(refusals), tuple(keep), whole_round, tuple(shadowed))
 
 

@@ -13,27 +13,32 @@ only prepends the warning.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gateway.detectors import required_tool
 from gateway.detectors.base import Finding
-from gateway.guard.request import RequestPlan
+from gateway.guard.plan import RequestPlan
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class TurnGuard:
-    """One request's expectation and how many plain answers the model has given so far."""
+    """One request's expectation and how many plain answers the model has given so far. Frozen:
+    a plain answer makes a new guard (``missed``), which the pipeline keeps in its place."""
 
     policy: EffectivePolicy
     expectation: required_tool.Expectation
     max_retries: int
     misses: int = 0
 
-    def miss(self) -> bool:
-        """Count a plain answer; True while a corrective re-ask is still allowed."""
-        self.misses += 1
+    def missed(self) -> TurnGuard:
+        """The guard after one more plain answer."""
+        return replace(self, misses=self.misses + 1)
+
+    @property
+    def may_retry(self) -> bool:
+        """True while a corrective re-ask is still allowed for the plain answers so far."""
         return self.misses <= self.max_retries
 
     @property

@@ -1,45 +1,32 @@
 """The request path: rebuild what the model has seen, judge the executed history, plan the edit.
 
 Protocol-neutral: the request's items are opaque; the adapter reads them into turns and makes
-every edit (anchor, replaced result, re-shown vetoed exchange)."""
+every edit (anchor, replaced result, re-shown vetoed exchange).
+
+``plan_request`` is the request path's one call, for the gateway and the LiteLLM guardrail
+alike: it reads the session's memory and writes what this request adds to it (a compaction
+marker, the end of a run, a warning given) through ``gateway.guard.store``, and returns the
+plan built whole and frozen (``gateway.guard.plan``); the caller only applies it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from gateway.config import SessionsConfig
 from gateway.guard import compaction, prefix
+from gateway.guard import store as memory
 from gateway.guard.history import HistoryCache
+from gateway.guard.plan import RequestPlan, warning_given, with_warned
 from gateway.policy.actions import Action
-from gateway.policy.engine import EffectivePolicy, Judgement
+from gateway.policy.model import Policy
 from gateway.protocols.base import Adapter
 from gateway.protocols.registry import KEY_PLACES
-from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
-from gateway.state.bounds import VETO_TEXT_CHARS, bounded
+from gateway.state.base import HistoryMark, SessionState, StateStore
 from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
-from gateway.trace.model import Conversation, Trace, Turn, WarnedCall
-
-
-@dataclass(slots=True)
-class RequestPlan:
-    policy: EffectivePolicy
-    session: str
-    payload: dict[str, Any]
-    client_messages: list[Any]  # the items the client sent (after any ``history`` the adapter supplied)
-    messages: list[Any]  # the items the model will see: vetoed exchanges re-shown, anchors added
-    conversation: Conversation
-    trace: Trace
-    judgement: Judgement
-    client_turns: tuple[Turn, ...] = ()
-    changed: bool = False
-    notes: list[str] = field(default_factory=list)  # degradations worth a log field
-    client_hash: str | None = None  # prefix hash of all client messages (where vetoes anchor)
-
-    @property
-    def action(self) -> Action:
-        return self.judgement.action
+from gateway.trace.model import Conversation
 
 
 async def plan_request(
@@ -48,9 +35,9 @@ async def plan_request(
     items: list[Any],
     headers: dict[str, str],
     path: str,
-    policies,
+    policies: Policy,
     store: StateStore,
-    log,
+    log: Any,
     sessions: SessionsConfig = DEFAULT_SOURCES,
     history: HistoryCache | None = None,
     size: int = 0,
@@ -78,7 +65,7 @@ async def plan_request(
     policy = policy.for_agent(conv, headers.get("user-agent", ""))
     session = _protocol_session(adapter, session_id(headers, payload, conv, sessions, adapter.user(payload), memo))
     mark = HistoryMark(length, digest)
-    state = await _session_state(session, mark, store, log)
+    state = await memory.session_state(store, session, mark, log)
     tracked = _track(state, conv, mark, session, store, log)
     state = _run_state(state, tracked, session, store, log)
     vetoes = state.vetoes
@@ -105,37 +92,50 @@ async def plan_request(
         changed=messages is not items,
         client_hash=mark.digest,
     )
-    _apply_history_action(adapter, plan)
-    _remember_warning(plan, store, log)
-    return plan
+    plan = _with_history_action(adapter, plan)
+    warned = warning_given(plan)
+    if warned is None:
+        return plan
+    memory.add_warned(store, session, warned, log)
+    return with_warned(plan, warned)
 
 
-async def _session_state(session: str, mark: HistoryMark, store: StateStore, log) -> SessionState:
-    """Vetoed exchanges and the previous history mark, swapped for ``mark``: one round trip."""
-    try:
-        return await store.session_state(session, mark)
-    except Exception as exc:  # stores degrade by themselves; this guards a foreign one
-        log.warning("state_unavailable", op="session_state", error=type(exc).__name__)
-        return EMPTY
+def _with_history_action(adapter: Adapter, plan: RequestPlan) -> RequestPlan:
+    """The history's action written into what the model sees: warn with an anchor; an executed
+    call already at reject level also gets its result replaced. ``plan`` when there is none."""
+    action, finding = plan.judgement.action, plan.judgement.finding
+    if finding is None or action in (Action.PASS, Action.TERMINATE):
+        return plan
+    policy, messages = plan.policy, plan.messages
+    if action == Action.REJECT:
+        latest = plan.trace.latest
+        index = adapter.result_index(messages, latest.call_id, latest.message_index) if latest else None
+        if latest is not None and index is not None:
+            text = policy.render("reject", finding)
+            messages = adapter.replace_result(messages, index, text, latest.call_id)
+    text = policy.render("warn", finding)
+    messages = adapter.add_anchor(messages, text, policy.interventions.warn.placement)
+    return replace(plan, messages=messages, changed=True)
 
 
 def _track(
-    state: SessionState, conv: Conversation, mark: HistoryMark, session: str, store: StateStore, log
+    state: SessionState, conv: Conversation, mark: HistoryMark, session: str, store: StateStore, log: Any
 ) -> compaction.Tracked:
     """Compare the history with the session's previous request; a compaction marker that starts
     or stops applying is written fire-and-forget, off the request's path."""
     tracked = compaction.track(state, conv.turns, mark.length, mark.digest, not is_fingerprint(session))
     if tracked.compacted_now:
-        log.info("history_compacted", session=session, before=state.mark.length, after=mark.length)
+        log.info(
+            "history_compacted", session=session, before=state.mark.length if state.mark else None, after=mark.length
+        )
     if tracked.marker_changed:
-        try:
-            store.mark_compacted(session, tracked.marker)
-        except Exception as exc:
-            log.warning("state_unavailable", op="mark_compacted", error=type(exc).__name__)
+        memory.mark_compacted(store, session, tracked.marker, log)
     return tracked
 
 
-def _run_state(state: SessionState, tracked: compaction.Tracked, session: str, store: StateStore, log) -> SessionState:
+def _run_state(
+    state: SessionState, tracked: compaction.Tracked, session: str, store: StateStore, log: Any
+) -> SessionState:
     """The vetoed exchanges and warned calls this request may use. A fingerprint session is
     shared by every run of the same task (same system prompt, first user message and tools: a
     fleet running a job twice, a retried job), so its vetoes hold only while requests continue
@@ -147,67 +147,8 @@ def _run_state(state: SessionState, tracked: compaction.Tracked, session: str, s
     if not (state.vetoes or state.warned or state.verdict) or tracked.continues or not is_fingerprint(session):
         return state
     log.info("session_new_run", session=session, vetoes_dropped=len(state.vetoes))
-    try:
-        store.end_run(session)
-    except Exception as exc:
-        log.warning("state_unavailable", op="end_run", error=type(exc).__name__)
+    memory.end_run(store, session, log)
     return replace(state, vetoes=(), warned=(), verdict=None)
-
-
-def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:
-    """Warn with an anchor; an executed call already at reject level gets its result replaced."""
-    action, finding = plan.judgement.action, plan.judgement.finding
-    if finding is None or action in (Action.PASS, Action.TERMINATE):
-        return
-    policy = plan.policy
-    if action == Action.REJECT:
-        latest = plan.trace.latest
-        index = adapter.result_index(plan.messages, latest.call_id, latest.message_index) if latest else None
-        if index is not None:
-            text = policy.render("reject", finding)
-            plan.messages = adapter.replace_result(plan.messages, index, text, latest.call_id)
-            plan.changed = True
-    text = policy.render("warn", finding)
-    plan.messages = adapter.add_anchor(plan.messages, text, policy.interventions.warn.placement)
-    plan.changed = True
-
-
-def _remember_warning(plan: RequestPlan, store: StateStore, log) -> None:
-    """A warning went into the forwarded request: remember which call's pattern it named, so a
-    pattern that goes on after it escalates (in this request's proposals and in later requests,
-    on any replica). Written fire-and-forget; the anchor itself is never in the client's history."""
-    judgement = plan.judgement
-    finding = judgement.finding
-    if finding is None or judgement.action not in (Action.WARN, Action.REJECT):
-        return
-    event = next((e for e in reversed(plan.trace.events) if e.step in finding.steps), plan.trace.latest)
-    if event is None or any(w.call_id == event.call_id for w in plan.trace.warned):
-        return
-    warned = WarnedCall(event.call_id, finding.detector)
-    plan.trace = replace(plan.trace, warned=(*plan.trace.warned, warned))
-    try:
-        store.add_warned(plan.session, warned)
-    except Exception as exc:
-        log.warning("state_unavailable", op="add_warned", error=type(exc).__name__)
-
-
-def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
-    """The trace of ``conv`` (the plan's conversation after an edit, e.g. a vetoed exchange
-    shown), keeping what the request path learnt from the session's state."""
-    trace = build_trace(conv, plan.policy.trace_settings)
-    return replace(trace, compacted_at=plan.trace.compacted_at, warned=plan.trace.warned, verdict=plan.trace.verdict)
-
-
-def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = frozenset({"id"})) -> VetoRecord:
-    """Remember a refused call's ``exchange`` (``Adapter.veto_exchange``) so later requests of
-    the conversation show it to the model, right after the client items of this request.
-    ``ids``: the adapter's id fields (``Declaration.id_fields``)."""
-    anchor = plan.client_messages
-    digest = plan.client_hash
-    if digest is None:
-        digest = prefix.prefix_hashes_at(plan.client_turns, len(anchor), (len(anchor),))[len(anchor)]
-    # Stored bounded in bytes (``state.bounds``): this request showed the exchange whole.
-    return VetoRecord(len(anchor), digest, tuple(bounded(exchange, VETO_TEXT_CHARS)), ids)
 
 
 def _protocol_session(adapter: Adapter, session: str) -> str:

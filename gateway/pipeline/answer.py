@@ -75,12 +75,14 @@ class FinalAnswer:
         try:
             response = await asyncio.wait_for(self.ex.upstream.send(request), self._left())
         except (UpstreamError, TimeoutError) as exc:
-            return self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
+            self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
+            return None
         finally:
             self.ex.clock.waited(started)
         if response.status != 200:
             await response.aclose()
-            return self._fail(f"status_{response.status}")
+            self._fail(f"status_{response.status}")
+            return None
         return response
 
     async def read(self, upstream: UpstreamResponse) -> bytes | None:
@@ -90,7 +92,8 @@ class FinalAnswer:
         try:
             content = await asyncio.wait_for(upstream.aread(), self._left())
         except (UpstreamError, TimeoutError) as exc:
-            return self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
+            self._fail("timeout" if isinstance(exc, TimeoutError) else "upstream_error")
+            return None
         finally:
             await upstream.aclose()
             ex.clock.waited(started)
@@ -99,13 +102,16 @@ class FinalAnswer:
             # A dict, or what else its protocol answers whole (Gemini's streamed JSON array);
             # an adapter raises on what it cannot read (then: unreadable).
             said = ex.adapter.answer(reply)
-            calls = said is None or said.calls or any(ex.adapter.proposed_calls(reply))
+            calls = said is None or bool(said.calls) or any(ex.adapter.proposed_calls(reply))
         except Exception:
-            return self._fail("unreadable")
-        if calls:
-            return self._fail("tool_call" if said is not None else "unreadable")
+            self._fail("unreadable")
+            return None
+        if said is None or calls:
+            self._fail("tool_call" if said is not None else "unreadable")
+            return None
         if not said.text.strip():
-            return self._fail("no_text")
+            self._fail("no_text")
+            return None
         ex.reply = reply
         self._count(content, said.text)
         return content
@@ -116,7 +122,7 @@ class FinalAnswer:
         what the client had open closed first (``StreamFilter.cut``).
         The last piece waits in ``closing`` so the outcome is audited before the client can
         see its stream end."""
-        raw, held = bytearray(), []
+        raw, held = bytearray(), list[bytes]()
         try:
             async for data in self._chunks(upstream):
                 raw += data
@@ -167,7 +173,6 @@ class FinalAnswer:
     def _fail(self, why: str) -> None:
         self.failed = why
         self.ex.log.warning("terminate_answer_fallback", reason=why)
-        return None
 
     def _count(self, body: bytes, text: str) -> None:
         ex = self.ex

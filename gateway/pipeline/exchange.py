@@ -7,13 +7,14 @@ actions taken in ``verdict.Verdict``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 from gateway.context import Gateway
 from gateway.guard.expectation import TurnGuard
-from gateway.guard.request import RequestPlan
+from gateway.guard.plan import RequestPlan
 from gateway.pipeline.timing import Clock
 from gateway.pipeline.verdict import Verdict
 from gateway.policy.actions import Action
@@ -86,5 +87,5 @@ class Exchange:
         return written if written is not None else codec.dumps(sent)
 
 
-def new_request_id(headers) -> str:
+def new_request_id(headers: Mapping[str, str]) -> str:
     return headers.get("x-request-id") or os.urandom(16).hex()  # a uuid4's randomness, without the object

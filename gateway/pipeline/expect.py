@@ -25,7 +25,11 @@ def plain_answer(ex: Exchange, reply: dict[str, Any] | None = None, stream: byte
     if ex.expectation is None:
         return None
     try:
-        said = ex.adapter.answer(reply) if stream is None else ex.adapter.stream_answer(stream)
+        if stream is not None:
+            said = ex.adapter.stream_answer(stream)
+        else:
+            assert reply is not None  # a unary reply or a stream: one of them
+            said = ex.adapter.answer(reply)
     except Exception:
         fail_open(ex, "required_tool")
         return None
@@ -35,9 +39,9 @@ def plain_answer(ex: Exchange, reply: dict[str, Any] | None = None, stream: byte
 async def retry(ex: Exchange, said: Answer) -> UpstreamResponse | None:
     """The corrective re-ask's upstream answer while retries are left; None when none are left
     or it failed (the held answer then goes out with the warning rather than an error)."""
-    guard = ex.expectation
-    assert guard is not None and ex.plan is not None
-    if not guard.miss():
+    assert ex.expectation is not None and ex.plan is not None
+    guard = ex.expectation = ex.expectation.missed()
+    if not guard.may_retry:
         return None
     ex.verdict.record(ex, guard.judgement(Action.REJECT), Action.REJECT, "response")
     show(ex, ex.adapter.corrective(said.text, guard.correction()))
@@ -74,7 +78,7 @@ def warn_stream(ex: Exchange, stream: bytes) -> list[bytes]:
         fail_open(ex, "required_tool")
         return [stream]
     ex.verdict.record(ex, guard.judgement(Action.WARN), Action.WARN, "response")
-    return [note(ex.expectation, Action.WARN), out]
+    return [note(guard, Action.WARN), out]
 
 
 def note(guard: TurnGuard, action: Action) -> bytes:

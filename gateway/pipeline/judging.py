@@ -77,9 +77,7 @@ class StreamJudge:
         """The round as judged so far; ``whole_round``: the filter withheld all of it
         (``StreamFilter.needs_decision``). Shadowed refusals are audited by ``record_shadowed``."""
         judges = [j for _, j in sorted(self.judges.items())]
-        refusals = tuple(j.refusal for j in judges)
-        keep = tuple(r.position if r is not None else len(j.calls) for r, j in zip(refusals, judges, strict=True))
-        return Judged(refusals, keep, whole_round)
+        return Judged.of(judges, [len(j.calls) for j in judges], whole_round)
 
     @property
     def refusal(self) -> Refusal | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from gateway.guard import store as memory
 from gateway.pipeline.exchange import Exchange
 from gateway.state import owned
 from gateway.web.responses import error_response
@@ -24,7 +25,7 @@ async def foreign(ex: Exchange) -> Response | None:
     if not owned.enforced(gateway.config, adapter.declared.upstream.config):
         return None
     for kind, ident in adapter.references(ex.payload):
-        if not await _owned(ex, kind, ident):
+        if not await memory.owns(gateway.store, ex.namespace, kind, ident, ex.log):
             declared = next((o for o in adapter.declared.owned if o.kind == kind), None)
             what, code = (declared.called, declared.code) if declared else ("Object", "not_found")
             ex.log.info("reference_refused", kind=kind, detail="not created in the caller's tenant")
@@ -38,12 +39,4 @@ async def claim_created(ex: Exchange, reply: dict[str, Any]) -> None:
     if not owned.enforced(ex.gateway.config, ex.adapter.declared.upstream.config):
         return
     for kind, ident in ex.adapter.created(ex.payload, reply):
-        await owned.claim(ex.gateway.store, ex.namespace, kind, ident)
-
-
-async def _owned(ex: Exchange, kind: str, ident: str) -> bool:
-    try:
-        return await owned.owned(ex.gateway.store, ex.namespace, kind, ident)
-    except Exception as exc:
-        ex.log.warning("state_unavailable", op="owned", error=type(exc).__name__)
-        return False
+        await memory.claim(ex.gateway.store, ex.namespace, kind, ident)

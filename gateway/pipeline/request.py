@@ -37,7 +37,7 @@ def parse(
     return payload, None, None, end
 
 
-async def judge(ex: Exchange, headers) -> None:
+async def judge(ex: Exchange, headers: dict[str, str]) -> None:
     """Plan the request: ``ex.plan``, ``ex.expectation`` and the outgoing body; the actions
     taken are recorded only once the edited body exists."""
     gateway, adapter = ex.gateway, ex.adapter

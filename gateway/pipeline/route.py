@@ -90,7 +90,7 @@ def _exchange(
     adapter: Adapter,
     scope: dict[str, Any],
     headers: dict[str, str],
-    payload: dict,
+    payload: dict[str, Any],
     body: bytes,
     started: float,
 ) -> Exchange:

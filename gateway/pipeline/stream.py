@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 from starlette.responses import Response
 
@@ -63,7 +64,7 @@ class _Decided(Response):
         self.raw_headers = []
         self._ex, self._upstream, self._chunks = ex, upstream, chunks
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         first: list[bytes] = []
         failure: UpstreamError | None = None
         try:
@@ -75,7 +76,7 @@ class _Decided(Response):
             failure = exc
         except BaseException:  # cancelled (the client left) before the headers: close everything
             try:
-                await self._chunks.aclose()
+                await _close(self._chunks)
             finally:
                 await self._upstream.aclose()
             raise
@@ -98,7 +99,7 @@ async def _resumed(
         async for chunk in rest:
             yield chunk
     finally:
-        await rest.aclose()
+        await _close(rest)
 
 
 async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
@@ -131,6 +132,12 @@ async def _held(ex: Exchange, upstream: UpstreamResponse) -> AsyncIterator[bytes
             yield chunk
         break
     await remember(ex)  # before the stream ends: the client may continue the chain at once
+
+
+async def _close(chunks: AsyncIterator[bytes]) -> None:
+    """Close ``chunks``: every stream here is an async generator, closed so its ``finally`` runs."""
+    if isinstance(chunks, AsyncGenerator):
+        await chunks.aclose()
 
 
 def _is_sse(upstream: UpstreamResponse) -> bool:

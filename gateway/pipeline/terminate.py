@@ -67,8 +67,8 @@ async def at_request(ex: Exchange) -> Response:
     used = _written(decision)
     ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)
     if ex.stream and used != ERROR:
-        chunks = ex.adapter.termination_stream(text(ex, judgement), ex.payload)
-        return LoggedStream(ex, ex.verdict.headers([SSE]), _iterate(chunks))
+        events = ex.adapter.termination_stream(text(ex, judgement), ex.payload)
+        return LoggedStream(ex, ex.verdict.headers([SSE]), _iterate(events))
     log_request(ex, 200)
     return _reply(ex, text(ex, judgement), used)
 

@@ -6,9 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from starlette.background import BackgroundTask
 
 from gateway.upstream.errors import UpstreamError
 from gateway.web.responses import UPSTREAM_BROKEN, RelayStream
+
+if TYPE_CHECKING:  # the exchange holds a clock: imported for its type only
+    from gateway.pipeline.exchange import Exchange
 
 
 @dataclass(slots=True)
@@ -24,12 +30,10 @@ class Clock:
         self.upstream_s += time.perf_counter() - since
 
 
-class LogWhenSent:
+class LogWhenSent(BackgroundTask):
     """A response's background (run once its last byte went out): the request line then."""
 
-    __slots__ = ("ex", "status")
-
-    def __init__(self, ex, status: int) -> None:
+    def __init__(self, ex: Exchange, status: int) -> None:
         self.ex, self.status = ex, status
 
     async def __call__(self) -> None:
@@ -42,7 +46,7 @@ class LoggedStream(RelayStream):
 
     def __init__(
         self,
-        ex,
+        ex: Exchange,
         headers: list[tuple[bytes, bytes]],
         chunks: AsyncIterator[bytes],
         on_close: Callable[[], Awaitable[None]] | None = None,
@@ -57,7 +61,7 @@ class LoggedStream(RelayStream):
         log_request(self._ex, 200, ending)
 
 
-def log_request(ex, status: int, ending: str | None = None) -> None:
+def log_request(ex: Exchange, status: int, ending: str | None = None) -> None:
     """The request line operators count requests by (``ex``: the exchange). A stream's says how
     it ended: the protocol's error event the gateway ended it with, else ``ending``."""
     clock = ex.clock

@@ -4,12 +4,15 @@ turn's required tool; then relay it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.responses import Response
 
-from gateway.guard.decision import Move, decide
+from gateway.guard.decision import Judged, Move
+from gateway.guard.response import Refusal
+from gateway.guard.settle import settle
 from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import judge_reply, record_dropped
@@ -17,6 +20,7 @@ from gateway.pipeline.remember import remember
 from gateway.pipeline.timing import LogWhenSent
 from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import reask, veto
+from gateway.policy.engine import EffectivePolicy
 from gateway.upstream.base import UpstreamResponse
 from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 from gateway.web.refused import upstream_failed
@@ -48,29 +52,56 @@ async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
 
 
 async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
-    """Read, judge and act until a reply may go to the client (each re-ask is a new round),
-    or the run is terminated."""
+    """Read, judge and act until a reply may go to the client (``gateway.guard.settle``: each
+    re-ask is a new round), or the run is terminated; a plain answer to a turn that requires a
+    tool is re-asked here (its own budget) and judged again."""
+    front = _Front(ex)
+    reply = await _read(ex, current)
     while True:
-        reply = await _read(ex, current)
-        if reply.parsed is None:
-            return reply
-        decision = decide(judge_reply(ex, reply.parsed), ex.plan.policy if ex.plan else None, ex.reasks)
-        if decision.move == Move.PASS:
-            said = expect.plain_answer(ex, reply.parsed)
-            if said is None:
-                return reply
-            if (retry := await expect.retry(ex, said)) is not None:
-                current = retry
-                continue
-            return _edited(ex, reply, expect.warn_reply(ex, reply.parsed))
+        settled = await settle(front, reply)
+        reply, decision = settled.reply, settled.decision
         if decision.move == Move.TERMINATE:
             return await terminate.unary(ex, decision)
-        assert decision.refusal is not None
-        await veto(ex, decision.refusal)
-        record_dropped(ex, decision.others)
-        if decision.move == Move.DROP:  # the calls before it go to the agent; the rest are dropped
-            return _edited(ex, reply, ex.adapter.keep_calls(reply.parsed, decision.keep))
-        current = await reask(ex)
+        if decision.move != Move.PASS or reply.parsed is None:
+            return reply
+        said = expect.plain_answer(ex, reply.parsed)
+        if said is None:
+            return reply
+        if (retry := await expect.retry(ex, said)) is None:
+            return _edited(ex, reply, expect.warn_reply(ex, reply.parsed))
+        reply = await _read(ex, retry)
+
+
+class _Front:
+    """The pipeline's side of the settling loop: replies read from the upstream."""
+
+    __slots__ = ("ex",)
+
+    def __init__(self, ex: Exchange) -> None:
+        self.ex = ex
+
+    @property
+    def policy(self) -> EffectivePolicy | None:
+        return self.ex.plan.policy if self.ex.plan is not None else None
+
+    @property
+    def reasks(self) -> int:
+        return self.ex.reasks
+
+    def judged(self, reply: Reply) -> Judged | None:
+        return judge_reply(self.ex, reply.parsed) if reply.parsed is not None else None
+
+    async def veto(self, refusal: Refusal) -> None:
+        await veto(self.ex, refusal)
+
+    def dropped(self, others: Sequence[Refusal]) -> None:
+        record_dropped(self.ex, others)
+
+    def keep_calls(self, reply: Reply, keep: tuple[int, ...]) -> Reply:
+        return _edited(self.ex, reply, self.ex.adapter.keep_calls(reply.parsed, keep))
+
+    async def reask(self) -> Reply:
+        return await _read(self.ex, await reask(self.ex))
 
 
 async def _read(ex: Exchange, upstream: UpstreamResponse) -> Reply:
@@ -83,7 +114,7 @@ async def _read(ex: Exchange, upstream: UpstreamResponse) -> Reply:
     return Reply(status, headers, content, _parsed(ex, status, content))
 
 
-def _parsed(ex: Exchange, status: int, content: bytes) -> dict[str, Any] | None:
+def _parsed(ex: Exchange, status: int, content: bytes) -> Any:
     if ex.plan is None or status != 200:
         return None
     started = time.perf_counter()

@@ -8,11 +8,15 @@ never the action that was not applied; the failure itself is logged and counted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gateway.audit.events import StoppedWork
 from gateway.guard.audit import audit
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
+
+if TYPE_CHECKING:  # the exchange holds a verdict: imported for its type only
+    from gateway.pipeline.exchange import Exchange
 
 ACTION_HEADER = b"x-loopguard-action"
 DETECTOR_HEADER = b"x-loopguard-detector"
@@ -25,7 +29,9 @@ class Verdict:
     detector: str | None = None
     terminate: str | None = None  # answer | reply | error, once a terminate chose its reply
 
-    def record(self, ex, judgement: Judgement, action: Action, phase: str, terminate: str | None = None) -> None:
+    def record(
+        self, ex: Exchange, judgement: Judgement, action: Action, phase: str, terminate: str | None = None
+    ) -> None:
         """Audit ``judgement`` acted on with ``action`` (``ex``: the exchange); the strongest
         action so far (the first detector at that level) is what the headers report.
         ``terminate``: how a terminate's final reply was written."""
@@ -69,7 +75,7 @@ class Verdict:
         self.action, self.detector, self.terminate = Action.PASS, None, None
 
 
-def fail_open(ex, where: str) -> None:
+def fail_open(ex: Exchange, where: str) -> None:
     """A guard step raised: the traffic goes on untouched; log it and count it."""
     ex.gateway.metrics.engine.fail_open_errors += 1
     ex.log.exception("fail_open", where=where, request_id=ex.request_id)

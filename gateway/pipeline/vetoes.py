@@ -7,7 +7,8 @@ import time
 from typing import Any
 
 from gateway.guard import decision
-from gateway.guard.request import retrace, veto_record
+from gateway.guard import store as memory
+from gateway.guard.plan import retraced, showing, veto_record
 from gateway.guard.response import Refusal
 from gateway.pipeline.exchange import Exchange
 from gateway.policy.actions import Action
@@ -22,19 +23,21 @@ async def veto(ex: Exchange, refusal: Refusal) -> str:
     observation = decision.observation(plan.policy, refusal.judgement)
     ex.verdict.record(ex, refusal.judgement, Action.REJECT, "response")
     exchange = ex.adapter.veto_exchange(refusal.call, observation)
-    try:
-        await ex.gateway.store.add_veto(plan.session, veto_record(plan, exchange, ex.adapter.declared.id_fields))
-    except Exception as exc:  # the veto still holds for this request; later ones may not see it
-        ex.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
-    show(ex, exchange)
-    plan.trace = retrace(plan, ex.adapter.conversation(ex.payload, plan.messages))
+    record = veto_record(plan, exchange, ex.adapter.declared.id_fields)
+    await memory.add_veto(ex.gateway.store, plan.session, record, ex.log)
+    show(ex, exchange, traced=True)
     return observation
 
 
-def show(ex: Exchange, entries: list[Any]) -> None:
-    """Append ``entries`` to what the model sees on the next re-ask."""
+def show(ex: Exchange, entries: list[Any], *, traced: bool = False) -> None:
+    """Append ``entries`` to what the model sees on the next re-ask; ``traced``: its proposals
+    are judged against them too (a vetoed exchange). The one place a stage sets a new plan on
+    the exchange after the request stage; the guard builds it (``gateway.guard.plan``)."""
     assert ex.plan is not None
-    ex.plan.messages = [*ex.plan.messages, *entries]
+    plan = showing(ex.plan, entries)
+    if traced:
+        plan = retraced(plan, ex.adapter.conversation(ex.payload, plan.messages))
+    ex.plan = plan
 
 
 async def reask(ex: Exchange, *, counted: bool = True) -> UpstreamResponse:

@@ -22,7 +22,8 @@ from typing import Any
 import structlog
 
 from gateway.guard.history import HistoryCache
-from gateway.guard.request import RequestPlan, plan_request
+from gateway.guard.plan import RequestPlan
+from gateway.guard.request import plan_request
 from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of

@@ -7,7 +7,8 @@ from dataclasses import replace
 import structlog
 
 from gateway.config import Config
-from gateway.guard.request import plan_request, veto_record
+from gateway.guard.plan import veto_record
+from gateway.guard.request import plan_request
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.chat.adapter import CHAT, ChatAdapter
 from gateway.state.memory import MemoryStore

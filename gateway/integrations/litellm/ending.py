@@ -63,7 +63,8 @@ def _is_answer(turn: Turn, response: Any) -> bool:
     try:
         reply = turn.wire.reply(response)
         said = turn.adapter.answer(reply) if reply is not None else None
-        calls = said is None or said.calls or any(turn.adapter.proposed_calls(reply))
+        if said is None or said.calls or any(turn.adapter.proposed_calls(reply)):
+            return False
     except Exception:
         return False
-    return not calls and bool(said.text.strip())
+    return bool(said.text.strip())

@@ -26,6 +26,7 @@ from typing import Any
 from litellm.integrations.custom_guardrail import CustomGuardrail
 from litellm.types.guardrails import GuardrailEventHooks
 
+from gateway.guard.plan import as_sent
 from gateway.guard.request import plan_request
 from gateway.integrations.litellm import ending, stream, unary
 from gateway.integrations.litellm.runtime import Runtime
@@ -48,7 +49,9 @@ class LoopGuardrail(CustomGuardrail):
 
     # --- LiteLLM's hooks -----------------------------------------------------------------------
 
-    async def async_pre_call_hook(self, user_api_key_dict: Any, cache: Any, data: dict, call_type: str) -> Any:
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: str
+    ) -> Any:
         turn = await self._plan(user_api_key_dict, data, call_type)
         if turn is None or turn.plan.judgement.finding is None:
             return data
@@ -62,14 +65,13 @@ class LoopGuardrail(CustomGuardrail):
             data[turn.adapter.items_field] = plan.messages
         return data
 
-    async def async_moderation_hook(self, data: dict, user_api_key_dict: Any, call_type: str) -> Any:
+    async def async_moderation_hook(self, data: dict[str, Any], user_api_key_dict: Any, call_type: str) -> Any:
         turn = await self._plan(user_api_key_dict, data, call_type)
         if turn is None:
             return None
-        plan = turn.plan
         # The request is already on its way: only an end can still be applied, and a re-ask
         # continues from what the model was actually sent.
-        plan.messages = data[turn.adapter.items_field]
+        plan = turn.plan = as_sent(turn.plan, data[turn.adapter.items_field])
         if plan.judgement.finding is None:
             return None
         applied = Action.TERMINATE if plan.action == Action.TERMINATE else Action.PASS
@@ -79,14 +81,14 @@ class LoopGuardrail(CustomGuardrail):
             raise turn.termination_error(turn.termination_text(plan.judgement))
         return None
 
-    async def async_post_call_success_hook(self, data: dict, user_api_key_dict: Any, response: Any) -> Any:
+    async def async_post_call_success_hook(self, data: dict[str, Any], user_api_key_dict: Any, response: Any) -> Any:
         turn = await self._turn(user_api_key_dict, data)
         if turn is None:
             return None
         return await unary.respond(turn, response)
 
     async def async_post_call_streaming_iterator_hook(
-        self, user_api_key_dict: Any, response: Any, request_data: dict
+        self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
     ) -> Any:
         turn = await self._turn(user_api_key_dict, request_data)
         if turn is None or not stream.judges(turn):
@@ -98,7 +100,7 @@ class LoopGuardrail(CustomGuardrail):
 
     # --- LoopGuard's request path --------------------------------------------------------------
 
-    async def _plan(self, user_api_key_dict: Any, data: dict, call_type: Any = None) -> Turn | None:
+    async def _plan(self, user_api_key_dict: Any, data: dict[str, Any], call_type: Any = None) -> Turn | None:
         """Judge the executed history; None when there is nothing to guard or the guard failed."""
         wire = wire_of(call_type, data)
         if wire is None or wire.adapter.items_field not in data:
@@ -133,13 +135,13 @@ class LoopGuardrail(CustomGuardrail):
             self._remember(call_id, turn)
         return turn
 
-    async def _turn(self, user_api_key_dict: Any, data: dict) -> Turn | None:
+    async def _turn(self, user_api_key_dict: Any, data: dict[str, Any]) -> Turn | None:
         """The request's turn from its pre-call hook; planned now when only post_call is on."""
         call_id = data.get("litellm_call_id")
         found = self._turns.pop(call_id, None) if call_id else None
         if found is _DONE:
             return None
-        if found is not None:
+        if isinstance(found, Turn):
             found.data = data
             return found
         if not self._judges_history:
@@ -160,9 +162,9 @@ def _fail_open(runtime: Runtime, where: str, call_id: str | None) -> None:
 def _modes(event_hook: Any) -> set[str]:
     """The configured ``mode`` as names; a tag-based mode counts as every mode."""
     if isinstance(event_hook, (str, GuardrailEventHooks)):
-        return {getattr(event_hook, "value", event_hook)}
+        return {str(getattr(event_hook, "value", event_hook))}
     if isinstance(event_hook, list):
-        return {getattr(h, "value", h) for h in event_hook}
+        return {str(getattr(h, "value", h)) for h in event_hook}
     return set(_HISTORY_MODES)
 
 

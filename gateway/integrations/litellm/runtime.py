@@ -68,7 +68,7 @@ class Runtime:
     metrics: GatewayMetrics
     log: Any = field(default_factory=lambda: structlog.get_logger("loopguard"))
     _started: bool = False
-    _tasks: list[asyncio.Task] = field(default_factory=list)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @classmethod
     def build(cls, policy: str | None = None, config_path: str | None = None) -> Runtime:

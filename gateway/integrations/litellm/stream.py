@@ -50,9 +50,7 @@ class _Judge:
 
     def judged(self, whole_round: bool) -> Judged:
         judges = [j for _, j in sorted(self.judges.items())]
-        refusals = tuple(j.refusal for j in judges)
-        keep = tuple(r.position if r is not None else len(j.calls) for r, j in zip(refusals, judges, strict=True))
-        return Judged(refusals, keep, whole_round, tuple(h for j in judges for h in j.shadowed))
+        return Judged.of(judges, [len(j.calls) for j in judges], whole_round)
 
 
 def judges(turn: Turn) -> bool:
@@ -183,12 +181,14 @@ class _Bridge:
 def _as_dict(chunk: Any) -> dict[str, Any]:
     if isinstance(chunk, dict):
         return chunk
-    return chunk.model_dump(exclude_none=True)
+    dumped: dict[str, Any] = chunk.model_dump(exclude_none=True)
+    return dumped
 
 
 def _data(raw: bytes) -> dict[str, Any] | None:
     """The JSON object of an event the filter wrote; None for its comments and ``[DONE]``."""
     for line in raw.split(b"\n"):
         if line.startswith(b"data: {"):
-            return orjson.loads(line[6:])
+            data: dict[str, Any] = orjson.loads(line[6:])
+            return data
     return None

@@ -9,8 +9,9 @@ from typing import Any, NoReturn
 
 from gateway.audit.events import StoppedWork
 from gateway.guard import decision as core
+from gateway.guard import store as memory
 from gateway.guard.audit import audit
-from gateway.guard.request import RequestPlan, retrace, veto_record
+from gateway.guard.plan import RequestPlan, retraced, showing, veto_record
 from gateway.guard.response import Refusal
 from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import client_body
@@ -21,6 +22,10 @@ from gateway.policy.engine import Judgement
 
 @dataclass(slots=True)
 class Turn:
+    """The guardrail's own record of one request (as the pipeline's ``Exchange`` is the
+    gateway's): its fields are set by the guardrail's hooks; ``plan`` is the guard's, frozen,
+    and replaced by a new one (``gateway.guard.plan``), never edited."""
+
     runtime: Runtime
     wire: Wire
     plan: RequestPlan
@@ -67,14 +72,10 @@ class Turn:
         observation = core.observation(plan.policy, refusal.judgement)
         self.record(refusal.judgement, Action.REJECT, "response")
         exchange = self.adapter.veto_exchange(refusal.call, observation)
-        try:
-            await self.runtime.store.add_veto(
-                plan.session, veto_record(plan, exchange, self.adapter.declared.id_fields)
-            )
-        except Exception as exc:  # the veto still holds for this request; later ones may not see it
-            self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
-        plan.messages = [*plan.messages, *exchange]
-        plan.trace = retrace(plan, self.adapter.conversation(self.payload, plan.messages))
+        record = veto_record(plan, exchange, self.adapter.declared.id_fields)
+        await memory.add_veto(self.runtime.store, plan.session, record, self.runtime.log)
+        self.plan = showing(plan, exchange)
+        self.plan = retraced(self.plan, self.adapter.conversation(self.payload, self.plan.messages))
 
     async def reask(self, *, stream: bool) -> Any:
         self.reasks += 1
@@ -86,7 +87,10 @@ class Turn:
         policy = self.plan.policy
         note = policy.render("answer", judgement.finding, progress=policy.progress(self.plan.trace))
         items = self.adapter.add_anchor(self.plan.messages, note, policy.interventions.warn.placement)
-        return self.adapter.without_tools({**client_body(self.data), self.adapter.items_field: items})
+        payload: dict[str, Any] = self.adapter.without_tools(
+            {**client_body(self.data), self.adapter.items_field: items}
+        )
+        return payload
 
     async def call(self, payload: dict[str, Any]) -> Any:
         """The model once more, through the proxy's router (its deployments, keys, retries,
