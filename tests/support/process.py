@@ -10,7 +10,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,13 +20,20 @@ from pathlib import Path
 
 import httpx
 
+from support.ports import free_port
+
+__all__ = [
+    "ROOT",
+    "Running",
+    "child_env",
+    "console_script",
+    "free_port",
+    "gateway_process",
+    "loopguard_command",
+    "serving",
+]
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def child_env(**extra: str) -> dict[str, str]:
