@@ -73,9 +73,11 @@ def gateway_process(
     stderr_path: Path,
     env: dict[str, str] | None = None,
     command: Sequence[str] | None = None,
-    ready_timeout: float = 20.0,
+    ready_timeout: float = 60.0,
 ) -> Iterator[Running]:
-    """Start the gateway, wait until /healthz answers, and SIGTERM it when the block exits."""
+    """Start the gateway, wait until /healthz answers, and SIGTERM it when the block exits.
+    ``ready_timeout`` only bounds a start that never comes: on a loaded machine (parallel test
+    workers on two cores) a healthy start can take tens of seconds."""
     command = [*(command or [sys.executable, "-m", "gateway"]), *args]
     url = f"http://127.0.0.1:{port}"
     with serving(
