@@ -8,10 +8,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))  # makes tests/support importable as `support`
 
 from support.servers import serve
+from support.tls import share_default_tls_context
 from support.upstream import ScriptedUpstream
 
 from gateway.config import Config
 from gateway.server.app import SERVER_OPTIONS, build_app
+
+share_default_tls_context()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
