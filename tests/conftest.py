@@ -8,10 +8,36 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))  # makes tests/support importable as `support`
 
 from support.servers import serve
+from support.tls import share_default_tls_context
 from support.upstream import ScriptedUpstream
 
 from gateway.config import Config
 from gateway.server.app import SERVER_OPTIONS, build_app
+
+share_default_tls_context()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that share a module- or package-scoped fixture (a LiteLLM proxy, a browser, servers
+    kept for a module) run on one xdist worker (``--dist loadgroup``), so the fixture is set up
+    once in a run rather than once on every worker that gets one of its tests."""
+    for item in items:
+        group = _shared_scope(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _shared_scope(item: pytest.Item) -> str | None:
+    """The narrowest module/class or package scope among the fixtures ``item`` uses: its module's
+    node id, else the package fixture's directory; None when it uses no such fixture. Session
+    fixtures are left out: every worker process needs its own anyway."""
+    fixtureinfo = getattr(item, "_fixtureinfo", None)
+    scopes = {
+        defs[-1].scope: defs[-1].baseid for defs in (fixtureinfo.name2fixturedefs if fixtureinfo else {}).values()
+    }
+    if "module" in scopes or "class" in scopes:
+        return item.nodeid.split("::")[0]
+    return scopes.get("package")
 
 
 @pytest.fixture

@@ -4,10 +4,11 @@ unaffected either way, and what could not be delivered is retried, then dropped 
 from __future__ import annotations
 
 import asyncio
-import socket
+from collections.abc import Iterator
 
 import httpx
 import orjson
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -16,6 +17,7 @@ from starlette.routing import Route
 from support.agent import Agent
 from support.guarded import guarded, sample_event, wait_for
 from support.looping import stubborn
+from support.ports import refused_port
 from support.servers import serve
 
 from gateway.audit.webhook_sink import WebhookSink
@@ -38,12 +40,12 @@ class Receiver:
         return Response(status_code=status)
 
 
-def closed_url() -> str:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}/hook"
+@pytest.fixture
+def closed_url() -> Iterator[str]:
+    """A hook URL nothing listens on: connection refused (held for the test, so no parallel
+    test's server takes the port)."""
+    with refused_port() as port:
+        yield f"http://127.0.0.1:{port}/hook"
 
 
 def webhook_config(url: str, **extra) -> dict:
@@ -82,8 +84,8 @@ def test_events_are_posted_with_the_configured_headers(tmp_path):
     assert receiver.received[0][1]["authorization"] == "Bearer audit-token"
 
 
-def test_server_down_traffic_unaffected_drops_and_retries_counted(tmp_path):
-    with guarded(stubborn(), tmp_path, audit=webhook_config(closed_url())) as gw:
+def test_server_down_traffic_unaffected_drops_and_retries_counted(tmp_path, closed_url):
+    with guarded(stubborn(), tmp_path, audit=webhook_config(closed_url)) as gw:
         agent = Agent(gw.client, tools={"read_file": lambda a: "same"})
         answer = agent.run("go")
         # The same outcome as without a webhook: three executions, then the run is ended.
@@ -121,8 +123,8 @@ def test_4xx_is_not_retried(tmp_path):
     assert (sink.sent, sink.retries, receiver.attempts, sink.dropped["undeliverable"]) == (0, 0, 1, 1)
 
 
-async def test_a_full_queue_drops_instead_of_waiting():
-    sink = WebhookSink(closed_url(), queue_size=2, max_retries=0)
+async def test_a_full_queue_drops_instead_of_waiting(closed_url):
+    sink = WebhookSink(closed_url, queue_size=2, max_retries=0)
     for _ in range(5):
         sink.emit(sample_event())  # returns at once, never awaits
     assert sink.dropped["queue_full"] == 3 and sink.queue.qsize() == 2
@@ -130,8 +132,8 @@ async def test_a_full_queue_drops_instead_of_waiting():
     assert sink.dropped["shutdown"] == 2
 
 
-async def test_shutdown_gives_up_on_a_dead_receiver_quickly():
-    sink = WebhookSink(closed_url(), backoff_s=10, max_retries=5, drain_s=0.2)
+async def test_shutdown_gives_up_on_a_dead_receiver_quickly(closed_url):
+    sink = WebhookSink(closed_url, backoff_s=10, max_retries=5, drain_s=0.2)
     await sink.start()
     sink.emit(sample_event())
     loop = asyncio.get_running_loop()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 from server.helpers import RawUpstream
+from support.ports import refused_port
 from support.process import child_env, free_port, gateway_process
 
 # Each example is a real HTTP round trip; the bound keeps the whole suite to well under a
@@ -18,13 +20,11 @@ FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=list(Heal
 
 
 @pytest.fixture
-def closed_port() -> str:
-    """An upstream base URL nothing listens on: connection refused."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}/v1"
+def closed_port() -> Iterator[str]:
+    """An upstream base URL nothing listens on: connection refused (held for the test, so no
+    parallel test's server takes the port)."""
+    with refused_port() as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture

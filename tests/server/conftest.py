@@ -6,6 +6,7 @@ import socket
 from collections.abc import Callable, Iterator
 
 import pytest
+from support.ports import refused_port
 from support.servers import serve
 
 from gateway.config import Config
@@ -58,13 +59,11 @@ def any_gateway(request, make_gateway_on) -> str:
 
 
 @pytest.fixture
-def closed_port(transport) -> str:
-    """An upstream base URL nothing listens on: connection refused."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}/v1"
+def closed_port(transport) -> Iterator[str]:
+    """An upstream base URL nothing listens on: connection refused (held for the test, so no
+    parallel test's server takes the port)."""
+    with refused_port() as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture

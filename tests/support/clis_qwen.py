@@ -42,6 +42,11 @@ QWEN_SETTINGS = {
     "privacy": {"usageStatisticsEnabled": False},
     "general": {"enableAutoUpdate": False},
     "ide": {"enabled": False},
+    # Commands run in a pseudo-terminal, as Gemini CLI runs them by default. Qwen Code's other
+    # path (a plain child process, its default for `-p`) takes a command's result when the process
+    # exits, before its output is read: on a busy machine `cat status.txt` then reads as
+    # "(empty)", a different result, and a loop looks like progress.
+    "tools": {"shell": {"enableInteractiveShell": True}},
 }
 
 

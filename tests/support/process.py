@@ -10,7 +10,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,13 +20,20 @@ from pathlib import Path
 
 import httpx
 
+from support.ports import free_port
+
+__all__ = [
+    "ROOT",
+    "Running",
+    "child_env",
+    "console_script",
+    "free_port",
+    "gateway_process",
+    "loopguard_command",
+    "serving",
+]
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -67,9 +73,11 @@ def gateway_process(
     stderr_path: Path,
     env: dict[str, str] | None = None,
     command: Sequence[str] | None = None,
-    ready_timeout: float = 20.0,
+    ready_timeout: float = 60.0,
 ) -> Iterator[Running]:
-    """Start the gateway, wait until /healthz answers, and SIGTERM it when the block exits."""
+    """Start the gateway, wait until /healthz answers, and SIGTERM it when the block exits.
+    ``ready_timeout`` only bounds a start that never comes: on a loaded machine (parallel test
+    workers on two cores) a healthy start can take tens of seconds."""
     command = [*(command or [sys.executable, "-m", "gateway"]), *args]
     url = f"http://127.0.0.1:{port}"
     with serving(
@@ -122,17 +130,22 @@ def _wait_ready(
     """Probe ``url`` until it answers 200; fail with the log's end when the process exits first
     or ``timeout`` s pass."""
     deadline = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"{shlex.join(process.args)} exited with {process.returncode}:\n{_tail(log_path)}")
-        try:
-            if httpx.get(url, timeout=probe_timeout).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{shlex.join(process.args)}: {url} did not answer in {timeout}s:\n{_tail(log_path)}")
-        time.sleep(poll_s)
+    # One client for every probe: a new one loads the CA bundle (~30 ms of CPU) each time, taken
+    # from the server that is starting.
+    with httpx.Client(timeout=probe_timeout) as client:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{shlex.join(process.args)} exited with {process.returncode}:\n{_tail(log_path)}")
+            try:
+                if client.get(url).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{shlex.join(process.args)}: {url} did not answer in {timeout}s:\n{_tail(log_path)}"
+                )
+            time.sleep(poll_s)
 
 
 def _tail(log_path: Path) -> str:

@@ -195,16 +195,17 @@ def test_off_by_default_and_the_clients_traceparent_is_relayed_untouched(upstrea
 
 def test_an_unreachable_upstream_is_an_error_span_under_a_502(tmp_path):
     from opentelemetry.trace import StatusCode
-    from support.process import free_port
+    from support.ports import refused_port
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    app = build_app(Config.model_validate({"upstream": {"base_url": f"http://127.0.0.1:{free_port()}/v1"}}))
-    instrument(app, provider)
-    with serve(app, **SERVER_OPTIONS) as url:
-        with pytest.raises(openai.APIStatusError) as caught:
-            client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    with refused_port() as port:
+        app = build_app(Config.model_validate({"upstream": {"base_url": f"http://127.0.0.1:{port}/v1"}}))
+        instrument(app, provider)
+        with serve(app, **SERVER_OPTIONS) as url:
+            with pytest.raises(openai.APIStatusError) as caught:
+                client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert caught.value.status_code == 502
     (server,), (call,) = spans_by_kind(exporter)
     assert server.attributes["http.response.status_code"] == 502 and server.status.status_code == StatusCode.ERROR

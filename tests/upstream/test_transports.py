@@ -4,8 +4,10 @@ what the upstream answered, and adds none of a browser-like client's convenience
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
 
 import pytest
+from support.ports import refused_port
 from support.upstream import Reply
 
 from gateway.config import UpstreamConfig
@@ -85,9 +87,8 @@ async def test_connection_refused_is_an_upstream_connect_error(make_transport, c
 
 
 @pytest.fixture
-def closed_url() -> str:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+def closed_url() -> Iterator[str]:
+    """A URL nothing listens on: connection refused (held for the test, so no parallel test's
+    server takes the port)."""
+    with refused_port() as port:
+        yield f"http://127.0.0.1:{port}"
