@@ -13,7 +13,7 @@ from gateway.guard import compaction, prefix
 from gateway.guard.history import HistoryCache
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, Judgement
-from gateway.protocols.base import Adapter
+from gateway.protocols.roles import Adapter
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.state.bounds import VETO_TEXT_CHARS, bounded
 from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, credential_hash, is_fingerprint, session_id
@@ -54,12 +54,12 @@ async def plan_request(
     history: HistoryCache | None = None,
     size: int = 0,
 ) -> RequestPlan:
-    """``items``: the conversation as the model will see it before any edit (``Adapter.items``,
-    after the entries ``Adapter.history`` supplied)."""
+    """``items``: the conversation as the model will see it before any edit (``Requests.items``,
+    after the entries ``History.history`` supplied)."""
     policy = policies.resolve(
         agent=headers.get("x-loopguard-agent"),
         api_key_sha256=headers.get(CLIENT_HEADER) or credential_hash(headers),
-        model=adapter.model(payload) or None,  # Google's is in the path
+        model=adapter.requests.model(payload) or None,  # Google's is in the path
         path=path,
     )
     length = len(items)
@@ -67,13 +67,15 @@ async def plan_request(
         parsed = history.parse(adapter, payload, items, size, policy.trace_settings)
         conv, memo, digest = parsed.conv, parsed.events, parsed.digest
     else:
-        conv, memo = adapter.conversation(payload, items), None
+        conv, memo = adapter.requests.conversation(payload, items), None
         digest = prefix.prefix_hashes_at(conv.turns, length, (length,))[length]
     client_conv = conv
     # Read through the profile of the agent that sent it (its tools, its result envelope): the
     # derived policy travels with the plan, so the reply's calls are read the same way.
     policy = policy.for_agent(conv, headers.get("user-agent", ""))
-    session = _protocol_session(adapter, session_id(headers, payload, conv, sessions, adapter.user(payload), memo))
+    session = _protocol_session(
+        adapter, session_id(headers, payload, conv, sessions, adapter.requests.user(payload), memo)
+    )
     mark = HistoryMark(length, digest)
     state = await _session_state(session, mark, store, log)
     tracked = _track(state, conv, mark, session, store, log)
@@ -81,7 +83,7 @@ async def plan_request(
     vetoes = state.vetoes
     messages = prefix.insert_vetoes(items, tracked.hashes, vetoes) if vetoes else items
     if messages is not items:
-        conv, memo = adapter.conversation(payload, messages), None
+        conv, memo = adapter.requests.conversation(payload, messages), None
     trace = build_trace(conv, policy.trace_settings, memo)
     if tracked.compacted_at is not None:
         start = compaction.shown_index(tracked.compacted_at, tracked.hashes, vetoes)
@@ -159,13 +161,13 @@ def _apply_history_action(adapter: Adapter, plan: RequestPlan) -> None:
     policy = plan.policy
     if action == Action.REJECT:
         latest = plan.trace.latest
-        index = adapter.result_index(plan.messages, latest.call_id, latest.message_index) if latest else None
+        index = adapter.edits.result_index(plan.messages, latest.call_id, latest.message_index) if latest else None
         if index is not None:
             text = policy.render("reject", finding)
-            plan.messages = adapter.replace_result(plan.messages, index, text, latest.call_id)
+            plan.messages = adapter.edits.replace_result(plan.messages, index, text, latest.call_id)
             plan.changed = True
     text = policy.render("warn", finding)
-    plan.messages = adapter.add_anchor(plan.messages, text, policy.interventions.warn.placement)
+    plan.messages = adapter.edits.add_anchor(plan.messages, text, policy.interventions.warn.placement)
     plan.changed = True
 
 
@@ -196,7 +198,7 @@ def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
 
 
 def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = frozenset({"id"})) -> VetoRecord:
-    """Remember a refused call's ``exchange`` (``Adapter.veto_exchange``) so later requests of
+    """Remember a refused call's ``exchange`` (``Edits.veto_exchange``) so later requests of
     the conversation show it to the model, right after the client items of this request.
     ``ids``: the adapter's id fields (``Declaration.id_fields``)."""
     anchor = plan.client_messages

@@ -25,7 +25,7 @@ def plain_answer(ex: Exchange, reply: dict[str, Any] | None = None, stream: byte
     if ex.expectation is None:
         return None
     try:
-        said = ex.adapter.answer(reply) if stream is None else ex.adapter.stream_answer(stream)
+        said = ex.adapter.replies.answer(reply) if stream is None else ex.adapter.streams.answer(stream)
     except Exception:
         fail_open(ex, "required_tool")
         return None
@@ -40,7 +40,7 @@ async def retry(ex: Exchange, said: Answer) -> UpstreamResponse | None:
     if not guard.miss():
         return None
     ex.verdict.record(ex, guard.judgement(Action.REJECT), Action.REJECT, "response")
-    show(ex, ex.adapter.corrective(said.text, guard.correction()))
+    show(ex, ex.adapter.edits.corrective(said.text, guard.correction()))
     try:
         answer = await reask(ex, counted=False)
     except UpstreamError as exc:
@@ -57,7 +57,7 @@ def warn_reply(ex: Exchange, reply: dict[str, Any]) -> dict[str, Any]:
     guard = ex.expectation
     assert guard is not None
     try:
-        out = ex.adapter.prepend_text(reply, guard.warning())
+        out = ex.adapter.replies.prepend_text(reply, guard.warning())
     except Exception:
         fail_open(ex, "required_tool")
         return reply
@@ -69,7 +69,7 @@ def warn_stream(ex: Exchange, stream: bytes) -> list[bytes]:
     guard = ex.expectation
     assert guard is not None
     try:
-        out = ex.adapter.stream_prepend_text(stream, guard.warning())
+        out = ex.adapter.streams.prepend_text(stream, guard.warning())
     except Exception:
         fail_open(ex, "required_tool")
         return [stream]

@@ -36,7 +36,7 @@ async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     try:
         reply = await _settle(ex, upstream)
     except UpstreamError as exc:
-        return upstream_failed(ex.gateway, exc, ex.path, shape=ex.adapter.error_body)
+        return upstream_failed(ex.gateway, exc, ex.path, shape=ex.adapter.authored.error_body)
     if isinstance(reply, Response):  # terminated
         return reply
     if reply.parsed is not None:
@@ -69,7 +69,7 @@ async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
         await veto(ex, decision.refusal)
         record_dropped(ex, decision.others)
         if decision.move == Move.DROP:  # the calls before it go to the agent; the rest are dropped
-            return _edited(ex, reply, ex.adapter.keep_calls(reply.parsed, decision.keep))
+            return _edited(ex, reply, ex.adapter.replies.keep_calls(reply.parsed, decision.keep))
         current = await reask(ex)
 
 
@@ -93,7 +93,7 @@ def _parsed(ex: Exchange, status: int, content: bytes) -> dict[str, Any] | None:
         raise UpstreamInvalidReply("the upstream answered 200 with a body that is not JSON") from None
     finally:
         ex.clock.took(started)
-    return data if isinstance(data, ex.adapter.reply_types) else None
+    return data if isinstance(data, ex.adapter.replies.reply_types) else None
 
 
 def _edited(ex: Exchange, reply: Reply, parsed: dict[str, Any]) -> Reply:

@@ -21,13 +21,13 @@ async def veto(ex: Exchange, refusal: Refusal) -> str:
     assert plan is not None
     observation = decision.observation(plan.policy, refusal.judgement)
     ex.verdict.record(ex, refusal.judgement, Action.REJECT, "response")
-    exchange = ex.adapter.veto_exchange(refusal.call, observation)
+    exchange = ex.adapter.edits.veto_exchange(refusal.call, observation)
     try:
         await ex.gateway.store.add_veto(plan.session, veto_record(plan, exchange, ex.adapter.declared.id_fields))
     except Exception as exc:  # the veto still holds for this request; later ones may not see it
         ex.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
     show(ex, exchange)
-    plan.trace = retrace(plan, ex.adapter.conversation(ex.payload, plan.messages))
+    plan.trace = retrace(plan, ex.adapter.requests.conversation(ex.payload, plan.messages))
     return observation
 
 

@@ -27,7 +27,7 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.chat.protocol import DECLARED as CHAT
 from gateway.replay.insist import ending, insists
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
@@ -37,7 +37,7 @@ from gateway.trace.builder import is_genuine_user
 from gateway.trace.model import Conversation, Trace, Turn
 from gateway.trace.normalize import args_info
 
-CHAT_PATH = CHAT.declared.routes[0]
+CHAT_PATH = CHAT.routes[0]
 
 
 class _Enforced:
@@ -65,7 +65,7 @@ def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: 
 
 async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
-    model = recorded.adapter.model(body) or None
+    model = recorded.kind.requests.model(body) or None
     eff = effective(policy, agent, recorded.path, model)
     conv = recorded.conversation()
     rows, where = _rows(conv, eff)
@@ -87,13 +87,14 @@ class _Requests:
 
     def __init__(self, recorded: Recorded, policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
         self.recorded, self.policies, self.store, self.headers = recorded, policies, store, headers
-        self.adapter, self.path = recorded.adapter, recorded.path
+        # The run's own adapter: what it remembers is this conversation's alone.
+        self.adapter, self.path = recorded.kind.build(), recorded.path
         self.history = HistoryCache()  # each request extends the previous one: parse only what is new
         self.log = structlog.get_logger("loopguard.replay")
 
     async def plan(self, length: int) -> RequestPlan:
         items = self.recorded.messages[:length]
-        payload = self.adapter.with_items(self.recorded.body, items)
+        payload = self.adapter.outgoing(self.recorded.body, items)
         return await plan_request(
             self.adapter,
             payload,

@@ -41,7 +41,7 @@ class Turn:
     @property
     def payload(self) -> dict[str, Any]:
         """The request as the model gets it next: the client's fields, the conversation so far."""
-        return {**client_body(self.data), self.adapter.items_field: self.plan.messages}
+        return {**client_body(self.data), self.adapter.requests.items_field: self.plan.messages}
 
     def record(self, judgement: Judgement, action: Action, phase: str, terminate: str | None = None) -> None:
         plan = self.plan
@@ -66,7 +66,7 @@ class Turn:
         plan = self.plan
         observation = core.observation(plan.policy, refusal.judgement)
         self.record(refusal.judgement, Action.REJECT, "response")
-        exchange = self.adapter.veto_exchange(refusal.call, observation)
+        exchange = self.adapter.edits.veto_exchange(refusal.call, observation)
         try:
             await self.runtime.store.add_veto(
                 plan.session, veto_record(plan, exchange, self.adapter.declared.id_fields)
@@ -74,7 +74,7 @@ class Turn:
         except Exception as exc:  # the veto still holds for this request; later ones may not see it
             self.runtime.log.warning("state_unavailable", op="add_veto", error=type(exc).__name__)
         plan.messages = [*plan.messages, *exchange]
-        plan.trace = retrace(plan, self.adapter.conversation(self.payload, plan.messages))
+        plan.trace = retrace(plan, self.adapter.requests.conversation(self.payload, plan.messages))
 
     async def reask(self, *, stream: bool) -> Any:
         self.reasks += 1
@@ -85,8 +85,8 @@ class Turn:
         first, tools closed the protocol's way."""
         policy = self.plan.policy
         note = policy.render("answer", judgement.finding, progress=policy.progress(self.plan.trace))
-        items = self.adapter.add_anchor(self.plan.messages, note, policy.interventions.warn.placement)
-        return self.adapter.without_tools({**client_body(self.data), self.adapter.items_field: items})
+        items = self.adapter.edits.add_anchor(self.plan.messages, note, policy.interventions.warn.placement)
+        return self.adapter.edits.without_tools({**client_body(self.data), self.adapter.requests.items_field: items})
 
     async def call(self, payload: dict[str, Any]) -> Any:
         """The model once more, through the proxy's router (its deployments, keys, retries,
@@ -121,7 +121,9 @@ class Turn:
 
     def termination_reply(self, judgement: Judgement) -> Any:
         """The template reply (terminate mode ``reply``, or an answer that failed), as LiteLLM's object."""
-        return self.wire.response(self.adapter.termination_reply(self.termination_text(judgement), self.payload))
+        return self.wire.response(
+            self.adapter.authored.termination_reply(self.termination_text(judgement), self.payload)
+        )
 
     @property
     def ending(self) -> str:

@@ -31,7 +31,7 @@ async def respond(turn: Turn, response: Any) -> Any:
         for other in decision.others:
             turn.record(other.judgement, Action.REJECT, "response")  # left out of its answer
         if decision.move == Move.DROP:  # the calls before it go to the agent; the rest are dropped
-            return turn.wire.response(turn.adapter.keep_calls(reply, decision.keep))
+            return turn.wire.response(turn.adapter.replies.keep_calls(reply, decision.keep))
         response = await turn.reask(stream=False)
         changed = True
 
@@ -41,7 +41,7 @@ def _judged(turn: Turn, reply: dict[str, Any] | None) -> Judged | None:
     if reply is None:
         return None
     try:
-        judged = judge_round(turn.plan.policy, turn.plan.trace, turn.adapter.proposed_calls(reply))
+        judged = judge_round(turn.plan.policy, turn.plan.trace, turn.adapter.replies.proposed_calls(reply))
     except Exception:
         turn.runtime.metrics.engine.fail_open_errors += 1
         turn.runtime.log.exception("fail_open", where="response", request_id=turn.request_id)

@@ -12,6 +12,8 @@ import secrets
 from typing import Any
 
 from gateway.protocols import codec
+from gateway.protocols.anthropic.answers import corrective
+from gateway.protocols.roles.edits import Edits
 from gateway.trace.model import VETO_MARKER, ToolCall
 
 Message = dict[str, Any]
@@ -185,3 +187,13 @@ def _text(text: str) -> dict[str, Any]:
 
 def _is_result(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+EDITS = Edits(
+    add_anchor=add_anchor,
+    result_index=result_index,
+    replace_result=replace_result,
+    veto_exchange=veto_exchange,
+    corrective=corrective,
+    without_tools=without_tools,
+)

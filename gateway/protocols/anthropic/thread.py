@@ -140,3 +140,16 @@ def _opens(message: Any) -> bool:
     return not (
         isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
     )
+
+
+def references(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The thread message a request continues (``History.references``)."""
+    previous = previous_id(payload)
+    return [("thread", previous)] if previous is not None else []
+
+
+def created(payload: dict[str, Any], reply: Any) -> list[tuple[str, str]]:
+    """A threaded request's reply is a thread message a later request may continue."""
+    reply_id = reply.get("id") if isinstance(reply, dict) else None
+    threaded = thread_of(payload) is not None
+    return [("thread", reply_id)] if threaded and isinstance(reply_id, str) and reply_id else []

@@ -24,6 +24,19 @@ _ROLES = {
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
 
+def items(payload: dict[str, Any]) -> list[Any]:
+    """The request's ``messages`` ([] when absent or not a list)."""
+    messages = payload.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
+def conversation(payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
+    """The turns of ``items[start:]`` (``Requests.conversation``): chat keeps its system prompt
+    among the messages, so there is nothing outside them to read."""
+    turns = tuple(t for i in range(start, len(items)) if (t := turn_from_message(items[i], i)) is not None)
+    return Conversation(turns, declared_tools(payload))
+
+
 def conversation_from_body(body: Any) -> Conversation:
     if not isinstance(body, dict):
         return Conversation(())

@@ -12,6 +12,7 @@ from typing import Any
 
 from gateway.protocols import codec
 from gateway.protocols.gemini.parse import SYNTHETIC, answered_ids, parts_of
+from gateway.protocols.roles.edits import Edits
 from gateway.trace.model import ToolCall
 
 Content = dict[str, Any]
@@ -97,3 +98,13 @@ def _args(arguments: str) -> Any:
     except codec.DecodeError:
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"arguments": value}
+
+
+EDITS = Edits(
+    add_anchor=add_anchor,
+    result_index=result_index,
+    replace_result=replace_result,
+    veto_exchange=veto_exchange,
+    corrective=corrective,
+    without_tools=without_tools,
+)

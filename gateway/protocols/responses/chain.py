@@ -38,6 +38,9 @@ from gateway.protocols.responses.rewrite import veto_exchange
 from gateway.state.base import ChainRecord
 from gateway.trace.model import VETO_MARKER, ToolCall
 
+# The output the upstream gets for a call it proposed that the client never saw.
+WITHHELD = f"{VETO_MARKER} This call was not run: the gateway withheld it because the agent was looping."
+
 # Detectors read bounded windows of recent calls: a few hundred items is far more than they
 # need, and the byte bound keeps one chain of large tool outputs from filling the store.
 MAX_ITEMS = 256

@@ -11,7 +11,9 @@ from typing import Any
 import orjson
 
 from gateway.protocols import codec
-from gateway.protocols.responses.replies import message_item, response_object
+from gateway.protocols.errors import openai_error
+from gateway.protocols.responses.replies import message_item, response_object, termination_reply
+from gateway.protocols.roles.authored import Authored
 from gateway.protocols.sse import SSEDecoder
 
 
@@ -164,3 +166,7 @@ def error_event(body: dict[str, Any]) -> bytes:
             "sequence_number": 0,
         }
     )
+
+
+# The replies the gateway writes in this protocol (the non-streaming one is built in ``replies``).
+AUTHORED = Authored(termination_reply, termination_events, openai_error, error_event)

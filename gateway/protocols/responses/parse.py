@@ -34,6 +34,16 @@ def input_items(payload: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def conversation(payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
+    """The turns of ``items[start:]``; from the start, ``instructions`` first as the system
+    prompt (index -1)."""
+    conv = conversation_from_items(items[start:], declared_tools(payload), start)
+    instructions = payload.get("instructions")
+    if start or not isinstance(instructions, str) or not instructions:
+        return conv
+    return Conversation((Turn(-1, "system", instructions), *conv.turns), conv.tools)
+
+
 def conversation_from_items(items: Any, tools: frozenset[str] | None = None, start: int = 0) -> Conversation:
     """``items`` as turns; ``Turn.index`` is the item's position plus ``start`` (a chain's
     earlier items are numbered below 0, so the request's own items keep their positions)."""
