@@ -30,7 +30,9 @@ def message(stream: bytes) -> dict[str, Any] | None:
     blocks: list[dict[str, Any]] = []
     inputs: dict[int, list[str]] = {}
     for _raw, data in json_events(stream):
-        kind = data.get("type") if isinstance(data, dict) else None
+        if data is None:
+            continue
+        kind = data.get("type")
         if kind == "message_start" and isinstance(data.get("message"), dict):
             out = dict(data["message"])
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):

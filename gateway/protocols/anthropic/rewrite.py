@@ -9,7 +9,7 @@ turn's ``tool_use`` blocks open the very next user turn, so added text goes afte
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Any, cast
 
 from gateway.protocols import codec
 from gateway.protocols.anthropic.answers import corrective
@@ -19,7 +19,7 @@ from gateway.trace.model import VETO_MARKER, ToolCall
 Message = dict[str, Any]
 
 
-class SystemNote(dict):
+class SystemNote(dict[str, Any]):
     """A note for the system prompt, carried in the message list until ``with_items`` moves it
     to ``system`` (Anthropic has no system role in ``messages``). A type of its own, so a
     client's own (invalid) ``role: system`` message is never moved."""
@@ -106,7 +106,7 @@ def replace_result(messages: list[Any], index: int, text: str, call_id: str) -> 
     blocks = list(content)
     blocks[at] = {**blocks[at], "content": text, "is_error": True}
     out = list(messages)
-    out[index] = {**message, "content": blocks}
+    out[index] = {**cast(Message, message), "content": blocks}
     return out
 
 

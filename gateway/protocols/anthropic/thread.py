@@ -78,7 +78,7 @@ def outgoing(
 ) -> tuple[dict[str, Any], str | None]:
     """(the body to send, the upstream message it continues or None). ``items``: the whole
     conversation the model must see; the first ``history`` of them are the record's, unchanged."""
-    own = payload.get("messages") if isinstance(payload.get("messages"), list) else []
+    own = messages_value if isinstance(messages_value := payload.get("messages"), list) else []
     size = len(record.items)
     untouched = (
         history == size

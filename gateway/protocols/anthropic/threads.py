@@ -66,7 +66,7 @@ class Threads:
         message it continues); any other request carries ``items`` as its messages."""
         previous = thread.previous_id(payload)
         record = self.records.get(thread.key(namespace, previous)) if previous is not None else None
-        if record is None:
+        if previous is None or record is None:
             return with_messages(payload, items)
         sent, continued = thread.outgoing(payload, items, history, record)
         if continued is not None:

@@ -93,7 +93,7 @@ def tool_calls_from_message(message: Any) -> tuple[ToolCall, ...]:
     return tuple(found)
 
 
-def declared_tools(body: dict) -> frozenset[str] | None:
+def declared_tools(body: dict[str, Any]) -> frozenset[str] | None:
     """Names in ``tools`` (and legacy ``functions``); None when none are declared, or when an
     entry's name cannot be read (the set would be incomplete and flag real tools unknown)."""
     names: set[str] = set()
@@ -117,7 +117,7 @@ content_text = content_reader(_TEXT_PARTS)
 def _tool_call(entry: Any) -> ToolCall | None:
     if not isinstance(entry, dict):
         return None
-    call_id = entry.get("id") if isinstance(entry.get("id"), str) else ""
+    call_id = id_value if isinstance(id_value := entry.get("id"), str) else ""
     kind = entry.get("type")
     if kind == "custom" and isinstance(entry.get("custom"), dict):  # free-form custom tools
         custom = entry["custom"]

@@ -122,7 +122,7 @@ def prepend_text(reply: Any, text: str) -> Any:
     if not found:
         return shaped(reply, one)
     first = found[0]
-    content = first.get("content") if isinstance(first.get("content"), dict) else {"role": "model"}
+    content = content_value if isinstance(content_value := first.get("content"), dict) else {"role": "model"}
     content = {**content, "parts": [{"text": text + "\n\n"}, *parts_of(content)]}
     return shaped(reply, {**one, "candidates": [{**first, "content": content}, *found[1:]]})
 

@@ -79,8 +79,12 @@ def corrective(answer: str, text: str) -> list[Content]:
 
 def without_tools(payload: dict[str, Any]) -> dict[str, Any]:
     """Function calling off (``mode: NONE``); the declarations stay, the history's calls name them."""
-    config = payload.get("toolConfig") if isinstance(payload.get("toolConfig"), dict) else {}
-    calling = config.get("functionCallingConfig") if isinstance(config.get("functionCallingConfig"), dict) else {}
+    config = tool_config_value if isinstance(tool_config_value := payload.get("toolConfig"), dict) else {}
+    calling = (
+        function_calling_config_value
+        if isinstance(function_calling_config_value := config.get("functionCallingConfig"), dict)
+        else {}
+    )
     calling = {k: v for k, v in calling.items() if k != "allowedFunctionNames"}
     return {**payload, "toolConfig": {**config, "functionCallingConfig": {**calling, "mode": "NONE"}}}
 

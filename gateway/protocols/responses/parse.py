@@ -144,10 +144,10 @@ def _tool_names(entry: dict[str, Any]) -> list[str] | None:
         if not isinstance(inner, list):
             return None
         names = [_tool_names(tool) if isinstance(tool, dict) else None for tool in inner]
-        return None if any(n is None for n in names) else [n for group in names for n in group]
+        return None if any(n is None for n in names) else [n for group in names if group is not None for n in group]
     if kind not in _NAMED_TOOLS:
         return []  # a built-in tool: no function name to declare
-    holder = entry.get("function") if isinstance(entry.get("function"), dict) else entry  # chat-style, seen
+    holder = function_value if isinstance(function_value := entry.get("function"), dict) else entry  # chat-style, seen
     name = holder.get("name")
     return [name] if isinstance(name, str) and name else None
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.protocols.responses.parse import OUTPUT_TYPES, item_type, raw_text
+from gateway.protocols.parts import raw_text
+from gateway.protocols.responses.parse import OUTPUT_TYPES, item_type
 from gateway.trace.model import ToolCall
 
 Item = dict[str, Any]
