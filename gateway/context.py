@@ -14,7 +14,7 @@ from gateway.metrics.registry import GatewayMetrics
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.declaration import UpstreamSpec
 from gateway.protocols.grown import GrownBodies
-from gateway.protocols.registry import DEFAULT
+from gateway.protocols.registry import DEFAULT, Protocols, build
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.headers import HeaderRules
@@ -31,6 +31,8 @@ class Gateway:
     metrics: GatewayMetrics = field(default_factory=GatewayMetrics)  # this app's own registry
     history: HistoryCache = field(default_factory=HistoryCache)  # parse only what is new
     bodies: GrownBodies = field(default_factory=GrownBodies)  # read only what is new
+    # This app's protocol adapters, with what they remember between the calls of an exchange.
+    protocols: Protocols = field(default_factory=build)
     # Upstreams of protocols served by another provider (adapter name -> upstream); the rest
     # go to ``upstream``.
     upstreams: dict[str, Upstream] = field(default_factory=dict)

@@ -15,12 +15,13 @@ from typing import Any
 
 from gateway.pricing.table import Price, PriceTable, read_table
 from gateway.pricing.tokens import Tokenizers, encoding_name, item_tokens
-from gateway.protocols.base import Adapter, ItemText
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.base import ItemText
+from gateway.protocols.chat.protocol import KIND as CHAT
+from gateway.protocols.roles import Kind
 
 # Messages whose protocol is not named (LiteLLM's guardrail hands every model's history over in
 # OpenAI chat shape) are read as chat.
-DEFAULT: Adapter = CHAT
+DEFAULT: Kind = CHAT
 
 CHARS_PER_TOKEN = 4
 
@@ -75,7 +76,7 @@ class Pricer:
                 self._table = PriceTable(read_table(), self.configured)
             return self._table
 
-    def savings(self, messages: list[Any], model: str | None, adapter: Adapter = DEFAULT) -> Savings:
+    def savings(self, messages: list[Any], model: str | None, adapter: Kind = DEFAULT) -> Savings:
         """Tokens of ``messages`` (items of ``adapter``'s protocol) and their price: what the
         model wrote at the output rate, everything else at the input rate."""
         model = self.model_override or model or ""
@@ -88,7 +89,7 @@ class Pricer:
         )
         tokens_in = tokens_out = 0
         for message in messages:
-            piece = adapter.item_text(message)
+            piece = adapter.requests.item_text(message)
             tokens = item_tokens(count, piece) if count is not None else _estimate(piece)
             if piece.output:
                 tokens_out += tokens
@@ -98,15 +99,15 @@ class Pricer:
         return Savings(tokens_in + tokens_out, cost, count is None)
 
 
-def estimate(messages: list[Any], adapter: Adapter = DEFAULT) -> Savings:
+def estimate(messages: list[Any], adapter: Kind = DEFAULT) -> Savings:
     """Tokens as characters / 4, unpriced."""
-    return Savings(sum(_estimate(adapter.item_text(m)) for m in messages), None, True)
+    return Savings(sum(_estimate(adapter.requests.item_text(m)) for m in messages), None, True)
 
 
-def one_round(messages: list[Any], adapter: Adapter = DEFAULT) -> list[Any]:
+def one_round(messages: list[Any], adapter: Kind = DEFAULT) -> list[Any]:
     """The work one more looping round costs: the history sent again (input) and the model
     repeating its last item (output). A lower bound: a loop left alone runs many rounds."""
-    last = next((m for m in reversed(messages) if adapter.item_text(m).output), None)
+    last = next((m for m in reversed(messages) if adapter.requests.item_text(m).output), None)
     return [*messages, last] if last is not None else list(messages)
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from gateway.config import ConfigError, load_config
-from gateway.protocols.anthropic.adapter import ANTHROPIC
+from gateway.protocols.anthropic.protocol import KIND as ANTHROPIC_KIND
+
+ANTHROPIC = ANTHROPIC_KIND.build()
 
 
 def write(tmp_path: Path, text: str, name: str = "loopguard.yaml") -> Path:

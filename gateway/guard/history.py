@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from gateway.guard.prefix import extend_history_hash, prefix_hashes_at
-from gateway.protocols.base import Adapter
+from gateway.protocols.roles import Adapter
 from gateway.trace.model import Conversation
 from gateway.trace.settings import TraceSettings
 
@@ -31,7 +31,7 @@ class _Entry:
     conv: Conversation
     size: int
     hasher: Any  # blake2b state over all of ``messages`` (rewrite.extend_history_hash)
-    fields: tuple[Any, ...]  # the payload's ``Adapter.payload_fields`` values
+    fields: tuple[Any, ...]  # the payload's ``Requests.payload_fields`` values
     settings: TraceSettings | None = None
     # What was derived from the conversation and holds while it only grows: the trace
     # builder's last build (valid only with the turns this entry keeps alive and these
@@ -71,22 +71,22 @@ class HistoryCache:
     def parse(
         self, adapter: Adapter, payload: dict[str, Any], messages: list[Any], size: int, settings: TraceSettings
     ) -> Parsed:
-        """``messages``: the request's items as ``adapter`` reads them (``Adapter.items``)."""
+        """``messages``: the request's items as ``adapter`` reads them (``Requests.items``)."""
         key = self._key_of(adapter.name, messages)
         if key is None:  # nothing to remember it by (no items)
-            conv = adapter.conversation(payload, messages)
+            conv = adapter.requests.conversation(payload, messages)
             count = len(messages)
             return Parsed(conv, None, prefix_hashes_at(conv.turns, count, (count,))[count])
         old = self._entries.pop(key, None)
         if old is not None:
             self._bytes -= old.size
-        fields = tuple(payload.get(name) for name in adapter.payload_fields)
+        fields = tuple(payload.get(name) for name in adapter.requests.payload_fields)
         if old is not None and old.fields == fields and _extends(old.messages, messages):
             self.hits += 1
             start = len(old.messages)
             # The same payload fields: the same head turns and declared tools, so only the new
             # items are read (from a payload with none of those fields).
-            new = adapter.conversation(_NO_FIELDS, messages, start)
+            new = adapter.requests.conversation(_NO_FIELDS, messages, start)
             conv = Conversation(old.conv.turns + new.turns, old.conv.tools)
             hasher = _grow(old.hasher.copy(), conv, len(old.conv.turns), start, len(messages))
             entry = _Entry(
@@ -94,7 +94,7 @@ class HistoryCache:
             )
         else:
             self.misses += 1
-            conv = adapter.conversation(payload, messages)
+            conv = adapter.requests.conversation(payload, messages)
             hasher = _grow(hashlib.blake2b(digest_size=16), conv, 0, 0, len(messages))
             entry = _Entry(messages, conv, size, hasher, fields, settings)
         self._store(key, entry, adapter.name)

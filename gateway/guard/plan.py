@@ -87,7 +87,7 @@ def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
 
 
 def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = frozenset({"id"})) -> VetoRecord:
-    """Remember a refused call's ``exchange`` (``Adapter.veto_exchange``) so later requests of
+    """Remember a refused call's ``exchange`` (``Edits.veto_exchange``) so later requests of
     the conversation show it to the model, right after the client items of this request.
     ``ids``: the adapter's id fields (``Declaration.id_fields``)."""
     anchor = plan.client_messages

@@ -4,7 +4,7 @@ exchanges re-shown after the prefix they follow.
 A prefix hash covers a canonical projection of each turn (role, text, calls, call id), never
 the wire bytes: SDKs re-serialize history with extra null fields and different key order, and
 the same history must hash alike in every protocol. Items are opaque here: a vetoed exchange is
-the adapter's own entries (``Adapter.veto_exchange``), inserted as they were stored.
+the adapter's own entries (``Edits.veto_exchange``), inserted as they were stored.
 """
 
 from __future__ import annotations

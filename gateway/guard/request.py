@@ -12,7 +12,7 @@ plan built whole and frozen (``gateway.guard.plan``); the caller only applies it
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.config import SessionsConfig
 from gateway.guard import compaction, prefix
@@ -20,13 +20,22 @@ from gateway.guard import store as memory
 from gateway.guard.history import HistoryCache
 from gateway.guard.plan import RequestPlan, warning_given, with_warned
 from gateway.policy.actions import Action
-from gateway.policy.model import Policy
-from gateway.protocols.base import Adapter
+from gateway.policy.engine import EffectivePolicy
 from gateway.protocols.registry import KEY_PLACES
+from gateway.protocols.roles import Adapter
 from gateway.state.base import HistoryMark, SessionState, StateStore
 from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation
+
+
+class Policies(Protocol):
+    """What picks a request's policy: the loaded ``Policy`` (replay passes one that shows a
+    shadow policy enforced)."""
+
+    def resolve(
+        self, agent: str | None = None, api_key_sha256: str | None = None, model: str | None = None, path: str = ""
+    ) -> EffectivePolicy: ...
 
 
 async def plan_request(
@@ -35,21 +44,21 @@ async def plan_request(
     items: list[Any],
     headers: dict[str, str],
     path: str,
-    policies: Policy,
+    policies: Policies,
     store: StateStore,
     log: Any,
     sessions: SessionsConfig = DEFAULT_SOURCES,
     history: HistoryCache | None = None,
     size: int = 0,
 ) -> RequestPlan:
-    """``items``: the conversation as the model will see it before any edit (``Adapter.items``,
-    after the entries ``Adapter.history`` supplied)."""
+    """``items``: the conversation as the model will see it before any edit (``Requests.items``,
+    after the entries ``History.history`` supplied)."""
     if not headers.get(CLIENT_HEADER) and (client := KEY_PLACES.credential_hash(headers)):
         headers = {**headers, CLIENT_HEADER: client}  # a caller without the client-key gate
     policy = policies.resolve(
         agent=headers.get("x-loopguard-agent"),
         api_key_sha256=headers.get(CLIENT_HEADER),
-        model=adapter.model(payload) or None,  # Google's is in the path
+        model=adapter.requests.model(payload) or None,  # Google's is in the path
         path=path,
     )
     length = len(items)
@@ -57,13 +66,15 @@ async def plan_request(
         parsed = history.parse(adapter, payload, items, size, policy.trace_settings)
         conv, memo, digest = parsed.conv, parsed.events, parsed.digest
     else:
-        conv, memo = adapter.conversation(payload, items), None
+        conv, memo = adapter.requests.conversation(payload, items), None
         digest = prefix.prefix_hashes_at(conv.turns, length, (length,))[length]
     client_conv = conv
     # Read through the profile of the agent that sent it (its tools, its result envelope): the
     # derived policy travels with the plan, so the reply's calls are read the same way.
     policy = policy.for_agent(conv, headers.get("user-agent", ""))
-    session = _protocol_session(adapter, session_id(headers, payload, conv, sessions, adapter.user(payload), memo))
+    session = _protocol_session(
+        adapter, session_id(headers, payload, conv, sessions, adapter.requests.user(payload), memo)
+    )
     mark = HistoryMark(length, digest)
     state = await memory.session_state(store, session, mark, log)
     tracked = _track(state, conv, mark, session, store, log)
@@ -71,7 +82,7 @@ async def plan_request(
     vetoes = state.vetoes
     messages = prefix.insert_vetoes(items, tracked.hashes, vetoes) if vetoes else items
     if messages is not items:
-        conv, memo = adapter.conversation(payload, messages), None
+        conv, memo = adapter.requests.conversation(payload, messages), None
     trace = build_trace(conv, policy.trace_settings, memo)
     if tracked.compacted_at is not None:
         start = compaction.shown_index(tracked.compacted_at, tracked.hashes, vetoes)
@@ -109,12 +120,12 @@ def _with_history_action(adapter: Adapter, plan: RequestPlan) -> RequestPlan:
     policy, messages = plan.policy, plan.messages
     if action == Action.REJECT:
         latest = plan.trace.latest
-        index = adapter.result_index(messages, latest.call_id, latest.message_index) if latest else None
+        index = adapter.edits.result_index(messages, latest.call_id, latest.message_index) if latest else None
         if latest is not None and index is not None:
             text = policy.render("reject", finding)
-            messages = adapter.replace_result(messages, index, text, latest.call_id)
+            messages = adapter.edits.replace_result(messages, index, text, latest.call_id)
     text = policy.render("warn", finding)
-    messages = adapter.add_anchor(messages, text, policy.interventions.warn.placement)
+    messages = adapter.edits.add_anchor(messages, text, policy.interventions.warn.placement)
     return replace(plan, messages=messages, changed=True)
 
 

@@ -3,8 +3,8 @@ make of a session's memory, and of which tenant created which server-side object
 
 The rule: outside ``gateway.state`` only this module calls a ``StateStore`` method (or a
 ``gateway.state`` helper that takes the store). The pipeline and the LiteLLM guardrail hold the
-store only to hand it here, or to a protocol's server-kept history (``Adapter.history`` /
-``Adapter.remember``), which keeps its own records. A store that fails degrades the guard, never
+store only to hand it here, or to a protocol's server-kept history (``History.history`` /
+``History.remember``), which keeps its own records. A store that fails degrades the guard, never
 the request: each call logs ``state_unavailable`` with its operation and goes on without it
 (``claim`` excepted: its caller decides).
 """

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from gateway.audit.events import AuditEvent, InterventionEvent
 from gateway.metrics.recovery import RecoveryMonitor
 from gateway.policy.engine import EngineStats, Judgement
-from gateway.protocols.registry import ADAPTERS, EXACT, PATTERNS, guarded_route, protocol_of
+from gateway.protocols.registry import EXACT, KINDS, PATTERNS, guarded_route, protocol_of
 from gateway.untrusted import BoundedLabel
 
 # The gateway's own work per request is sub-millisecond to a few ms; the upstream is seconds to
@@ -231,7 +231,7 @@ class GatewayMetrics:
             self.judge_checks.labels(outcome)
         for kind in ("prompt", "completion"):
             self.judge_tokens.labels(kind)
-        for family in FAMILIES | {a.name for a in ADAPTERS if a.declared.relays}:
+        for family in FAMILIES | {a.name for a in KINDS if a.declared.relays}:
             self.unguarded_requests.labels(family)
         for route in routes:
             self.overhead.labels(route)

@@ -2,7 +2,7 @@
 
 The upstream is asked once more with the loop's evidence as a note where the model reads it
 first (the policy's ``answer`` text, placed like a warning) and tools disabled the protocol's way
-(``Adapter.without_tools``). Its reply is the final one: a unary reply is relayed as the upstream
+(``Edits.without_tools``). Its reply is the final one: a unary reply is relayed as the upstream
 wrote it, a stream is relayed through the adapter's stream filter as it arrives. The template
 (mode ``reply``) takes its place when the upstream fails, does not finish within
 ``answer_timeout_s``, writes no text, ends before its protocol's terminal event (cut, or a 200
@@ -61,8 +61,8 @@ class FinalAnswer:
         ex, plan = self.ex, self.ex.plan
         assert plan is not None
         note = plan.policy.render("answer", judgement.finding, progress=plan.policy.progress(plan.trace))
-        items = ex.adapter.add_anchor(plan.messages, note, plan.policy.interventions.warn.placement)
-        return ex.adapter.without_tools(ex.payload_with(items))
+        items = ex.adapter.edits.add_anchor(plan.messages, note, plan.policy.interventions.warn.placement)
+        return ex.adapter.edits.without_tools(ex.payload_with(items))
 
     async def ask(self) -> UpstreamResponse | None:
         """The upstream's answer once its headers arrived; None (``failed`` set) otherwise."""
@@ -101,8 +101,8 @@ class FinalAnswer:
             reply = codec.loads(content)
             # A dict, or what else its protocol answers whole (Gemini's streamed JSON array);
             # an adapter raises on what it cannot read (then: unreadable).
-            said = ex.adapter.answer(reply)
-            calls = said is None or bool(said.calls) or any(ex.adapter.proposed_calls(reply))
+            said = ex.adapter.replies.answer(reply)
+            calls = said is None or bool(said.calls) or any(ex.adapter.replies.proposed_calls(reply))
         except Exception:
             self._fail("unreadable")
             return None
@@ -149,7 +149,7 @@ class FinalAnswer:
         if tool_filter.needs_decision:  # the model called a tool anyway: it was held, not sent
             self._fail("tool_call")
             return
-        said = self.ex.adapter.stream_answer(bytes(raw))
+        said = self.ex.adapter.streams.answer(bytes(raw))
         self._count(bytes(raw), said.text if said is not None else "")
 
     async def _chunks(self, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
@@ -176,6 +176,6 @@ class FinalAnswer:
 
     def _count(self, body: bytes, text: str) -> None:
         ex = self.ex
-        tokens = ex.adapter.output_tokens(body)
-        model = ex.adapter.model(ex.payload) or "unknown"
+        tokens = ex.adapter.replies.output_tokens(body)
+        model = ex.adapter.requests.model(ex.payload) or "unknown"
         ex.gateway.metrics.answered(model, tokens if tokens is not None else usage.estimated(text))

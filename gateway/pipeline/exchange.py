@@ -18,8 +18,9 @@ from gateway.guard.plan import RequestPlan
 from gateway.pipeline.timing import Clock
 from gateway.pipeline.verdict import Verdict
 from gateway.policy.actions import Action
-from gateway.protocols.base import Adapter, StreamOptions
+from gateway.protocols.base import StreamOptions
 from gateway.protocols.grown import appended
+from gateway.protocols.roles import Adapter
 from gateway.upstream.base import Upstream, UpstreamRequest
 from gateway.wire import codec
 
@@ -45,7 +46,7 @@ class Exchange:
     clock: Clock
     verdict: Verdict = field(default_factory=Verdict)
     plan: RequestPlan | None = None  # None: not judged (the guard failed open): forwarded untouched
-    history: list[Any] = field(default_factory=list)  # entries the adapter supplied (``Adapter.history``)
+    history: list[Any] = field(default_factory=list)  # entries the adapter supplied (``History.history``)
     namespace: str = ""  # the client's (``client_namespace``): server-side chains are kept per client
     expectation: TurnGuard | None = None  # the turn's required tool, while still pending
     reasks: int = 0
@@ -68,7 +69,7 @@ class Exchange:
             if len(items) >= len(earlier) and all(a is b for a, b in zip(items, earlier, strict=False))
             else 0
         )
-        return self.adapter.with_items(self.payload, items, kept, self.namespace)
+        return self.adapter.outgoing(self.payload, items, kept, self.namespace)
 
     def stream_options(self) -> StreamOptions:
         """How this request's stream filter runs (``streaming`` in the config). A conversation
@@ -83,7 +84,7 @@ class Exchange:
 
     def sent_body(self) -> bytes:
         sent = self.sent_payload()
-        written = appended(self.body, self.items_end, self.payload, sent, self.adapter.items_field)
+        written = appended(self.body, self.items_end, self.payload, sent, self.adapter.requests.items_field)
         return written if written is not None else codec.dumps(sent)
 
 

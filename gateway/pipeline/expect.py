@@ -26,10 +26,10 @@ def plain_answer(ex: Exchange, reply: dict[str, Any] | None = None, stream: byte
         return None
     try:
         if stream is not None:
-            said = ex.adapter.stream_answer(stream)
+            said = ex.adapter.streams.answer(stream)
         else:
             assert reply is not None  # a unary reply or a stream: one of them
-            said = ex.adapter.answer(reply)
+            said = ex.adapter.replies.answer(reply)
     except Exception:
         fail_open(ex, "required_tool")
         return None
@@ -44,7 +44,7 @@ async def retry(ex: Exchange, said: Answer) -> UpstreamResponse | None:
     if not guard.may_retry:
         return None
     ex.verdict.record(ex, guard.judgement(Action.REJECT), Action.REJECT, "response")
-    show(ex, ex.adapter.corrective(said.text, guard.correction()))
+    show(ex, ex.adapter.edits.corrective(said.text, guard.correction()))
     try:
         answer = await reask(ex, counted=False)
     except UpstreamError as exc:
@@ -61,7 +61,7 @@ def warn_reply(ex: Exchange, reply: dict[str, Any]) -> dict[str, Any]:
     guard = ex.expectation
     assert guard is not None
     try:
-        out = ex.adapter.prepend_text(reply, guard.warning())
+        out = ex.adapter.replies.prepend_text(reply, guard.warning())
     except Exception:
         fail_open(ex, "required_tool")
         return reply
@@ -73,7 +73,7 @@ def warn_stream(ex: Exchange, stream: bytes) -> list[bytes]:
     guard = ex.expectation
     assert guard is not None
     try:
-        out = ex.adapter.stream_prepend_text(stream, guard.warning())
+        out = ex.adapter.streams.prepend_text(stream, guard.warning())
     except Exception:
         fail_open(ex, "required_tool")
         return [stream]

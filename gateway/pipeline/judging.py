@@ -24,7 +24,7 @@ def judge_reply(ex: Exchange, reply: dict[str, Any]) -> Judged | None:
         return None
     started = time.perf_counter()
     try:
-        judged = judge_round(ex.plan.policy, ex.plan.trace, ex.adapter.proposed_calls(reply))
+        judged = judge_round(ex.plan.policy, ex.plan.trace, ex.adapter.replies.proposed_calls(reply))
     except Exception:
         fail_open(ex, "response")
         return None

@@ -24,13 +24,13 @@ async def foreign(ex: Exchange) -> Response | None:
     gateway, adapter = ex.gateway, ex.adapter
     if not owned.enforced(gateway.config, adapter.declared.upstream.config):
         return None
-    for kind, ident in adapter.references(ex.payload):
+    for kind, ident in adapter.history.references(ex.payload) if adapter.history is not None else []:
         if not await memory.owns(gateway.store, ex.namespace, kind, ident, ex.log):
             declared = next((o for o in adapter.declared.owned if o.kind == kind), None)
             what, code = (declared.called, declared.code) if declared else ("Object", "not_found")
             ex.log.info("reference_refused", kind=kind, detail="not created in the caller's tenant")
             return error_response(
-                404, f"{what} with id '{ident}' not found.", "not_found_error", code, shape=adapter.error_body
+                404, f"{what} with id '{ident}' not found.", "not_found_error", code, shape=adapter.authored.error_body
             )
     return None
 
@@ -38,5 +38,5 @@ async def foreign(ex: Exchange) -> Response | None:
 async def claim_created(ex: Exchange, reply: dict[str, Any]) -> None:
     if not owned.enforced(ex.gateway.config, ex.adapter.declared.upstream.config):
         return
-    for kind, ident in ex.adapter.created(ex.payload, reply):
+    for kind, ident in ex.adapter.history.created(ex.payload, reply) if ex.adapter.history is not None else []:
         await memory.claim(ex.gateway.store, ex.namespace, kind, ident)

@@ -1,4 +1,4 @@
-"""After the reply: protocols whose upstream keeps conversations (``Adapter.chains``) store what
+"""After the reply: protocols whose upstream keeps conversations (``Adapter.history`` set) store what
 their later requests' ``history`` rebuilds. Never fails the exchange."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from gateway.policy.actions import Action
 
 
 async def remember(ex: Exchange) -> None:
-    if not ex.adapter.chains or ex.reply is None:
+    if ex.adapter.history is None or ex.reply is None:
         return
     sent = ex.sent_payload() if ex.plan is not None else ex.payload
     # The upstream holds exactly what the client saw of this exchange: the guard changed
@@ -17,7 +17,7 @@ async def remember(ex: Exchange) -> None:
     untouched = ex.plan is not None and not ex.plan.changed and ex.verdict.action == Action.PASS and ex.resent == 0
     try:
         await claim_created(ex, ex.reply)  # the tenant's own: a later request may name them
-        await ex.adapter.remember(
+        await ex.adapter.history.remember(
             sent, ex.reply, ex.gateway.store, ex.namespace, client=ex.payload, untouched=untouched
         )
     except Exception as exc:

@@ -13,8 +13,8 @@ from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.published import SESSION
 from gateway.pipeline.verdict import fail_open
 from gateway.policy.actions import Action
-from gateway.protocols.base import Adapter
 from gateway.protocols.grown import GrownBodies
+from gateway.protocols.roles import Adapter
 from gateway.state.session import client_namespace
 from gateway.wire import codec
 
@@ -29,7 +29,7 @@ def parse(
     surrogate escapes, 1e400, deep nesting) is parsed all the same. ``bodies``: what the
     conversation's earlier bodies were, so only what is new is parsed."""
     try:
-        payload, end = (codec.loads(body), None) if bodies is None else bodies.read(body, adapter.items_field)
+        payload, end = (codec.loads(body), None) if bodies is None else bodies.read(body, adapter.requests.items_field)
     except codec.DecodeError as exc:
         return None, f"The request body is not valid JSON: {exc}", "invalid_json", None
     if not isinstance(payload, dict):
@@ -45,13 +45,13 @@ async def judge(ex: Exchange, headers: dict[str, str]) -> None:
     # guard failed open.
     ex.namespace = client_namespace(headers)
     try:
-        items, judged = adapter.items(ex.payload), ex.payload
-        if adapter.chains:
-            ex.history = await adapter.history(ex.payload, gateway.store, ex.namespace)
+        items, judged = adapter.requests.items(ex.payload), ex.payload
+        if adapter.history is not None:
+            ex.history = await adapter.history.history(ex.payload, gateway.store, ex.namespace)
             items = [*ex.history, *items] if ex.history else items
             # Read as a request sending the whole conversation: fields the upstream keeps
             # (an Anthropic thread's system and tools) back in place.
-            judged = adapter.restored(ex.payload, ex.namespace)
+            judged = adapter.history.restored(ex.payload, ex.namespace)
         plan = await plan_request(
             adapter,
             judged,
@@ -88,7 +88,9 @@ def _ask_judge(ex: Exchange) -> None:
     if judge is None or plan is None or plan.action == Action.TERMINATE:
         return
     headers = ex.outgoing.headers if ex.upstream is ex.gateway.upstream else []
-    judge.consider(plan.policy, plan.session, plan.trace, plan.judgement, ex.adapter.model(ex.payload) or None, headers)
+    judge.consider(
+        plan.policy, plan.session, plan.trace, plan.judgement, ex.adapter.requests.model(ex.payload) or None, headers
+    )
 
 
 def _chain_rewrites(ex: Exchange) -> bool:
@@ -96,5 +98,7 @@ def _chain_rewrites(ex: Exchange) -> bool:
     nothing (Responses: the upstream's own id for a response the client knows by another, or
     outputs owed for calls the gateway withheld): the adapter then answers ``with_items`` with
     a new payload instead of the client's own."""
-    refers = bool(ex.history) or bool(ex.adapter.references(ex.payload))
+    refers = bool(ex.history) or bool(
+        ex.adapter.history.references(ex.payload) if ex.adapter.history is not None else []
+    )
     return refers and ex.sent_payload() is not ex.payload

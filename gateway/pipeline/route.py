@@ -14,7 +14,7 @@ from gateway.pipeline import request as request_stage
 from gateway.pipeline.exchange import Exchange, new_request_id
 from gateway.pipeline.timing import Clock
 from gateway.policy.actions import Action
-from gateway.protocols.base import Adapter
+from gateway.protocols.roles import Adapter
 from gateway.state.session import client_namespace
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
@@ -43,14 +43,16 @@ class Guarded:
 
 async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive: Any) -> Response:
     started = time.perf_counter()
-    body = await read_or_refuse(gateway, scope, receive, started, shape=adapter.error_body)
+    body = await read_or_refuse(gateway, scope, receive, started, shape=adapter.authored.error_body)
     if isinstance(body, Response):
         return body
     payload, message, code, items_end = request_stage.parse(adapter, body, gateway.bodies)
-    if payload is not None and (message := too_many_items(adapter.items(payload), gateway.config.limits.max_messages)):
+    if payload is not None and (
+        message := too_many_items(adapter.requests.items(payload), gateway.config.limits.max_messages)
+    ):
         payload, code = None, "too_many_messages"
     if payload is None:
-        answer = error_response(400, message or "", code=code, shape=adapter.error_body)
+        answer = error_response(400, message or "", code=code, shape=adapter.authored.error_body)
         return refused(gateway, "POST", scope["path"], answer, started)
     headers = header_map(scope["headers"])
     ex = _exchange(gateway, adapter, scope, headers, payload, body, started)
@@ -66,7 +68,7 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
     try:
         upstream = await ex.upstream.send(ex.outgoing)
     except UpstreamError as exc:
-        return upstream_failed(gateway, exc, ex.path, shape=adapter.error_body)
+        return upstream_failed(gateway, exc, ex.path, shape=adapter.authored.error_body)
     finally:
         ex.clock.waited(sent)
     if ex.stream and upstream.status == 200:
@@ -111,7 +113,7 @@ def _exchange(
         path,
         payload,
         body,
-        adapter.stream(payload),
+        adapter.requests.stream(payload),
         gateway.upstream_for(adapter.name),
         outgoing,
         gateway.log.bind(request_id=request_id, path=path),

@@ -39,7 +39,7 @@ def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     if ex.expectation is not None:
         return LoggedStream(ex, ex.verdict.headers(upstream.headers), noted(ex, _held(ex, upstream)), upstream.aclose)
     judge = StreamJudge(ex)
-    tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
+    tool_filter = ex.adapter.streams.filter(judge, ex.payload, ex.stream_options())
     chunks = noted(ex, _attempt(ex, upstream, judge, tool_filter, last=True))
     if tool_filter.holds_whole:
         return _Decided(ex, upstream, chunks)
@@ -173,7 +173,7 @@ async def _attempt(
     passes through each async generator between the upstream and the client."""
     if judge is None or tool_filter is None:
         judge = StreamJudge(ex)
-        tool_filter = ex.adapter.stream_filter(judge, ex.payload, ex.stream_options())
+        tool_filter = ex.adapter.streams.filter(judge, ex.payload, ex.stream_options())
     feed, clock, current = tool_filter.feed, ex.clock, upstream
     try:
         while True:

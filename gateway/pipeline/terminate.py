@@ -67,7 +67,7 @@ async def at_request(ex: Exchange) -> Response:
     used = _written(decision)
     ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)
     if ex.stream and used != ERROR:
-        events = ex.adapter.termination_stream(text(ex, judgement), ex.payload)
+        events = ex.adapter.authored.termination_stream(text(ex, judgement), ex.payload)
         return LoggedStream(ex, ex.verdict.headers([SSE]), _iterate(events))
     log_request(ex, 200)
     return _reply(ex, text(ex, judgement), used)
@@ -126,7 +126,7 @@ async def stream(
         ex.ending = tool_filter.failure_event
         ended = tool_filter.fail(b"", StreamFailure(text(ex, judgement), LOOP, final=True))
         if not ended:  # a filter without error events of its own: the adapter's error payload
-            ended = [ex.adapter.error_event(ex.adapter.error_body(text(ex, judgement), LOOP, LOOP))]
+            ended = [ex.adapter.authored.error_event(ex.adapter.authored.error_body(text(ex, judgement), LOOP, LOOP))]
         for chunk in ended:
             yield chunk
         return
@@ -145,7 +145,7 @@ async def _answer_stream(
     ex: Exchange, final: FinalAnswer, upstream: UpstreamResponse, judgement: Judgement
 ) -> AsyncIterator[bytes]:
     """A request-path terminate in a stream: the model's answer is the whole client stream."""
-    tool_filter = ex.adapter.stream_filter(closed, ex.payload, ex.stream_options())
+    tool_filter = ex.adapter.streams.filter(closed, ex.payload, ex.stream_options())
     async for chunk in final.relay(tool_filter, upstream):
         yield chunk
     used = ANSWER if final.failed is None else REPLY
@@ -171,9 +171,9 @@ def _written(decision: Decision) -> str:
 def _reply(ex: Exchange, final: str, used: str) -> Response:
     if used == ERROR:
         assert ex.plan is not None
-        body = codec.dumps(ex.adapter.error_body(final, LOOP, LOOP))
+        body = codec.dumps(ex.adapter.authored.error_body(final, LOOP, LOOP))
         return relay(ex.plan.policy.interventions.terminate.status, ex.verdict.headers([JSON]), body)
-    return relay(200, ex.verdict.headers([JSON]), codec.dumps(ex.adapter.termination_reply(final, ex.payload)))
+    return relay(200, ex.verdict.headers([JSON]), codec.dumps(ex.adapter.authored.termination_reply(final, ex.payload)))
 
 
 async def _iterate(chunks: list[bytes]) -> AsyncIterator[bytes]:

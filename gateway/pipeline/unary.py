@@ -40,7 +40,7 @@ async def respond(ex: Exchange, upstream: UpstreamResponse) -> Response:
     try:
         reply = await _settle(ex, upstream)
     except UpstreamError as exc:
-        return upstream_failed(ex.gateway, exc, ex.path, shape=ex.adapter.error_body)
+        return upstream_failed(ex.gateway, exc, ex.path, shape=ex.adapter.authored.error_body)
     if isinstance(reply, Response):  # terminated
         return reply
     if reply.parsed is not None:
@@ -98,7 +98,7 @@ class _Front:
         record_dropped(self.ex, others)
 
     def keep_calls(self, reply: Reply, keep: tuple[int, ...]) -> Reply:
-        return _edited(self.ex, reply, self.ex.adapter.keep_calls(reply.parsed, keep))
+        return _edited(self.ex, reply, self.ex.adapter.replies.keep_calls(reply.parsed, keep))
 
     async def reask(self) -> Reply:
         return await _read(self.ex, await reask(self.ex))
@@ -124,7 +124,7 @@ def _parsed(ex: Exchange, status: int, content: bytes) -> Any:
         raise UpstreamInvalidReply("the upstream answered 200 with a body that is not JSON") from None
     finally:
         ex.clock.took(started)
-    return data if isinstance(data, ex.adapter.reply_types) else None
+    return data if isinstance(data, ex.adapter.replies.reply_types) else None
 
 
 def _edited(ex: Exchange, reply: Reply, parsed: dict[str, Any]) -> Reply:

@@ -48,7 +48,7 @@ class Verdict:
                 agent=plan.policy.agent,
                 trace=plan.trace,
                 request_id=ex.request_id,
-                work=StoppedWork(ex.adapter.model(ex.payload), plan.messages, ex.adapter.name),
+                work=StoppedWork(ex.adapter.requests.model(ex.payload), plan.messages, ex.adapter.name),
                 terminate=terminate,
                 effective=plan.policy,
                 protocol=ex.adapter.name,

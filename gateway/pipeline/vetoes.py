@@ -22,7 +22,7 @@ async def veto(ex: Exchange, refusal: Refusal) -> str:
     assert plan is not None
     observation = decision.observation(plan.policy, refusal.judgement)
     ex.verdict.record(ex, refusal.judgement, Action.REJECT, "response")
-    exchange = ex.adapter.veto_exchange(refusal.call, observation)
+    exchange = ex.adapter.edits.veto_exchange(refusal.call, observation)
     record = veto_record(plan, exchange, ex.adapter.declared.id_fields)
     await memory.add_veto(ex.gateway.store, plan.session, record, ex.log)
     show(ex, exchange, traced=True)
@@ -36,7 +36,7 @@ def show(ex: Exchange, entries: list[Any], *, traced: bool = False) -> None:
     assert ex.plan is not None
     plan = showing(ex.plan, entries)
     if traced:
-        plan = retraced(plan, ex.adapter.conversation(ex.payload, plan.messages))
+        plan = retraced(plan, ex.adapter.requests.conversation(ex.payload, plan.messages))
     ex.plan = plan
 
 

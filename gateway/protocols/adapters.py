@@ -1,7 +1,8 @@
-"""What the protocol adapters (``base.Adapter``) share, written once.
+"""What the protocols' roles share, written once: request fields spelt alike, and the bounded
+memory a protocol with server-kept history keeps per app.
 
-Only methods whose rule is the same in every protocol that uses them live here; an adapter
-overrides what its wire format says differently (Anthropic's end user, for one).
+Only rules that are the same in every protocol that uses them live here; a protocol writes its
+own where its wire format says differently (Anthropic's end user, Gemini's model in the path).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import structlog
 
 from gateway.state.base import ChainRecord, StateStore
 
-__all__ = ["PayloadFields", "Recent", "WholeConversations", "newest_within", "stored_record"]
+__all__ = ["Recent", "model_named", "newest_within", "openai_user", "stored_record", "stream_asked"]
 
 
 def newest_within(items: list[Any], max_bytes: int) -> int:
@@ -35,9 +36,10 @@ def _size(item: Any) -> int:
         return len(str(item))
 
 
-class Recent(OrderedDict):
-    """A bounded map of recent keys (oldest dropped first): facts about calls and responses
-    an adapter saw that a later method needs but its arguments do not carry."""
+class Recent(OrderedDict[Any, Any]):
+    """A bounded map of recent keys (oldest dropped first): facts about calls and responses a
+    protocol saw that a later call needs but its arguments do not carry. Held by one app's
+    adapter (``roles.Kind.build``), never by a module."""
 
     def __init__(self, limit: int = 4096) -> None:
         super().__init__()
@@ -61,51 +63,18 @@ async def stored_record(store: StateStore, key: str, unknown: Recent, event: str
     return record
 
 
-class PayloadFields:
-    """Request fields all three OpenAI and Anthropic APIs spell alike: ``stream``, ``model``,
-    ``user``; the request's path says nothing more (``at``)."""
-
-    def at(self, scope: dict[str, Any]) -> Any:
-        return self
-
-    def stream(self, payload: dict[str, Any]) -> bool:
-        return payload.get("stream") is True
-
-    def model(self, payload: dict[str, Any]) -> str:
-        model = payload.get("model")
-        return model if isinstance(model, str) else ""
-
-    def user(self, payload: dict[str, Any]) -> str | None:
-        """OpenAI's end-user id (chat and Responses)."""
-        user = payload.get("user")
-        return user if isinstance(user, str) and user else None
+def stream_asked(payload: dict[str, Any]) -> bool:
+    """``stream: true``: the OpenAI and Anthropic APIs spell it alike."""
+    return payload.get("stream") is True
 
 
-class WholeConversations:
-    """A protocol whose every request carries its whole conversation (chat, Messages): there is
-    no server-side history to rebuild, and nothing to remember for a later request."""
+def model_named(payload: dict[str, Any]) -> str:
+    """The body's ``model`` ("" when absent): the OpenAI and Anthropic APIs spell it alike."""
+    model = payload.get("model")
+    return model if isinstance(model, str) else ""
 
-    chains = False
 
-    async def history(self, payload: dict[str, Any], store: StateStore, namespace: str) -> list[Any]:
-        return []
-
-    async def remember(
-        self,
-        sent: dict[str, Any],
-        reply: dict[str, Any],
-        store: StateStore,
-        namespace: str,
-        client: dict[str, Any] | None = None,
-        untouched: bool = False,
-    ) -> None:
-        return None
-
-    def restored(self, payload: dict[str, Any], namespace: str = "") -> dict[str, Any]:
-        return payload
-
-    def references(self, payload: dict[str, Any]) -> list[tuple[str, str]]:
-        return []
-
-    def created(self, payload: dict[str, Any], reply: dict[str, Any]) -> list[tuple[str, str]]:
-        return []
+def openai_user(payload: dict[str, Any]) -> str | None:
+    """OpenAI's end-user id (chat and Responses)."""
+    user = payload.get("user")
+    return user if isinstance(user, str) and user else None

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["error_body"]
+__all__ = ["error_body", "openai_error"]
 
 
 def error_body(
     message: str, type: str = "invalid_request_error", param: str | None = None, code: str | None = None
 ) -> dict[str, Any]:
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def openai_error(message: str, type: str, code: str | None = None) -> dict[str, Any]:
+    """``error_body`` as a protocol's ``Authored.error_body`` (no ``param``)."""
+    return error_body(message, type, None, code)

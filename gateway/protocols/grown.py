@@ -82,11 +82,11 @@ class GrownBodies:
                         return payload, len(successor.head)
         self.misses += 1
         payload = codec.loads(body)
-        entry = _remembered(body, payload, field)
-        if entry is None:
+        remembered = _remembered(body, payload, field)
+        if remembered is None:
             return payload, None
-        self._add(key, entry)
-        return payload, len(entry.head)
+        self._add(key, remembered)
+        return payload, len(remembered.head)
 
     def _replace(self, known: list[_Body], at: int, entry: _Body) -> None:
         self._bytes += len(entry.head) - len(known[at].head)

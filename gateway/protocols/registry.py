@@ -1,8 +1,12 @@
 """The guarded protocols: one line each. Everything else that depends on which protocols exist
 (routes, upstreams, refusals, metrics labels, trace attributes, replay, secret headers, id
-fields) is read from here and from each adapter's ``Declaration``.
+fields) is read from here and from each protocol's ``Declaration``.
 
-Order matters in one place only: ``loopguard replay`` asks each adapter in turn whether a
+``KINDS`` are the protocols before any app: immutable, shared. An app serves requests through
+its own adapters (``build``), so what a protocol remembers between the calls of an exchange is
+that app's alone.
+
+Order matters in one place only: ``loopguard replay`` asks each protocol in turn whether a
 recorded body is its own, so the most specific reader comes first and chat (any ``messages``
 list) last. The default upstream's protocol (``UpstreamSpec.config is None``) shapes the
 errors of paths no protocol claims.
@@ -12,35 +16,52 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from gateway.protocols.anthropic.adapter import ANTHROPIC
-from gateway.protocols.base import Adapter
-from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.gemini.adapter import GEMINI
-from gateway.protocols.responses.adapter import RESPONSES
+from gateway.protocols.anthropic import protocol as anthropic
+from gateway.protocols.chat import protocol as chat
+from gateway.protocols.gemini import protocol as gemini
+from gateway.protocols.responses import protocol as responses
+from gateway.protocols.roles import Adapter, Kind
 from gateway.wire.credentials import KeyPlaces
 
-ADAPTERS: tuple[Adapter, ...] = (
-    ANTHROPIC,
-    RESPONSES,
-    GEMINI,
-    CHAT,
+KINDS: tuple[Kind, ...] = (
+    anthropic.KIND,
+    responses.KIND,
+    gemini.KIND,
+    chat.KIND,
 )
 
-BY_NAME: dict[str, Adapter] = {adapter.name: adapter for adapter in ADAPTERS}
-DEFAULT: Adapter = next(a for a in ADAPTERS if a.declared.upstream.config is None)
-# Client headers that carry a key, in the order the adapters declare them (lower case).
-CREDENTIALS: tuple[str, ...] = tuple(dict.fromkeys(h for a in ADAPTERS for h in a.declared.upstream.credentials))
+BY_NAME: Mapping[str, Kind] = MappingProxyType({kind.name: kind for kind in KINDS})
+DEFAULT: Kind = next(k for k in KINDS if k.declared.upstream.config is None)
+# Client headers that carry a key, in the order the protocols declare them (lower case).
+CREDENTIALS: tuple[str, ...] = tuple(dict.fromkeys(h for k in KINDS for h in k.declared.upstream.credentials))
 # Header names that carry a key in some protocol: never logged, and (with ``auth.keys``) never
 # forwarded. Lower case.
-SECRET_HEADERS: frozenset[str] = frozenset(h for a in ADAPTERS for h in a.declared.secret_headers)
+SECRET_HEADERS: frozenset[str] = frozenset(h for k in KINDS for h in k.declared.secret_headers)
 # Query parameters that carry a key in some protocol (Google's ``?key=``).
-SECRET_QUERY: frozenset[str] = frozenset(q for a in ADAPTERS for q in a.declared.upstream.credential_query)
+SECRET_QUERY: frozenset[str] = frozenset(q for k in KINDS for q in k.declared.upstream.credential_query)
 # Where a client's key may sit, for the one credential reader (``gateway.wire.credentials``).
 KEY_PLACES = KeyPlaces(CREDENTIALS, tuple(sorted(SECRET_QUERY)))
 # Keys whose values are ids a model made up, in any protocol's entries.
-ID_FIELDS: frozenset[str] = frozenset(f for a in ADAPTERS for f in a.declared.id_fields)
+ID_FIELDS: frozenset[str] = frozenset(f for k in KINDS for f in k.declared.id_fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Protocols:
+    """One app's adapters, in ``KINDS``' order."""
+
+    adapters: tuple[Adapter, ...]
+
+    def named(self, name: str) -> Adapter:
+        return next(a for a in self.adapters if a.name == name)
+
+
+def build() -> Protocols:
+    """A fresh set of adapters for one app: none shares memory with another app's."""
+    return Protocols(tuple(kind.build() for kind in KINDS))
 
 
 # A path parameter: ``{name}`` is one segment (Starlette's default), ``{name:path}`` the rest.
@@ -59,9 +80,9 @@ def compile_route(pattern: str) -> re.Pattern[str]:
 
 
 # Guarded paths: exact ones by dict lookup (every request checks), patterns in declared order.
-EXACT: dict[str, Adapter] = {path: a for a in ADAPTERS for path in a.declared.routes if "{" not in path}
-PATTERNS: tuple[tuple[re.Pattern[str], str, Adapter], ...] = tuple(
-    (compile_route(path), path, a) for a in ADAPTERS for path in a.declared.routes if "{" in path
+EXACT: Mapping[str, Kind] = MappingProxyType({path: k for k in KINDS for path in k.declared.routes if "{" not in path})
+PATTERNS: tuple[tuple[re.Pattern[str], str, Kind], ...] = tuple(
+    (compile_route(path), path, k) for k in KINDS for path in k.declared.routes if "{" in path
 )
 
 
@@ -71,31 +92,31 @@ def relay_route(relay: str) -> tuple[str, list[str] | None]:
     return path, [method] if method else None
 
 
-RELAYS: tuple[tuple[re.Pattern[str], str, Adapter], ...] = tuple(
-    (compile_route(relay_route(r)[0]), relay_route(r)[0], a) for a in ADAPTERS for r in a.declared.relays
+RELAYS: tuple[tuple[re.Pattern[str], str, Kind], ...] = tuple(
+    (compile_route(relay_route(r)[0]), relay_route(r)[0], k) for k in KINDS for r in k.declared.relays
 )
 
 
-def guarded_route(path: str) -> tuple[str, Adapter] | None:
+def guarded_route(path: str) -> tuple[str, Kind] | None:
     """The declared route a path is guarded on (the path itself or its pattern) and its
-    adapter; None when no protocol guards it."""
-    adapter = EXACT.get(path)
-    if adapter is not None:
-        return path, adapter
-    for regex, pattern, adapter in PATTERNS:
+    protocol; None when no protocol guards it."""
+    kind = EXACT.get(path)
+    if kind is not None:
+        return path, kind
+    for regex, pattern, kind in PATTERNS:
         if regex.match(path):
-            return pattern, adapter
+            return pattern, kind
     return None
 
 
-def protocol_of(path: str) -> Adapter | None:
+def protocol_of(path: str) -> Kind | None:
     """The protocol a path belongs to, guarded or relayed; None for the rest."""
     found = guarded_route(path)
     if found is not None:
         return found[1]
-    return next((adapter for regex, _, adapter in RELAYS if regex.match(path)), None)
+    return next((kind for regex, _, kind in RELAYS if regex.match(path)), None)
 
 
-def reader_of(body: Mapping[str, Any]) -> Adapter | None:
+def reader_of(body: Mapping[str, Any]) -> Kind | None:
     """The protocol a recorded request body is written in, or None."""
-    return next((a for a in ADAPTERS if a.declared.reads(body)), None)
+    return next((k for k in KINDS if k.declared.reads(body)), None)

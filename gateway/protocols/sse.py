@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from gateway.wire import codec
 
@@ -113,7 +113,7 @@ class SSEDecoder:
         if buf is chunk:
             self._buf[:] = chunk[start:]
         else:
-            del buf[:start]
+            del cast(bytearray, buf)[:start]
         self._scan = pos - start
         self._seen = max(self._seen - start, 0) if lf_only else 0
         return events
@@ -203,7 +203,7 @@ def json_events(stream: bytes) -> list[tuple[bytes, dict[str, Any] | None]]:
     return out
 
 
-def data_event(payload: dict | list | str) -> bytes:
+def data_event(payload: dict[str, Any] | list[Any] | str) -> bytes:
     """One ``data:`` event; a string with line breaks becomes several data lines."""
     if isinstance(payload, str):
         body = payload.encode()

@@ -49,7 +49,7 @@ HOLDING = comment("holding")
 DEFAULT = StreamOptions()
 
 
-class Held(deque):
+class Held(deque[Any]):
     """Held events (or calls, or blocks), oldest first, and the keepalive they owe the client.
 
     While a held call's arguments stream in (a large file write takes a while) the client may get

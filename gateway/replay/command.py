@@ -87,7 +87,7 @@ def _price(results: list[Result], reading: Reading, model: str | None, quiet: bo
     stopped = [(r, rec) for r, rec in zip(results, reading.conversations) if r.cut is not None]
     pricer = Pricer(model)
     for result, recorded in stopped:
-        result.savings = pricer.savings(recorded.messages[result.cut :], result.model, recorded.adapter)
+        result.savings = pricer.savings(recorded.messages[result.cut :], result.model, recorded.kind)
     if stopped and not quiet:
         print(pricing_note(pricer), file=err)
     return pricer.estimated | pricer.unpriced

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from gateway.protocols.base import Adapter
 from gateway.protocols.registry import BY_NAME, reader_of
+from gateway.protocols.roles import Kind
 from gateway.trace.model import Conversation
 
 _WRAPPERS = ("body", "request")  # recorders often wrap the body: {"request": {...}, "response": ...}
@@ -34,23 +34,23 @@ class Recorded:
         return f"{self.source}:{self.position}"
 
     @property
-    def adapter(self) -> Adapter:
+    def kind(self) -> Kind:
         """The protocol the body speaks."""
         return BY_NAME[self.protocol]
 
     @property
     def path(self) -> str:
         """The route the body was sent to (policies may match on it): its protocol's first."""
-        return self.adapter.declared.routes[0]
+        return self.kind.declared.routes[0]
 
     @property
     def messages(self) -> list[Any]:
-        """The body's conversation items (``Adapter.items``)."""
-        return self.adapter.items(self.body)
+        """The body's conversation items (``Requests.items``)."""
+        return self.kind.requests.items(self.body)
 
     def conversation(self) -> Conversation:
         """The body read in its own protocol."""
-        return self.adapter.conversation(self.body, self.messages)
+        return self.kind.requests.conversation(self.body, self.messages)
 
 
 @dataclass(slots=True)
@@ -112,8 +112,8 @@ def _body(item: Any) -> tuple[str, dict[str, Any]] | None:
 def _protocol(body: Any) -> str | None:
     if not isinstance(body, dict):
         return None
-    adapter = reader_of(body)
-    return adapter.name if adapter is not None else None
+    kind = reader_of(body)
+    return kind.name if kind is not None else None
 
 
 def longest_per_conversation(bodies: list[Recorded]) -> list[Recorded]:

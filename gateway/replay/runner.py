@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any
 
 import structlog
 
@@ -28,7 +27,7 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.chat.protocol import DECLARED as CHAT
 from gateway.replay.insist import ending, insists
 from gateway.replay.model import Mark, Result, Row
 from gateway.replay.reader import Recorded
@@ -38,9 +37,9 @@ from gateway.trace.model import Conversation, ToolEvent, Trace, Turn
 from gateway.trace.normalize import args_info
 from gateway.trace.pairing import is_genuine_user
 
-CHAT_PATH = CHAT.declared.routes[0]
 # Each tool call's row by (message index, position in its round).
 Where = dict[tuple[int, int], Row]
+CHAT_PATH = CHAT.routes[0]
 
 
 class _Enforced:
@@ -50,8 +49,10 @@ class _Enforced:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
 
-    def resolve(self, **match: Any) -> EffectivePolicy:
-        eff = self.policy.resolve(**match)
+    def resolve(
+        self, agent: str | None = None, api_key_sha256: str | None = None, model: str | None = None, path: str = ""
+    ) -> EffectivePolicy:
+        eff = self.policy.resolve(agent, api_key_sha256, model, path)
         return dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
 
 
@@ -68,7 +69,7 @@ def replay(recorded: Recorded, policy: Policy, agent: str | None = None, store: 
 
 async def _replay(recorded: Recorded, policy: Policy, agent: str | None, store: StateStore) -> Result:
     body = recorded.body
-    model = recorded.adapter.model(body) or None
+    model = recorded.kind.requests.model(body) or None
     eff = effective(policy, agent, recorded.path, model)
     conv = recorded.conversation()
     rows, where = _rows(conv, eff)
@@ -90,13 +91,14 @@ class _Requests:
 
     def __init__(self, recorded: Recorded, policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
         self.recorded, self.policies, self.store, self.headers = recorded, policies, store, headers
-        self.adapter, self.path = recorded.adapter, recorded.path
+        # The run's own adapter: what it remembers is this conversation's alone.
+        self.adapter, self.path = recorded.kind.build(), recorded.path
         self.history = HistoryCache()  # each request extends the previous one: parse only what is new
         self.log = structlog.get_logger("loopguard.replay")
 
     async def plan(self, length: int) -> RequestPlan:
         items = self.recorded.messages[:length]
-        payload = self.adapter.with_items(self.recorded.body, items)
+        payload = self.adapter.outgoing(self.recorded.body, items)
         return await plan_request(
             self.adapter,
             payload,

@@ -24,8 +24,9 @@ from gateway.metrics.savings import add_savings
 from gateway.pipeline.route import Guarded
 from gateway.policy.holder import PolicyHolder
 from gateway.pricing import configured
+from gateway.protocols import registry
 from gateway.protocols.grown import GrownBodies
-from gateway.protocols.registry import ADAPTERS, PATTERNS, relay_route
+from gateway.protocols.registry import KINDS, PATTERNS, relay_route
 from gateway.server import owned
 from gateway.server.auth import ClientAuth
 from gateway.server.front import ASGIApp, Front
@@ -64,6 +65,7 @@ def build_app(
         history=HistoryCache(max_bytes=config.limits.history_cache_bytes),
         bodies=GrownBodies(max_bytes=config.limits.history_cache_bytes),
         upstreams=provider_upstreams(config),
+        protocols=registry.build(),  # this app's own adapters: their memory is its alone
     )
     gateway.judge = judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
     ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
@@ -91,7 +93,7 @@ def build_app(
                 await other.aclose()
             await gateway.store.aclose()
 
-    # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline).
+    # Guarded protocols: one adapter each (this app's), one pipeline for all (gateway/pipeline).
     # The protocols' other paths (relayed to their own upstreams, errors in their shape) come
     # before every other /v1/* route (relayed to the default upstream).
     routes = [
@@ -101,11 +103,11 @@ def build_app(
         *ui,
         *(
             Route(path, passthrough_for(adapter), methods=methods or _ALL_METHODS)
-            for adapter in ADAPTERS
+            for adapter in gateway.protocols.adapters
             for path, methods in map(relay_route, adapter.declared.relays)
         ),
         # Routes naming a tenant's server-side objects: checked against the caller's tenant.
-        *(route for adapter in ADAPTERS for route in owned.routes(adapter, _ALL_METHODS)),
+        *(route for adapter in gateway.protocols.adapters for route in owned.routes(adapter, _ALL_METHODS)),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)
@@ -113,20 +115,20 @@ def build_app(
     # its adapter does not guard (``Adapter.at``) goes on to the other routes.
     guarded: dict[str, ASGIApp] = {
         path: Guarded(adapter, gateway, others)
-        for adapter in ADAPTERS
+        for adapter in gateway.protocols.adapters
         for path in adapter.declared.routes
         if "{" not in path
     }
-    patterns = tuple((regex, Guarded(adapter, gateway, others)) for regex, _, adapter in PATTERNS)
+    patterns = tuple((regex, Guarded(gateway.protocols.named(k.name), gateway, others)) for regex, _, k in PATTERNS)
     gateway.metrics.start_at_zero(
         DETECTORS,
-        {adapter.name for adapter in ADAPTERS},
-        [path for adapter in ADAPTERS for path in adapter.declared.routes],
+        {adapter.name for adapter in KINDS},
+        [path for adapter in KINDS for path in adapter.declared.routes],
     )
     others.state.gateway = gateway
     # Paths and header values are made canonical before authentication, both before any route;
     # a guarded route is then reached only by its own spelling and methods.
-    other_methods = {path: adapter.declared.other_methods for adapter in ADAPTERS for path in adapter.declared.routes}
+    other_methods = {path: adapter.declared.other_methods for adapter in KINDS for path in adapter.declared.routes}
     gates = (
         PathGuard(),
         ClientAuth(config.auth),
@@ -152,7 +154,7 @@ def build_app(
 def provider_upstreams(config: Config) -> dict[str, Upstream]:
     """An upstream per protocol served by another provider (``UpstreamSpec.config``), by adapter
     name. A provider key in the config that no protocol reads is refused: it is misspelt."""
-    specs = {a.name: a.declared.upstream for a in ADAPTERS if a.declared.upstream.config is not None}
+    specs = {a.name: a.declared.upstream for a in KINDS if a.declared.upstream.config is not None}
     unclaimed = config.upstream.unclaimed({c for spec in specs.values() if (c := spec.config) is not None})
     if unclaimed:
         known = ", ".join(sorted({f"{s.config}_base_url, {s.config}_api_key" for s in specs.values()}))
@@ -171,7 +173,7 @@ def provider_configs(config: Config) -> dict[str, UpstreamConfig]:
     default)."""
     return {
         a.name: config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix)
-        for a in ADAPTERS
+        for a in KINDS
         if (spec := a.declared.upstream).config is not None
     }
 

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.protocols.base import Adapter
 from gateway.protocols.declaration import Owned
+from gateway.protocols.roles import Adapter
 from gateway.server.passthrough import passthrough_for
 from gateway.state import owned
 from gateway.state.session import client_namespace
@@ -59,7 +59,7 @@ def of(adapter: Adapter, kind: Owned) -> Endpoint:
                     f"No {kind.kind} found with id '{ident}'.",
                     "invalid_request_error",
                     "not_found",
-                    shape=adapter.error_body,
+                    shape=adapter.authored.error_body,
                 )
                 return refused(gateway, request.method, request.url.path, answer, 0.0)
         return await relay_it(request)

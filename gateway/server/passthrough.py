@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.context import Gateway, upstream_path
-from gateway.protocols.base import Adapter
 from gateway.protocols.declaration import UpstreamSpec
+from gateway.protocols.roles import Adapter
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamError
 from gateway.web.refused import read_or_refuse, upstream_failed
@@ -58,7 +58,7 @@ def passthrough_for(adapter: Adapter) -> Callable[[Request], Awaitable[Response]
     /v1/messages/count_tokens): relayed untouched to that provider, errors in its shape."""
 
     async def endpoint(request: Request) -> Response:
-        return await passthrough(request, adapter.name, adapter.error_body, adapter.declared.upstream)
+        return await passthrough(request, adapter.name, adapter.authored.error_body, adapter.declared.upstream)
 
     endpoint.__name__ = f"passthrough_{adapter.name}"
     return endpoint

@@ -1,7 +1,7 @@
 """Answers the gateway gives before any route runs, in the protocol's error shape.
 
-A client only parses errors shaped the way its own API shapes them (each adapter's
-``error_body``). Which one a request expects is known from its path alone (the protocol that
+A client only parses errors shaped the way its own API shapes them (each protocol's
+``Authored.error_body``). Which one a request expects is known from its path alone (the protocol that
 declares it, ``gateway.protocols.registry``; the default upstream's for any other), so a refusal
 needs nothing else.
 """
@@ -15,19 +15,19 @@ from typing import Any
 import orjson
 import structlog
 
-from gateway.protocols.base import Adapter
 from gateway.protocols.registry import DEFAULT, protocol_of
+from gateway.protocols.roles import Kind
 
 _log = structlog.get_logger("loopguard")
 
 
-def protocol_at(path: str) -> Adapter:
+def protocol_at(path: str) -> Kind:
     """The protocol whose errors a request on ``path`` expects."""
     return protocol_of(path) or DEFAULT
 
 
 def error_json(path: str, message: str, type: str, code: str | None = None) -> bytes:
-    return orjson.dumps(protocol_at(path).error_body(message, type, code))
+    return orjson.dumps(protocol_at(path).authored.error_body(message, type, code))
 
 
 @dataclass(frozen=True, slots=True)

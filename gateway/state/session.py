@@ -30,7 +30,7 @@ def session_id(
     memo: dict[str, Any] | None = None,
 ) -> str:
     """The session's key in the state store: the client's own id, namespaced by its credential.
-    ``user``: the end user the body names, read by the protocol's adapter (``Adapter.user``).
+    ``user``: the end user the body names, read by the protocol's adapter (``Requests.user``).
     ``memo``: the history cache's memo of this conversation (``guard/history.py``), where its
     fingerprint is kept once known.
 

@@ -16,7 +16,7 @@ from gateway.upstream.errors import UpstreamError
 _JSON = (b"content-type", b"application/json")
 
 
-# An error body in a route's protocol: (message, type, code) -> body (``Adapter.error_body``).
+# An error body in a route's protocol: (message, type, code) -> body (``Authored.error_body``).
 Shape = Callable[[str, str, "str | None"], dict[str, Any]]
 
 

@@ -14,7 +14,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from support.protocols import all_protocols, one_of_each
 
-from gateway.protocols.registry import ADAPTERS
+from gateway.protocols.registry import KINDS
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "loopguard.json"
 _METRIC = re.compile(r"\bloopguard_[a-z0-9_]+")
@@ -117,7 +117,7 @@ def test_each_protocol_has_a_panel_from_startup(gateway):
         for sample in family.samples
         if sample.name == metric
     }
-    assert values == {adapter.name for adapter in ADAPTERS}  # chat, responses, anthropic, gemini
+    assert values == {adapter.name for adapter in KINDS}  # chat, responses, anthropic, gemini
 
 
 def test_panels_have_unique_ids_and_a_datasource():

@@ -25,7 +25,7 @@ from gateway.config import Config
 from gateway.guard.plan import veto_record
 from gateway.guard.request import plan_request
 from gateway.policy.holder import PolicyHolder
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.chat.protocol import ADAPTER as CHAT
 from gateway.state.memory import MemoryStore
 from gateway.trace.model import ToolCall
 
@@ -184,7 +184,7 @@ def plan(store, messages, headers):
         plan_request(
             CHAT,
             payload,
-            CHAT.items(payload),
+            CHAT.requests.items(payload),
             headers,
             "/v1/chat/completions",
             policies.current,
@@ -204,7 +204,7 @@ def plan(store, messages, headers):
 def test_a_restart_with_the_same_opening_ends_only_a_fingerprint_session_s_vetoes(headers, inherited):
     store = MemoryStore()
     refused_in = plan(store, [*OPENING, *FIRST_READ], headers)
-    exchange = CHAT.veto_exchange(ToolCall("call_4_0", "read_file", '{"path": "a.txt"}'), "[loopguard] refused")
+    exchange = CHAT.edits.veto_exchange(ToolCall("call_4_0", "read_file", '{"path": "a.txt"}'), "[loopguard] refused")
     asyncio.run(store.add_veto(refused_in.session, veto_record(refused_in, exchange)))
     assert len(plan(store, [*OPENING, *FIRST_READ], headers).messages) == 6  # the same run: shown
 

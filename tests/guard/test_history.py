@@ -7,12 +7,16 @@ import pytest
 
 from gateway.guard.history import HistoryCache
 from gateway.guard.prefix import prefix_hashes_at
-from gateway.protocols.anthropic.adapter import ANTHROPIC
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.anthropic.protocol import KIND as ANTHROPIC_KIND
 from gateway.protocols.chat.parse import conversation_from_body
-from gateway.protocols.responses.adapter import RESPONSES
+from gateway.protocols.chat.protocol import ADAPTER as CHAT
+from gateway.protocols.responses.protocol import KIND as RESPONSES_KIND
 from gateway.trace.builder import build_trace
 from gateway.trace.settings import TraceSettings
+
+RESPONSES = RESPONSES_KIND.build()
+
+ANTHROPIC = ANTHROPIC_KIND.build()
 
 SETTINGS = TraceSettings()
 TOOLS = [{"type": "function", "function": {"name": n}} for n in ("read", "run", "grep")]
@@ -41,7 +45,7 @@ def grow(messages, rng, step):
 
 
 def parse(cache, body, size):
-    return cache.parse(CHAT, body, CHAT.items(body), size, SETTINGS)
+    return cache.parse(CHAT, body, CHAT.requests.items(body), size, SETTINGS)
 
 
 def fresh(body):
@@ -139,13 +143,13 @@ def test_a_changed_system_field_is_a_new_history(adapter, field, before, after):
         }
 
     first = body(before)
-    cache.parse(adapter, first, adapter.items(first), 10, SETTINGS)
+    cache.parse(adapter, first, adapter.requests.items(first), 10, SETTINGS)
     second = body(after)
-    parsed = cache.parse(adapter, second, adapter.items(second), 10, SETTINGS)
+    parsed = cache.parse(adapter, second, adapter.requests.items(second), 10, SETTINGS)
     assert (cache.hits, cache.misses) == (0, 2)
-    assert parsed.conv == adapter.conversation(second, adapter.items(second))
+    assert parsed.conv == adapter.requests.conversation(second, adapter.requests.items(second))
     again = body(after)
-    assert cache.parse(adapter, again, adapter.items(again), 10, SETTINGS).conv == parsed.conv
+    assert cache.parse(adapter, again, adapter.requests.items(again), 10, SETTINGS).conv == parsed.conv
     assert cache.hits == 1
 
 

@@ -14,7 +14,7 @@ from gateway.guard.expectation import for_plan
 from gateway.guard.request import plan_request
 from gateway.policy.actions import Action
 from gateway.policy.holder import PolicyHolder
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.chat.protocol import ADAPTER as CHAT
 from gateway.state.base import HistoryMark
 from gateway.state.memory import MemoryStore
 from gateway.trace.model import ToolCall, WarnedCall
@@ -83,11 +83,11 @@ def test_the_warning_given_is_remembered_once_in_the_store_and_the_trace(tmp_pat
 def test_showing_an_exchange_is_a_new_plan(tmp_path):
     plan = planned(tmp_path, looping(2))
     before = list(plan.messages)
-    exchange = CHAT.veto_exchange(ToolCall("c9", "read_file", "{}"), "[loopguard] refused")
+    exchange = CHAT.edits.veto_exchange(ToolCall("c9", "read_file", "{}"), "[loopguard] refused")
     shown = plans.showing(plan, exchange)
     assert shown is not plan and shown.messages == [*before, *exchange]
     assert plan.messages == before
-    traced = plans.retraced(shown, CHAT.conversation({}, shown.messages))
+    traced = plans.retraced(shown, CHAT.requests.conversation({}, shown.messages))
     assert [e.call_id for e in traced.trace.events][-1] == "c9"
     assert [e.call_id for e in shown.trace.events] == [e.call_id for e in plan.trace.events]
 

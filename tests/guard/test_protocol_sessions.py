@@ -10,15 +10,13 @@ from gateway.config import Config
 from gateway.guard.plan import veto_record
 from gateway.guard.request import plan_request
 from gateway.policy.holder import PolicyHolder
-from gateway.protocols.chat.adapter import CHAT, ChatAdapter
+from gateway.protocols.chat.protocol import ADAPTER as CHAT
 from gateway.state.memory import MemoryStore
 from gateway.state.session import is_fingerprint
 from gateway.trace.model import ToolCall
 
-
-class OtherProtocol(ChatAdapter):
-    name = "other"
-    declared = replace(CHAT.declared, session_prefix=True)  # every protocol but chat prefixes its keys
+# every protocol but chat prefixes its keys
+OTHER = replace(CHAT, name="other", declared=replace(CHAT.declared, session_prefix=True))
 
 
 def plan(adapter, payload, store):
@@ -27,7 +25,7 @@ def plan(adapter, payload, store):
         plan_request(
             adapter,
             payload,
-            adapter.items(payload),
+            adapter.requests.items(payload),
             {"x-loopguard-session": "run-1"},
             "/v1/chat/completions",
             policies.current,
@@ -41,10 +39,10 @@ def test_a_vetoed_exchange_stays_in_its_protocol():
     store = MemoryStore()
     payload = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
     first = plan(CHAT, payload, store)
-    exchange = CHAT.veto_exchange(ToolCall("c1", "read_file", "{}"), "[loopguard] refused")
+    exchange = CHAT.edits.veto_exchange(ToolCall("c1", "read_file", "{}"), "[loopguard] refused")
     asyncio.run(store.add_veto(first.session, veto_record(first, exchange)))
     assert len(plan(CHAT, payload, store).messages) == 3  # shown again in its own protocol
-    other = plan(OtherProtocol(), payload, store)
+    other = plan(OTHER, payload, store)
     assert first.session == "h:run-1"  # chat keys stay bare, as stored before other protocols
     assert other.session == "other:" + first.session and other.messages == payload["messages"]
 
@@ -54,7 +52,7 @@ def test_a_protocol_s_fingerprint_session_is_still_known_as_one():
     policies = PolicyHolder(Config().policy)
     planned = asyncio.run(
         plan_request(
-            OtherProtocol(),
+            OTHER,
             payload,
             payload["messages"],
             {},

@@ -1,22 +1,24 @@
-"""Conversations the upstream keeps: an adapter with ``chains`` supplies the entries a request
+"""Conversations the upstream keeps: an adapter with a history role supplies the entries a request
 only refers to (``history``), which are judged but not re-sent, and stores each reply
 (``remember``). Exercised with chat messages and a made-up ``previous_id`` field."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import orjson
 from support.seen import anchors
 from support.upstream import Reply
 
 from gateway.pipeline.route import Guarded
-from gateway.protocols.chat.adapter import ChatAdapter
+from gateway.protocols.chat.protocol import ADAPTER as CHAT
+from gateway.protocols.roles import History
 
 from .bodies import looping_history, post
 
 
-class ChainedChat(ChatAdapter):
-    name = "chained"
-    chains = True
+class Chain:
+    """A made-up server-side chain: each reply's conversation, by the reply's id."""
 
     def __init__(self) -> None:
         self.saved: dict[str, list] = {}
@@ -28,9 +30,15 @@ class ChainedChat(ChatAdapter):
         earlier = self.saved.get(sent.get("previous_id"), [])
         self.saved[reply["id"]] = [*earlier, *sent["messages"], reply["choices"][0]["message"]]
 
-    def with_items(self, payload, items, history=0, namespace=""):
+    def outgoing(self, payload, items, history=0, namespace=""):
         body = {**payload, "messages": items[history:]}  # the upstream holds the rest
         return body if history else {k: v for k, v in body.items() if k != "previous_id"}
+
+
+def chained(chain: Chain):
+    """Chat with ``chain`` as its history role."""
+    role = History(chain.history, chain.remember, lambda p, ns="": p, lambda p, r: [], lambda p: [], chain.outgoing)
+    return replace(CHAT, name="chained", history=role)
 
 
 def test_a_loop_spread_over_a_chain_is_judged_whole_and_only_new_entries_go_upstream(start_guarded):
@@ -39,14 +47,15 @@ def test_a_loop_spread_over_a_chain_is_judged_whole_and_only_new_entries_go_upst
 
     upstream, client, _ = start_guarded(model)
     app = client.gateway_app
-    adapter = ChainedChat()
+    chain = Chain()
+    adapter = chained(chain)
     app.guarded["/v1/chat/completions"] = Guarded(adapter, app.state.gateway)
 
     first = post(client, orjson.dumps({"model": "m", "messages": looping_history(2)}))
     assert first.headers["x-loopguard-action"] == "pass"
     reply = first.json()
     call_id = reply["choices"][0]["message"]["tool_calls"][0]["id"]
-    assert adapter.saved[reply["id"]][-1]["tool_calls"][0]["id"] == call_id  # remembered
+    assert chain.saved[reply["id"]][-1]["tool_calls"][0]["id"] == call_id  # remembered
 
     result = {"role": "tool", "tool_call_id": call_id, "content": "same"}
     second = post(client, orjson.dumps({"model": "m", "previous_id": reply["id"], "messages": [result]}))

@@ -86,5 +86,5 @@ def test_no_wire_key_is_quoted_outside_the_adapters():
 
 def test_the_scan_reads_the_adapters_keys():
     # The rule is only as good as the scan: it finds the keys where they belong.
-    values = {value for line, value in _literals(ROOT / "protocols" / "chat" / "adapter.py")}
+    values = {value for line, value in _literals(ROOT / "protocols" / "chat" / "protocol.py")}
     assert "tool_call_id" in values

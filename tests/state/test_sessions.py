@@ -3,12 +3,16 @@
 import pytest
 
 from gateway.config import ConfigError, SessionsConfig, load_config
-from gateway.protocols.anthropic.adapter import ANTHROPIC
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.anthropic.protocol import KIND as ANTHROPIC_KIND
 from gateway.protocols.chat.parse import conversation_from_body
-from gateway.protocols.responses.adapter import RESPONSES
+from gateway.protocols.chat.protocol import ADAPTER as CHAT
+from gateway.protocols.responses.protocol import KIND as RESPONSES_KIND
 from gateway.state.session import DEFAULT_SOURCES, is_fingerprint, session_id
 from gateway.untrusted import hashed
+
+RESPONSES = RESPONSES_KIND.build()
+
+ANTHROPIC = ANTHROPIC_KIND.build()
 
 BODY = {
     "model": "m",
@@ -20,7 +24,7 @@ BODY = {
 
 def sid(headers, body=BODY, sources=None):
     conv = conversation_from_body(body)
-    return session_id(headers, body, conv, sources or DEFAULT_SOURCES, CHAT.user(body))
+    return session_id(headers, body, conv, sources or DEFAULT_SOURCES, CHAT.requests.user(body))
 
 
 def test_default_order_header_then_user_then_metadata_then_fingerprint():
@@ -113,7 +117,7 @@ CLAUDE_CODE_USER = "user_5e1f_account_9c2d_session_0b7a"  # what Claude Code sen
     ],
 )
 def test_each_protocol_names_its_end_user_its_own_way(adapter, body, user):
-    assert adapter.user(body) == user
+    assert adapter.requests.user(body) == user
 
 
 ANTHROPIC_BODY = {
@@ -134,6 +138,6 @@ ANTHROPIC_BODY = {
     ],
 )
 def test_anthropic_metadata_user_id_is_a_session_source_like_user(headers, sources, expected):
-    conv = ANTHROPIC.conversation(ANTHROPIC_BODY, ANTHROPIC.items(ANTHROPIC_BODY))
-    found = session_id(headers, ANTHROPIC_BODY, conv, sources, ANTHROPIC.user(ANTHROPIC_BODY))
+    conv = ANTHROPIC.requests.conversation(ANTHROPIC_BODY, ANTHROPIC.requests.items(ANTHROPIC_BODY))
+    found = session_id(headers, ANTHROPIC_BODY, conv, sources, ANTHROPIC.requests.user(ANTHROPIC_BODY))
     assert found == expected if expected != "f:" else found.startswith("f:")

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.chat.protocol import ADAPTER as CHAT
 from gateway.state import MemoryStore, VetoRecord
 from gateway.state.redis import RedisStore
 

@@ -62,8 +62,8 @@ async def unary(turn: Turn, judgement: Judgement) -> Any:
 def _is_answer(turn: Turn, response: Any) -> bool:
     try:
         reply = turn.wire.reply(response)
-        said = turn.adapter.answer(reply) if reply is not None else None
-        if said is None or said.calls or any(turn.adapter.proposed_calls(reply)):
+        said = turn.adapter.replies.answer(reply) if reply is not None else None
+        if said is None or said.calls or any(turn.adapter.replies.proposed_calls(reply)):
             return False
     except Exception:
         return False

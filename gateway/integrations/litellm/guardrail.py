@@ -62,7 +62,7 @@ class LoopGuardrail(CustomGuardrail):
             return ending.at_request(turn, plan.judgement)
         turn.record(plan.judgement, plan.action, "request")
         if plan.changed:
-            data[turn.adapter.items_field] = plan.messages
+            data[turn.adapter.requests.items_field] = plan.messages
         return data
 
     async def async_moderation_hook(self, data: dict[str, Any], user_api_key_dict: Any, call_type: str) -> Any:
@@ -71,7 +71,7 @@ class LoopGuardrail(CustomGuardrail):
             return None
         # The request is already on its way: only an end can still be applied, and a re-ask
         # continues from what the model was actually sent.
-        plan = turn.plan = as_sent(turn.plan, data[turn.adapter.items_field])
+        plan = turn.plan = as_sent(turn.plan, data[turn.adapter.requests.items_field])
         if plan.judgement.finding is None:
             return None
         applied = Action.TERMINATE if plan.action == Action.TERMINATE else Action.PASS
@@ -103,17 +103,17 @@ class LoopGuardrail(CustomGuardrail):
     async def _plan(self, user_api_key_dict: Any, data: dict[str, Any], call_type: Any = None) -> Turn | None:
         """Judge the executed history; None when there is nothing to guard or the guard failed."""
         wire = wire_of(call_type, data)
-        if wire is None or wire.adapter.items_field not in data:
+        if wire is None or wire.adapter.requests.items_field not in data:
             return None
         runtime = self.loopguard
         call_id = data.get("litellm_call_id")
         try:
             await runtime.ensure_started()
             adapter = wire.adapter
-            payload = {**client_body(data), adapter.items_field: data[adapter.items_field]}
-            items = adapter.items(payload)
+            payload = {**client_body(data), adapter.requests.items_field: data[adapter.requests.items_field]}
+            items = adapter.requests.items(payload)
             key = getattr(user_api_key_dict, "api_key", None) or getattr(user_api_key_dict, "token", None)
-            start = adapter.conversation(payload, items)
+            start = adapter.requests.conversation(payload, items)
             headers = {**client_headers(data), SESSION_HEADER: session_of(data, key, runtime.config.sessions, start)}
             plan = await plan_request(
                 adapter,

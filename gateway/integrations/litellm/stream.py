@@ -24,7 +24,6 @@ from gateway.guard.response import ProposalJudge
 from gateway.integrations.litellm.turn import Turn
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
-from gateway.protocols.anthropic.adapter import ANTHROPIC
 from gateway.protocols.base import StreamFilter, StreamOptions
 from gateway.trace.model import ToolCall
 
@@ -58,7 +57,7 @@ def judges(turn: Turn) -> bool:
     streams go to the client as LiteLLM relays them (LiteLLM hands this hook their raw bytes):
     their executed history was judged on the request path, and a final answer asked for there
     was asked with tools closed (recorded as written by the model)."""
-    if turn.adapter is not ANTHROPIC:
+    if turn.adapter.name != "anthropic":
         return True
     if turn.answering is not None:
         turn.record(turn.answering, Action.TERMINATE, "request", ANSWER)
@@ -68,7 +67,7 @@ def judges(turn: Turn) -> bool:
 async def relay(turn: Turn, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
     judge = _Judge(turn, closed=turn.answering is not None)
     options = _HOLD_TEXT if turn.plan.judgement.action >= Action.WARN else None
-    bridge = _Bridge(turn.adapter.stream_filter(judge, turn.payload, options), turn)
+    bridge = _Bridge(turn.adapter.streams.filter(judge, turn.payload, options), turn)
     if turn.answering is not None:  # the request path asked for the run's final answer
         async for out in _answer(turn, turn.answering, upstream, "request", bridge):
             yield out

@@ -46,7 +46,7 @@ class Turn:
     @property
     def payload(self) -> dict[str, Any]:
         """The request as the model gets it next: the client's fields, the conversation so far."""
-        return {**client_body(self.data), self.adapter.items_field: self.plan.messages}
+        return {**client_body(self.data), self.adapter.requests.items_field: self.plan.messages}
 
     def record(self, judgement: Judgement, action: Action, phase: str, terminate: str | None = None) -> None:
         plan = self.plan
@@ -71,11 +71,11 @@ class Turn:
         plan = self.plan
         observation = core.observation(plan.policy, refusal.judgement)
         self.record(refusal.judgement, Action.REJECT, "response")
-        exchange = self.adapter.veto_exchange(refusal.call, observation)
+        exchange = self.adapter.edits.veto_exchange(refusal.call, observation)
         record = veto_record(plan, exchange, self.adapter.declared.id_fields)
         await memory.add_veto(self.runtime.store, plan.session, record, self.runtime.log)
         self.plan = showing(plan, exchange)
-        self.plan = retraced(self.plan, self.adapter.conversation(self.payload, self.plan.messages))
+        self.plan = retraced(self.plan, self.adapter.requests.conversation(self.payload, self.plan.messages))
 
     async def reask(self, *, stream: bool) -> Any:
         self.reasks += 1
@@ -86,9 +86,9 @@ class Turn:
         first, tools closed the protocol's way."""
         policy = self.plan.policy
         note = policy.render("answer", judgement.finding, progress=policy.progress(self.plan.trace))
-        items = self.adapter.add_anchor(self.plan.messages, note, policy.interventions.warn.placement)
-        payload: dict[str, Any] = self.adapter.without_tools(
-            {**client_body(self.data), self.adapter.items_field: items}
+        items = self.adapter.edits.add_anchor(self.plan.messages, note, policy.interventions.warn.placement)
+        payload: dict[str, Any] = self.adapter.edits.without_tools(
+            {**client_body(self.data), self.adapter.requests.items_field: items}
         )
         return payload
 
@@ -125,7 +125,9 @@ class Turn:
 
     def termination_reply(self, judgement: Judgement) -> Any:
         """The template reply (terminate mode ``reply``, or an answer that failed), as LiteLLM's object."""
-        return self.wire.response(self.adapter.termination_reply(self.termination_text(judgement), self.payload))
+        return self.wire.response(
+            self.adapter.authored.termination_reply(self.termination_text(judgement), self.payload)
+        )
 
     @property
     def ending(self) -> str:

@@ -58,7 +58,7 @@ class _Front:
             self.turn.record(other.judgement, Action.REJECT, "response")  # left out of its answer
 
     def keep_calls(self, reply: Any, keep: tuple[int, ...]) -> Any:
-        return self.turn.wire.response(self.turn.adapter.keep_calls(self.turn.wire.reply(reply), keep))
+        return self.turn.wire.response(self.turn.adapter.replies.keep_calls(self.turn.wire.reply(reply), keep))
 
     async def reask(self) -> Any:
         return await self.turn.reask(stream=False)
@@ -69,7 +69,7 @@ def _judged(turn: Turn, reply: dict[str, Any] | None) -> Judged | None:
     if reply is None:
         return None
     try:
-        judged = judge_round(turn.plan.policy, turn.plan.trace, turn.adapter.proposed_calls(reply))
+        judged = judge_round(turn.plan.policy, turn.plan.trace, turn.adapter.replies.proposed_calls(reply))
     except Exception:
         turn.runtime.metrics.engine.fail_open_errors += 1
         turn.runtime.log.exception("fail_open", where="response", request_id=turn.request_id)

@@ -14,10 +14,14 @@ from typing import Any
 
 import orjson
 
-from gateway.protocols.anthropic.adapter import ANTHROPIC
-from gateway.protocols.base import Adapter
-from gateway.protocols.chat.adapter import CHAT
-from gateway.protocols.responses.adapter import RESPONSES
+from gateway.protocols.anthropic.protocol import KIND as ANTHROPIC_KIND
+from gateway.protocols.chat.protocol import ADAPTER as CHAT
+from gateway.protocols.responses.protocol import KIND as RESPONSES_KIND
+from gateway.protocols.roles import Adapter
+
+RESPONSES = RESPONSES_KIND.build()
+
+ANTHROPIC = ANTHROPIC_KIND.build()
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +40,11 @@ class Wire:
 
     def response(self, reply: dict[str, Any]) -> Any:
         """The protocol's JSON as the object LiteLLM returns for this route."""
-        if self.adapter is CHAT:
+        if self.adapter.name == "chat":
             from litellm import ModelResponse
 
             return ModelResponse(**reply)
-        if self.adapter is RESPONSES:
+        if self.adapter.name == "responses":
             from litellm.types.llms.openai import ResponsesAPIResponse
 
             return ResponsesAPIResponse(**reply)
@@ -49,13 +53,13 @@ class Wire:
     def event(self, chunk: dict[str, Any]) -> bytes:
         """A stream chunk as the SSE event the protocol's stream filter reads."""
         data = orjson.dumps(chunk)
-        if self.adapter is RESPONSES:
+        if self.adapter.name == "responses":
             return b"event: " + str(chunk.get("type", "")).encode() + b"\ndata: " + data + b"\n\n"
         return b"data: " + data + b"\n\n"
 
     def chunk(self, data: dict[str, Any]) -> Any:
         """An event the filter wrote (a rewritten or new one) as LiteLLM's chunk object."""
-        if self.adapter is RESPONSES:
+        if self.adapter.name == "responses":
             # LiteLLM writes every event object out as its JSON: a generic event keeps them all
             from litellm.types.llms.openai import GenericEvent
 

@@ -1,5 +1,1 @@
-"""The Anthropic Messages API (``POST /v1/messages``), as a protocol adapter."""
-
-from gateway.protocols.anthropic.adapter import AnthropicAdapter
-
-__all__ = ["AnthropicAdapter"]
+"""The Anthropic Messages API (``POST /v1/messages``), as a guarded protocol (``protocol``)."""

@@ -69,7 +69,7 @@ def stream_answer(stream: bytes) -> Answer | None:
             calls = calls or _kind(data.get("content_block")) == "tool_use"
         elif kind == "content_block_delta":
             delta = data.get("delta")
-            if _kind(delta) == "text_delta" and isinstance(delta.get("text"), str):
+            if isinstance(delta, dict) and _kind(delta) == "text_delta" and isinstance(delta.get("text"), str):
                 parts.append(delta["text"])
     return Answer(calls, "".join(parts)) if readable else None
 

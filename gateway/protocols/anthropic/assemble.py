@@ -2,15 +2,20 @@
 
 The gateway keeps a thread's conversation as the client saw it, and a streamed reply reaches
 the client as events: this rebuilds the reply from the events the client got. Unreadable
-events are skipped; nothing here raises.
+events are skipped; nothing here raises. Hence also the Messages ``Streams`` role: a thread's
+stream goes through the filter that keeps what it relays.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gateway.protocols.adapters import model_named
+from gateway.protocols.anthropic.answers import stream_answer, stream_prepend_text
 from gateway.protocols.anthropic.stream import ToolUseFilter
+from gateway.protocols.anthropic.thread import thread_of
 from gateway.protocols.base import Judge, StreamOptions
+from gateway.protocols.roles.streams import Streams
 from gateway.protocols.sse import json_events
 from gateway.wire import codec
 
@@ -25,7 +30,9 @@ def message(stream: bytes) -> dict[str, Any] | None:
     blocks: list[dict[str, Any]] = []
     inputs: dict[int, list[str]] = {}
     for _raw, data in json_events(stream):
-        kind = data.get("type") if isinstance(data, dict) else None
+        if data is None:
+            continue
+        kind = data.get("type")
         if kind == "message_start" and isinstance(data.get("message"), dict):
             out = dict(data["message"])
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
@@ -96,3 +103,13 @@ class Recording(ToolUseFilter):
     @property
     def reply(self) -> dict[str, Any] | None:
         return message(bytes(self._relayed))
+
+
+def stream_filter(judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None) -> ToolUseFilter:
+    """A thread's reply is remembered, so its filter keeps what it relays (``Recording``)."""
+    if thread_of(payload) is not None:
+        return Recording(judge, model=model_named(payload), options=options)
+    return ToolUseFilter(judge, model=model_named(payload), options=options)
+
+
+STREAMS = Streams(filter=stream_filter, answer=stream_answer, prepend_text=stream_prepend_text)

@@ -29,7 +29,9 @@ def closing(stream: bytes) -> bytes:
             data = codec.loads(sse.data) if sse.data is not None else None
         except codec.DecodeError:
             continue
-        kind = data.get("type") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            continue
+        kind = data.get("type")
         if kind == "content_block_start":
             open_index = data.get("index")
         elif kind == "content_block_stop" and data.get("index") == open_index:

@@ -150,3 +150,17 @@ def is_messages_body(body: Any) -> bool:
         if isinstance(m, dict) and isinstance(m.get("content"), list)
         for b in m["content"]
     )
+
+
+def messages_of(payload: Any) -> list[Any]:
+    """The request's ``messages`` ([] when absent or not a list)."""
+    messages = payload.get("messages") if isinstance(payload, dict) else None
+    return messages if isinstance(messages, list) else []
+
+
+def user(payload: dict[str, Any]) -> str | None:
+    """``metadata.user_id``: the Messages API's only end-user field (Claude Code puts its
+    session's id in it), the counterpart of OpenAI's ``user``."""
+    metadata = payload.get("metadata")
+    found = metadata.get("user_id") if isinstance(metadata, dict) else None
+    return found if isinstance(found, str) and found else None

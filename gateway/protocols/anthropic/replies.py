@@ -7,10 +7,16 @@ an exception.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from gateway.protocols.adapters import model_named
 from gateway.protocols.anthropic import events
+from gateway.protocols.anthropic.answers import answer, prepend_text
 from gateway.protocols.anthropic.parse import call_of, text_of
+from gateway.protocols.anthropic.tokens import output_tokens
+from gateway.protocols.roles.authored import Authored
+from gateway.protocols.roles.replies import Replies
 from gateway.trace.model import ToolCall
 
 # Anthropic's error type for each status (its documented error shapes); the SDK picks its
@@ -121,3 +127,35 @@ THREAD_CODES = frozenset({"thread_not_found", "thread_already_continued"})
 def error_event(body: dict[str, Any]) -> bytes:
     """An error body as a stream event (the SDK raises it from the stream)."""
     return events.event(body if body.get("type") == "error" else {**body, "type": "error"})
+
+
+# --- the roles: a message has no alternatives, so one answer --------------------------------
+
+
+def proposed(reply: Any) -> list[tuple[ToolCall, ...]]:
+    """``proposed_calls`` as the one answer's calls."""
+    return [proposed_calls(reply)]
+
+
+def kept(reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
+    """``keep_calls`` for the one answer (no count: the reply as it is)."""
+    return keep_calls(reply, keep[0]) if keep else reply
+
+
+def termination_reply(text: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return termination_message(text, model_named(payload))
+
+
+def termination_events(text: str, payload: dict[str, Any]) -> list[bytes]:
+    return termination_stream(text, model_named(payload))
+
+
+REPLIES = Replies(
+    reply_types=(dict,),
+    proposed_calls=proposed,
+    keep_calls=kept,
+    answer=answer,
+    prepend_text=prepend_text,
+    output_tokens=output_tokens,
+)
+AUTHORED = Authored(termination_reply, termination_events, error_body, error_event)

@@ -9,15 +9,17 @@ turn's ``tool_use`` blocks open the very next user turn, so added text goes afte
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Any, cast
 
+from gateway.protocols.anthropic.answers import corrective
+from gateway.protocols.roles.edits import Edits
 from gateway.trace.model import VETO_MARKER, ToolCall
 from gateway.wire import codec
 
 Message = dict[str, Any]
 
 
-class SystemNote(dict):
+class SystemNote(dict[str, Any]):
     """A note for the system prompt, carried in the message list until ``with_items`` moves it
     to ``system`` (Anthropic has no system role in ``messages``). A type of its own, so a
     client's own (invalid) ``role: system`` message is never moved."""
@@ -104,7 +106,7 @@ def replace_result(messages: list[Any], index: int, text: str, call_id: str) -> 
     blocks = list(content)
     blocks[at] = {**blocks[at], "content": text, "is_error": True}
     out = list(messages)
-    out[index] = {**message, "content": blocks}
+    out[index] = {**cast(Message, message), "content": blocks}
     return out
 
 
@@ -185,3 +187,13 @@ def _text(text: str) -> dict[str, Any]:
 
 def _is_result(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+EDITS = Edits(
+    add_anchor=add_anchor,
+    result_index=result_index,
+    replace_result=replace_result,
+    veto_exchange=veto_exchange,
+    corrective=corrective,
+    without_tools=without_tools,
+)

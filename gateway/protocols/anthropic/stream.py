@@ -130,7 +130,7 @@ class ToolUseFilter(StreamDriver):
     # --- events ---------------------------------------------------------------------------
 
     def _start_round(self) -> None:
-        self._blocks: dict[int, int | _ToolBlock | None] = {}  # upstream index -> client index
+        self._blocks: dict[int, int | _ToolBlock | _TextBlock | None] = {}  # upstream index -> client index
         self._identity = True  # every block kept its upstream index: relay events unparsed
         self._positions = 0
         self._usage: Any = None  # this round's usage: message_start's, overlaid by message_delta's
@@ -155,8 +155,8 @@ class ToolUseFilter(StreamDriver):
             return
         handler(self, data, raw, out)
 
-    def _on_message_start(self, data: dict, raw: bytes, out: list[bytes]) -> None:
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+    def _on_message_start(self, data: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
+        message = message_value if isinstance(message_value := data.get("message"), dict) else {}
         self._usage = message.get("usage")
         if self._started:  # a re-ask continues the message the client already has
             return
@@ -166,7 +166,7 @@ class ToolUseFilter(StreamDriver):
             self.model = message["model"]
         out.append(raw)
 
-    def _on_block_start(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+    def _on_block_start(self, data: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         index, block = data.get("index"), data.get("content_block")
         if not isinstance(index, int) or not isinstance(block, dict):
             out.append(raw)
@@ -195,7 +195,7 @@ class ToolUseFilter(StreamDriver):
         self._assign(index, client)
         self._emit(data, raw, client, out)
 
-    def _on_block_event(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+    def _on_block_event(self, data: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         index = data.get("index")
         target = self._blocks.get(index, index) if isinstance(index, int) else index
         if isinstance(target, _ToolBlock):
@@ -216,7 +216,7 @@ class ToolUseFilter(StreamDriver):
             return
         self._emit(data, raw, target, out)
 
-    def _on_message_delta(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+    def _on_message_delta(self, data: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         self._close_held(out)
         self._usage = events.overlay_usage(self._usage, data.get("usage"))
         delta = data.get("delta")
@@ -230,7 +230,7 @@ class ToolUseFilter(StreamDriver):
             return
         out.append(events.event({**data, "usage": self._totals()}))
 
-    def _on_message_stop(self, data: dict, raw: bytes, out: list[bytes]) -> None:
+    def _on_message_stop(self, data: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         self._ended = True
         if not self.round.finish_withheld:
             out.append(raw)
@@ -280,7 +280,7 @@ class ToolUseFilter(StreamDriver):
         for raw, data in text.held:
             self._emit(data, raw, client, out)
 
-    def _after_verdict(self, tool: _ToolBlock, data: dict, raw: bytes, out: list[bytes]) -> None:
+    def _after_verdict(self, tool: _ToolBlock, data: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         client = self._blocks.get(tool.index)
         if isinstance(client, int):
             self._emit(data, raw, client, out)
@@ -301,7 +301,7 @@ class ToolUseFilter(StreamDriver):
         self._blocks[index] = client
         self._identity = self._identity and client == index
 
-    def _emit(self, data: dict, raw: bytes, client: int, out: list[bytes]) -> None:
+    def _emit(self, data: dict[str, Any], raw: bytes, client: int, out: list[bytes]) -> None:
         if data.get("index") == client:
             out.append(raw)
         else:

@@ -78,7 +78,7 @@ def outgoing(
 ) -> tuple[dict[str, Any], str | None]:
     """(the body to send, the upstream message it continues or None). ``items``: the whole
     conversation the model must see; the first ``history`` of them are the record's, unchanged."""
-    own = payload.get("messages") if isinstance(payload.get("messages"), list) else []
+    own = messages_value if isinstance(messages_value := payload.get("messages"), list) else []
     size = len(record.items)
     untouched = (
         history == size
@@ -140,3 +140,16 @@ def _opens(message: Any) -> bool:
     return not (
         isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
     )
+
+
+def references(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The thread message a request continues (``History.references``)."""
+    previous = previous_id(payload)
+    return [("thread", previous)] if previous is not None else []
+
+
+def created(payload: dict[str, Any], reply: Any) -> list[tuple[str, str]]:
+    """A threaded request's reply is a thread message a later request may continue."""
+    reply_id = reply.get("id") if isinstance(reply, dict) else None
+    threaded = thread_of(payload) is not None
+    return [("thread", reply_id)] if threaded and isinstance(reply_id, str) and reply_id else []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.protocols import usage
 from gateway.protocols.base import ItemText
 from gateway.protocols.parts import raw_text
 
@@ -32,3 +33,8 @@ def _result(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
     return raw_text(content)
+
+
+def output_tokens(answer: bytes) -> int | None:
+    """The output tokens the upstream reported (a reply, or a stream's ``message_delta``)."""
+    return usage.reported(answer, ("usage", "output_tokens"), ("message", "usage", "output_tokens"))

@@ -13,6 +13,8 @@ from typing import Any
 from gateway.protocols.base import Answer
 from gateway.protocols.chat.chunks import Envelope, content_chunk
 from gateway.protocols.chat.parse import tool_calls_from_message
+from gateway.protocols.chat.tokens import output_tokens
+from gateway.protocols.roles.replies import Replies
 from gateway.protocols.sse import data_event, json_events
 from gateway.trace.model import ToolCall
 
@@ -121,3 +123,13 @@ def _delta(chunk: dict[str, Any]) -> dict[str, Any]:
     choice = _choice(chunk)
     delta = choice.get("delta") if choice is not None else None
     return delta if isinstance(delta, dict) else {}
+
+
+REPLIES = Replies(
+    reply_types=(dict,),
+    proposed_calls=proposed_calls,
+    keep_calls=keep_calls,
+    answer=answer,
+    prepend_text=prepend_text,
+    output_tokens=output_tokens,
+)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.protocols.chat.adapter import CHAT
+from gateway.protocols.chat.answers import answer as answer_of
+from gateway.protocols.chat.protocol import DECLARED
 from gateway.wire import codec
 
 
@@ -17,7 +18,7 @@ def question(model: str, system: str, user: str, max_tokens: int) -> bytes:
 
 def key_header(key: str) -> tuple[bytes, bytes]:
     """The header carrying the judge's own key, as the protocol's upstream declares it."""
-    spec = CHAT.declared.upstream
+    spec = DECLARED.upstream
     return spec.key_header.encode("latin-1"), (spec.key_prefix + key).encode("latin-1")
 
 
@@ -27,7 +28,7 @@ def reply(body: bytes) -> tuple[str | None, int, int]:
     if not isinstance(data, dict):
         return None, 0, 0
     usage = data.get("usage")
-    answer = CHAT.answer(data)
+    answer = answer_of(data)
     text = answer.text if answer is not None else None
     return text, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
 

@@ -10,7 +10,7 @@ later call starts, when ``finish_reason`` arrives, or when the stream ends.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from gateway.trace.model import ToolCall
 from gateway.wire import codec
@@ -95,13 +95,13 @@ class ToolCallAssembler:
                     call.parts.append(args)
                 return call, []
         completed: list[PartialCall] = []
-        call = self._resolve(delta)
-        if call is None:
+        found = self._resolve(delta)
+        if found is None:
             completed = self._complete_open()
             key = delta.get("index")
-            call = self._start(key if _is_index(key) else None)
-        self._merge(call, delta)
-        return call, completed
+            found = self._start(key if _is_index(key) else None)
+        self._merge(found, delta)
+        return found, completed
 
     def add_legacy(self, delta: dict[str, Any]) -> tuple[PartialCall, list[PartialCall]]:
         """A legacy ``function_call`` delta: one call per message."""
@@ -158,5 +158,5 @@ class ToolCallAssembler:
         return completed
 
 
-def _is_index(value: Any) -> bool:
+def _is_index(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)

@@ -171,7 +171,7 @@ def _rebuilt(event: _Event, keep: dict[int, int | None]) -> bytes:
     dropped = {
         id(entry)
         for index, entry, call in event.entries
-        if keep.get(index) is not None and call.position >= keep[index]
+        if (limit := keep.get(index)) is not None and call.position >= limit
     }
     choices = [_trimmed(c, dropped, keep[i] == 0) if i in touched else c for i, c in _choices(chunk)]
     return data_event({**chunk, "choices": choices})

@@ -122,7 +122,9 @@ class FastToolCallFilter(ToolCallFilter):
         watching = self._continuation or self._asm.open or self._held or self.round.finish_withheld
         self._fast = self.envelope is not None and not watching
 
-    def _hold(self, chunk: dict, raw: bytes, choice: dict, delta: dict, out: list[bytes]) -> _Held:
+    def _hold(
+        self, chunk: dict[str, Any], raw: bytes, choice: dict[str, Any], delta: dict[str, Any], out: list[bytes]
+    ) -> _Held:
         held = super()._hold(chunk, raw, choice, delta, out)
         self._arguments = None if self._continuation else _arguments_of(raw, held)
         return held

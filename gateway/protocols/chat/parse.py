@@ -24,6 +24,19 @@ _ROLES = {
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
 
+def items(payload: dict[str, Any]) -> list[Any]:
+    """The request's ``messages`` ([] when absent or not a list)."""
+    messages = payload.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
+def conversation(payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
+    """The turns of ``items[start:]`` (``Requests.conversation``): chat keeps its system prompt
+    among the messages, so there is nothing outside them to read."""
+    turns = tuple(t for i in range(start, len(items)) if (t := turn_from_message(items[i], i)) is not None)
+    return Conversation(turns, declared_tools(payload))
+
+
 def conversation_from_body(body: Any) -> Conversation:
     if not isinstance(body, dict):
         return Conversation(())
@@ -80,7 +93,7 @@ def tool_calls_from_message(message: Any) -> tuple[ToolCall, ...]:
     return tuple(found)
 
 
-def declared_tools(body: dict) -> frozenset[str] | None:
+def declared_tools(body: dict[str, Any]) -> frozenset[str] | None:
     """Names in ``tools`` (and legacy ``functions``); None when none are declared, or when an
     entry's name cannot be read (the set would be incomplete and flag real tools unknown)."""
     names: set[str] = set()
@@ -104,7 +117,7 @@ content_text = content_reader(_TEXT_PARTS)
 def _tool_call(entry: Any) -> ToolCall | None:
     if not isinstance(entry, dict):
         return None
-    call_id = entry.get("id") if isinstance(entry.get("id"), str) else ""
+    call_id = id_value if isinstance(id_value := entry.get("id"), str) else ""
     kind = entry.get("type")
     if kind == "custom" and isinstance(entry.get("custom"), dict):  # free-form custom tools
         custom = entry["custom"]

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from gateway.protocols.adapters import model_named
 from gateway.protocols.chat.chunks import Envelope, content_chunk, finish_chunk, role_chunk, usage_chunk
-from gateway.protocols.errors import error_body
+from gateway.protocols.errors import error_body, openai_error
+from gateway.protocols.roles.authored import Authored
 from gateway.protocols.sse import DONE, data_event
 from gateway.trace.model import ToolCall
 
@@ -88,3 +90,29 @@ def assistant_message_for(calls: Iterable[ToolCall], content: str | None = None)
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
     ]
     return message
+
+
+def termination_reply(text: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """``termination_completion`` for the request: its model, as many choices as it asked."""
+    return termination_completion(text, model_named(payload), choices=_choices(payload))
+
+
+def termination_events(text: str, payload: dict[str, Any]) -> list[bytes]:
+    """``termination_stream`` for the request, with a usage chunk when it asked for one."""
+    options = payload.get("stream_options")
+    include_usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
+    return termination_stream(text, model_named(payload), include_usage=include_usage, choices=_choices(payload))
+
+
+def _choices(payload: dict[str, Any]) -> int:
+    """How many choices the client asked for (``n``); the gateway's own replies have as many."""
+    n = payload.get("n")
+    return n if type(n) is int and n > 1 else 1
+
+
+AUTHORED = Authored(
+    termination_reply=termination_reply,
+    termination_stream=termination_events,
+    error_body=openai_error,
+    error_event=data_event,
+)

@@ -17,7 +17,7 @@ tool chunk byte-identical); any content for choice 0 makes it go out first. Choi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.chat.assembler import PartialCall, ToolCallAssembler
@@ -160,7 +160,9 @@ class ToolCallFilter(StreamDriver):
         if now:
             self._held.hold(_Held(b"", chunk, {}, [], {}, None, False, now))
 
-    def _plain(self, chunk: dict, raw: bytes, choice: dict | None, delta: dict, out: list[bytes]) -> None:
+    def _plain(
+        self, chunk: dict[str, Any], raw: bytes, choice: dict[str, Any] | None, delta: dict[str, Any], out: list[bytes]
+    ) -> None:
         """An event without tool calls: relayed as it is unless a re-ask or held usage changes it."""
         if choice is not None:
             self._flush_role(out)
@@ -171,6 +173,7 @@ class ToolCallFilter(StreamDriver):
             return
         choices = chunk["choices"]
         if strip:
+            choice = cast(dict[str, Any], choice)  # a role is stripped from a choice's delta
             rest = {k: v for k, v in delta.items() if k != "role"}
             keep = _meaningful(rest, choice) or choice.get("finish_reason") is not None
             choices = [c for c in choices if c is not choice or keep]
@@ -178,7 +181,9 @@ class ToolCallFilter(StreamDriver):
         if choices or usage is not None or not (chunk["choices"] or usage_changed):
             self._emit_piece({**chunk, "choices": choices, **_usage_field(chunk, usage)}, out)
 
-    def _hold(self, chunk: dict, raw: bytes, choice: dict, delta: dict, out: list[bytes]) -> _Held:
+    def _hold(
+        self, chunk: dict[str, Any], raw: bytes, choice: dict[str, Any], delta: dict[str, Any], out: list[bytes]
+    ) -> _Held:
         # Most tool-call deltas carry nothing else: no copy of the delta for them.
         rest = (
             {}
@@ -191,7 +196,7 @@ class ToolCallFilter(StreamDriver):
         raw_ok = not self._continuation and usage is None
         if len(chunk["choices"]) > 1 or _meaningful(rest, choice):  # content goes out now; the tool part waits
 
-            def write(now: list[bytes], rest: dict = rest) -> None:
+            def write(now: list[bytes], rest: dict[str, Any] = rest) -> None:
                 self._flush_role(now)
                 piece = {**choice, "delta": rest, "finish_reason": None} if rest or choice.get("logprobs") else None
                 choices = [piece if c is choice else c for c in chunk["choices"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.protocols import usage
 from gateway.protocols.base import ItemText
 
 
@@ -31,3 +32,8 @@ def _text(content: Any) -> str:
     if isinstance(content, list):  # content parts: their text
         return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
     return "" if content is None else str(content)
+
+
+def output_tokens(answer: bytes) -> int | None:
+    """The completion tokens the upstream reported (a reply, or a stream's usage chunk)."""
+    return usage.reported(answer, ("usage", "completion_tokens"))

@@ -99,7 +99,13 @@ def scan(parts: list[bytes], envelope: Envelope | None) -> Round | None:
         if reason:
             finish = reason
             completed += asm.close()
-        elif len(tools) == 1 and len(delta) == 1 and is_argument_entry(tools[0]) and not call.done:
+        elif (
+            isinstance(tools, list)
+            and len(tools) == 1
+            and len(delta) == 1
+            and is_argument_entry(tools[0])
+            and not call.done
+        ):
             found = around(part, len(part), tools[0]["function"]["arguments"])
             known = None if found is None else (found[0], found[1], call, tools[0]["index"])
     if finish is None or envelope is None or any(call.late for call in asm.calls):

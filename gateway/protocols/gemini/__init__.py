@@ -1,1 +1,1 @@
-"""The Gemini API (generateContent, streamGenerateContent) as a guarded protocol."""
+"""The Gemini API (generateContent, streamGenerateContent) as a guarded protocol (``protocol``)."""

@@ -12,6 +12,8 @@ from typing import Any
 
 from gateway.protocols.base import Answer
 from gateway.protocols.gemini.parse import calls_of, parts_of, text_of
+from gateway.protocols.gemini.tokens import output_tokens
+from gateway.protocols.roles.replies import Replies
 from gateway.trace.model import ToolCall
 
 # The gateway's error types (OpenAI's names, the pipeline's vocabulary) as Google's HTTP code and
@@ -75,18 +77,22 @@ def _joins(before: dict[str, Any], piece: dict[str, Any]) -> bool:
     )
 
 
-def proposed_calls(reply: dict[str, Any]) -> list[tuple[ToolCall, ...]]:
+# A reply here is a JSON object, or an array stream's chunks (read merged, ``whole``; an edited
+# one goes back in the shape it came in, ``shaped``).
+
+
+def proposed_calls(reply: Any) -> list[tuple[ToolCall, ...]]:
     """One tuple per candidate (at least one: a reply without candidates proposes nothing)."""
-    found = [tuple(calls_of(parts_of(c.get("content")), f"r{n}")) for n, c in enumerate(candidates(reply))]
+    found = [tuple(calls_of(parts_of(c.get("content")), f"r{n}")) for n, c in enumerate(candidates(whole(reply)))]
     return found or [()]
 
 
-def keep_calls(reply: dict[str, Any], keep: Sequence[int]) -> dict[str, Any]:
-    out = []
-    for n, candidate in enumerate(candidates(reply)):
+def keep_calls(reply: Any, keep: Sequence[int]) -> Any:
+    one, out = whole(reply), []
+    for n, candidate in enumerate(candidates(one)):
         limit = keep[n] if n < len(keep) else None
         out.append(candidate if limit is None else _keep(candidate, limit))
-    return {**reply, "candidates": out}
+    return shaped(reply, {**one, "candidates": out})
 
 
 def _keep(candidate: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -102,22 +108,23 @@ def _keep(candidate: dict[str, Any], limit: int) -> dict[str, Any]:
     return {**candidate, "content": {**candidate.get("content", {}), "parts": parts}}
 
 
-def answer(reply: dict[str, Any]) -> Answer | None:
-    found = candidates(reply)
+def answer(reply: Any) -> Answer | None:
+    found = candidates(whole(reply))
     if not found:
         return None
     content = found[0].get("content")
     return Answer(any(True for _ in calls_of(parts_of(content), 0)), text_of(content))
 
 
-def prepend_text(reply: dict[str, Any], text: str) -> dict[str, Any]:
-    found = candidates(reply)
+def prepend_text(reply: Any, text: str) -> Any:
+    one = whole(reply)
+    found = candidates(one)
     if not found:
-        return reply
+        return shaped(reply, one)
     first = found[0]
-    content = first.get("content") if isinstance(first.get("content"), dict) else {"role": "model"}
+    content = content_value if isinstance(content_value := first.get("content"), dict) else {"role": "model"}
     content = {**content, "parts": [{"text": text + "\n\n"}, *parts_of(content)]}
-    return {**reply, "candidates": [{**first, "content": content}, *found[1:]]}
+    return shaped(reply, {**one, "candidates": [{**first, "content": content}, *found[1:]]})
 
 
 def termination(text: str, model: str) -> dict[str, Any]:
@@ -134,3 +141,22 @@ def termination(text: str, model: str) -> dict[str, Any]:
 def error_body(message: str, type: str, code: str | None = None) -> dict[str, Any]:
     status, name = _CODES.get(code or "") or _STATUS.get(type, (400, "INVALID_ARGUMENT"))
     return {"error": {"code": status, "message": message, "status": name}}
+
+
+REPLIES = Replies(
+    reply_types=(dict,),
+    proposed_calls=proposed_calls,
+    keep_calls=keep_calls,
+    answer=answer,
+    prepend_text=prepend_text,
+    output_tokens=output_tokens,
+)
+# An array stream's reply (``:streamGenerateContent`` without ``alt=sse``) is a JSON array.
+ARRAY_REPLIES = Replies(
+    reply_types=(list,),
+    proposed_calls=proposed_calls,
+    keep_calls=keep_calls,
+    answer=answer,
+    prepend_text=prepend_text,
+    output_tokens=output_tokens,
+)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.protocols.gemini.parse import SYNTHETIC, answered_ids, parts_of
+from gateway.protocols.roles.edits import Edits
 from gateway.trace.model import ToolCall
 from gateway.wire import codec
 
@@ -78,8 +79,12 @@ def corrective(answer: str, text: str) -> list[Content]:
 
 def without_tools(payload: dict[str, Any]) -> dict[str, Any]:
     """Function calling off (``mode: NONE``); the declarations stay, the history's calls name them."""
-    config = payload.get("toolConfig") if isinstance(payload.get("toolConfig"), dict) else {}
-    calling = config.get("functionCallingConfig") if isinstance(config.get("functionCallingConfig"), dict) else {}
+    config = tool_config_value if isinstance(tool_config_value := payload.get("toolConfig"), dict) else {}
+    calling = (
+        function_calling_config_value
+        if isinstance(function_calling_config_value := config.get("functionCallingConfig"), dict)
+        else {}
+    )
     calling = {k: v for k, v in calling.items() if k != "allowedFunctionNames"}
     return {**payload, "toolConfig": {**config, "functionCallingConfig": {**calling, "mode": "NONE"}}}
 
@@ -97,3 +102,13 @@ def _args(arguments: str) -> Any:
     except codec.DecodeError:
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"arguments": value}
+
+
+EDITS = Edits(
+    add_anchor=add_anchor,
+    result_index=result_index,
+    replace_result=replace_result,
+    veto_exchange=veto_exchange,
+    corrective=corrective,
+    without_tools=without_tools,
+)

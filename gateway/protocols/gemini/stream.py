@@ -100,7 +100,7 @@ class GeminiStreamFilter(StreamDriver):
             return
         if len(kept_parts) == len(parts):
             piece: bytes | None = sse.raw
-        elif kept_parts or closing or len(candidates) > 1:
+        elif kept_parts or closing or (isinstance(candidates, list) and len(candidates) > 1):
             piece = event(_with_parts(chunk, first, kept_parts))
         else:
             piece = None
@@ -170,7 +170,7 @@ class GeminiStreamFilter(StreamDriver):
 
 
 def _with_parts(chunk: dict[str, Any], first: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
-    content = first.get("content") if isinstance(first.get("content"), dict) else {"role": "model"}
+    content = content_value if isinstance(content_value := first.get("content"), dict) else {"role": "model"}
     return {**chunk, "candidates": [{**first, "content": {**content, "parts": parts}}, *chunk["candidates"][1:]]}
 
 

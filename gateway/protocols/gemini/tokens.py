@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.protocols import usage
 from gateway.protocols.base import ItemText
 from gateway.protocols.parts import raw_text
 
@@ -24,3 +25,8 @@ def item_text(content: Any) -> ItemText:
         else:
             texts.append(str(part.get("text") or ""))
     return ItemText(content.get("role") == "model", "".join(texts), None, tuple(calls))
+
+
+def output_tokens(answer: bytes) -> int | None:
+    """The candidates' tokens the upstream reported (a reply, or a stream's last chunk)."""
+    return usage.reported(answer, ("usageMetadata", "candidatesTokenCount"))

@@ -1,1 +1,1 @@
-"""The OpenAI Responses API adapter (``POST /v1/responses``): ``adapter.RESPONSES``."""
+"""The OpenAI Responses API (``POST /v1/responses``), as a guarded protocol (``protocol``)."""

@@ -29,7 +29,7 @@ on, shown, or extending the other's conversation.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 from gateway import untrusted
 from gateway.protocols.adapters import newest_within
@@ -37,6 +37,9 @@ from gateway.protocols.responses.parse import CALL_TYPES, OUTPUT_TYPES, content_
 from gateway.protocols.responses.rewrite import veto_exchange
 from gateway.state.base import ChainRecord
 from gateway.trace.model import VETO_MARKER, ToolCall
+
+# The output the upstream gets for a call it proposed that the client never saw.
+WITHHELD = f"{VETO_MARKER} This call was not run: the gateway withheld it because the agent was looping."
 
 # Detectors read bounded windows of recent calls: a few hundred items is far more than they
 # need, and the byte bound keeps one chain of large tool outputs from filling the store.
@@ -172,9 +175,9 @@ def _answers_ours(output: dict[str, Any], items: list[Any]) -> bool:
     """Is ``output`` the observation of a refused-call exchange (right after its id-less call)?"""
     position = next(n for n, i in enumerate(items) if i is output)
     before = items[position - 1] if position else None
-    if item_type(before) not in CALL_TYPES or "id" in before:
+    if not isinstance(before, dict) or item_type(before) not in CALL_TYPES or "id" in before:
         return False
-    return before.get("call_id") == output.get("call_id")
+    return bool(before.get("call_id") == output.get("call_id"))
 
 
 def owed_tail(history: list[Any]) -> list[Any]:
@@ -196,8 +199,8 @@ def bounded(items: list[Any]) -> list[Any]:
     return items[start:]
 
 
-def _is_observation(item: Any) -> bool:
-    if item_type(item) not in OUTPUT_TYPES:
+def _is_observation(item: Any) -> TypeGuard[dict[str, Any]]:
+    if not isinstance(item, dict) or item_type(item) not in OUTPUT_TYPES:
         return False
     output = item.get("output")
     text = output if isinstance(output, str) else content_text(output)

@@ -10,7 +10,9 @@ from typing import Any
 
 import orjson
 
-from gateway.protocols.responses.replies import message_item, response_object
+from gateway.protocols.errors import openai_error
+from gateway.protocols.responses.replies import message_item, response_object, termination_reply
+from gateway.protocols.roles.authored import Authored
 from gateway.protocols.sse import SSEDecoder
 from gateway.wire import codec
 
@@ -25,7 +27,7 @@ def encode(event: dict[str, Any]) -> bytes:
     )
 
 
-def text_message_events(text: str, output_index: int, first_seq: int) -> tuple[list[dict[str, Any]], dict]:
+def text_message_events(text: str, output_index: int, first_seq: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The events of one assistant message item carrying ``text``, numbered from ``first_seq``;
     returns them and the finished item (for the closing response's ``output``)."""
     done = message_item(text)
@@ -154,7 +156,7 @@ def termination_events(text: str, payload: dict[str, Any]) -> list[bytes]:
 def error_event(body: dict[str, Any]) -> bytes:
     """An error body (``{"error": {...}}``) as the stream's ``error`` event. Its sequence number
     is unknown here; clients read the event by its type."""
-    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    error = error_value if isinstance(error_value := body.get("error"), dict) else {}
     return encode(
         {
             "type": "error",
@@ -164,3 +166,7 @@ def error_event(body: dict[str, Any]) -> bytes:
             "sequence_number": 0,
         }
     )
+
+
+# The replies the gateway writes in this protocol (the non-streaming one is built in ``replies``).
+AUTHORED = Authored(termination_reply, termination_events, openai_error, error_event)

@@ -34,6 +34,16 @@ def input_items(payload: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def conversation(payload: dict[str, Any], items: list[Any], start: int = 0) -> Conversation:
+    """The turns of ``items[start:]``; from the start, ``instructions`` first as the system
+    prompt (index -1)."""
+    conv = conversation_from_items(items[start:], declared_tools(payload), start)
+    instructions = payload.get("instructions")
+    if start or not isinstance(instructions, str) or not instructions:
+        return conv
+    return Conversation((Turn(-1, "system", instructions), *conv.turns), conv.tools)
+
+
 def conversation_from_items(items: Any, tools: frozenset[str] | None = None, start: int = 0) -> Conversation:
     """``items`` as turns; ``Turn.index`` is the item's position plus ``start`` (a chain's
     earlier items are numbered below 0, so the request's own items keep their positions)."""
@@ -134,10 +144,10 @@ def _tool_names(entry: dict[str, Any]) -> list[str] | None:
         if not isinstance(inner, list):
             return None
         names = [_tool_names(tool) if isinstance(tool, dict) else None for tool in inner]
-        return None if any(n is None for n in names) else [n for group in names for n in group]
+        return None if any(n is None for n in names) else [n for group in names if group is not None for n in group]
     if kind not in _NAMED_TOOLS:
         return []  # a built-in tool: no function name to declare
-    holder = entry.get("function") if isinstance(entry.get("function"), dict) else entry  # chat-style, seen
+    holder = function_value if isinstance(function_value := entry.get("function"), dict) else entry  # chat-style, seen
     name = holder.get("name")
     return [name] if isinstance(name, str) and name else None
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.protocols.responses.parse import OUTPUT_TYPES, item_type, raw_text
+from gateway.protocols.parts import raw_text
+from gateway.protocols.responses.parse import OUTPUT_TYPES, item_type
 from gateway.trace.model import ToolCall
 
 Item = dict[str, Any]
@@ -32,8 +33,18 @@ def add_anchor(items: list[Any], text: str, placement: str) -> list[Any]:
     return [*items, {"type": "message", "role": role, "content": text}]
 
 
-def replace_result(items: list[Any], index: int, text: str) -> list[Any]:
-    """An executed call that should have been vetoed: its output becomes our observation."""
+def result_index(items: list[Any], call_id: str, after: int) -> int | None:
+    """The output item answering ``call_id`` after the item at ``after``."""
+    for index in range(max(after, 0) + 1, len(items)):
+        item = items[index]
+        if item_type(item) in OUTPUT_TYPES and item.get("call_id") == call_id:
+            return index
+    return None
+
+
+def replace_result(items: list[Any], index: int, text: str, call_id: str = "") -> list[Any]:
+    """An executed call that should have been vetoed: its output becomes our observation (an
+    output item answers one call: the one at ``index`` is the refused call's)."""
     if not 0 <= index < len(items) or not isinstance(items[index], dict):
         return items
     out = list(items)
@@ -51,6 +62,13 @@ def veto_exchange(call: ToolCall, observation: str, custom: bool = False) -> lis
     return [
         {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments},
         {"type": "function_call_output", "call_id": call.id, "output": observation},
+    ]
+
+
+def corrective(answer: str, text: str) -> list[Item]:
+    return [
+        {"type": "message", "role": "assistant", "content": answer},
+        {"type": "message", "role": "user", "content": text},
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.protocols import usage
 from gateway.protocols.base import ItemText
 from gateway.protocols.parts import raw_text
 from gateway.protocols.responses.parse import CALL_TYPES, OUTPUT_TYPES, content_text
@@ -21,3 +22,8 @@ def item_text(item: Any) -> ItemText:
     if kind in OUTPUT_TYPES:
         return ItemText(False, raw_text(item.get("output")))
     return ItemText(item.get("role") == "assistant", content_text(item.get("content")))
+
+
+def output_tokens(answer: bytes) -> int | None:
+    """The output tokens the upstream reported (a reply, or a stream's closing response)."""
+    return usage.reported(answer, ("usage", "output_tokens"), ("response", "usage", "output_tokens"))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from anthropic.types import Message
 
-from gateway.protocols.anthropic import AnthropicAdapter
+from gateway.protocols.anthropic.protocol import build as anthropic_adapter
 from gateway.protocols.base import Answer
 
 from .streams import PING, accumulate, end, ev, start, stream, text, thinking, tool
 from .wire import assert_valid_request
 
-A = AnthropicAdapter()
+A = anthropic_adapter()
 WARNING = "[LoopGuard] Warning: this request requires calling `search`."
 
 
@@ -44,7 +44,7 @@ CALL = {"type": "tool_use", "id": "toolu_01", "name": "search", "input": {"q": "
     ],
 )
 def test_answer(reply, expected):
-    assert A.answer(reply) == expected
+    assert A.replies.answer(reply) == expected
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_answer(reply, expected):
     ],
 )
 def test_prepend_text(blocks, texts):
-    out = Message.model_validate(A.prepend_text(message(*blocks), WARNING))
+    out = Message.model_validate(A.replies.prepend_text(message(*blocks), WARNING))
     assert [b.text for b in out.content if b.type == "text"] == texts
     assert [b.type for b in out.content][:1] == (["thinking"] if blocks[:1] == (THOUGHT,) else ["text"])
 
@@ -66,7 +66,10 @@ def test_prepend_text(blocks, texts):
     "answer, roles", [("I think it is 42.", ["assistant", "user"]), ("", ["user"]), ("  ", ["user"])]
 )
 def test_corrective_entries_keep_the_request_valid(answer, roles):
-    items = [{"role": "user", "content": "What is it?"}, *A.corrective(answer, "[loopguard] Call `search` first.")]
+    items = [
+        {"role": "user", "content": "What is it?"},
+        *A.edits.corrective(answer, "[loopguard] Call `search` first."),
+    ]
     assert [m["role"] for m in items[1:]] == roles
     assert_valid_request({"model": "m", "max_tokens": 10, "messages": items})
 
@@ -89,7 +92,7 @@ ERRORED = stream(start(), text(0, "Part"), ev({"type": "error", "error": {"type"
     ],
 )
 def test_stream_answer(data, expected):
-    assert A.stream_answer(data) == expected
+    assert A.streams.answer(data) == expected
 
 
 @pytest.mark.parametrize(
@@ -100,7 +103,7 @@ def test_stream_answer(data, expected):
     ],
 )
 def test_stream_prepend_text_is_accumulated_by_the_sdk(data, texts):
-    out = A.stream_prepend_text(data, WARNING)
+    out = A.streams.prepend_text(data, WARNING)
     message = accumulate(out)
     assert [b.text for b in message.content if b.type == "text"] == texts
     assert message.content[0].type == "thinking"
@@ -108,4 +111,4 @@ def test_stream_prepend_text_is_accumulated_by_the_sdk(data, texts):
 
 
 def test_stream_prepend_text_leaves_an_unreadable_stream_alone():
-    assert A.stream_prepend_text(b"data: x\n\n", WARNING) == b"data: x\n\n"
+    assert A.streams.prepend_text(b"data: x\n\n", WARNING) == b"data: x\n\n"

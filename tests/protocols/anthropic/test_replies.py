@@ -13,14 +13,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 from support.servers import serve
 
-from gateway.protocols.anthropic import AnthropicAdapter
+from gateway.protocols.anthropic.protocol import build as anthropic_adapter
 from gateway.protocols.anthropic.replies import error_body, error_event
 from gateway.protocols.base import Answer
 from gateway.trace.model import ToolCall
 
 from .streams import end, refuse, run, start, stream, text, tool
 
-A = AnthropicAdapter()
+A = anthropic_adapter()
 PAYLOAD = {"model": "claude-sonnet-4-6", "max_tokens": 1024, "messages": [{"role": "user", "content": "hi"}]}
 REPLY = {
     "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
@@ -45,13 +45,13 @@ REPLY = {
 
 
 def test_proposed_calls_in_order():
-    assert A.proposed_calls(REPLY) == [
+    assert A.replies.proposed_calls(REPLY) == [
         (
             ToolCall("toolu_01A", "read_file", '{"path":"a.py"}'),
             ToolCall("toolu_01B", "read_file", '{"path":"b.py"}'),
         )
     ]
-    assert A.answer(REPLY) == Answer(True, "Reading both files.")
+    assert A.replies.answer(REPLY) == Answer(True, "Reading both files.")
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_proposed_calls_in_order():
     [(2, ["toolu_01A", "toolu_01B"], "tool_use"), (1, ["toolu_01A"], "tool_use"), (0, [], "end_turn")],
 )
 def test_keep_calls(count, ids, stop):
-    kept = Message.model_validate(A.keep_calls(REPLY, [count]))
+    kept = Message.model_validate(A.replies.keep_calls(REPLY, [count]))
     assert [b.id for b in kept.content if b.type == "tool_use"] == ids
     assert [b.type for b in kept.content if b.type != "tool_use"] == ["thinking", "text"]
     assert kept.stop_reason == stop
@@ -68,8 +68,8 @@ def test_keep_calls(count, ids, stop):
 
 @pytest.mark.parametrize("reply", [None, {}, {"content": None}, {"content": [None, 1, {"type": "tool_use"}]}])
 def test_odd_replies_propose_nothing(reply):
-    assert A.proposed_calls(reply) == [()]
-    assert A.keep_calls(reply, [0]) == reply
+    assert A.replies.proposed_calls(reply) == [()]
+    assert A.replies.keep_calls(reply, [0]) == reply
 
 
 @pytest.fixture(scope="module")
@@ -88,18 +88,22 @@ def canned():
 def test_the_termination_message_is_read_by_the_sdk(canned):
     box, client = canned
     box.update(
-        body=orjson.dumps(A.termination_reply("[LoopGuard] Stopped.", PAYLOAD)), status=200, type="application/json"
+        body=orjson.dumps(A.authored.termination_reply("[LoopGuard] Stopped.", PAYLOAD)),
+        status=200,
+        type="application/json",
     )
     message = client.messages.create(**PAYLOAD)
     assert message.content[0].text == "[LoopGuard] Stopped." and message.stop_reason == "end_turn"
     assert message.model == "claude-sonnet-4-6" and message.role == "assistant"
-    Message.model_validate(A.termination_reply("x", PAYLOAD))  # strict: every field as typed
+    Message.model_validate(A.authored.termination_reply("x", PAYLOAD))  # strict: every field as typed
 
 
 def test_the_termination_stream_is_read_by_the_sdk(canned):
     box, client = canned
     box.update(
-        body=b"".join(A.termination_stream("[LoopGuard] Stopped.", PAYLOAD)), status=200, type="text/event-stream"
+        body=b"".join(A.authored.termination_stream("[LoopGuard] Stopped.", PAYLOAD)),
+        status=200,
+        type="text/event-stream",
     )
     with client.messages.stream(**PAYLOAD) as streamed:
         texts = list(streamed.text_stream)
@@ -158,12 +162,12 @@ def test_errors_in_anthropics_shape(canned, status, type_, kind, exc):
 )
 def test_the_gateways_own_error_names_in_anthropics_words(type_, code, kind):
     """The pipeline names its errors by (type, code), without the status."""
-    assert A.error_body("m", type_, code) == {"type": "error", "error": {"type": kind, "message": "m"}}
+    assert A.authored.error_body("m", type_, code) == {"type": "error", "error": {"type": kind, "message": "m"}}
 
 
 def test_an_error_event_ends_the_sdks_stream_with_an_exception(canned):
     box, client = canned
-    body = A.error_body("[LoopGuard] stopped", "loop_detected", "loop_detected")
+    body = A.authored.error_body("[LoopGuard] stopped", "loop_detected", "loop_detected")
     box.update(body=stream(start(), text(0, "Part")) + error_event(body), status=200, type="text/event-stream")
     with pytest.raises(anthropic.APIStatusError) as raised:
         with client.messages.stream(**PAYLOAD) as streamed:

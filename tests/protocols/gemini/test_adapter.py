@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.protocols.gemini.adapter import GEMINI
+from gateway.protocols.gemini.protocol import ADAPTER as GEMINI
 
 PATH = "/v1beta/models/gemini-test:streamGenerateContent"
 
@@ -39,21 +39,21 @@ ARRAY = [
 )
 def test_a_request_binds_the_reply_shape_it_is_judged_in(path, query, types, streams):
     adapter = GEMINI.at({"path": path, "query_string": query})
-    assert adapter.reply_types == types and adapter.stream({}) is streams
-    assert GEMINI.reply_types == (dict,)  # the registry's own instance is never changed
+    assert adapter.replies.reply_types == types and adapter.requests.stream({}) is streams
+    assert GEMINI.replies.reply_types == (dict,)  # the registry's own instance is never changed
 
 
 def test_an_arrays_calls_are_proposed_in_order_from_its_merged_chunks():
     adapter = GEMINI.at({"path": PATH, "query_string": b""})
-    assert [c.name for c in adapter.proposed_calls(ARRAY)[0]] == ["list_dir", "read_file"]
-    said = adapter.answer(ARRAY)
+    assert [c.name for c in adapter.replies.proposed_calls(ARRAY)[0]] == ["list_dir", "read_file"]
+    said = adapter.replies.answer(ARRAY)
     assert said is not None and said.calls and said.text == "Reading both."
 
 
 @pytest.mark.parametrize("keep, names", [((0,), []), ((1,), ["list_dir"]), ((2,), ["list_dir", "read_file"])])
 def test_kept_calls_of_an_array_go_out_as_one_chunk(keep, names):
     adapter = GEMINI.at({"path": PATH, "query_string": b""})
-    out = adapter.keep_calls(ARRAY, keep)
+    out = adapter.replies.keep_calls(ARRAY, keep)
     assert isinstance(out, list) and len(out) == 1
     parts = out[0]["candidates"][0]["content"]["parts"]
     assert [p["functionCall"]["name"] for p in parts if "functionCall" in p] == names
@@ -63,6 +63,6 @@ def test_kept_calls_of_an_array_go_out_as_one_chunk(keep, names):
 
 def test_text_put_before_an_arrays_answer_goes_out_as_one_chunk():
     adapter = GEMINI.at({"path": PATH, "query_string": b""})
-    out = adapter.prepend_text([chunk({"text": "Done."}, finish="STOP")], "[LoopGuard] note")
+    out = adapter.replies.prepend_text([chunk({"text": "Done."}, finish="STOP")], "[LoopGuard] note")
     assert isinstance(out, list) and len(out) == 1
     assert [p["text"] for p in out[0]["candidates"][0]["content"]["parts"]] == ["[LoopGuard] note\n\n", "Done."]

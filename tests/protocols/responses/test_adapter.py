@@ -3,7 +3,7 @@ request seen by the detectors and edited into a request the API accepts."""
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 
 import pytest
 from openai.types.responses import ResponseInputParam
@@ -12,15 +12,14 @@ from support.responses_wire import custom_call, function_call, message, response
 
 from gateway.policy.actions import Action
 from gateway.policy.loader import load_shipped_policy
-from gateway.protocols import base
 from gateway.protocols.base import Answer
-from gateway.protocols.responses.adapter import ResponsesAdapter
+from gateway.protocols.responses.protocol import build as responses_adapter
 from gateway.trace.builder import build_trace
 from gateway.trace.model import ToolCall
 
 from .oracle import validate_response
 
-ADAPTER = ResponsesAdapter()
+ADAPTER = responses_adapter()
 INPUT = TypeAdapter(ResponseInputParam)
 TOOLS = [
     {"type": "function", "name": "read_file", "parameters": {"type": "object", "properties": {}}},
@@ -28,21 +27,15 @@ TOOLS = [
 ]
 
 
-def members(protocol: type) -> dict[str, object]:
-    return {
-        name: value
-        for name, value in vars(protocol).items()
-        if not name.startswith("_") and (callable(value) or isinstance(value, property))
-    }
+ROLES = ("requests", "edits", "replies", "streams", "authored", "history")
 
 
-@pytest.mark.parametrize("name", list(members(base.Adapter)) + list(base.Adapter.__annotations__))
-def test_implements_every_member_of_the_adapter_interface(name):
-    mine = getattr(ADAPTER, name)
-    wanted = getattr(base.Adapter, name, None)
-    if callable(wanted):
-        expected = list(inspect.signature(wanted).parameters)[1:]
-        assert list(inspect.signature(mine).parameters) == expected
+@pytest.mark.parametrize(
+    "role,name", [(role, member.name) for role in ROLES for member in dataclasses.fields(getattr(ADAPTER, role))]
+)
+def test_implements_every_member_of_every_role(role, name):
+    mine = getattr(getattr(ADAPTER, role), name)
+    assert mine is not None and (callable(mine) or isinstance(mine, (str, tuple)))
     assert ADAPTER.name == "responses"
 
 
@@ -62,7 +55,7 @@ def looping_payload(rounds: int, stream: bool = False) -> dict:
 
 def judge(payload: dict):
     policy = load_shipped_policy().resolve()
-    conv = ADAPTER.conversation(payload, ADAPTER.items(payload))
+    conv = ADAPTER.requests.conversation(payload, ADAPTER.requests.items(payload))
     return policy, build_trace(conv, policy.trace_settings)
 
 
@@ -79,7 +72,7 @@ def test_a_looping_agent_is_warned_with_an_anchor_the_api_accepts():
     assert [e.tool for e in trace.events] == ["read_file"] * 4 and trace.declared_tools == {"read_file"}
     text = policy.render("warn", judgement.finding)
     for placement in ("system", "user", "tool_result"):
-        edited = ADAPTER.with_items(payload, ADAPTER.add_anchor(ADAPTER.items(payload), text, placement))
+        edited = ADAPTER.outgoing(payload, ADAPTER.edits.add_anchor(ADAPTER.requests.items(payload), text, placement))
         INPUT.validate_python(edited["input"])
         assert edited["input"][: len(payload["input"]) - 1] == payload["input"][:-1]
         assert text in str(edited["input"][-1])
@@ -93,15 +86,15 @@ def test_veto_exchange_and_without_tools_make_a_valid_reask():
             function_call("read_file", '{"path": "config.yaml"}', "call_r"),
         ]
     )
-    [calls] = ADAPTER.proposed_calls(reply)
+    [calls] = ADAPTER.replies.proposed_calls(reply)
     assert calls == (
         ToolCall("call_c", "apply_patch", "*** Begin"),
         ToolCall("call_r", "read_file", '{"path": "config.yaml"}'),
     )
-    items = ADAPTER.items(payload)
+    items = ADAPTER.requests.items(payload)
     for call in calls:
-        items = [*items, *ADAPTER.veto_exchange(call, "[loopguard] not run")]
-    reask = ADAPTER.without_tools(ADAPTER.with_items(payload, items))
+        items = [*items, *ADAPTER.edits.veto_exchange(call, "[loopguard] not run")]
+    reask = ADAPTER.edits.without_tools(ADAPTER.outgoing(payload, items))
     INPUT.validate_python(reask["input"])
     assert [i["type"] for i in reask["input"][-4:]] == [
         "custom_tool_call",
@@ -116,15 +109,15 @@ def test_reply_helpers_and_replies_the_gateway_writes():
     reply = response(
         [message("Checking."), function_call("read_file", "{}", "call_1"), function_call("read_file", "{}", "call_2")]
     )
-    assert ADAPTER.answer(reply) == Answer(True, "Checking.")
-    assert ADAPTER.answer({"output": None}) is None
-    validate_response(ADAPTER.keep_calls(reply, [1]))
+    assert ADAPTER.replies.answer(reply) == Answer(True, "Checking.")
+    assert ADAPTER.replies.answer({"output": None}) is None
+    validate_response(ADAPTER.replies.keep_calls(reply, [1]))
     payload = looping_payload(1, stream=True)
-    assert ADAPTER.stream(payload) and not ADAPTER.stream({"stream": "yes"})
-    assert ADAPTER.model(payload) == "gpt-4.1" and ADAPTER.model({"model": None}) == ""
-    validate_response(ADAPTER.termination_reply("Stopped.", payload))
-    assert ADAPTER.termination_stream("Stopped.", payload)[-1].startswith(b"event: response.completed\n")
-    assert ADAPTER.error_body("bad input", "invalid_request_error", "bad") == {
+    assert ADAPTER.requests.stream(payload) and not ADAPTER.requests.stream({"stream": "yes"})
+    assert ADAPTER.requests.model(payload) == "gpt-4.1" and ADAPTER.requests.model({"model": None}) == ""
+    validate_response(ADAPTER.authored.termination_reply("Stopped.", payload))
+    assert ADAPTER.authored.termination_stream("Stopped.", payload)[-1].startswith(b"event: response.completed\n")
+    assert ADAPTER.authored.error_body("bad input", "invalid_request_error", "bad") == {
         "error": {"message": "bad input", "type": "invalid_request_error", "param": None, "code": "bad"}
     }
 
@@ -132,31 +125,33 @@ def test_reply_helpers_and_replies_the_gateway_writes():
 def test_stream_filter_reports_custom_calls_to_the_adapter():
     from support.responses_wire import sse, stream_events
 
-    adapter = ResponsesAdapter()
-    filt = adapter.stream_filter(lambda call, position: False, {"model": "gpt-4.1"})
+    adapter = responses_adapter()
+    filt = adapter.streams.filter(lambda call, position: False, {"model": "gpt-4.1"})
     filt.feed(sse(stream_events([custom_call("apply_patch", "x", "call_s")])))
     assert filt.needs_decision
-    assert adapter.veto_exchange(filt.round.rejected, "no")[0]["type"] == "custom_tool_call"
+    assert adapter.edits.veto_exchange(filt.round.rejected, "no")[0]["type"] == "custom_tool_call"
 
 
 def test_result_index_and_corrective():
     items = looping_payload(2)["input"]
-    assert ADAPTER.result_index(items, "call_1", 3) == 4
-    assert ADAPTER.result_index(items, "call_1", 4) is None and ADAPTER.result_index(items, "nope", 0) is None
-    INPUT.validate_python(ADAPTER.corrective("I am done.", "[loopguard] You must call read_file."))
+    assert ADAPTER.edits.result_index(items, "call_1", 3) == 4
+    assert (
+        ADAPTER.edits.result_index(items, "call_1", 4) is None and ADAPTER.edits.result_index(items, "nope", 0) is None
+    )
+    INPUT.validate_python(ADAPTER.edits.corrective("I am done.", "[loopguard] You must call read_file."))
 
 
 def test_instructions_are_the_system_prompt():
     payload = looping_payload(1)
-    turns = ADAPTER.conversation(payload, ADAPTER.items(payload)).turns
+    turns = ADAPTER.requests.conversation(payload, ADAPTER.requests.items(payload)).turns
     assert (turns[0].index, turns[0].role, turns[0].text) == (-1, "system", "You are a careful assistant.")
-    later = ADAPTER.conversation(payload, ADAPTER.items(payload), start=2).turns
+    later = ADAPTER.requests.conversation(payload, ADAPTER.requests.items(payload), start=2).turns
     assert [t.index for t in later] == [2]  # only what a growing conversation added
 
 
 def test_error_event_is_the_streams_error_event():
     from .oracle import client_events
 
-    body = ADAPTER.error_body("upstream timed out", "upstream_error", "timeout")
-    [event] = client_events(ADAPTER.error_event(body))
+    body = ADAPTER.authored.error_body("upstream timed out", "upstream_error", "timeout")
+    [event] = client_events(ADAPTER.authored.error_event(body))
     assert event["type"] == "error" and event["message"] == "upstream timed out" and event["code"] == "timeout"

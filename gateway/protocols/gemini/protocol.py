@@ -1,0 +1,121 @@
+"""The Gemini API (``generateContent`` / ``streamGenerateContent``) as a guarded protocol.
+
+The model and whether the reply streams are in the path (``/v1beta/models/{model}:
+streamGenerateContent?alt=sse``), not the body: ``at`` binds an adapter to them per request
+(``Path``). A stream asked for without ``alt=sse`` is a JSON array, not events: it is read whole
+and judged like a unary reply (its chunks merged into one answer); an untouched one is relayed
+byte for byte, an edited or terminated one is answered with a one-element array. Items are the
+request's ``contents``; ``systemInstruction`` is read as the system prompt. Every request
+carries its whole conversation: no history role, no memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.protocols.base import Judge, StreamOptions
+from gateway.protocols.declaration import Declaration, UpstreamSpec
+from gateway.protocols.gemini import parse, replies, rewrite, stream, tokens
+from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
+from gateway.protocols.sse import data_event
+
+__all__ = ["ADAPTER", "KIND", "Path"]
+
+_STREAMING = "streamGenerateContent"
+
+DECLARED = Declaration(
+    family="gemini.generate_content",
+    routes=tuple(
+        f"/{version}/models/{{model}}:{method}"
+        for version in ("v1beta", "v1")
+        for method in ("generateContent", _STREAMING)
+    ),
+    # The API root, as the SDKs' base URL; paths name their version. The key goes as
+    # x-goog-api-key, or the client's ``?key=``, which a server key replaces.
+    upstream=UpstreamSpec(
+        config="gemini",
+        default_base_url="https://generativelanguage.googleapis.com",
+        key_header="x-goog-api-key",
+        key_prefix="",
+        credentials=("x-goog-api-key", "authorization"),
+        credential_query=("key",),
+        strip_v1=False,
+    ),
+    # Its other paths (countTokens, files, caches, ...); under /v1 only a model's methods:
+    # the rest of /v1/models is OpenAI's (GET /v1/models/ft:gpt-4o:org:id).
+    relays=("/v1beta/{rest:path}", "POST /v1/models/{model}:{method}"),
+    id_fields=frozenset({"id"}),
+    auth_error_type="authentication_error",
+    reads=lambda body: isinstance(body.get("contents"), list) and bool(body["contents"]),
+    stream_notes=False,  # google-genai reads a comment line as a JSON chunk
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """What one request's path says: its model, and how the reply comes (``streaming``: SSE
+    events; ``array``: a stream without ``alt=sse``, one JSON array)."""
+
+    model: str = ""
+    streaming: bool = False
+    array: bool = False
+
+    def streams(self, payload: dict[str, Any]) -> bool:
+        return self.streaming
+
+    def model_of(self, payload: dict[str, Any]) -> str:
+        return self.model
+
+    def termination_reply(self, text: str, payload: dict[str, Any]) -> Any:
+        reply = replies.termination(text, self.model)
+        return [reply] if self.array else reply
+
+    def termination_stream(self, text: str, payload: dict[str, Any]) -> list[bytes]:
+        return [stream.event(replies.termination(text, self.model))]
+
+    def stream_filter(
+        self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None
+    ) -> stream.GeminiStreamFilter:
+        return stream.GeminiStreamFilter(judge, options, self.model)
+
+    def adapter(self) -> Adapter:
+        """The adapter for requests on this path."""
+        requests = Requests(
+            items_field="contents",
+            payload_fields=("systemInstruction", "tools"),
+            items=parse.contents_of,
+            conversation=parse.conversation,
+            with_items=rewrite.with_contents,
+            stream=self.streams,
+            model=self.model_of,
+            user=_no_user,
+            item_text=tokens.item_text,
+        )
+        authored = Authored(self.termination_reply, self.termination_stream, replies.error_body, data_event)
+        streams = Streams(self.stream_filter, stream.stream_answer, stream.stream_prepend_text)
+        chunks = replies.ARRAY_REPLIES if self.array else replies.REPLIES
+        return Adapter("gemini", DECLARED, requests, rewrite.EDITS, chunks, streams, authored, binds=at)
+
+
+def _no_user(payload: dict[str, Any]) -> str | None:
+    return None  # the Gemini API names no end user
+
+
+def at(scope: dict[str, Any]) -> Adapter:
+    """The adapter bound to the request's path (its model, and how its reply comes)."""
+    name, _, method = scope["path"].rpartition("/")[2].partition(":")
+    streaming = method == _STREAMING
+    if streaming and b"alt=sse" not in scope.get("query_string", b"").split(b"&"):
+        return Path(name, array=True).adapter()
+    return Path(name, streaming).adapter()
+
+
+ADAPTER = Path().adapter()  # unbound: the routes' adapter, before a path binds it
+
+
+def _build() -> Adapter:
+    return ADAPTER
+
+
+KIND = Kind(ADAPTER.name, DECLARED, ADAPTER.requests, ADAPTER.authored, _build)
