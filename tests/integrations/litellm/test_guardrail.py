@@ -80,7 +80,8 @@ def test_savings_show_up_in_litellms_metrics(client, proxy):
 
 
 def saved_tokens(url: str) -> float:
-    text = httpx.get(url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}).text
+    # A busy proxy can take longer than httpx's 5 s default to render its first /metrics page.
+    text = httpx.get(url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}, timeout=60).text
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "loopguard_tokens_saved_total" and sample.labels.get("model") == "test-model":
@@ -123,7 +124,8 @@ def test_a_looping_responses_agent_is_ended_with_the_models_own_answer(proxy, re
 
 def litellm_metric(url: str, name: str) -> float:
     """The sum of one of LiteLLM's own metrics over the master key's series."""
-    text = httpx.get(url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}).text
+    # A busy proxy can take longer than httpx's 5 s default to render its first /metrics page.
+    text = httpx.get(url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}, timeout=60).text
     return sum(
         sample.value
         for family in text_string_to_metric_families(text)
