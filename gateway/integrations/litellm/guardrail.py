@@ -32,7 +32,7 @@ from gateway.integrations.litellm import ending, stream, unary
 from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import RESOLVED, SESSION_HEADER, client_body, client_headers, session_of
 from gateway.integrations.litellm.turn import Turn
-from gateway.integrations.litellm.wire import wire_of
+from gateway.integrations.litellm.wire import Wires
 from gateway.policy.actions import Action
 
 _DONE = object()  # the request path already answered (terminated): the response hooks skip it
@@ -43,6 +43,7 @@ class LoopGuardrail(CustomGuardrail):
     def __init__(self, loopguard_policy: str | None = None, loopguard_config: str | None = None, **kwargs: Any) -> None:
         self.loopguard = Runtime.build(loopguard_policy, loopguard_config)
         self._turns: OrderedDict[str, Any] = OrderedDict()
+        self._wires = Wires()
         super().__init__(**kwargs)
         # With post_call alone, the response hooks plan the request themselves.
         self._judges_history = bool(_modes(self.event_hook) & _HISTORY_MODES)
@@ -102,7 +103,7 @@ class LoopGuardrail(CustomGuardrail):
 
     async def _plan(self, user_api_key_dict: Any, data: dict[str, Any], call_type: Any = None) -> Turn | None:
         """Judge the executed history; None when there is nothing to guard or the guard failed."""
-        wire = wire_of(call_type, data)
+        wire = self._wires.of(call_type, data)
         if wire is None or wire.adapter.requests.items_field not in data:
             return None
         runtime = self.loopguard

@@ -19,10 +19,6 @@ from gateway.protocols.chat.protocol import ADAPTER as CHAT
 from gateway.protocols.responses.protocol import KIND as RESPONSES_KIND
 from gateway.protocols.roles import Adapter
 
-RESPONSES = RESPONSES_KIND.build()
-
-ANTHROPIC = ANTHROPIC_KIND.build()
-
 
 @dataclass(frozen=True, slots=True)
 class Wire:
@@ -69,29 +65,35 @@ class Wire:
         return ModelResponseStream(**data)
 
 
-CHAT_WIRE = Wire(CHAT, "/v1/chat/completions", "acompletion", "metadata")
-RESPONSES_WIRE = Wire(RESPONSES, "/v1/responses", "aresponses", "litellm_metadata")
-MESSAGES_WIRE = Wire(ANTHROPIC, "/v1/messages", "aanthropic_messages", "litellm_metadata")
+class Wires:
+    """One guardrail's wires. Each guardrail builds its own Responses and Anthropic adapters, whose
+    memory (calls withheld from the client, chains and threads seen) is then its own, as each
+    gateway app's is."""
 
-WIRES: dict[str, Wire] = {
-    "completion": CHAT_WIRE,
-    "acompletion": CHAT_WIRE,
-    "responses": RESPONSES_WIRE,
-    "aresponses": RESPONSES_WIRE,
-    "anthropic_messages": MESSAGES_WIRE,
-    "aanthropic_messages": MESSAGES_WIRE,
-}
+    __slots__ = ("_by_call", "chat", "messages", "responses")
 
+    def __init__(self) -> None:
+        self.chat = Wire(CHAT, "/v1/chat/completions", "acompletion", "metadata")
+        self.responses = Wire(RESPONSES_KIND.build(), "/v1/responses", "aresponses", "litellm_metadata")
+        self.messages = Wire(ANTHROPIC_KIND.build(), "/v1/messages", "aanthropic_messages", "litellm_metadata")
+        self._by_call = {
+            "completion": self.chat,
+            "acompletion": self.chat,
+            "responses": self.responses,
+            "aresponses": self.responses,
+            "anthropic_messages": self.messages,
+            "aanthropic_messages": self.messages,
+        }
 
-def wire_of(call_type: Any, data: dict[str, Any]) -> Wire | None:
-    """The protocol of a request. The response hooks get no call type: the proxy's request URL
-    tells, else the field the conversation is in."""
-    if call_type is not None:
-        return WIRES.get(getattr(call_type, "value", call_type))
-    server = data.get("proxy_server_request")
-    url = str(server.get("url") or "") if isinstance(server, dict) else ""
-    if url.split("?")[0].endswith("/messages"):
-        return MESSAGES_WIRE
-    if url.split("?")[0].endswith("/responses") or "input" in data:
-        return RESPONSES_WIRE
-    return CHAT_WIRE if isinstance(data.get("messages"), list) else None
+    def of(self, call_type: Any, data: dict[str, Any]) -> Wire | None:
+        """The protocol of a request. The response hooks get no call type: the proxy's request
+        URL tells, else the field the conversation is in."""
+        if call_type is not None:
+            return self._by_call.get(getattr(call_type, "value", call_type))
+        server = data.get("proxy_server_request")
+        url = str(server.get("url") or "") if isinstance(server, dict) else ""
+        if url.split("?")[0].endswith("/messages"):
+            return self.messages
+        if url.split("?")[0].endswith("/responses") or "input" in data:
+            return self.responses
+        return self.chat if isinstance(data.get("messages"), list) else None
