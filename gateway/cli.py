@@ -110,7 +110,8 @@ def announce(app: Any, config: Any, address: tuple[Any, ...]) -> None:
         policy_file=str(gateway.policies.path),
         state=state,
         upstream=config.upstream.base_url,
-        **{f"{name}_upstream": up.base_url for name, up in provider_configs(config).items()},
+        # Each provider's base URL as the operator gives it (the API root, before a version suffix).
+        **{f"{name}_upstream": up.base_url for name, up in provider_configs(config, suffixed=False).items()},
         guarded=guarded,
     )
 

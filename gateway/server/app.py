@@ -167,12 +167,12 @@ def provider_upstreams(config: Config) -> dict[str, Upstream]:
     return {name: build_upstream(provider) for name, provider in provider_configs(config).items()}
 
 
-def provider_configs(config: Config) -> dict[str, UpstreamConfig]:
+def provider_configs(config: Config, suffixed: bool = True) -> dict[str, UpstreamConfig]:
     """The upstream settings of each protocol served by another provider, by adapter name: its
     ``<provider>_base_url`` (env ``LOOPGUARD_<PROVIDER>_BASE_URL`` first, else the declared
-    default)."""
+    default), with the protocol's version suffix appended unless ``suffixed`` is False."""
     return {
-        a.name: config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix)
+        a.name: config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix if suffixed else "")
         for a in KINDS
         if (spec := a.declared.upstream).config is not None
     }
