@@ -1,6 +1,6 @@
 """One request's plan, and the only ways to change it: each returns a new plan.
 
-The guard builds a :class:`RequestPlan` (``gateway.guard.request.plan_request``) and owns it:
+The guard builds a :class:`RequestPlan` (``gateway.guard.planner.plan_request``) and owns it:
 the plan is frozen, and every later change (the history's warning or replaced result, a vetoed
 exchange or a corrective message shown on a re-ask, what the proxy actually sent) is one of the
 functions below, which return a new plan and leave the old one as it was. The code that runs

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.state import owned
+from gateway.state import claims
 from gateway.state.base import EMPTY, HistoryMark, SessionState, StateStore, VetoRecord
 from gateway.trace.model import WarnedCall
 
@@ -63,7 +63,7 @@ async def add_veto(store: StateStore, session: str, record: VetoRecord, log: Any
 async def owns(store: StateStore, namespace: str, kind: str, ident: str, log: Any) -> bool:
     """Did the tenant ``namespace`` create the object? An unreadable store says no."""
     try:
-        return await owned.owned(store, namespace, kind, ident)
+        return await claims.owned(store, namespace, kind, ident)
     except Exception as exc:
         _unavailable(log, "owned", exc)
         return False
@@ -71,7 +71,7 @@ async def owns(store: StateStore, namespace: str, kind: str, ident: str, log: An
 
 async def claim(store: StateStore, namespace: str, kind: str, ident: str) -> None:
     """Note an object the reply created as the tenant's own (raises when the store does)."""
-    await owned.claim(store, namespace, kind, ident)
+    await claims.claim(store, namespace, kind, ident)
 
 
 def _unavailable(log: Any, op: str, exc: Exception) -> None:

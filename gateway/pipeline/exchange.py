@@ -15,7 +15,7 @@ from typing import Any
 from gateway.context import Gateway
 from gateway.guard.expectation import TurnGuard
 from gateway.guard.plan import RequestPlan
-from gateway.pipeline.timing import Clock
+from gateway.pipeline.request_log import Clock
 from gateway.pipeline.verdict import Verdict
 from gateway.policy.actions import Action
 from gateway.protocols.base import StreamOptions

@@ -4,7 +4,7 @@ their later requests' ``history`` rebuilds. Never fails the exchange."""
 from __future__ import annotations
 
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.owned import claim_created
+from gateway.pipeline.tenancy import claim_created
 from gateway.policy.actions import Action
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.guard.expectation import for_plan
-from gateway.guard.request import plan_request
+from gateway.guard.planner import plan_request
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.published import SESSION
 from gateway.pipeline.verdict import fail_open

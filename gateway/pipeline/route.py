@@ -9,10 +9,10 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.context import Gateway, upstream_path
-from gateway.pipeline import owned, stream, terminate, unary
 from gateway.pipeline import request as request_stage
+from gateway.pipeline import stream, tenancy, terminate, unary
 from gateway.pipeline.exchange import Exchange, new_request_id
-from gateway.pipeline.timing import Clock
+from gateway.pipeline.request_log import Clock
 from gateway.policy.actions import Action
 from gateway.protocols.roles import Adapter
 from gateway.state.session import client_namespace
@@ -58,7 +58,7 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
     ex = _exchange(gateway, adapter, scope, headers, payload, body, started)
     ex.items_end = items_end
     ex.namespace = client_namespace(headers)
-    if (foreign := await owned.foreign(ex)) is not None:  # another tenant's id: never relayed
+    if (foreign := await tenancy.foreign(ex)) is not None:  # another tenant's id: never relayed
         return refused(gateway, "POST", scope["path"], foreign, started)
     await request_stage.judge(ex, headers)
     if ex.plan is not None and ex.plan.action == Action.TERMINATE:

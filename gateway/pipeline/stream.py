@@ -23,7 +23,7 @@ from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import StreamJudge
 from gateway.pipeline.remember import remember
-from gateway.pipeline.timing import LoggedStream
+from gateway.pipeline.request_log import LoggedStream
 from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.actions import Action

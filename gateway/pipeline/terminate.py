@@ -16,7 +16,7 @@ from gateway.pipeline.answer import FinalAnswer, closed
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import StreamJudge
 from gateway.pipeline.remember import remember
-from gateway.pipeline.timing import LoggedStream, log_request
+from gateway.pipeline.request_log import LoggedStream, log_request
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.protocols.base import StreamFilter

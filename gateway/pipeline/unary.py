@@ -17,7 +17,7 @@ from gateway.pipeline import expect, terminate
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.judging import judge_reply, record_dropped
 from gateway.pipeline.remember import remember
-from gateway.pipeline.timing import LogWhenSent
+from gateway.pipeline.request_log import LogWhenSent
 from gateway.pipeline.verdict import fail_open
 from gateway.pipeline.vetoes import reask, veto
 from gateway.policy.engine import EffectivePolicy

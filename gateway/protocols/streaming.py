@@ -38,7 +38,7 @@ from collections import deque
 from typing import Any
 
 from gateway.protocols.base import Judge, StreamOptions
-from gateway.protocols.rounds import RoundState
+from gateway.protocols.judged_round import RoundState
 from gateway.protocols.sse import SSEDecoder, SSEEvent, comment
 
 __all__ = ["HOLDING", "Held", "StreamDriver", "StreamOptions"]

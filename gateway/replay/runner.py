@@ -22,7 +22,7 @@ import structlog
 
 from gateway.guard.history import HistoryCache
 from gateway.guard.plan import RequestPlan
-from gateway.guard.request import plan_request
+from gateway.guard.planner import plan_request
 from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of

@@ -19,15 +19,15 @@ from gateway.detectors import REGISTRY as DETECTORS
 from gateway.guard.history import HistoryCache
 from gateway.judge import JudgeService
 from gateway.metrics.endpoint import metrics_endpoint
+from gateway.metrics.live_savings import add_savings
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
-from gateway.metrics.savings import add_savings
 from gateway.pipeline.route import Guarded
 from gateway.policy.holder import PolicyHolder
 from gateway.pricing import configured
 from gateway.protocols import registry
 from gateway.protocols.grown import GrownBodies
 from gateway.protocols.registry import KINDS, PATTERNS, relay_route
-from gateway.server import owned
+from gateway.server import object_paths
 from gateway.server.auth import ClientAuth
 from gateway.server.front import ASGIApp, Front
 from gateway.server.health import healthz, readyz
@@ -107,7 +107,7 @@ def build_app(
             for path, methods in map(relay_route, adapter.declared.relays)
         ),
         # Routes naming a tenant's server-side objects: checked against the caller's tenant.
-        *(route for adapter in gateway.protocols.adapters for route in owned.routes(adapter, _ALL_METHODS)),
+        *(route for adapter in gateway.protocols.adapters for route in object_paths.routes(adapter, _ALL_METHODS)),
         Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)

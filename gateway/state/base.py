@@ -196,7 +196,7 @@ class StateStore(Protocol):
     def end_run(self, session: str) -> None:
         """Forget the session's vetoed exchanges and warned calls without waiting (fire and
         forget): they belong to a run that is over. Only fingerprint sessions call it, when a request starts a new
-        run of the same task (``gateway.guard.request``): that run must not inherit them."""
+        run of the same task (``gateway.guard.planner``): that run must not inherit them."""
         ...
 
     async def ping(self) -> bool:

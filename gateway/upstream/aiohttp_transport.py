@@ -7,7 +7,7 @@ benchmarks/overhead.py). What keeps it a faithful relay, not a browser:
   no redirects followed, no proxy taken from the environment;
 - a response abandoned before its end closes its connection instead of returning it to the pool.
 
-Timeouts (``gateway.upstream.timing``): the response headers within ``upstream.timeout_s``; a
+Timeouts (``gateway.upstream.deadlines``): the response headers within ``upstream.timeout_s``; a
 JSON body read whole by the same deadline; a stream's chunks each within the idle timeout.
 """
 
@@ -21,9 +21,9 @@ from yarl import URL
 
 from gateway.config import UpstreamConfig
 from gateway.upstream.base import UpstreamRequest
+from gateway.upstream.deadlines import Timing
 from gateway.upstream.errors import UpstreamConnectError, UpstreamError, UpstreamTimeout
 from gateway.upstream.headers import strip_hop_by_hop
-from gateway.upstream.timing import Timing
 
 # Headers aiohttp would add on its own; the upstream must see the client's choice (or nothing).
 _NOT_ADDED = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")

@@ -10,9 +10,9 @@ import httpx
 
 from gateway.config import UpstreamConfig
 from gateway.upstream.base import UpstreamRequest
+from gateway.upstream.deadlines import Timing
 from gateway.upstream.errors import UpstreamConnectError, UpstreamError, UpstreamTimeout
 from gateway.upstream.headers import strip_hop_by_hop
-from gateway.upstream.timing import Timing
 
 
 class HttpxResponse:

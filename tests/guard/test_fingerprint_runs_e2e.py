@@ -23,7 +23,7 @@ from support.upstream import Reply
 from gateway.audit.memory_sink import MemorySink
 from gateway.config import Config
 from gateway.guard.plan import veto_record
-from gateway.guard.request import plan_request
+from gateway.guard.planner import plan_request
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.chat.protocol import ADAPTER as CHAT
 from gateway.state.memory import MemoryStore

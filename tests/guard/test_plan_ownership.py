@@ -11,7 +11,7 @@ from support.policies import example_policy, ladder_policy
 
 from gateway.guard import plan as plans
 from gateway.guard.expectation import for_plan
-from gateway.guard.request import plan_request
+from gateway.guard.planner import plan_request
 from gateway.policy.actions import Action
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.chat.protocol import ADAPTER as CHAT

@@ -8,7 +8,7 @@ import structlog
 
 from gateway.config import Config
 from gateway.guard.plan import veto_record
-from gateway.guard.request import plan_request
+from gateway.guard.planner import plan_request
 from gateway.policy.holder import PolicyHolder
 from gateway.protocols.chat.protocol import ADAPTER as CHAT
 from gateway.state.memory import MemoryStore

@@ -5,12 +5,12 @@ to hand it to the guard or to a protocol's server-kept history."""
 import ast
 from pathlib import Path
 
-from gateway.state import owned
+from gateway.state import claims
 from gateway.state.base import StateStore
 
 ROOT = Path(__file__).resolve().parents[2] / "gateway"
 METHODS = {name for name in vars(StateStore) if not name.startswith("_")}
-STORE_HELPERS = {owned.claim.__name__, owned.owned.__name__}  # gateway.state helpers taking the store
+STORE_HELPERS = {claims.claim.__name__, claims.owned.__name__}  # gateway.state helpers taking the store
 
 
 def store_calls(path: Path) -> list[str]:

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.guard import prefix
-from gateway.guard.compaction import shown_index, track
+from gateway.guard.compaction_watch import shown_index, track
 from gateway.protocols.chat.parse import conversation_from_body
 from gateway.state import EMPTY, HistoryMark, SessionState, VetoRecord
 
@@ -186,7 +186,7 @@ def test_a_truncated_history_is_a_compaction_only_with_an_explicit_session():
 
 
 def test_only_a_shorter_history_without_evidence_starts_a_new_run():
-    """``Tracked.continues``: False ends a fingerprint session's vetoes (``gateway.guard.request``)."""
+    """``Tracked.continues``: False ends a fingerprint session's vetoes (``gateway.guard.planner``)."""
     assert follow(EMPTY, history("a")).continues  # nothing to compare with
     assert fingerprinted(history("a", "b", "c", "d", "e"), after_a_long_run()).continues  # grew
     assert not fingerprinted(history(), after_a_long_run()).continues  # the same task, from the start

@@ -27,7 +27,7 @@ from litellm.integrations.custom_guardrail import CustomGuardrail
 from litellm.types.guardrails import GuardrailEventHooks
 
 from gateway.guard.plan import as_sent
-from gateway.guard.request import plan_request
+from gateway.guard.planner import plan_request
 from gateway.integrations.litellm import ending, stream, unary
 from gateway.integrations.litellm.runtime import Runtime
 from gateway.integrations.litellm.session import RESOLVED, SESSION_HEADER, client_body, client_headers, session_of

@@ -13,8 +13,8 @@ import structlog
 from gateway.audit.bus import AuditBus, build_bus
 from gateway.config import Config, load_config
 from gateway.detectors import REGISTRY as DETECTORS
+from gateway.metrics.live_savings import add_savings
 from gateway.metrics.registry import GatewayMetrics, MetricsSink
-from gateway.metrics.savings import add_savings
 from gateway.policy.holder import PolicyHolder
 from gateway.policy.loader import shipped_policy_path
 from gateway.pricing import configured

@@ -22,7 +22,7 @@ from gateway.protocols.chat import whole
 from gateway.protocols.chat.arguments import around, is_argument_entry, text_between
 from gateway.protocols.chat.assembler import PartialCall
 from gateway.protocols.chat.stream import ToolCallFilter, _Held
-from gateway.protocols.rounds import RoundState
+from gateway.protocols.judged_round import RoundState
 from gateway.protocols.sse import DONE, SSEEvent, event_of, whole_parts
 
 __all__ = ["FastToolCallFilter"]

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from gateway.config import SessionsConfig
-from gateway.guard import compaction, prefix
+from gateway.guard import compaction_watch, prefix
 from gateway.guard import store as memory
 from gateway.guard.history import HistoryCache
 from gateway.guard.plan import RequestPlan, warning_given, with_warned
@@ -85,7 +85,7 @@ async def plan_request(
         conv, memo = adapter.requests.conversation(payload, messages), None
     trace = build_trace(conv, policy.trace_settings, memo)
     if tracked.compacted_at is not None:
-        start = compaction.shown_index(tracked.compacted_at, tracked.hashes, vetoes)
+        start = compaction_watch.shown_index(tracked.compacted_at, tracked.hashes, vetoes)
         trace = replace(trace, compacted_at=start)
     if state.warned or state.verdict is not None:
         trace = replace(trace, warned=state.warned, verdict=state.verdict)
@@ -131,10 +131,10 @@ def _with_history_action(adapter: Adapter, plan: RequestPlan) -> RequestPlan:
 
 def _track(
     state: SessionState, conv: Conversation, mark: HistoryMark, session: str, store: StateStore, log: Any
-) -> compaction.Tracked:
+) -> compaction_watch.Tracked:
     """Compare the history with the session's previous request; a compaction marker that starts
     or stops applying is written fire-and-forget, off the request's path."""
-    tracked = compaction.track(state, conv.turns, mark.length, mark.digest, not is_fingerprint(session))
+    tracked = compaction_watch.track(state, conv.turns, mark.length, mark.digest, not is_fingerprint(session))
     if tracked.compacted_now:
         log.info(
             "history_compacted", session=session, before=state.mark.length if state.mark else None, after=mark.length
@@ -145,7 +145,7 @@ def _track(
 
 
 def _run_state(
-    state: SessionState, tracked: compaction.Tracked, session: str, store: StateStore, log: Any
+    state: SessionState, tracked: compaction_watch.Tracked, session: str, store: StateStore, log: Any
 ) -> SessionState:
     """The vetoed exchanges and warned calls this request may use. A fingerprint session is
     shared by every run of the same task (same system prompt, first user message and tools: a

@@ -2,7 +2,7 @@
 Responses API's ``/v1/responses/{id}`` (GET, DELETE, and what hangs below it) and its
 Conversations API (``/v1/conversations``).
 
-With a server-side upstream key (``state/owned.py``), an id the caller's tenant did not create
+With a server-side upstream key (``state/claims.py``), an id the caller's tenant did not create
 is refused with 404 before anything is relayed, and an object created here is claimed for the
 tenant (its id is read from the upstream's answer, ``Owned.creates``). Without one they are
 relayed untouched, like every other path of the protocol.
@@ -19,7 +19,7 @@ from starlette.routing import Route
 from gateway.protocols.declaration import Owned
 from gateway.protocols.roles import Adapter
 from gateway.server.passthrough import passthrough_for
-from gateway.state import owned
+from gateway.state import claims
 from gateway.state.session import client_namespace
 from gateway.web.refused import refused
 from gateway.web.responses import RelayStream, error_response, relay
@@ -50,10 +50,10 @@ def of(adapter: Adapter, kind: Owned) -> Endpoint:
 
     async def endpoint(request: Request) -> Response:
         gateway = request.app.state.gateway
-        if owned.enforced(gateway.config, adapter.declared.upstream.config):
+        if claims.enforced(gateway.config, adapter.declared.upstream.config):
             namespace = client_namespace(request.headers)
             ident = request.path_params["ident"]
-            if not await owned.owned(gateway.store, namespace, kind.kind, ident):
+            if not await claims.owned(gateway.store, namespace, kind.kind, ident):
                 answer = error_response(
                     404,
                     f"No {kind.kind} found with id '{ident}'.",
@@ -75,7 +75,7 @@ def creating(adapter: Adapter, kind: Owned) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         response = await relay_it(request)
         gateway = request.app.state.gateway
-        enforced = owned.enforced(gateway.config, adapter.declared.upstream.config)
+        enforced = claims.enforced(gateway.config, adapter.declared.upstream.config)
         if not enforced or response.status_code != 200 or not isinstance(response, RelayStream):
             return response  # a 200 is the upstream's answer, relayed as it streams
         body = await response.aread()
@@ -84,7 +84,7 @@ def creating(adapter: Adapter, kind: Owned) -> Endpoint:
         except codec.DecodeError:
             ident = None
         if isinstance(ident, str) and ident:
-            await owned.claim(gateway.store, client_namespace(request.headers), kind.kind, ident)
+            await claims.claim(gateway.store, client_namespace(request.headers), kind.kind, ident)
         return relay(response.status_code, list(response.raw_headers), body)
 
     endpoint.__name__ = f"create_{kind.kind}"

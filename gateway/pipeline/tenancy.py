@@ -1,4 +1,4 @@
-"""Server-side objects a request names, checked against the caller's tenant (``state/owned.py``).
+"""Server-side objects a request names, checked against the caller's tenant (``state/claims.py``).
 
 Before judging: a request naming a response, thread message or conversation its tenant never
 created is refused with 404 in the protocol's error shape, as the upstream answers an id it does
@@ -15,14 +15,14 @@ from starlette.responses import Response
 
 from gateway.guard import store as memory
 from gateway.pipeline.exchange import Exchange
-from gateway.state import owned
+from gateway.state import claims
 from gateway.web.responses import error_response
 
 
 async def foreign(ex: Exchange) -> Response | None:
     """The 404 for the first named id the caller's tenant did not create; None when all are its own."""
     gateway, adapter = ex.gateway, ex.adapter
-    if not owned.enforced(gateway.config, adapter.declared.upstream.config):
+    if not claims.enforced(gateway.config, adapter.declared.upstream.config):
         return None
     for kind, ident in adapter.history.references(ex.payload) if adapter.history is not None else []:
         if not await memory.owns(gateway.store, ex.namespace, kind, ident, ex.log):
@@ -36,7 +36,7 @@ async def foreign(ex: Exchange) -> Response | None:
 
 
 async def claim_created(ex: Exchange, reply: dict[str, Any]) -> None:
-    if not owned.enforced(ex.gateway.config, ex.adapter.declared.upstream.config):
+    if not claims.enforced(ex.gateway.config, ex.adapter.declared.upstream.config):
         return
     for kind, ident in ex.adapter.history.created(ex.payload, reply) if ex.adapter.history is not None else []:
         await memory.claim(ex.gateway.store, ex.namespace, kind, ident)
