@@ -101,6 +101,7 @@ def test_two_workers_serve_one_port_and_a_scrape_counts_both(tmp_path, upstream)
     with _two_workers(tmp_path, upstream, port) as gw:
         workers = _workers(gw.process.pid, expected=2)
         assert len(workers) == 2
+        assert _until(lambda: all(_owned(pid, _sockets(port, "0A")) for pid in workers))  # both listen
         shared = Path(_environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"])
         # A connection per request, so the kernel spreads them over both workers.
         client = openai.OpenAI(
@@ -124,10 +125,20 @@ def test_a_metrics_directory_the_operator_gave_is_used_and_kept(tmp_path, upstre
     port = free_port()
     with _two_workers(tmp_path, upstream, port, PROMETHEUS_MULTIPROC_DIR=str(shared)) as gw:
         workers = _workers(gw.process.pid, expected=2)
-        for _ in range(40):  # a connection each: both workers answer some, and count them there
+        # The parent answers once one worker listens; the kernel only spreads connections over
+        # the workers listening at that moment, so wait for both before counting on either.
+        assert _until(lambda: all(_owned(pid, _sockets(port, "0A")) for pid in workers))
+        wanted = {f"counter_{pid}.db" for pid in workers}
+        sent = 0
+
+        def both_counted() -> bool:  # a connection each, until both workers have answered some
+            nonlocal sent
             assert httpx.get(gw.url + "/healthz", headers={"connection": "close"}).status_code == 200
-        assert {f"counter_{pid}.db" for pid in workers} <= {f.name for f in shared.iterdir()}
-        assert _served(gw.url, "/healthz") >= 40
+            sent += 1
+            return sent >= 40 and wanted <= {f.name for f in shared.iterdir()}
+
+        assert _until(both_counted)
+        assert _served(gw.url, "/healthz") >= sent
     assert shared.is_dir()
 
 
