@@ -252,6 +252,22 @@ class AuthConfig(_Strict):
     agent_header_keys: tuple[str, ...] | None = Field(
         None, description="keys whose `x-loopguard-agent` may select a policy override; unset: every client's"
     )
+    shared_routes: tuple[str, ...] = Field(
+        (),
+        description="with a server-side upstream key: relayed routes every tenant may use unchecked, "
+        "as `[METHOD ]/path` (`{name}`: one segment), each covering the paths below it "
+        "(`/v1/files`, `GET /v1/batches`); every tenant then sees every object there "
+        "(docs/tenancy.md). Empty: routes that store objects are checked per tenant or refused",
+    )
+
+    @field_validator("shared_routes")
+    @classmethod
+    def _routes(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            method, _, path = entry.strip().rpartition(" ")
+            if not path.startswith("/") or (method and not method.isalpha()):
+                raise ValueError(f"{entry!r} is no `[METHOD ]/path` route")
+        return entries
 
     @field_validator("keys", "metrics_keys", "agent_header_keys")
     @classmethod

@@ -1,5 +1,6 @@
-"""After the reply: protocols whose upstream keeps conversations (``Adapter.history`` set) store what
-their later requests' ``history`` rebuilds. Never fails the exchange."""
+"""After the reply: the objects it created are claimed for the tenant, and protocols whose upstream
+keeps conversations (``Adapter.history`` set) store what their later requests' ``history``
+rebuilds. Never fails the exchange."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from gateway.policy.actions import Action
 
 
 async def remember(ex: Exchange) -> None:
-    if ex.adapter.history is None or ex.reply is None:
+    if ex.reply is None:
+        return
+    if ex.adapter.history is None:  # no conversation kept; a stored reply is the tenant's all the same
+        try:
+            await claim_created(ex, ex.reply)
+        except Exception as exc:
+            ex.log.warning("state_unavailable", op="claim", error=type(exc).__name__)
         return
     sent = ex.sent_payload() if ex.plan is not None else ex.payload
     # The upstream holds exactly what the client saw of this exchange: the guard changed

@@ -48,12 +48,48 @@ class Owned:
     kind: str  # the claim's key and the relayed refusal's word: "response"
     called: str  # how a refused request names it: "Previous response"
     code: str  # the error code the protocol's SDKs know: "previous_response_not_found"
-    # Relayed paths naming one by id, ``{collection}/{ident}`` and what hangs below it (any
-    # method), are checked against the tenant; "": named only inside guarded requests.
+    # The route family naming one by id: ``{collection}/{ident}`` and what hangs below it (any
+    # method) is checked against the tenant, ``{ident}`` read up to a ``:method`` suffix
+    # (Google's ``cachedContents/{id}:...``). ``GET {collection}`` lists every tenant's objects:
+    # refused unless shared. "": named only inside guarded requests.
     collection: str = ""
     # How the answer to a relayed ``POST {collection}`` names the object it created (then
-    # claimed for the tenant); None: the collection creates none.
+    # claimed for the tenant); None: the collection creates none (the POST is refused).
     creates: Callable[[Any], str | None] | None = None
+    # How a guarded request's reply names an object the upstream stored for it, from (request
+    # payload, reply): chat's ``store: true`` completion; None: the protocol's history role
+    # says (``History.created``), or its replies create none.
+    stored: Callable[[Mapping[str, Any], Any], str | None] | None = None
+    # Request body keys (at any depth) whose string values, or lists of them, name one: a
+    # request naming one its tenant did not create is refused. The answers to a tenant's own
+    # objects name more (a batch's ``output_file_id``): their top-level keys here are claimed.
+    fields: tuple[str, ...] = ()
+    # The ``object`` an OpenAI answer gives one as (an upload's completed ``file``): a top-level
+    # object of it in an answer to the tenant's own object is claimed too.
+    object: str = ""
+    # Google names objects by resource name (``cachedContents/abc``, a file's URI): a field value
+    # is read as the segment after ``{resource}/``.
+    resource: str = ""
+    # ``POST {collection}/{action}`` paths that name no object of it (``responses/input_tokens``):
+    # relayed with their bodies checked. A ``threads/runs`` answer names the thread it made.
+    actions: tuple[str, ...] = ()
+
+
+def answer_id(answer: Any) -> str | None:
+    """The ``id`` of an answer naming the object it created (OpenAI's and Anthropic's APIs)."""
+    ident = answer.get("id") if isinstance(answer, dict) else None
+    return ident if isinstance(ident, str) and ident else None
+
+
+def answer_name(answer: Any, field: str = "name") -> str | None:
+    """The id in a Google resource name (``{"name": "cachedContents/abc"}``: ``abc``); ``field``
+    may be dotted (an operation's ``metadata.tunedModel``)."""
+    for step in field.split("."):
+        answer = answer.get(step) if isinstance(answer, dict) else None
+    if not isinstance(answer, str):
+        return None
+    parts = answer.split("/")
+    return parts[1] if len(parts) > 1 and parts[1] else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +116,11 @@ class Declaration:
     # reach the upstream's model endpoint unjudged.
     other_methods: tuple[str, ...] = ()
     owned: tuple[Owned, ...] = ()  # its tenant-owned objects (``Owned``)
+    # Relayed routes known to store nothing (model lists, embeddings, token counts), in the
+    # ``relays`` syntax: with a server-side key they go freely. Every other relayed route that
+    # is no ``owned`` family is refused then unless the operator shares it (``auth.shared_routes``):
+    # the upstream cannot tell whose objects it names or lists.
+    stateless: tuple[str, ...] = ()
     # Whether its sessions' stored keys carry the adapter's name ("responses:f:..."): each
     # protocol's conversations are sessions of their own. False only for the protocol whose
     # keys were stored before any other was guarded (chat), so they stay as stored.

@@ -58,6 +58,11 @@ class Protocols:
     def named(self, name: str) -> Adapter:
         return next(a for a in self.adapters if a.name == name)
 
+    @property
+    def default(self) -> Adapter:
+        """The default upstream's protocol: it shapes the errors of paths no protocol claims."""
+        return self.named(DEFAULT.name)
+
 
 def build() -> Protocols:
     """A fresh set of adapters for one app: none shares memory with another app's."""

@@ -32,9 +32,9 @@ from gateway.server.auth import ClientAuth
 from gateway.server.front import ASGIApp, Front
 from gateway.server.health import healthz, readyz
 from gateway.server.idle import give_back_when_idle
-from gateway.server.passthrough import passthrough, passthrough_for
+from gateway.server.passthrough import passthrough_for
 from gateway.server.paths import GuardedSpellings, PathGuard
-from gateway.state import build_store
+from gateway.state import build_store, claims
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
@@ -101,14 +101,15 @@ def build_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *ui,
+        # Routes naming a tenant's stored objects: checked against the caller's tenant (first:
+        # Anthropic's message batches lie under its relayed /v1/messages/...).
+        *(route for adapter in gateway.protocols.adapters for route in object_paths.routes(adapter, _ALL_METHODS)),
         *(
             Route(path, passthrough_for(adapter), methods=methods or _ALL_METHODS)
             for adapter in gateway.protocols.adapters
             for path, methods in map(relay_route, adapter.declared.relays)
         ),
-        # Routes naming a tenant's server-side objects: checked against the caller's tenant.
-        *(route for adapter in gateway.protocols.adapters for route in object_paths.routes(adapter, _ALL_METHODS)),
-        Route("/v1/{rest:path}", passthrough, methods=_ALL_METHODS),
+        Route("/v1/{rest:path}", passthrough_for(), methods=_ALL_METHODS),
     ]
     others = Starlette(routes=routes, lifespan=lifespan)
     # Guarded protocols: one adapter each, one pipeline for all (gateway/pipeline). A request
@@ -132,7 +133,18 @@ def build_app(
     gates = (
         PathGuard(),
         ClientAuth(config.auth),
-        GuardedSpellings(guarded, other_methods, [pattern for _, pattern, _ in PATTERNS]),
+        GuardedSpellings(
+            guarded,
+            other_methods,
+            [pattern for _, pattern, _ in PATTERNS],
+            [
+                kind.collection
+                for adapter in KINDS
+                if claims.enforced(config, adapter.declared.upstream.config)
+                for kind in adapter.declared.owned
+                if kind.collection
+            ],
+        ),
     )
     front = Front(
         guarded,

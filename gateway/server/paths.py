@@ -102,10 +102,19 @@ class GuardedSpellings:
     """A request gate: a guarded route is reached only by its own spelling and method. Another
     spelling an upstream could route to it is refused (400), and a method the protocol does not
     define there is refused (405): relayed, either would reach the model unjudged. Declared
-    patterns (Google's ``/v1beta/models/{model}:generateContent``) are held to it alike."""
+    patterns (Google's ``/v1beta/models/{model}:generateContent``) are held to it alike.
+
+    Stored-object routes (``objects``: the collections of ``Declaration.owned`` whose upstream
+    gets the gateway's own key) are held to one spelling too, for every method and whatever
+    hangs below them: ``/v1/v1/responses/{id}`` or ``/v1/Responses/{id}`` would reach the
+    upstream's object by a path the tenant check does not know."""
 
     def __init__(
-        self, guarded: Iterable[str], other_methods: dict[str, tuple[str, ...]], patterns: Iterable[str] = ()
+        self,
+        guarded: Iterable[str],
+        other_methods: dict[str, tuple[str, ...]],
+        patterns: Iterable[str] = (),
+        objects: Iterable[str] = (),
     ) -> None:
         """``other_methods``: path or pattern -> the methods besides POST its protocol defines
         there (``Declaration.other_methods``), relayed untouched."""
@@ -115,6 +124,8 @@ class GuardedSpellings:
         patterns = tuple(patterns)
         self.patterns = tuple((compile_route(p), p) for p in patterns)
         self.pattern_keys = tuple((compile_route(routing_key(p)), p) for p in patterns)
+        self.objects = tuple(sorted(set(objects)))
+        self.object_keys = {routing_key(c): c for c in sorted(self.objects, key=len, reverse=True)}
 
     def __call__(self, scope: dict[str, Any]) -> dict[str, Any] | Refusal:
         path = scope["path"]
@@ -132,7 +143,7 @@ class GuardedSpellings:
                 ((b"allow", allow.encode()),),
             )
         key = routing_key(path)
-        canonical = self.keys.get(key) or _first(self.pattern_keys, key)
+        canonical = self.keys.get(key) or _first(self.pattern_keys, key) or self._object(path, key)
         if canonical is None:
             return scope
         return Refusal(
@@ -141,6 +152,13 @@ class GuardedSpellings:
             "invalid_request_error",
             "invalid_path",
         )
+
+    def _object(self, path: str, key: str) -> str | None:
+        """The stored-object collection ``path`` is another spelling of (or below); None when it
+        is spelt as declared or names none."""
+        if any(path == c or path.startswith(c + "/") for c in self.objects):
+            return None
+        return next((c for k, c in self.object_keys.items() if key == k or key.startswith(k + "/")), None)
 
 
 def _first(patterns: tuple[tuple[re.Pattern[str], str], ...], path: str) -> str | None:

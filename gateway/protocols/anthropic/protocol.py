@@ -16,7 +16,7 @@ from gateway.protocols.anthropic import parse, rewrite, tokens
 from gateway.protocols.anthropic.assemble import STREAMS
 from gateway.protocols.anthropic.replies import AUTHORED, REPLIES
 from gateway.protocols.anthropic.threads import Threads
-from gateway.protocols.declaration import Declaration, Owned, UpstreamSpec
+from gateway.protocols.declaration import Declaration, Owned, UpstreamSpec, answer_id
 from gateway.protocols.roles import Adapter, Kind, Requests
 
 __all__ = ["KIND", "build"]
@@ -38,7 +38,15 @@ DECLARED = Declaration(
     auth_error_type="authentication_error",
     reads=parse.is_messages_body,
     # A thread's previous message; ``thread_not_found`` makes the SDK send the whole history.
-    owned=(Owned("thread", "Thread message", "thread_not_found"),),
+    # Message batches (their ``results`` too) are kept per account.
+    owned=(
+        Owned("thread", "Thread message", "thread_not_found"),
+        *(
+            Owned("message_batch", "Message batch", "not_found_error", root + "/messages/batches", answer_id)
+            for root in ("/v1", "")
+        ),
+    ),
+    stateless=("POST /v1/messages/count_tokens", "POST /messages/count_tokens"),
 )
 
 REQUESTS = Requests(

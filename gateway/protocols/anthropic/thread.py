@@ -142,10 +142,12 @@ def _opens(message: Any) -> bool:
     )
 
 
-def references(payload: dict[str, Any]) -> list[tuple[str, str]]:
-    """The thread message a request continues (``History.references``)."""
-    previous = previous_id(payload)
-    return [("thread", previous)] if previous is not None else []
+def references(payload: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The thread message a request continues (``History.references``), as given: a value no id
+    is (a list, an object) is refused by the caller, never skipped."""
+    thread = thread_of(payload)
+    previous = thread.get("previous_message_id") if thread is not None and thread.get("type") == "continue" else None
+    return [("thread", previous)] if previous not in (None, "") else []
 
 
 def created(payload: dict[str, Any], reply: Any) -> list[tuple[str, str]]:

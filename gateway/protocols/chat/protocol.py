@@ -13,7 +13,7 @@ from gateway.protocols.chat import parse, rewrite, tokens
 from gateway.protocols.chat.answers import REPLIES
 from gateway.protocols.chat.relay import STREAMS
 from gateway.protocols.chat.replies import AUTHORED
-from gateway.protocols.declaration import Declaration
+from gateway.protocols.declaration import Declaration, Owned, answer_id
 from gateway.protocols.roles import Adapter, Kind, Requests
 
 __all__ = ["ADAPTER", "KIND"]
@@ -24,6 +24,17 @@ DECLARED = Declaration(
     id_fields=frozenset({"id", "tool_call_id"}),
     reads=lambda body: isinstance(body.get("messages"), list) and bool(body["messages"]),
     other_methods=("GET",),  # lists stored completions
+    # A completion asked with ``store: true`` is kept: read, updated, deleted by its id.
+    owned=(
+        Owned(
+            "chat_completion",
+            "Chat completion",
+            "chat_completion_not_found",
+            "/v1/chat/completions",
+            stored=lambda payload, reply: answer_id(reply) if payload.get("store") is True else None,
+            object="chat.completion",
+        ),
+    ),
     session_prefix=False,  # its session keys were stored bare before other protocols came
 )
 

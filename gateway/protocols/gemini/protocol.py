@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.protocols.base import Judge, StreamOptions
-from gateway.protocols.declaration import Declaration, UpstreamSpec
+from gateway.protocols.declaration import Declaration, Owned, UpstreamSpec, answer_name
 from gateway.protocols.gemini import parse, replies, rewrite, stream, tokens
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
 from gateway.protocols.sse import data_event
@@ -23,6 +23,32 @@ from gateway.protocols.sse import data_event
 __all__ = ["ADAPTER", "KIND", "Path"]
 
 _STREAMING = "streamGenerateContent"
+_VERSIONS = ("v1beta", "v1alpha")  # under /v1 the gateway's paths are OpenAI's, but a model's methods
+
+# What the Gemini API keeps per project, by resource name (``cachedContents/abc``): read,
+# listed and used by name, so each is checked against the caller's tenant.
+OWNED = tuple(
+    Owned(kind, called, "not_found", f"/{version}/{resource}", creates, fields=fields, resource=resource)
+    for version in _VERSIONS
+    for kind, called, resource, creates, fields in (
+        ("cached_content", "Cached content", "cachedContents", answer_name, ("cachedContent",)),
+        ("gemini_file", "File", "files", lambda a: answer_name(a, "file.name") or answer_name(a), ("fileUri",)),
+        ("tuned_model", "Tuned model", "tunedModels", lambda a: answer_name(a, "metadata.tunedModel"), ()),
+        ("gemini_batch", "Batch", "batches", None, ()),
+        ("corpus", "Corpus", "corpora", answer_name, ()),
+        ("file_search_store", "File search store", "fileSearchStores", answer_name, ("fileSearchStoreNames",)),
+    )
+)
+# Its routes that keep nothing: model lists, token counts, embeddings.
+STATELESS = (
+    *(f"GET /{version}/models" for version in _VERSIONS),
+    *(f"GET /{version}/models/{{model}}" for version in _VERSIONS),
+    *(
+        f"POST /{version}/models/{{model}}:{method}"
+        for version in ("v1", *_VERSIONS)
+        for method in ("countTokens", "embedContent", "batchEmbedContents")
+    ),
+)
 
 DECLARED = Declaration(
     family="gemini.generate_content",
@@ -49,6 +75,8 @@ DECLARED = Declaration(
     auth_error_type="authentication_error",
     reads=lambda body: isinstance(body.get("contents"), list) and bool(body["contents"]),
     stream_notes=False,  # google-genai reads a comment line as a JSON chunk
+    owned=OWNED,
+    stateless=STATELESS,
 )
 
 

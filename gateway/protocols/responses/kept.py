@@ -20,13 +20,17 @@ from gateway.protocols.roles.history import History
 from gateway.state.base import StateStore
 
 
-def references(payload: dict[str, Any]) -> list[tuple[str, str]]:
-    """The previous response and the conversation a request names."""
-    previous = payload.get("previous_response_id") if isinstance(payload, dict) else None
-    talk = conversation.conversation_id(payload)
+def references(payload: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The previous response and the conversation a request names, as given: a value no id is
+    (a list, an object, a number) is refused by the caller, never skipped."""
+    if not isinstance(payload, dict):
+        return []
+    previous = payload.get("previous_response_id")
+    talk = payload.get("conversation")
+    if isinstance(talk, dict):
+        talk = talk.get("id", talk)  # ``{"id": "conv_..."}``; without one, the object itself
     return [
-        *((("response", previous),) if isinstance(previous, str) and previous else ()),
-        *((("conversation", talk),) if talk is not None else ()),
+        (kind, value) for kind, value in (("response", previous), ("conversation", talk)) if value not in (None, "")
     ]
 
 

@@ -11,7 +11,8 @@ app's: each app builds its own adapter (``KIND.build``).
 from __future__ import annotations
 
 from gateway.protocols.adapters import model_named, openai_user, stream_asked
-from gateway.protocols.declaration import Declaration, Owned
+from gateway.protocols.declaration import Declaration
+from gateway.protocols.openai_objects import OWNED, STATELESS
 from gateway.protocols.responses import parse, rewrite, tokens
 from gateway.protocols.responses.events import AUTHORED
 from gateway.protocols.responses.kept import Kept
@@ -25,17 +26,9 @@ DECLARED = Declaration(
     routes=("/v1/responses", "/responses"),
     id_fields=frozenset({"id", "call_id"}),
     reads=lambda body: "messages" not in body and bool(parse.input_items(body)),
-    # Stored responses (GET, DELETE, input_items) and the Conversations API.
-    owned=(
-        Owned("response", "Previous response", "previous_response_not_found", "/v1/responses"),
-        Owned(
-            "conversation",
-            "Conversation",
-            "conversation_not_found",
-            "/v1/conversations",
-            creates=lambda answer: answer.get("id") if isinstance(answer, dict) else None,
-        ),
-    ),
+    # Stored responses and conversations, and every other object the OpenAI API keeps.
+    owned=OWNED,
+    stateless=STATELESS,
 )
 
 REQUESTS = Requests(

@@ -65,9 +65,10 @@ class History:
     # name, as (kind, id), like ``references``.
     created: Callable[[Payload, Any], list[tuple[str, str]]]
     # The server-side objects a request names, as (kind, id): ``response``, ``thread``,
-    # ``conversation``. With a server-side upstream key, an id not seen created for the
-    # caller's tenant is refused.
-    references: Callable[[Payload], list[tuple[str, str]]]
+    # ``conversation``; the id as the request gives it, so a value no id is (a list, an object)
+    # is refused (400) rather than skipped. With a server-side upstream key, an id not seen
+    # created for the caller's tenant is refused (404).
+    references: Callable[[Payload], list[tuple[str, Any]]]
     # (payload, items, history, namespace): what goes upstream: the payload carrying
     # ``items``, of which the first ``history`` are what ``history`` supplied, unchanged (an
     # upstream that holds them need not get them again; 0: none, or an edit touched them, so

@@ -1,0 +1,127 @@
+"""The stored objects a request body or an answer names (``Owned.fields``, ``Owned.object``).
+
+A request naming another tenant's file, vector store or cached content uses it as surely as a
+path naming it does (a batch over another tenant's input file reads it back), so bodies are read
+for declared keys at any depth. Not read: what neither the API nor the gateway reads as an
+object reference: user metadata and attributes, JSON schemas (a tool may well take a
+``file_id`` parameter), and what a model wrote (tool-call arguments, Gemini function calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.protocols.declaration import Owned
+
+# Subtrees whose keys are the client's or the model's, not the API's.
+_SKIPPED = frozenset(
+    {
+        "metadata",
+        "attributes",
+        "parameters",
+        "schema",
+        "json_schema",
+        "input_schema",
+        "properties",
+        "arguments",
+        "args",
+        "functionCall",
+        "functionResponse",
+    }
+)
+
+
+class Malformed(ValueError):
+    """A key naming an object holds something no id is (a list where one id goes, an object)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    kind: Owned
+    ident: str
+
+
+def named_in(body: Any, kinds: Iterable[Owned]) -> list[Named]:
+    """Every object of ``kinds`` the body names; ``Malformed`` for a value no id can be."""
+    by_field = {f: kind for kind in kinds for f in kind.fields}
+    found: list[Named] = []
+    if by_field:
+        _walk(body, by_field, found)
+    return found
+
+
+def _walk(node: Any, by_field: dict[str, Owned], found: list[Named]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _walk(item, by_field, found)
+        return
+    if not isinstance(node, dict):
+        return
+    model_made = str(node.get("type", "")).endswith("tool_use")  # Anthropic's ``input`` then
+    for key, value in node.items():
+        if not isinstance(key, str) or key in _SKIPPED or (model_made and key == "input"):
+            continue
+        kind = by_field.get(key)
+        if kind is None:
+            _walk(value, by_field, found)
+            continue
+        for ident in _idents(key, value):
+            read = ident_of(kind, ident)
+            if read is not None:
+                found.append(Named(kind, read))
+
+
+def _idents(key: str, value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [item for item in value if item]
+    raise Malformed(key)
+
+
+def ident_of(kind: Owned, value: str) -> str | None:
+    """The id a value names: itself, or for a Google resource the segment after
+    ``{resource}/`` (``cachedContents/abc``, ``https://.../v1beta/files/abc``); None when the
+    value names no object of the kind (a YouTube URL in ``fileUri``)."""
+    if not kind.resource:
+        return value
+    head = kind.resource + "/"
+    at = 0 if value.startswith(head) else value.find("/" + head) + 1
+    if at == 0 and not value.startswith(head):
+        return None
+    rest = value[at + len(head) :]
+    ident = rest.split("/", 1)[0].split(":", 1)[0].split("?", 1)[0]
+    return ident or None
+
+
+def created_in(answer: Any, kinds: Iterable[Owned]) -> list[Named]:
+    """The objects an answer to the tenant's own object names at its top level: a batch's
+    ``output_file_id``, a run's ``thread_id``, a completed upload's ``file``. Only the top level:
+    deeper down an answer carries what the client wrote (metadata, file contents)."""
+    if not isinstance(answer, dict):
+        return []
+    found: list[Named] = []
+    for kind in kinds:
+        for key in kind.fields:
+            try:
+                idents = _idents(key, answer.get(key))
+            except Malformed:
+                continue
+            found += [Named(kind, read) for i in idents if (read := ident_of(kind, i)) is not None]
+        if kind.object:
+            for key, value in answer.items():
+                if key in _SKIPPED or not isinstance(value, dict):
+                    continue
+                if value.get("object") == kind.object:
+                    ident = value.get("id")
+                    if isinstance(ident, str) and ident:
+                        found.append(Named(kind, ident))
+    return found
