@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -118,3 +119,32 @@ def test_upstream_failure_logged_without_secrets(logged_gateway, upstream):
     (line,) = _request_lines(gw, "/v1/chat/completions")
     assert line["status"] == 504
     assert SECRET not in gw.stderr
+
+
+@pytest.mark.parametrize(
+    "method, path, status",
+    [
+        ("GET", "/v1/responses/resp_of_another_tenant", 404),
+        ("DELETE", "/v1/files/file_of_another_tenant", 404),
+        ("GET", "/v1/files", 403),
+    ],
+)
+def test_a_refused_stored_object_request_logs_its_own_overhead(tmp_path, upstream, method, path, status):
+    """Not the process's age: the gateway's time on the request fits inside the client's wait."""
+    config = tmp_path / "gw.yaml"
+    config.write_text(
+        f"upstream:\n  base_url: {upstream.url}/v1\n  api_key: sk-server\n"
+        "auth:\n  keys:\n    - {key: sk-b, tenant: b}\nlogging:\n  format: json\n  level: info\n"
+    )
+    port = free_port()
+    with gateway_process(
+        ["serve", "--config", str(config), "--port", str(port)], port, tmp_path / "stderr.log", env=child_env()
+    ) as gw:
+        began = time.perf_counter()
+        response = httpx.request(method, gw.url + path, headers={"authorization": "Bearer sk-b"})
+        waited_ms = (time.perf_counter() - began) * 1000
+        assert response.status_code == status
+        (line,) = _request_lines(gw, path)
+    assert line["status"] == status and line["upstream_ms"] == 0.0
+    assert 0 <= line["overhead_ms"] <= waited_ms
+    assert upstream.requests == []
