@@ -29,6 +29,11 @@ _SKIPPED = frozenset(
         "args",
         "functionCall",
         "functionResponse",
+        "parametersJsonSchema",
+        "responseJsonSchema",
+        "responseSchema",
+        "output_schema",
+        "outputSchema",
     }
 )
 
@@ -56,25 +61,31 @@ def named_in(body: Any, kinds: Iterable[Owned]) -> list[Named]:
     return found
 
 
-def _walk(node: Any, by_field: dict[str, Owned], found: list[Named]) -> None:
-    if isinstance(node, list):
-        for item in node:
-            _walk(item, by_field, found)
-        return
-    if not isinstance(node, dict):
-        return
-    model_made = str(node.get("type", "")).endswith("tool_use")  # Anthropic's ``input`` then
-    for key, value in node.items():
-        if not isinstance(key, str) or key in _SKIPPED or (model_made and key == "input"):
+def _walk(body: Any, by_field: dict[str, Owned], found: list[Named]) -> None:
+    """Depth first, without recursion: a body nested as deep as the JSON reader allows is read
+    like any other."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(reversed(node))
             continue
-        kind = by_field.get(key)
-        if kind is None:
-            _walk(value, by_field, found)
+        if not isinstance(node, dict):
             continue
-        for ident in _idents(key, value):
-            read = ident_of(kind, ident)
-            if read is not None:
-                found.append(Named(kind, read))
+        model_made = str(node.get("type", "")).endswith("tool_use")  # Anthropic's ``input`` then
+        later = []
+        for key, value in node.items():
+            if not isinstance(key, str) or key in _SKIPPED or (model_made and key == "input"):
+                continue
+            kind = by_field.get(key)
+            if kind is None:
+                later.append(value)
+                continue
+            for ident in _idents(key, value):
+                read = ident_of(kind, ident)
+                if read is not None:
+                    found.append(Named(kind, read))
+        stack.extend(reversed(later))
 
 
 def _idents(key: str, value: Any) -> list[str]:

@@ -37,7 +37,9 @@ class Rule:
     methods: frozenset[str] | None  # None: every method
 
     def covers(self, method: str, path: str) -> bool:
-        return (self.methods is None or method in self.methods) and self.regex.match(path) is not None
+        """A ``GET`` rule covers ``HEAD`` too: the same answer without its body."""
+        allowed = self.methods is None or method in self.methods or (method == "HEAD" and "GET" in self.methods)
+        return allowed and self.regex.match(path) is not None
 
 
 def rules(entries: Iterable[str], below: bool = False) -> tuple[Rule, ...]:
