@@ -70,6 +70,9 @@ class Owned:
     # Google names objects by resource name (``cachedContents/abc``, a file's URI): a field value
     # is read as the segment after ``{resource}/``.
     resource: str = ""
+    # A field value names one only when it starts so (a fine-tuned model: ``ft:``; other
+    # ``model`` values are the provider's own models).
+    prefix: str = ""
     # ``POST {collection}/{action}`` paths that name no object of it (``responses/input_tokens``):
     # relayed with their bodies checked. A ``threads/runs`` answer names the thread it made.
     actions: tuple[str, ...] = ()

@@ -101,7 +101,9 @@ def _idents(key: str, value: Any) -> list[str]:
 def ident_of(kind: Owned, value: str) -> str | None:
     """The id a value names: itself, or for a Google resource the segment after
     ``{resource}/`` (``cachedContents/abc``, ``https://.../v1beta/files/abc``); None when the
-    value names no object of the kind (a YouTube URL in ``fileUri``)."""
+    value names no object of the kind (a YouTube URL in ``fileUri``, a base ``model``)."""
+    if kind.prefix and not value.startswith(kind.prefix):
+        return None
     if not kind.resource:
         return value
     head = kind.resource + "/"

@@ -52,6 +52,8 @@ OWNED = (
     _family("container", "Container", "/v1/containers", "container", "container_id"),
     _family("eval", "Eval", "/v1/evals", "eval", "eval_id"),
     _family("video", "Video", "/v1/videos", "video", "video_id", "remix_video_id"),
+    # A fine-tuning job's model: named by ``model`` in any request, claimed from the job's answer.
+    Owned("fine_tuned_model", "Model", "model_not_found", fields=("model", "fine_tuned_model"), prefix="ft:"),
 )
 
 # Routes of the OpenAI API that keep nothing of a request: relayed freely with the operator's key.

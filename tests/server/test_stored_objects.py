@@ -37,6 +37,7 @@ class AnyUpstream:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str]] = []
         self.ids = itertools.count(1)
+        self.fine_tuned: str | None = None  # what a fine-tuning job answers it made
         self.app = Starlette(
             routes=[Route("/{rest:path}", self.answer, methods=["GET", "POST", "DELETE", "PUT", "PATCH"])]
         )
@@ -46,7 +47,7 @@ class AnyUpstream:
         self.requests.append((request.method, path))
         n = next(self.ids)
         if request.method != "POST":
-            body: dict = {"object": "thing", "path": path}
+            body: dict = {"object": "thing", "path": path, "fine_tuned_model": self.fine_tuned}
         elif path.endswith("/responses"):
             body = {
                 "id": f"resp_{n}",
@@ -333,3 +334,14 @@ def test_a_body_nested_as_deep_as_json_allows_is_read_without_a_gateway_error(ga
     for path in ("/v1/batches", "/v1/responses"):
         answer = httpx.post(gateway + path, headers={**B, "content-type": "application/json"}, content=deep)
         assert answer.status_code < 500, answer.text
+
+
+def test_a_fine_tuned_model_is_its_tenants(gateway, upstream):
+    up, _ = upstream
+    job = created(gateway, "/v1/fine_tuning/jobs")
+    up.fine_tuned = "ft:gpt-4o-mini:org::abc"
+    assert send(gateway, "GET", f"/v1/fine_tuning/jobs/{job}", A).json()["fine_tuned_model"] == up.fine_tuned
+    ask = {"model": up.fine_tuned, "messages": [{"role": "user", "content": "hi"}]}
+    assert send(gateway, "POST", "/v1/chat/completions", B, ask).status_code == 404
+    assert send(gateway, "POST", "/v1/chat/completions", A, ask).status_code == 200
+    assert send(gateway, "POST", "/v1/chat/completions", B, {**ask, "model": "gpt-4o-mini"}).status_code == 200
