@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from support.redis_server import RedisServer
 from support.servers import serve
 
 from gateway.config import Config
@@ -95,7 +96,7 @@ def upstream() -> Iterator[tuple[AnyUpstream, str]]:
         yield up, url
 
 
-def start(url: str, server_key: bool = True, **auth) -> Iterator[str]:
+def start(url: str, server_key: bool = True, state: dict | None = None, **auth) -> Iterator[str]:
     keys = (
         {"api_key": "sk-server", "anthropic_api_key": "sk-ant-server", "gemini_api_key": "g-server"}
         if server_key
@@ -103,14 +104,22 @@ def start(url: str, server_key: bool = True, **auth) -> Iterator[str]:
     )
     # A base URL without /v1: an upstream that resolves /v1/v1/... to its own objects.
     upstream = {"base_url": url, "anthropic_base_url": url, "gemini_base_url": url, **keys}
-    config = Config.model_validate({"upstream": upstream, "auth": {"keys": KEYS, **auth}})
+    config = Config.model_validate({"upstream": upstream, "auth": {"keys": KEYS, **auth}, "state": state or {}})
     with serve(build_app(config), **SERVER_OPTIONS) as gateway:
         yield gateway
 
 
-@pytest.fixture
-def gateway(upstream) -> Iterator[str]:
-    yield from start(upstream[1])
+@pytest.fixture(params=["memory", "redis"])
+def gateway(request, upstream, tmp_path) -> Iterator[str]:
+    """The gateway on each state backend: who created what is state."""
+    if request.param == "memory":
+        yield from start(upstream[1])
+        return
+    redis = RedisServer(tmp_path).start()
+    try:
+        yield from start(upstream[1], state={"backend": "redis", "url": redis.url})
+    finally:
+        redis.stop()
 
 
 def send(gateway: str, method: str, path: str, headers: dict, body: dict | None = None) -> httpx.Response:
@@ -131,6 +140,7 @@ CREATED = [
     "/v1/evals",
     "/v1/messages/batches",
     "/v1beta/cachedContents",
+    "/v1beta/files",
     "/v1beta/corpora",
     "/v1beta/fileSearchStores",
 ]
