@@ -9,6 +9,8 @@ object reference: user metadata and attributes, JSON schemas (a tool may well ta
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -99,20 +101,23 @@ def _idents(key: str, value: Any) -> list[str]:
 
 
 def ident_of(kind: Owned, value: str) -> str | None:
-    """The id a value names: itself, or for a Google resource the segment after
-    ``{resource}/`` (``cachedContents/abc``, ``https://.../v1beta/files/abc``); None when the
-    value names no object of the kind (a YouTube URL in ``fileUri``, a base ``model``)."""
+    """The id a value names: itself, or for a Google resource the segment after ``{resource}/``
+    at the start or after an API version (``cachedContents/abc``,
+    ``https://.../v1beta/files/abc``, a bare ``abc``); None when the value names no object of the kind (a web
+    page's URL in ``fileUri``, a base ``model``)."""
     if kind.prefix and not value.startswith(kind.prefix):
         return None
     if not kind.resource:
         return value
-    head = kind.resource + "/"
-    at = 0 if value.startswith(head) else value.find("/" + head) + 1
-    if at == 0 and not value.startswith(head):
-        return None
-    rest = value[at + len(head) :]
-    ident = rest.split("/", 1)[0].split(":", 1)[0].split("?", 1)[0]
-    return ident or None
+    found = _resource(kind.resource).search(value)
+    if found:
+        return found[1]
+    return value if "/" not in value else None  # a bare id is one all the same
+
+
+@functools.lru_cache(maxsize=32)
+def _resource(resource: str) -> re.Pattern[str]:
+    return re.compile(r"(?:\A|/v\d+(?:alpha|beta)?/)" + re.escape(resource) + r"/([^/:?#]+)")
 
 
 def created_in(answer: Any, kinds: Iterable[Owned]) -> list[Named]:
