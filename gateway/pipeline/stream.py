@@ -1,4 +1,5 @@
-"""The streamed reply: relay content at once, hold each tool call until judged.
+"""The streamed reply (an event stream, whatever the request asked): relay content at once,
+hold each tool call until judged.
 
 One attempt relays an upstream stream through the adapter's stream filter; a refused first call is
 re-asked (a loop) on a new upstream stream that continues the same client stream; when the
@@ -30,8 +31,8 @@ from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import upstream_failure
 from gateway.protocols.streaming import Held
-from gateway.upstream.base import UpstreamResponse
-from gateway.upstream.errors import UpstreamError
+from gateway.upstream.base import UpstreamResponse, event_stream
+from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 from gateway.web.responses import uncommented
 
 
@@ -140,11 +141,6 @@ async def _close(chunks: AsyncIterator[bytes]) -> None:
         await chunks.aclose()
 
 
-def _is_sse(upstream: UpstreamResponse) -> bool:
-    """An event stream (an upstream may answer a stream request with one JSON body: relayed)."""
-    return any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in upstream.headers)
-
-
 def _failed(ex: Exchange, tool_filter: StreamFilter, exc: UpstreamError | None) -> list[bytes]:
     """The client stream ends with its protocol's error events, and the log says which."""
     failure = upstream_failure(exc)
@@ -177,6 +173,12 @@ async def _attempt(
     feed, clock, current = tool_filter.feed, ex.clock, upstream
     try:
         while True:
+            if not event_stream(current.headers):
+                # A re-ask or retry answered whole (JSON): read into this stream it would pass
+                # unjudged, so the stream ends with its protocol's error instead.
+                for chunk in _failed(ex, tool_filter, UpstreamInvalidReply("not an event stream")):
+                    yield chunk
+                break
             try:
                 async for raw in current.aiter_raw():
                     started = time.perf_counter()
@@ -203,7 +205,7 @@ async def _attempt(
                 for chunk in released:
                     yield chunk
                 released = []
-            if not tool_filter.complete and _is_sse(current):  # ended cleanly, before its terminal event
+            if not tool_filter.complete:  # ended cleanly, before its terminal event
                 for chunk in _failed(ex, tool_filter, None):
                     yield chunk
                 break

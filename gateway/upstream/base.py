@@ -33,3 +33,9 @@ class Upstream(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+def event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
+    """The reply is an event stream (``text/event-stream``), whatever the request asked for: an
+    upstream may answer a stream request with one JSON body, or a unary one with events."""
+    return any(k == b"content-type" and v.lower().startswith(b"text/event-stream") for k, v in headers)
