@@ -141,6 +141,16 @@ async def _close(chunks: AsyncIterator[bytes]) -> None:
         await chunks.aclose()
 
 
+_BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace, and the byte order mark either shape may open with
+
+
+def _whole(opening: bytes) -> bool | None:
+    """What a reply's first bytes say it is: True, one JSON body (``{`` or ``[``: no event
+    stream opens so); False, events; None: nothing but blanks yet."""
+    head = opening.lstrip(_BLANK)[:1]
+    return None if not head else head in b"{["
+
+
 def _failed(ex: Exchange, tool_filter: StreamFilter, exc: UpstreamError | None) -> list[bytes]:
     """The client stream ends with its protocol's error events, and the log says which."""
     failure = upstream_failure(exc)
@@ -173,20 +183,27 @@ async def _attempt(
     feed, clock, current = tool_filter.feed, ex.clock, upstream
     try:
         while True:
-            if not event_stream(current.headers):
-                # A re-ask or retry answered whole (JSON): read into this stream it would pass
-                # unjudged, so the stream ends with its protocol's error instead.
-                for chunk in _failed(ex, tool_filter, UpstreamInvalidReply("not an event stream")):
-                    yield chunk
-                break
             try:
+                if not event_stream(current.headers):  # a re-ask or retry answered whole
+                    raise UpstreamInvalidReply("not an event stream")
+                opening: bytes | None = b""  # the round's first bytes, until they show its shape
                 async for raw in current.aiter_raw():
+                    if opening is not None:
+                        opening += raw
+                        whole = _whole(opening)
+                        if whole is None:
+                            continue
+                        if whole:  # one JSON body labelled as events
+                            raise UpstreamInvalidReply("not an event stream")
+                        raw, opening = opening, None
                     started = time.perf_counter()
                     out = feed(raw)
                     clock.took(started)
                     if out:  # one write for what one read brought: each write is a trip through the server
                         yield out[0] if len(out) == 1 else b"".join(out)
-            except UpstreamError as exc:  # reset, closed, or silent past the idle timeout
+            except UpstreamError as exc:
+                # Reset, closed, silent past the idle timeout, or not events at all: a reply
+                # read into this stream as events would pass unjudged (its calls are no events).
                 for chunk in _failed(ex, tool_filter, exc):
                     yield chunk
                 break

@@ -17,7 +17,7 @@ class StreamFailure:
 
 _KINDS = {
     "upstream_timeout": "stopped answering",
-    "upstream_invalid_response": "answered a re-ask with a body that is not an event stream",
+    "upstream_invalid_response": "answered with a body that is not an event stream",
 }
 
 

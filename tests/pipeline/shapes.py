@@ -21,6 +21,7 @@ from support.upstream import Reply
 
 _ids = itertools.count(1)
 JSON, SSE = "application/json", "text/event-stream"
+MISLABELLED = "json-labelled-as-events"  # one JSON body sent as text/event-stream
 
 
 def _chat(sse: bool) -> bytes:
@@ -59,7 +60,8 @@ PROTOCOLS = (
 
 
 class ShapedUpstream:
-    """``shape(request number) -> JSON | SSE``: how the n-th request (0 first) is answered."""
+    """``shape(request number) -> JSON | SSE | MISLABELLED``: how the n-th request (0 first)
+    is answered."""
 
     def __init__(self, shape: Callable[[int], str]) -> None:
         self.shape = shape
@@ -71,7 +73,7 @@ class ShapedUpstream:
         self.requests.append({"path": request.url.path, "json": body})
         kind = self.shape(len(self.requests) - 1)
         protocol = next(p for p in PROTOCOLS if p.path == request.url.path)
-        return Response(protocol.answer(kind == SSE), media_type=kind)
+        return Response(protocol.answer(kind == SSE), media_type=SSE if kind == MISLABELLED else kind)
 
 
 def calls_in(content: bytes) -> int:

@@ -16,7 +16,7 @@ from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import build_app
 
-from .shapes import JSON, PROTOCOLS, SSE, Protocol, ShapedUpstream, calls_in
+from .shapes import JSON, MISLABELLED, PROTOCOLS, SSE, Protocol, ShapedUpstream, calls_in
 
 
 @pytest.fixture
@@ -81,6 +81,17 @@ def test_a_reask_answered_in_another_shape_ends_the_stream_with_an_error(shaped,
     assert response.status_code == 200 and calls_in(response.content) == 0
     assert b"not an event stream" in response.content
     assert reasked(upstream)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.name)
+def test_one_json_body_labelled_as_events_is_never_relayed(shaped, protocol, stream):
+    """Read as events, a JSON body holds none: its call would pass through the stream filter
+    as unread bytes. Its first bytes give it away, and the stream ends with the error."""
+    _, url = shaped(lambda n: MISLABELLED)
+    response = post(url, protocol, stream=stream)
+    assert response.status_code == 200 and b"not an event stream" in response.content
+    assert b"read_file" not in response.content
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.name)
