@@ -31,7 +31,7 @@ from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import upstream_failure
 from gateway.protocols.streaming import Held
-from gateway.upstream.base import UpstreamResponse, event_stream
+from gateway.upstream.base import UpstreamResponse, event_stream, opens_whole
 from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 from gateway.web.responses import uncommented
 
@@ -141,16 +141,6 @@ async def _close(chunks: AsyncIterator[bytes]) -> None:
         await chunks.aclose()
 
 
-_BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace, and the byte order mark either shape may open with
-
-
-def _whole(opening: bytes) -> bool | None:
-    """What a reply's first bytes say it is: True, one JSON body (``{`` or ``[``: no event
-    stream opens so); False, events; None: nothing but blanks yet."""
-    head = opening.lstrip(_BLANK)[:1]
-    return None if not head else head in b"{["
-
-
 def _failed(ex: Exchange, tool_filter: StreamFilter, exc: UpstreamError | None) -> list[bytes]:
     """The client stream ends with its protocol's error events, and the log says which."""
     failure = upstream_failure(exc)
@@ -190,7 +180,7 @@ async def _attempt(
                 async for raw in current.aiter_raw():
                     if opening is not None:
                         opening += raw
-                        whole = _whole(opening)
+                        whole = opens_whole(opening)
                         if whole is None:
                             continue
                         if whole:  # one JSON body labelled as events

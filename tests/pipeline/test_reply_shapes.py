@@ -95,6 +95,20 @@ def test_one_json_body_labelled_as_events_is_never_relayed(shaped, protocol, str
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.name)
+def test_a_final_answer_in_json_never_enters_a_stream(shaped, protocol):
+    """The run ends at the request (five identical calls run): the model is asked for its own
+    answer with tools closed, and answers one JSON body that still calls the tool: no event
+    stream, so none of it enters the client stream, which gets the template instead."""
+    upstream, url = shaped(lambda n: JSON)
+    body = {**protocol.request(5), "stream": True}
+    headers = {"authorization": "Bearer sk-test", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
+    response = httpx.post(url + protocol.path, content=orjson.dumps(body), headers=headers, timeout=20)
+    assert response.status_code == 200 and response.headers["content-type"].startswith(SSE)
+    assert response.headers["x-loopguard-terminate"] == "reply" and len(upstream.requests) == 1
+    assert calls_in(response.content) == 0 and b'"read_file"' not in response.content
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.name)
 def test_a_unary_reask_answered_with_events_is_a_clear_error_not_the_call(shaped, protocol):
     upstream, url = shaped(lambda n: JSON if n == 0 else SSE)
     response = post(url, protocol, stream=False)
