@@ -95,8 +95,9 @@ def healthy(steps: int = 2, name: str = "read_file") -> Callable[[dict], Said]:
 
 class GeminiUpstream:
     """``answers``: every generate request answered in this shape (``object``: one JSON reply,
-    ``array``: the chunks as a JSON array, ``sse``: events), whatever its method and ``alt`` ask
-    for, as an upstream that reads them otherwise would; None: as Google answers."""
+    ``array``: the chunks as a JSON array, ``sse``: events, ``mislabelled``: one JSON reply
+    sent as ``text/event-stream``), whatever its method and ``alt`` ask for, as an upstream
+    that reads them otherwise would; None: as Google answers."""
 
     def __init__(self, responder: Callable[[dict], Said], answers: str | None = None) -> None:
         self.responder = responder
@@ -154,4 +155,4 @@ class GeminiUpstream:
             return StreamingResponse(pieces(), media_type="text/event-stream")
         content = json.dumps(said.reply(model, said.parts())).encode()
         self.sent.append(content)
-        return Response(content, media_type="application/json")
+        return Response(content, media_type="text/event-stream" if shape == "mislabelled" else "application/json")

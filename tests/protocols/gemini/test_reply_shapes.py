@@ -122,6 +122,19 @@ def test_the_4th_identical_call_is_judged_however_alt_is_spelt(start_gemini, met
         assert isinstance(response.json(), list)
 
 
+@pytest.mark.parametrize("method", [STREAM, "generateContent"])
+def test_one_json_reply_labelled_as_events_never_reaches_the_client(start_gemini, method):
+    _, _, url = start_gemini(stubborn(final=FINAL), answers="mislabelled")
+    response = httpx.post(
+        f"{url}/v1beta/models/gemini-test:{method}?alt=sse",
+        json={"contents": looping_contents(), "tools": [{"functionDeclarations": [{"name": "read_file"}]}]},
+        headers={"x-goog-api-key": "gm-client"},
+        timeout=20,
+    )
+    assert response.status_code == 200 and b"not an event stream" in response.content
+    assert b"functionCall" not in response.content
+
+
 ROUTES = [
     ("v1beta", "tunedModels/my-tuned"),
     ("v1", "tunedModels/my-tuned"),
