@@ -22,8 +22,8 @@ from gateway.policy.engine import Judgement
 from gateway.protocols import usage
 from gateway.protocols.base import StreamFilter
 from gateway.trace.model import ToolCall
-from gateway.upstream.base import UpstreamRequest, UpstreamResponse
-from gateway.upstream.errors import UpstreamError
+from gateway.upstream.base import UpstreamRequest, UpstreamResponse, event_stream, opens_whole
+from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 from gateway.wire import codec
 
 
@@ -153,7 +153,12 @@ class FinalAnswer:
         self._count(bytes(raw), said.text if said is not None else "")
 
     async def _chunks(self, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
+        """The answer's bytes; one JSON body (by its content type or its first bytes) is no
+        event stream: read through the filter its call would pass as unread bytes."""
+        if not event_stream(upstream.headers):
+            raise UpstreamInvalidReply("not an event stream")
         chunks = upstream.aiter_raw().__aiter__()
+        opening: bytes | None = b""
         while True:
             started = time.perf_counter()
             try:
@@ -162,6 +167,14 @@ class FinalAnswer:
                 return
             finally:
                 self.ex.clock.waited(started)
+            if opening is not None:
+                opening += data
+                whole = opens_whole(opening)
+                if whole is None:
+                    continue
+                if whole:
+                    raise UpstreamInvalidReply("not an event stream")
+                data, opening = opening, None
             yield data
 
     def _left(self) -> float:

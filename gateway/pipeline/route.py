@@ -16,7 +16,7 @@ from gateway.pipeline.request_log import Clock
 from gateway.policy.actions import Action
 from gateway.protocols.roles import Adapter
 from gateway.state.session import client_namespace
-from gateway.upstream.base import UpstreamRequest
+from gateway.upstream.base import UpstreamRequest, event_stream
 from gateway.upstream.errors import UpstreamError
 from gateway.web.body import too_many_items
 from gateway.web.refused import read_or_refuse, refused, upstream_failed
@@ -71,7 +71,9 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
         return upstream_failed(gateway, exc, ex.path, shape=adapter.authored.error_body)
     finally:
         ex.clock.waited(sent)
-    if ex.stream and upstream.status == 200:
+    # The reply's own shape picks the path, not the request's: an upstream may answer a stream
+    # request with one JSON body or a unary one with events, and either is judged all the same.
+    if upstream.status == 200 and event_stream(upstream.headers):
         return stream.respond(ex, upstream)
     return await unary.respond(ex, upstream)
 

@@ -1,4 +1,5 @@
-"""The streamed reply: relay content at once, hold each tool call until judged.
+"""The streamed reply (an event stream, whatever the request asked): relay content at once,
+hold each tool call until judged.
 
 One attempt relays an upstream stream through the adapter's stream filter; a refused first call is
 re-asked (a loop) on a new upstream stream that continues the same client stream; when the
@@ -30,8 +31,8 @@ from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import upstream_failure
 from gateway.protocols.streaming import Held
-from gateway.upstream.base import UpstreamResponse
-from gateway.upstream.errors import UpstreamError
+from gateway.upstream.base import UpstreamResponse, event_stream, opens_whole
+from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 from gateway.web.responses import uncommented
 
 
@@ -140,11 +141,6 @@ async def _close(chunks: AsyncIterator[bytes]) -> None:
         await chunks.aclose()
 
 
-def _is_sse(upstream: UpstreamResponse) -> bool:
-    """An event stream (an upstream may answer a stream request with one JSON body: relayed)."""
-    return any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in upstream.headers)
-
-
 def _failed(ex: Exchange, tool_filter: StreamFilter, exc: UpstreamError | None) -> list[bytes]:
     """The client stream ends with its protocol's error events, and the log says which."""
     failure = upstream_failure(exc)
@@ -178,13 +174,26 @@ async def _attempt(
     try:
         while True:
             try:
+                if not event_stream(current.headers):  # a re-ask or retry answered whole
+                    raise UpstreamInvalidReply("not an event stream")
+                opening: bytes | None = b""  # the round's first bytes, until they show its shape
                 async for raw in current.aiter_raw():
+                    if opening is not None:
+                        opening += raw
+                        whole = opens_whole(opening)
+                        if whole is None:
+                            continue
+                        if whole:  # one JSON body labelled as events
+                            raise UpstreamInvalidReply("not an event stream")
+                        raw, opening = opening, None
                     started = time.perf_counter()
                     out = feed(raw)
                     clock.took(started)
                     if out:  # one write for what one read brought: each write is a trip through the server
                         yield out[0] if len(out) == 1 else b"".join(out)
-            except UpstreamError as exc:  # reset, closed, or silent past the idle timeout
+            except UpstreamError as exc:
+                # Reset, closed, silent past the idle timeout, or not events at all: a reply
+                # read into this stream as events would pass unjudged (its calls are no events).
                 for chunk in _failed(ex, tool_filter, exc):
                     yield chunk
                 break
@@ -203,7 +212,7 @@ async def _attempt(
                 for chunk in released:
                     yield chunk
                 released = []
-            if not tool_filter.complete and _is_sse(current):  # ended cleanly, before its terminal event
+            if not tool_filter.complete:  # ended cleanly, before its terminal event
                 for chunk in _failed(ex, tool_filter, None):
                     yield chunk
                 break

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.responses import Response
 
@@ -73,9 +74,9 @@ async def at_request(ex: Exchange) -> Response:
     return _reply(ex, text(ex, judgement), used)
 
 
-async def unary(ex: Exchange, decision: Decision) -> Response:
+async def unary(ex: Exchange, decision: Decision, reply: Any = None) -> Response:
     """A terminate-level refusal, or the model insists on a refused call and no re-ask is
-    left: end the run."""
+    left: end the run. ``reply``: the upstream's, whose shape a written final reply takes."""
     refusal = decision.refusal
     assert refusal is not None
     if decision.ending == ANSWER:
@@ -90,7 +91,7 @@ async def unary(ex: Exchange, decision: Decision) -> Response:
     used = _written(decision)
     ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response", used)
     log_request(ex, 200)
-    return _reply(ex, text(ex, refusal.judgement), used)
+    return _reply(ex, text(ex, refusal.judgement), used, reply)
 
 
 async def stream(
@@ -168,12 +169,17 @@ def _written(decision: Decision) -> str:
     return ERROR if decision.ending == ERROR else REPLY
 
 
-def _reply(ex: Exchange, final: str, used: str) -> Response:
+def _reply(ex: Exchange, final: str, used: str, like: Any = None) -> Response:
+    """The final reply as JSON; ``like``: the upstream reply whose shape it takes (None: the one
+    the request asked for)."""
     if used == ERROR:
         assert ex.plan is not None
         body = codec.dumps(ex.adapter.authored.error_body(final, LOOP, LOOP))
         return relay(ex.plan.policy.interventions.terminate.status, ex.verdict.headers([JSON]), body)
-    return relay(200, ex.verdict.headers([JSON]), codec.dumps(ex.adapter.authored.termination_reply(final, ex.payload)))
+    written = ex.adapter.authored.termination_reply(final, ex.payload)
+    if like is not None:
+        written = ex.adapter.replies.like(like, written)
+    return relay(200, ex.verdict.headers([JSON]), codec.dumps(written))
 
 
 async def _iterate(chunks: list[bytes]) -> AsyncIterator[bytes]:

@@ -61,7 +61,7 @@ async def _settle(ex: Exchange, current: UpstreamResponse) -> Reply | Response:
         settled = await settle(front, reply)
         reply, decision = settled.reply, settled.decision
         if decision.move == Move.TERMINATE:
-            return await terminate.unary(ex, decision)
+            return await terminate.unary(ex, decision, reply.parsed)
         if decision.move != Move.PASS or reply.parsed is None:
             return reply
         said = expect.plain_answer(ex, reply.parsed)

@@ -15,10 +15,16 @@ class StreamFailure:
     final: bool = False
 
 
+_KINDS = {
+    "upstream_timeout": "stopped answering",
+    "upstream_invalid_response": "answered with a body that is not an event stream",
+}
+
+
 def upstream_failure(exc: BaseException | None) -> StreamFailure:
     """An upstream that broke off (``exc``) or ended without its terminal event (None)."""
     if exc is None:
         return StreamFailure("The upstream model provider ended the stream before its end.", "upstream_truncated")
     code = getattr(exc, "code", "upstream_error")
-    kind = "stopped answering" if code == "upstream_timeout" else "broke off the stream"
+    kind = _KINDS.get(code, "broke off the stream")
     return StreamFailure(f"The upstream model provider {kind}.", code)

@@ -33,3 +33,19 @@ class Upstream(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+def event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
+    """The reply is an event stream (``text/event-stream``), whatever the request asked for: an
+    upstream may answer a stream request with one JSON body, or a unary one with events."""
+    return any(k == b"content-type" and v.lower().startswith(b"text/event-stream") for k, v in headers)
+
+
+_BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace, and the byte order mark either shape may open with
+
+
+def opens_whole(opening: bytes) -> bool | None:
+    """What a reply's first bytes say it is, whatever its content type says: True, one JSON
+    body (``{`` or ``[``: no event stream opens so); False, events; None: nothing but blanks yet."""
+    head = opening.lstrip(_BLANK)[:1]
+    return None if not head else head in b"{["

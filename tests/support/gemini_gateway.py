@@ -23,8 +23,14 @@ def start_gemini(tmp_path):
     """Start (scripted Gemini upstream, gateway); returns (upstream, client, gateway url)."""
     contexts = []
 
-    def start(responder, policy_text: str | None = None, config: dict | None = None, **upstream_config):
-        upstream = GeminiUpstream(responder)
+    def start(
+        responder,
+        policy_text: str | None = None,
+        config: dict | None = None,
+        answers: str | None = None,
+        **upstream_config,
+    ):
+        upstream = GeminiUpstream(responder, answers)
         ctx = serve(upstream.app)
         url = ctx.__enter__()
         contexts.append(ctx)

@@ -94,13 +94,20 @@ def healthy(steps: int = 2, name: str = "read_file") -> Callable[[dict], Said]:
 
 
 class GeminiUpstream:
-    def __init__(self, responder: Callable[[dict], Said]) -> None:
+    """``answers``: every generate request answered in this shape (``object``: one JSON reply,
+    ``array``: the chunks as a JSON array, ``sse``: events, ``mislabelled``: one JSON reply
+    sent as ``text/event-stream``), whatever its method and ``alt`` ask for, as an upstream
+    that reads them otherwise would; None: as Google answers."""
+
+    def __init__(self, responder: Callable[[dict], Said], answers: str | None = None) -> None:
         self.responder = responder
+        self.answers = answers
         self.requests: list[dict[str, Any]] = []
         self.sent: list[bytes] = []  # the exact bytes of each answer, for byte-for-byte checks
         routes = []
-        for version in ("v1beta", "v1"):
-            routes.append(Route(f"/{version}/models/{{call:path}}", self._models, methods=["POST", "GET"]))
+        for version in ("v1beta", "v1", "v1alpha"):
+            for models in ("models", "tunedModels"):
+                routes.append(Route(f"/{version}/{models}/{{call:path}}", self._models, methods=["POST", "GET"]))
         self.app = Starlette(routes=routes)
 
     @property
@@ -126,11 +133,18 @@ class GeminiUpstream:
         if said.status != 200:
             error = {"error": {"code": said.status, "message": "scripted", "status": "UNAVAILABLE"}}
             return Response(orjson.dumps(error), said.status, media_type="application/json")
-        if method == "streamGenerateContent" and request.query_params.get("alt") != "sse":
+        shape = self.answers or (
+            "object"
+            if method != "streamGenerateContent"
+            else "sse"
+            if request.query_params.get("alt") == "sse"
+            else "array"
+        )
+        if shape == "array":
             content = json.dumps(said.chunks(model), indent=2).encode()  # Google's JSON array
             self.sent.append(content)
             return Response(content, media_type="application/json")
-        if method == "streamGenerateContent":
+        if shape == "sse":
             events = said.events(model)
             self.sent.append(b"".join(events))
 
@@ -141,4 +155,4 @@ class GeminiUpstream:
             return StreamingResponse(pieces(), media_type="text/event-stream")
         content = json.dumps(said.reply(model, said.parts())).encode()
         self.sent.append(content)
-        return Response(content, media_type="application/json")
+        return Response(content, media_type="text/event-stream" if shape == "mislabelled" else "application/json")

@@ -4,7 +4,9 @@ The model and whether the reply streams are in the path (``/v1beta/models/{model
 streamGenerateContent?alt=sse``), not the body: ``at`` binds an adapter to them per request
 (``Path``). A stream asked for without ``alt=sse`` is a JSON array, not events: it is read whole
 and judged like a unary reply (its chunks merged into one answer); an untouched one is relayed
-byte for byte, an edited or terminated one is answered with a one-element array. Items are the
+byte for byte, an edited or terminated one is answered with a one-element array. Which shape
+a reply is judged in is the reply's own (the pipeline reads its content type, the replies read
+an object or an array alike); the binding decides only what the gateway writes before any reply. Items are the
 request's ``contents``; ``systemInstruction`` is read as the system prompt. Every request
 carries its whole conversation: no history role, no memory.
 """
@@ -16,7 +18,7 @@ from typing import Any
 
 from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.declaration import Declaration, Owned, UpstreamSpec, answer_name
-from gateway.protocols.gemini import parse, replies, rewrite, stream, tokens
+from gateway.protocols.gemini import parse, query, replies, rewrite, stream, tokens
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
 from gateway.protocols.sse import data_event
 
@@ -52,9 +54,11 @@ STATELESS = (
 
 DECLARED = Declaration(
     family="gemini.generate_content",
+    # Every version's generate methods, of base and tuned models alike.
     routes=tuple(
-        f"/{version}/models/{{model}}:{method}"
-        for version in ("v1beta", "v1")
+        f"/{version}/{models}/{{model}}:{method}"
+        for version in ("v1beta", "v1", "v1alpha")
+        for models in ("models", "tunedModels")
         for method in ("generateContent", _STREAMING)
     ),
     # The API root, as the SDKs' base URL; paths name their version. The key goes as
@@ -122,8 +126,7 @@ class Path:
         )
         authored = Authored(self.termination_reply, self.termination_stream, replies.error_body, data_event)
         streams = Streams(self.stream_filter, stream.stream_answer, stream.stream_prepend_text)
-        chunks = replies.ARRAY_REPLIES if self.array else replies.REPLIES
-        return Adapter("gemini", DECLARED, requests, rewrite.EDITS, chunks, streams, authored, binds=at)
+        return Adapter("gemini", DECLARED, requests, rewrite.EDITS, replies.REPLIES, streams, authored, binds=at)
 
 
 def _no_user(payload: dict[str, Any]) -> str | None:
@@ -131,10 +134,11 @@ def _no_user(payload: dict[str, Any]) -> str | None:
 
 
 def at(scope: dict[str, Any]) -> Adapter:
-    """The adapter bound to the request's path (its model, and how its reply comes)."""
+    """The adapter bound to the request's path (its model, and how its reply comes: ``alt``
+    read as Google reads it, ``query.reply_format``)."""
     name, _, method = scope["path"].rpartition("/")[2].partition(":")
     streaming = method == _STREAMING
-    if streaming and b"alt=sse" not in scope.get("query_string", b"").split(b"&"):
+    if streaming and query.reply_format(scope.get("query_string", b"")) != "sse":
         return Path(name, array=True).adapter()
     return Path(name, streaming).adapter()
 

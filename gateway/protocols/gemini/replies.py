@@ -143,20 +143,19 @@ def error_body(message: str, type: str, code: str | None = None) -> dict[str, An
     return {"error": {"code": status, "message": message, "status": name}}
 
 
+def like(reply: Any, written: Any) -> Any:
+    """A reply the gateway wrote, in the shape the upstream's ``reply`` came in."""
+    return shaped(reply, whole(written))
+
+
+# A reply is a JSON object, or a stream's chunks as one JSON array (``:streamGenerateContent``
+# without ``alt=sse``): either is judged, whichever the request asked for.
 REPLIES = Replies(
-    reply_types=(dict,),
+    reply_types=(dict, list),
     proposed_calls=proposed_calls,
     keep_calls=keep_calls,
     answer=answer,
     prepend_text=prepend_text,
     output_tokens=output_tokens,
-)
-# An array stream's reply (``:streamGenerateContent`` without ``alt=sse``) is a JSON array.
-ARRAY_REPLIES = Replies(
-    reply_types=(list,),
-    proposed_calls=proposed_calls,
-    keep_calls=keep_calls,
-    answer=answer,
-    prepend_text=prepend_text,
-    output_tokens=output_tokens,
+    like=like,
 )

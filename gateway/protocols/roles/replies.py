@@ -16,6 +16,10 @@ from gateway.trace.model import ToolCall
 Reply = dict[str, Any]
 
 
+def _as_written(reply: Any, written: Any) -> Any:
+    return written
+
+
 @dataclass(frozen=True, slots=True)
 class Replies:
     # What a 200 reply's JSON must be for the response path to judge it: a JSON object, or for
@@ -35,3 +39,7 @@ class Replies:
     # The output tokens the upstream reported for one answer (a JSON reply or a complete event
     # stream, as the upstream sent it); None when it reported none.
     output_tokens: Callable[[bytes], int | None]
+    # (reply, written): a reply the gateway wrote itself (``Authored.termination_reply``) in
+    # the shape ``reply`` came in, for a protocol whose upstream answers one request in more
+    # than one shape (Gemini's stream as a JSON array); the rest have one: ``written``.
+    like: Callable[[Any, Any], Any] = _as_written

@@ -29,18 +29,40 @@ ARRAY = [
 
 
 @pytest.mark.parametrize(
-    "path, query, types, streams",
+    "path, query, array, streams",
     [
-        (PATH, b"", (list,), False),  # no alt=sse: Google answers one JSON array
-        (PATH, b"alt=sse", (dict,), True),
-        (PATH, b"key=k&alt=sse", (dict,), True),
-        ("/v1beta/models/gemini-test:generateContent", b"", (dict,), False),
+        (PATH, b"", True, False),  # no alt: Google answers one JSON array
+        (PATH, b"alt=json", True, False),
+        (PATH, b"alt=sse", False, True),
+        (PATH, b"key=k&alt=sse", False, True),
+        # ``alt`` read as Google's frontend reads it: percent-decoded, ``$alt`` the same
+        # parameter, the last value given wins.
+        (PATH, b"alt=%73se", False, True),
+        (PATH, b"%24alt=sse", False, True),
+        (PATH, b"alt=json&alt=sse", False, True),
+        (PATH, b"alt=sse&alt=json", True, False),
+        (PATH, b"alt=sse&%24alt=json", True, False),
+        ("/v1beta/models/gemini-test:generateContent", b"", False, False),
+        ("/v1beta/tunedModels/my-tuned:streamGenerateContent", b"alt=sse", False, True),
+        ("/v1alpha/models/gemini-test:streamGenerateContent", b"", True, False),
     ],
 )
-def test_a_request_binds_the_reply_shape_it_is_judged_in(path, query, types, streams):
+def test_a_request_binds_what_the_gateway_writes_before_any_reply(path, query, array, streams):
     adapter = GEMINI.at({"path": path, "query_string": query})
-    assert adapter.replies.reply_types == types and adapter.requests.stream({}) is streams
-    assert GEMINI.replies.reply_types == (dict,)  # the registry's own instance is never changed
+    assert adapter.requests.stream({}) is streams
+    assert isinstance(adapter.authored.termination_reply("stopped", {}), list) is array
+    # Whatever the request asked for, a reply is judged in the shape it comes in.
+    assert adapter.replies.reply_types == (dict, list)
+
+
+@pytest.mark.parametrize("reply, array", [(ARRAY, True), (ARRAY[-1], False)])
+def test_a_written_final_reply_takes_the_shape_the_upstreams_came_in(reply, array):
+    for query in (b"", b"alt=sse"):  # whatever the request's query said
+        adapter = GEMINI.at({"path": PATH, "query_string": query})
+        written = adapter.replies.like(reply, adapter.authored.termination_reply("stopped", {}))
+        assert isinstance(written, list) is array
+        one = written[0] if array else written
+        assert one["candidates"][0]["content"]["parts"] == [{"text": "stopped"}]
 
 
 def test_an_arrays_calls_are_proposed_in_order_from_its_merged_chunks():
