@@ -18,6 +18,7 @@ from gateway.protocols.registry import DEFAULT, Protocols, build
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.headers import HeaderRules
+from gateway.wire.credentials import without_parameters
 
 
 @dataclass(slots=True)
@@ -82,11 +83,11 @@ def header_rules(
 
 def forward_query(query: bytes, spec: UpstreamSpec, api_key: str | None) -> bytes:
     """The client's query string for the upstream: a server-side key replaces a key the client
-    put in the query (``spec.credential_query``), which is then left out."""
+    put in the query (``spec.credential_query``), which is then left out, however it is spelt:
+    Google reads ``key``, ``$key`` and ``%6Bey`` as one parameter."""
     if not api_key or not spec.credential_query or not query:
         return query
-    names = tuple(name.encode("latin-1") + b"=" for name in spec.credential_query)
-    return b"&".join(p for p in query.split(b"&") if not p.startswith(names))
+    return without_parameters(query, frozenset(name.encode("latin-1") for name in spec.credential_query))
 
 
 def upstream_path(path: str, spec: UpstreamSpec | None = None) -> str:

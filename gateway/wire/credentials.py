@@ -27,13 +27,13 @@ class KeyPlaces:
     query: tuple[str, ...] = ()
     names: frozenset[bytes] = field(init=False)  # every header that carries a key, as bytes
     _others: tuple[bytes, ...] = field(init=False)
-    _query_keys: tuple[bytes, ...] = field(init=False)
+    _query_keys: frozenset[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
         encoded = tuple(name.lower().encode("latin-1") for name in self.headers)
         object.__setattr__(self, "names", frozenset((_AUTHORIZATION, *encoded)))
         object.__setattr__(self, "_others", tuple(n for n in encoded if n != _AUTHORIZATION))
-        object.__setattr__(self, "_query_keys", tuple(q.encode("latin-1") + b"=" for q in sorted(self.query)))
+        object.__setattr__(self, "_query_keys", frozenset(q.encode("latin-1") for q in self.query))
 
     def credential(self, headers: Iterable[tuple[bytes, bytes]], query: bytes = b"") -> bytes | None:
         """The client's key from raw (ASGI) headers and query string; ``b""`` for an empty
@@ -57,14 +57,15 @@ class KeyPlaces:
         return hashlib.sha256(token).hexdigest() if token else None
 
     def query_key(self, query: bytes) -> bytes | None:
-        """A key the client put in the query string."""
+        """A key the client put in the query string (the first, by any spelling of its name)."""
         for part in query.split(b"&") if query and self._query_keys else ():
-            if part.startswith(self._query_keys):
+            if parameter_name(part) in self._query_keys:
                 return unquote_to_bytes(part.partition(b"=")[2]) or None
         return None
 
     def without_query_keys(self, query: bytes) -> bytes:
-        return b"&".join(p for p in query.split(b"&") if not p.startswith(self._query_keys))
+        """``query`` without any parameter that carries a key, by any spelling of its name."""
+        return without_parameters(query, self._query_keys)
 
     def _read(self, get: Callable[[bytes], bytes | None], query: bytes) -> bytes | None:
         auth = get(_AUTHORIZATION)
@@ -76,3 +77,14 @@ class KeyPlaces:
             if value := get(name):
                 return value
         return self.query_key(query) or auth
+
+
+def parameter_name(pair: bytes) -> bytes:
+    """A query parameter's name as Google's frontend reads it: percent-decoded, a leading ``$``
+    dropped (``key``, ``$key`` and ``%6Bey`` are one parameter)."""
+    return unquote_to_bytes(pair.partition(b"=")[0].replace(b"+", b" ")).removeprefix(b"$")
+
+
+def without_parameters(query: bytes, names: frozenset[bytes]) -> bytes:
+    """``query`` without the parameters named ``names``, however their names are spelt."""
+    return b"&".join(p for p in query.split(b"&") if parameter_name(p) not in names) if names else query

@@ -53,6 +53,9 @@ def test_no_key_no_hash():
 
 def test_query_keys_are_taken_out_and_the_rest_kept():
     assert PLACES.without_query_keys(b"alt=sse&key=k&keys=x") == b"alt=sse&keys=x"
+    # Google reads $key and percent-encoded names as the same parameter.
+    assert PLACES.without_query_keys(b"$key=a&%6Bey=b&%24key=c&x=1") == b"x=1"
+    assert PLACES.query_key(b"x=1&%6Bey=k%2D1") == b"k-1"
     assert KeyPlaces(("authorization",)).without_query_keys(b"key=k") == b"key=k"  # no query place
 
 

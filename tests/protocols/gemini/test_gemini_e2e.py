@@ -170,6 +170,17 @@ def test_the_clients_key_is_forwarded_and_a_server_key_replaces_it(start_gemini)
     assert "authorization" not in upstream.last["headers"] and upstream.last["query"] == "x=1"
 
 
+@pytest.mark.parametrize("spelling", ["key", "$key", "%24key", "%6Bey", "k%65y"])
+def test_a_server_key_replaces_the_query_key_however_its_name_is_spelt(start_gemini, spelling):
+    """Google reads ``key``, ``$key`` and ``%6Bey`` as one parameter: each is the client's key,
+    and none reaches the provider next to the operator's."""
+    upstream, _, gateway = start_gemini(healthy(steps=0), gemini_api_key="gm-server")
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    answer = httpx.post(gateway + f"/v1beta/models/{MODEL}:generateContent?{spelling}=gm-client&x=1", json=body)
+    assert answer.status_code == 200
+    assert upstream.last["headers"]["x-goog-api-key"] == "gm-server" and upstream.last["query"] == "x=1"
+
+
 @pytest.mark.parametrize("mode", ["reply", "error"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_terminate_template_and_error_modes(start_gemini, mode, stream):
