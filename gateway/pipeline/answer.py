@@ -22,7 +22,7 @@ from gateway.policy.engine import Judgement
 from gateway.protocols import usage
 from gateway.protocols.base import StreamFilter
 from gateway.trace.model import ToolCall
-from gateway.upstream.base import UpstreamRequest, UpstreamResponse, event_stream, opens_whole
+from gateway.upstream.base import UpstreamRequest, UpstreamResponse, json_body, opens_whole
 from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 from gateway.wire import codec
 
@@ -155,7 +155,7 @@ class FinalAnswer:
     async def _chunks(self, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
         """The answer's bytes; one JSON body (by its content type or its first bytes) is no
         event stream: read through the filter its call would pass as unread bytes."""
-        if not event_stream(upstream.headers):
+        if json_body(upstream.headers):
             raise UpstreamInvalidReply("not an event stream")
         chunks = upstream.aiter_raw().__aiter__()
         opening: bytes | None = b""

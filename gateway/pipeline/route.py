@@ -16,7 +16,7 @@ from gateway.pipeline.request_log import Clock
 from gateway.policy.actions import Action
 from gateway.protocols.roles import Adapter
 from gateway.state.session import client_namespace
-from gateway.upstream.base import UpstreamRequest, event_stream
+from gateway.upstream.base import UpstreamRequest, event_stream, json_body
 from gateway.upstream.errors import UpstreamError
 from gateway.web.body import too_many_items
 from gateway.web.refused import read_or_refuse, refused, upstream_failed
@@ -73,9 +73,15 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
         ex.clock.waited(sent)
     # The reply's own shape picks the path, not the request's: an upstream may answer a stream
     # request with one JSON body or a unary one with events, and either is judged all the same.
-    if upstream.status == 200 and event_stream(upstream.headers):
+    # A stream request's reply that names neither shape (no content type, ``text/plain``) is
+    # read as the events it asked for; the stream filter still ends one that opens as JSON.
+    if upstream.status == 200 and _events(ex.stream, upstream.headers):
         return stream.respond(ex, upstream)
     return await unary.respond(ex, upstream)
+
+
+def _events(asked: bool, headers: list[tuple[bytes, bytes]]) -> bool:
+    return event_stream(headers) or (asked and not json_body(headers))
 
 
 def header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:

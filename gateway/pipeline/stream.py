@@ -31,7 +31,7 @@ from gateway.policy.actions import Action
 from gateway.protocols.base import StreamFilter
 from gateway.protocols.failure import upstream_failure
 from gateway.protocols.streaming import Held
-from gateway.upstream.base import UpstreamResponse, event_stream, opens_whole
+from gateway.upstream.base import UpstreamResponse, json_body, opens_whole
 from gateway.upstream.errors import UpstreamError, UpstreamInvalidReply
 from gateway.web.responses import uncommented
 
@@ -174,7 +174,7 @@ async def _attempt(
     try:
         while True:
             try:
-                if not event_stream(current.headers):  # a re-ask or retry answered whole
+                if json_body(current.headers):  # a re-ask or retry answered whole
                     raise UpstreamInvalidReply("not an event stream")
                 opening: bytes | None = b""  # the round's first bytes, until they show its shape
                 async for raw in current.aiter_raw():

@@ -41,6 +41,15 @@ def event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
     return any(k == b"content-type" and v.lower().startswith(b"text/event-stream") for k, v in headers)
 
 
+def json_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    """The reply says it is one JSON body (``application/json``, ``application/problem+json``)."""
+    for k, v in headers:
+        if k == b"content-type":
+            kind = v.partition(b";")[0].strip().lower()
+            return kind == b"application/json" or (kind.startswith(b"application/") and kind.endswith(b"+json"))
+    return False
+
+
 _BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace, and the byte order mark either shape may open with
 
 

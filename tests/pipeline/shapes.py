@@ -22,6 +22,7 @@ from support.upstream import Reply
 _ids = itertools.count(1)
 JSON, SSE = "application/json", "text/event-stream"
 MISLABELLED = "json-labelled-as-events"  # one JSON body sent as text/event-stream
+UNLABELLED = ("events-as-text", "events-untyped")  # events sent as text/plain, or with no content type
 
 
 def _chat(sse: bool) -> bytes:
@@ -73,6 +74,11 @@ class ShapedUpstream:
         self.requests.append({"path": request.url.path, "json": body})
         kind = self.shape(len(self.requests) - 1)
         protocol = next(p for p in PROTOCOLS if p.path == request.url.path)
+        if kind in UNLABELLED:
+            answer = Response(protocol.answer(True), media_type="text/plain" if kind == UNLABELLED[0] else None)
+            if kind == UNLABELLED[1]:
+                del answer.headers["content-type"]
+            return answer
         return Response(protocol.answer(kind == SSE), media_type=SSE if kind == MISLABELLED else kind)
 
 

@@ -16,7 +16,7 @@ from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import build_app
 
-from .shapes import JSON, MISLABELLED, PROTOCOLS, SSE, Protocol, ShapedUpstream, calls_in
+from .shapes import JSON, MISLABELLED, PROTOCOLS, SSE, UNLABELLED, Protocol, ShapedUpstream, calls_in
 
 
 @pytest.fixture
@@ -59,6 +59,18 @@ def test_a_stream_request_answered_with_json_is_judged_as_a_unary_reply(shaped, 
     assert response.status_code == 200 and response.headers["content-type"].startswith(JSON)
     assert calls_in(response.content) == 0  # never relayed with its call
     assert response.headers["x-loopguard-action"] in ("reject", "terminate")
+    assert reasked(upstream)
+
+
+@pytest.mark.parametrize("label", UNLABELLED)
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.name)
+def test_a_stream_request_answered_with_events_of_no_event_type_is_judged_as_a_stream(shaped, protocol, label):
+    """Some upstreams stream events as ``text/plain`` or with no content type: a stream request's
+    reply that does not say it is JSON is read as the events it asked for, and judged."""
+    upstream, url = shaped(lambda n: label)
+    response = post(url, protocol, stream=True)
+    assert response.status_code == 200
+    assert calls_in(response.content) == 0
     assert reasked(upstream)
 
 
