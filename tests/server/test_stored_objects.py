@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Iterator
 
 import httpx
+import openai
 import orjson
 import pytest
 from starlette.applications import Starlette
@@ -65,6 +66,16 @@ class AnyUpstream:
                     }
                 ],
             }
+        elif path.endswith("/chat/completions") and orjson.loads(await request.body()).get("stream"):
+            chunks = [
+                {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [c]}
+                for c in (
+                    {"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": None},
+                    {"index": 0, "delta": {}, "finish_reason": "stop"},
+                )
+            ]
+            events = b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+            return Response(events, media_type="text/event-stream")
         elif path.endswith("/chat/completions"):
             body = {
                 "id": f"chatcmpl-{n}",
@@ -281,6 +292,18 @@ def test_a_stored_chat_completion_is_its_tenants(gateway):
         assert send(gateway, "GET", path, B).status_code == 404
         assert send(gateway, "GET", path, A).status_code == 200
     assert send(gateway, "DELETE", f"/v1/chat/completions/{ident}", B).status_code == 404
+
+
+def test_a_stored_chat_completion_streamed_is_its_tenants(gateway):
+    """A streamed completion carries its id in every chunk: the tenant that streamed it reads
+    it back, another does not."""
+    client = openai.OpenAI(base_url=gateway + "/v1", api_key=A["authorization"].removeprefix("Bearer "), max_retries=0)
+    stream = client.chat.completions.create(
+        model="m", store=True, stream=True, messages=[{"role": "user", "content": "hi"}]
+    )
+    ident = {chunk.id for chunk in stream}.pop()
+    assert send(gateway, "GET", f"/v1/chat/completions/{ident}", A).status_code == 200
+    assert send(gateway, "GET", f"/v1/chat/completions/{ident}", B).status_code == 404
 
 
 def test_a_tuned_model_of_another_tenant_is_not_generated_with(gateway):

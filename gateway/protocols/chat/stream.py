@@ -63,6 +63,12 @@ class ToolCallFilter(StreamDriver):
         self._emitted = self._done_sent = False
         super().__init__(judge, options)
 
+    @property
+    def reply(self) -> dict[str, Any] | None:
+        """What the stream tells of the completion as a whole: its id (the client stream's, the
+        first upstream chunk's), by which a stored completion (``store: true``) is claimed."""
+        return {"id": self.envelope.id} if self.envelope is not None else None
+
     # --- the driver's hooks ---------------------------------------------------------------
     # ``cut``: chunks open nothing a client must see closed: ``terminate`` writes the finish.
 
