@@ -306,14 +306,14 @@ class StateConfig(_Strict):
     max_chain_bytes: int = Field(
         64 * 1024 * 1024,
         ge=1,
-        description="memory: all tenants' response chain records and ownership claims together; "
-        "beyond it the tenant holding the most loses its oldest",
+        description="memory: all tenants' response chain records and ownership claims together "
+        "(counted as `tenant_max_chain_bytes` counts them); beyond it the tenant holding the most loses its oldest",
     )
     tenant_max_chain_bytes: int = Field(
         64 * 1024 * 1024,
         ge=1,
-        description="response chain records and ownership claims one tenant keeps, serialized "
-        "(its oldest are evicted beyond it; a claim is about 30 bytes)",
+        description="response chain records and ownership claims one tenant keeps, counted as "
+        "key + serialized value + 256 bytes each (a claim: about 330); its oldest are evicted beyond it",
     )
     local_claims: int = Field(
         100_000,

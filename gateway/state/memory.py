@@ -1,18 +1,22 @@
-"""The default store: in process, bounded by an LRU of sessions and a TTL on each.
+"""The default store: in process, bounded per tenant and in total, with a TTL on everything.
 
-Memory is bounded by ``max_sessions`` whatever the traffic: a new session beyond the bound
-evicts the least recently used one (counted in ``evictions``), and sessions idle for longer than
-``ttl_s`` are dropped when met (counted in ``expirations``). Every request leaves its session's
-history mark: about 370 bytes per session, about 1.4 KB with one vetoed exchange (measured at
-10,000 sessions by ``benchmarks/state.py``): the default bound of 10,000 sessions is about 4 MB
-of marks; vetoed exchanges add about 1 KB each, at most MAX_VETOES_PER_SESSION per session.
-Response chains (``previous_response_id``) are kept serialized, bounded by ``max_chain_bytes``
-in total (oldest dropped first) and by the same TTL.
+Every bound is kept per tenant (the namespace each key starts with, ``gateway.state.shares``),
+so one tenant's volume evicts only its own state: a tenant beyond ``tenant_max_sessions`` loses
+its own least recently used session, and when all tenants together exceed ``max_sessions`` the
+tenant holding the most loses its least recently used one (counted in ``evictions``). Sessions
+idle for longer than ``ttl_s`` are dropped when met (counted in ``expirations``). Every request
+leaves its session's history mark: about 400 bytes per session (measured at 10,000 sessions),
+about 1.4 KB with one vetoed exchange: the default bound of 10,000 sessions is about 4 MB of
+marks; vetoed exchanges add about 1 KB each, at most MAX_VETOES_PER_SESSION per session.
+Response chains (``previous_response_id``) and ownership claims are kept serialized, within
+``tenant_max_chain_bytes`` per tenant and ``max_chain_bytes`` in total (fair share again, each
+tenant's oldest first; a record counts its key and overhead too), and by the same TTL.
 
 Vetoed exchanges are bounded in bytes too: each record's long strings are shortened before it
-is stored (``state.bounds``), and all of them together stay within ``max_veto_bytes`` (least
-recently used sessions evicted first). Sessions and chains idle past the TTL are swept on a
-timer, not only when met, so memory is given back when traffic goes away.
+is stored (``state.bounds``), and all of them together stay within ``max_veto_bytes`` (the
+tenant holding the most loses its least recently used session holding any). Sessions and
+chains idle past the TTL are swept on a timer, not only when met, so memory is given back when
+traffic goes away.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from gateway.state.base import (
     VetoRecord,
 )
 from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent
-from gateway.state.shares import FAIR_SHARE, Heaviest, Shares, tenant_of
+from gateway.state.shares import FAIR_SHARE, Heaviest, Shares, record_weight, tenant_of
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
 # A session that keeps getting vetoed is terminated long before this; the cap only bounds memory.
@@ -287,7 +291,7 @@ class _Chains:
         return found[1]
 
     def put(self, key: str, raw: bytes) -> None:
-        self.kept.put(key, (time.monotonic(), raw), len(raw))
+        self.kept.put(key, (time.monotonic(), raw), record_weight(key, raw))
 
     def clear(self) -> None:
         self.kept.clear()

@@ -17,7 +17,13 @@ Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
 model judge's latest verdict, only where the opt-in judge runs). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
 ``{prefix}r:{client namespace}{response_id}`` holds a response chain record
-(``previous_response_id``), under the same TTL; its size is bounded by the adapter that builds it.
+(``previous_response_id``), and ``{prefix}r:{namespace}own:{kind}:{id}`` an ownership claim
+(``gateway.state.claims``), under the same TTL. Each tenant's sessions and records are bounded
+by its own caps, trimmed by the scripts that write them (``gateway.state.redis_budgets``).
+
+Ownership claims are also noted by this process (``gateway.state.ledger``): while Redis cannot
+answer, a check is answered from them (and an id the process cannot vouch for is let through,
+counted in ``claims_unverified``), and claims Redis did not take are written once it answers.
 
 A request whose session this process knows (``gateway.state.mirror``: nothing stored but the
 mark its own previous request wrote, kept true by Redis's invalidation messages) costs no round
@@ -72,7 +78,7 @@ from gateway.state.redis_budgets import (
     index_key,
 )
 from gateway.state.redis_events import RedisEventLog
-from gateway.state.shares import TENANT_CAP
+from gateway.state.shares import TENANT_CAP, record_weight
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
 T = TypeVar("T")
@@ -441,7 +447,7 @@ class RedisStore:
                 index_key(self.key_prefix, RECORD_INDEX, key),
                 index_key(self.key_prefix, RECORD_SIZES, key),
             ],
-            args=[raw, self.ttl_ms, _now_ms(), self.tenant_max_chain_bytes],
+            args=[raw, self.ttl_ms, _now_ms(), self.tenant_max_chain_bytes, record_weight(key, raw)],
         )
         self.budget_evictions["records", TENANT_CAP] += int(trimmed)
 

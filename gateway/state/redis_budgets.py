@@ -8,8 +8,8 @@ record or of a session's mark also notes the key in its tenant's index (the tena
 the key: ``gateway.state.shares.tenant_of``), and trims that tenant's oldest beyond its cap:
 
 - ``{prefix}rb:{tenant}``: sorted set, the tenant's record keys by when they were written (ms);
-  ``{prefix}rs:{tenant}``: hash, each record key's size in bytes and, under the empty field,
-  their total; the oldest records are deleted while the total exceeds
+  ``{prefix}rs:{tenant}``: hash, each record's weight in bytes (key, value and a fixed overhead,
+  as the memory store counts it) and, under the empty field, their total; the oldest records are deleted while the total exceeds
   ``state.tenant_max_chain_bytes``;
 - ``{prefix}s:{tenant}``: sorted set, the tenant's sessions by when last used (ms); the least
   recently used sessions' keys (vetoes, mark, compaction marker, warned calls, verdict) are
@@ -30,7 +30,8 @@ from gateway.state.shares import tenant_of
 RECORD_INDEX, RECORD_SIZES, SESSION_INDEX = "rb", "rs", "s"
 
 # KEYS[1] the record, KEYS[2] its tenant's index, KEYS[3] its tenant's sizes;
-# ARGV[1] the value, ARGV[2] the TTL (ms), ARGV[3] now (ms), ARGV[4] the tenant's byte cap.
+# ARGV[1] the value, ARGV[2] the TTL (ms), ARGV[3] now (ms), ARGV[4] the tenant's byte cap,
+# ARGV[5] the record's weight (``shares.record_weight``: key, value and overhead, as in memory).
 SAVE_RECORD = """
 local ttl, now, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
@@ -40,9 +41,9 @@ for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl, 'L
   redis.call('HDEL', KEYS[3], gone)
   redis.call('ZREM', KEYS[2], gone)
 end
-total = total - tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') + #ARGV[1]
+total = total - tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') + tonumber(ARGV[5])
 redis.call('ZADD', KEYS[2], now, KEYS[1])
-redis.call('HSET', KEYS[3], KEYS[1], #ARGV[1])
+redis.call('HSET', KEYS[3], KEYS[1], ARGV[5])
 local evicted = 0
 while total > cap do
   local oldest = redis.call('ZPOPMIN', KEYS[2])
