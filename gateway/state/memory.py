@@ -105,6 +105,15 @@ class MemoryStore:
         return out
 
     @property
+    def sessions(self) -> Shares[_Entry]:
+        return self._sessions
+
+    @property
+    def records(self) -> Shares[tuple[float, bytes]]:
+        """Chain records and ownership claims, with their bounds."""
+        return self._chains.kept
+
+    @property
     def chain_bytes(self) -> int:
         return self._chains.size
 
