@@ -3,8 +3,8 @@
 Every key a store keeps starts with the namespace of the client it belongs to
 (``gateway.state.session.client_namespace``): ``t:<tenant hash>:`` for a configured tenant,
 ``c:<credential hash>:`` for a client key without one, ``k:<key hash>/`` for LiteLLM's sessions,
-nothing for a client without a credential. ``tenant_of`` reads it back, so the stores need no
-tenant passed to them.
+nothing for a client without a credential; a session key may carry its protocol's name first
+(``responses:t:...``). ``tenant_of`` reads it back, so the stores need no tenant passed to them.
 
 ``Shares`` groups entries by that tenant, each group in least-recently-used order, and bounds
 them twice:
@@ -18,6 +18,7 @@ them twice:
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
@@ -29,15 +30,17 @@ RECORD_OVERHEAD = 256
 TENANT_CAP, FAIR_SHARE = "tenant_cap", "fair_share"  # why an entry was evicted
 
 
+# A namespace (``t:<hash>:``, ``c:<hash>:``, LiteLLM's ``k:<hash>/``), after the protocol name a
+# session key may start with (``responses:``: ``Declaration.session_prefix``). A protocol name has
+# two letters or more; what a client names follows a one-letter source (``h:``, ``m:``, ``f:``), so
+# no session of a client without a credential reads as a tenant's, whatever id it chooses.
+_NAMESPACE = re.compile(r"(?:[a-z][a-z0-9_]+:)?(t:[^:]*:|c:[^:]*:|k:[^/]*/)")
+
+
 def tenant_of(key: str) -> str:
     """The namespace ``key`` starts with ("" for a client without a credential)."""
-    if key[:2] in ("t:", "c:"):
-        end = key.find(":", 2)
-        return key[: end + 1] if end > 0 else ""
-    if key.startswith("k:"):
-        end = key.find("/", 2)
-        return key[: end + 1] if end > 0 else ""
-    return ""
+    found = _NAMESPACE.match(key)
+    return found.group(1) if found else ""
 
 
 def record_weight(key: str, raw: bytes) -> int:

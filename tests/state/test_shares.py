@@ -13,7 +13,11 @@ from gateway.state.shares import FAIR_SHARE, TENANT_CAP, Heaviest, Shares, tenan
         ("c:abcdef:resp_1", "c:abcdef:"),
         ("c:-:resp_1", "c:-:"),  # the namespace of records of clients without a credential
         ("k:abc123/f:deadbeef", "k:abc123/"),  # LiteLLM's sessions
+        ("responses:t:0123456789abcdef01234567:h:run-1", "t:0123456789abcdef01234567:"),  # a protocol's
+        ("gemini:c:abcdef:f:deadbeef", "c:abcdef:"),
         ("h:run-1", ""),  # a session of a client without a credential
+        ("h:t:0123456789abcdef01234567:x", ""),  # ...whatever id it names: never a tenant's
+        ("responses:h:t:0123456789abcdef01234567:x", ""),
         ("f:deadbeef", ""),
         ("t:unterminated", ""),
         ("", ""),

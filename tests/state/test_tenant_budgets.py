@@ -10,21 +10,23 @@ without B: B's flood evicted only B's oldest state. The bounds are scaled down f
 from __future__ import annotations
 
 import itertools
+import json
 from contextlib import ExitStack
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from support.policies import ladder_policy
 from support.responses_agent import ResponsesAgent
 from support.responses_upstream import Answer, ResponsesUpstream
 from support.servers import serve
 
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
+from gateway.policy.loader import shipped_policy_path
 from gateway.server.app import SERVER_OPTIONS, build_app
 
+DEFAULT = shipped_policy_path("default").read_text(encoding="utf-8")
 KEYS = [{"key": "sk-a", "tenant": "a"}, {"key": "sk-b", "tenant": "b"}]
 OPS = "sk-ops"
 FILLER = "filler"  # B's requests start with it: the model answers them in text
@@ -32,12 +34,24 @@ RECORD_BUDGET = 4 * 1024 * 1024
 SESSION_BUDGET = 100
 
 
-def model(conversation: list[dict[str, Any]], body: dict[str, Any]) -> Answer:
-    """Answers B's filler (and A's questions) in text; A's task is a loop on one call."""
-    first = conversation[0].get("content") if conversation else ""
-    if isinstance(first, str) and first.startswith("Loop"):
+def model() -> Any:
+    """Answers B's filler (and A's questions) in text. A's task is a loop on one call that, after
+    each veto, makes one new detour call and goes back: only the vetoes the gateway keeps (they
+    are not in the client's history) carry the count on to the end of the ladder."""
+    fresh = itertools.count(1)
+
+    def respond(conversation: list[dict[str, Any]], body: dict[str, Any]) -> Answer:
+        first = conversation[0].get("content") if conversation else ""
+        if not (isinstance(first, str) and first.startswith("Loop")):
+            return Answer("ok")
+        if body.get("tool_choice") == "none":
+            return Answer("I could not read a.txt.")
+        last = conversation[-1]
+        if last.get("type") == "function_call_output" and "[loopguard]" in str(last.get("output")).lower():
+            return Answer(calls=[("list_dir", json.dumps({"path": f"dir{next(fresh)}"}))])
         return Answer(calls=[("read_file", '{"path": "a.txt"}')])
-    return Answer("ok")
+
+    return respond
 
 
 def state(backend: str, redis_server: Any) -> dict[str, Any]:
@@ -61,10 +75,10 @@ def gateway(request, tmp_path):
     with ExitStack() as stack:
 
         def start(**overrides: Any) -> str:
-            upstream = ResponsesUpstream(model)
+            upstream = ResponsesUpstream(model())
             upstream_url = stack.enter_context(serve(upstream.app))
             policy = tmp_path / "policy.yaml"
-            policy.write_text(ladder_policy())
+            policy.write_text(DEFAULT)
             config = Config.model_validate(
                 {
                     "upstream": {"base_url": upstream_url + "/v1", "api_key": "sk-server"},
@@ -110,16 +124,20 @@ def test_a_flood_of_large_responses_evicts_only_the_flooding_tenants_own(gateway
 
 
 def loop_of_a(url: str, flood: Any = None) -> ResponsesAgent:
-    """A's agent looping on one call (whole history each request, vetoes kept by the gateway);
-    ``flood`` runs after each of its tool calls, before its next request."""
+    """A's agent (whole history each request); ``flood`` runs after each of its tool calls,
+    before its next request."""
 
-    def read(args: dict) -> str:
-        if flood is not None:
-            flood()
-        return "contents of a.txt"
+    def tool(answer: str) -> Any:
+        def run(args: dict) -> str:
+            if flood is not None:
+                flood()
+            return answer
 
-    agent = ResponsesAgent(client(url, "sk-a", **{"x-session-id": "a-run"}), tools={"read_file": read})
-    agent.run("Loop over a.txt", max_steps=20)
+        return run
+
+    tools = {"read_file": tool("contents of a.txt"), "list_dir": tool("files: b.txt")}
+    agent = ResponsesAgent(client(url, "sk-a", **{"x-session-id": "a-run"}), tools=tools)
+    agent.run("Loop over a.txt", max_steps=30)
     return agent
 
 
@@ -135,7 +153,7 @@ def test_a_flood_of_tiny_sessions_does_not_erase_another_tenants_vetoes(gateway)
 
     flooded = loop_of_a(url, flood)
 
-    assert alone.executions["read_file"] < 6  # the ladder ended it: the veto was remembered
+    assert alone.executions == {"read_file": 4, "list_dir": 3}  # the ladder's count, carried by vetoes
     assert flooded.executions == alone.executions
-    assert [r.output_text for r in flooded.responses] == [r.output_text for r in alone.responses]
+    assert flooded.responses[-1].output_text == alone.responses[-1].output_text == "I could not read a.txt."
     assert evicted(url, "sessions") > 0
