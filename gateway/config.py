@@ -301,7 +301,8 @@ class StateConfig(_Strict):
     max_sessions: int = Field(
         10_000,
         ge=1,
-        description="memory: least recently used sessions are evicted beyond this; redis: sessions the mirror keeps",
+        description="memory: all tenants' sessions, beyond it the tenant holding the most loses its "
+        "least recently used; redis: sessions the mirror keeps. Both: the default `tenant_max_sessions`",
     )
     max_veto_bytes: int = Field(
         64 * 1024 * 1024,
@@ -309,6 +310,34 @@ class StateConfig(_Strict):
         description="memory: all sessions' vetoed "
         "exchanges together (each stored with its long strings shortened to "
         "2 KB and a digest); least recently used sessions are evicted beyond this",
+    )
+    # Budgets per tenant (the namespace every key starts with): one tenant's volume evicts only
+    # its own state. The memory store also bounds all tenants together (max_sessions,
+    # max_chain_bytes) and then evicts from the tenant holding the most (fair share).
+    tenant_max_sessions: int | None = Field(
+        None,
+        ge=1,
+        description="sessions one tenant keeps (its least recently used are evicted beyond it); "
+        "unset: `max_sessions`. Memory: all tenants also share `max_sessions` fairly",
+    )
+    max_chain_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1,
+        description="memory: all tenants' response chain records and ownership claims together "
+        "(counted as `tenant_max_chain_bytes` counts them); beyond it the tenant holding the most loses its oldest",
+    )
+    tenant_max_chain_bytes: int | None = Field(
+        None,
+        ge=1,
+        description="response chain records and ownership claims one tenant keeps, counted as "
+        "key + serialized value + 256 bytes each (a claim: about 330); its oldest are evicted "
+        "beyond it; unset: `max_chain_bytes`",
+    )
+    local_claims: int = Field(
+        100_000,
+        ge=1,
+        description="redis: ownership claims this process made, remembered to answer for them "
+        "while Redis cannot (and to write those it missed once it can)",
     )
     # Most requests find nothing stored but their own previous mark: a per-process copy that
     # Redis keeps true (client-side caching invalidations) answers them without a round trip.

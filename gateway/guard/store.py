@@ -61,12 +61,14 @@ async def add_veto(store: StateStore, session: str, record: VetoRecord, log: Any
 
 
 async def owns(store: StateStore, namespace: str, kind: str, ident: str, log: Any) -> bool:
-    """Did the tenant ``namespace`` create the object? An unreadable store says no."""
+    """Did the tenant ``namespace`` create the object? A store that cannot tell says yes
+    (``gateway.state.claims``): an unavailable store must not turn a tenant's own object into
+    a 404, and ids are unguessable."""
     try:
         return await claims.owned(store, namespace, kind, ident)
     except Exception as exc:
         _unavailable(log, "owned", exc)
-        return False
+        return True
 
 
 async def claim(store: StateStore, namespace: str, kind: str, ident: str) -> None:

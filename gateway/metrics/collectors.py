@@ -69,6 +69,51 @@ class GatewayCollector(Collector):
                 value=veto_bytes,
             )
             yield GaugeMetricFamily("loopguard_state_sessions", "Sessions kept", value=len(store))
+        yield from self._budgets(store)
+
+    def _budgets(self, store: Any) -> Iterator[Metric]:
+        """Per-tenant budgets (``gateway.state.shares``), never labelled by tenant: by kind and rule."""
+        evicted = CounterMetricFamily(
+            "loopguard_state_budget_evictions",
+            "State evicted to keep within the budgets, by kind (sessions, vetoes, records) and rule "
+            "(tenant_cap: the tenant's own cap; fair_share: the global bound, from the tenant holding the most)"
+            + PER_WORKER,
+            labels=["kind", "rule"],
+        )
+        counts = getattr(store, "budget_evictions", {})
+        for kind in ("sessions", "vetoes", "records"):
+            for rule in ("tenant_cap", "fair_share"):
+                evicted.add_metric([kind, rule], counts.get((kind, rule), 0))
+        yield evicted
+        if (budgets := getattr(store, "budgets", None)) is not None:  # memory: tenants and their shares
+            held = GaugeMetricFamily("loopguard_state_tenants", "Tenants holding state, by kind", labels=["kind"])
+            at_cap = GaugeMetricFamily(
+                "loopguard_state_tenants_at_cap",
+                "Tenants holding 90% or more of their own cap (state.tenant_max_*), by kind",
+                labels=["kind"],
+            )
+            for kind, (tenants, full) in budgets().items():
+                held.add_metric([kind], tenants)
+                at_cap.add_metric([kind], full)
+            yield held
+            yield at_cap
+        if (chain_bytes := getattr(store, "chain_bytes", None)) is not None:
+            yield GaugeMetricFamily(
+                "loopguard_state_chain_bytes",
+                "Chain records and ownership claims kept, serialized (state.max_chain_bytes)",
+                value=chain_bytes,
+            )
+        if (ledger := getattr(store, "ledger", None)) is not None:  # redis: claims kept through an outage
+            yield CounterMetricFamily(
+                "loopguard_state_claims_unverified",
+                "Ownership checks let through because the store could not tell (state_unavailable)" + PER_WORKER,
+                value=getattr(store, "claims_unverified", 0),
+            )
+            yield GaugeMetricFamily(
+                "loopguard_state_claims_unwritten",
+                "Ownership claims made while the store was unavailable, waiting to be written" + PER_WORKER,
+                value=ledger.pending,
+            )
 
     def _policy(self) -> Iterator[Metric]:
         holder = self.gateway.policies

@@ -21,8 +21,18 @@ def build_store(config: StateConfig) -> StateStore:
             retry_after_s=config.retry_after_s,
             max_connections=config.max_connections,
             mirror_sessions=config.max_sessions if config.mirror else 0,
+            tenant_max_sessions=config.tenant_max_sessions or config.max_sessions,
+            tenant_max_chain_bytes=config.tenant_max_chain_bytes or config.max_chain_bytes,
+            local_claims=config.local_claims,
         )
-    return MemoryStore(max_sessions=config.max_sessions, ttl_s=config.ttl_s, max_veto_bytes=config.max_veto_bytes)
+    return MemoryStore(
+        max_sessions=config.max_sessions,
+        ttl_s=config.ttl_s,
+        max_chain_bytes=config.max_chain_bytes,
+        max_veto_bytes=config.max_veto_bytes,
+        tenant_max_sessions=config.tenant_max_sessions,
+        tenant_max_chain_bytes=config.tenant_max_chain_bytes,
+    )
 
 
 __all__ = [

@@ -124,6 +124,11 @@ class ChainRecord:
         )
 
 
+# An ownership claim (``gateway.state.claims``), as stored: an empty chain record, so a claim
+# reads like any record under its key (replicas of older versions read claims this way).
+CLAIM = ChainRecord(()).dumps()
+
+
 @dataclass(frozen=True, slots=True)
 class SessionState:
     """Everything a request reads, fetched in one round trip."""
@@ -211,6 +216,17 @@ class StateStore(Protocol):
 
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         """Keep ``record`` under ``key`` (TTL-bounded like sessions; best effort)."""
+        ...
+
+    async def claimed(self, key: str) -> bool | None:
+        """Whether a claim (``gateway.state.claims``) is kept under ``key``; None when the
+        backend cannot tell now: unknown and unavailable are not the same answer."""
+        ...
+
+    async def save_claim(self, key: str) -> None:
+        """Keep a claim under ``key`` (like a chain record: TTL and byte budget). A backend that
+        cannot be reached now keeps it to write once it can, and answers ``claimed`` for it
+        meanwhile: an object created during an outage stays its creator's."""
         ...
 
     # The operator console's recent events (``gateway.state.events``): never on a request's

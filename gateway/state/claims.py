@@ -7,16 +7,23 @@ tenant (``claim``: a tiny record in the state store under the tenant's namespace
 an id the caller's tenant never created (``owned``). Without a server-side key each client's
 own upstream key keeps tenants apart already, and nothing is noted.
 
-A claim lives as long as the store keeps it (``state.ttl_s`` of idleness, and the memory
-store's byte budget): an id older than that reads as unknown, exactly as for another tenant.
+A claim lives as long as the store keeps it (``state.ttl_s`` of idleness, and its tenant's
+byte budget, ``state.tenant_max_chain_bytes``): an id older than that reads as unknown, exactly
+as for another tenant. Another tenant's volume never evicts it (``gateway.state.shares``).
+
+A store that cannot answer is not a "no": ids are unguessable, and an agent must not lose its
+own response because Redis stalled. The store answers from the claims this process made when it
+can (``gateway.state.ledger``); an id it cannot vouch for either way is let through, logged
+(``state_unavailable`` with ``fail_open``) and counted (``claims_unverified``), never refused.
 """
 
 from __future__ import annotations
 
-from gateway.config import Config
-from gateway.state.base import ChainRecord, StateStore
+import structlog
 
-_CLAIM = ChainRecord(())
+from gateway.config import Config
+from gateway.state.base import StateStore
+
 ANONYMOUS = "c:-:"  # the namespace of clients without a credential
 
 
@@ -33,8 +40,13 @@ def key(namespace: str, kind: str, ident: str) -> str:
 
 
 async def claim(store: StateStore, namespace: str, kind: str, ident: str) -> None:
-    await store.save_response_chain(key(namespace, kind, ident), _CLAIM)
+    await store.save_claim(key(namespace, kind, ident))
 
 
 async def owned(store: StateStore, namespace: str, kind: str, ident: str) -> bool:
-    return await store.response_chain(key(namespace, kind, ident)) is not None
+    """Did the tenant create the object? Unknown to an unavailable store counts as yes."""
+    found = await store.claimed(key(namespace, kind, ident))
+    if found is None:
+        structlog.get_logger("loopguard").warning("state_unavailable", op="owned", kind=kind, fail_open=True)
+        return True
+    return found

@@ -1,28 +1,34 @@
-"""The default store: in process, bounded by an LRU of sessions and a TTL on each.
+"""The default store: in process, bounded per tenant and in total, with a TTL on everything.
 
-Memory is bounded by ``max_sessions`` whatever the traffic: a new session beyond the bound
-evicts the least recently used one (counted in ``evictions``), and sessions idle for longer than
-``ttl_s`` are dropped when met (counted in ``expirations``). Every request leaves its session's
-history mark: about 370 bytes per session, about 1.4 KB with one vetoed exchange (measured at
-10,000 sessions by ``benchmarks/state.py``): the default bound of 10,000 sessions is about 4 MB
-of marks; vetoed exchanges add about 1 KB each, at most MAX_VETOES_PER_SESSION per session.
-Response chains (``previous_response_id``) are kept serialized, bounded by ``max_chain_bytes``
-in total (oldest dropped first) and by the same TTL.
+Every bound is kept per tenant (the namespace each key starts with, ``gateway.state.shares``),
+so one tenant's volume evicts only its own state: a tenant beyond ``tenant_max_sessions`` loses
+its own least recently used session, and when all tenants together exceed ``max_sessions`` the
+tenant holding the most loses its least recently used one (counted in ``evictions``). Sessions
+idle for longer than ``ttl_s`` are dropped when met (counted in ``expirations``). Every request
+leaves its session's history mark: about 400 bytes per session (measured at 10,000 sessions),
+about 1.4 KB with one vetoed exchange: the default bound of 10,000 sessions is about 4 MB of
+marks; vetoed exchanges add about 1 KB each, at most MAX_VETOES_PER_SESSION per session.
+Response chains (``previous_response_id``) and ownership claims are kept serialized, within
+``tenant_max_chain_bytes`` per tenant and ``max_chain_bytes`` in total (fair share again, each
+tenant's oldest first; a record counts its key and overhead too), and by the same TTL.
 
 Vetoed exchanges are bounded in bytes too: each record's long strings are shortened before it
-is stored (``state.bounds``), and all of them together stay within ``max_veto_bytes`` (least
-recently used sessions evicted first). Sessions and chains idle past the TTL are swept on a
-timer, not only when met, so memory is given back when traffic goes away.
+is stored (``state.bounds``), and all of them together stay within ``max_veto_bytes`` (the
+tenant holding the most loses its least recently used session holding any). Sessions and
+chains idle past the TTL are swept on a timer, not only when met, so memory is given back when
+traffic goes away.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import OrderedDict
+from collections import Counter
 from dataclasses import dataclass
+from itertools import islice, takewhile
 
 from gateway.state.base import (
+    CLAIM,
     EMPTY,
     MAX_WARNED_PER_SESSION,
     ChainRecord,
@@ -31,6 +37,7 @@ from gateway.state.base import (
     VetoRecord,
 )
 from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent
+from gateway.state.shares import FAIR_SHARE, Heaviest, Shares, record_weight, tenant_of
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
 # A session that keeps getting vetoed is terminated long before this; the cap only bounds memory.
@@ -63,20 +70,59 @@ class MemoryStore:
         max_chain_bytes: int = 64 * 1024 * 1024,
         max_event_bytes: int = DEFAULT_MAX_BYTES,
         max_veto_bytes: int = 64 * 1024 * 1024,
+        tenant_max_sessions: int | None = None,
+        tenant_max_chain_bytes: int | None = None,
     ) -> None:
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
         self.max_veto_bytes = max_veto_bytes
-        self.veto_bytes = 0  # all sessions' vetoed exchanges, serialized
+        self._vetoes_held = Heaviest()  # each tenant's vetoed exchanges, serialized
         self._sweeper: asyncio.TimerHandle | None = None
-        self.evictions = 0  # dropped by the LRU bound: raise max_sessions if this keeps growing
+        self.evictions = 0  # dropped by a bound: raise max_sessions if this keeps growing
         self.expirations = 0  # dropped after ttl_s idle
-        self._sessions: OrderedDict[str, _Entry] = OrderedDict()
-        self._chains = _Chains(max_chain_bytes, ttl_s)
+        self.vetoes_evicted = 0  # sessions dropped for the veto byte budget (in ``evictions`` too)
+        self._sessions: Shares[_Entry] = Shares(max_sessions, tenant_max_sessions)
+        self._chains = _Chains(max_chain_bytes, ttl_s, tenant_max_chain_bytes)
         self._events = EventRing(max_event_bytes)  # the console's recent events
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    @property
+    def veto_bytes(self) -> int:
+        """All sessions' vetoed exchanges, serialized."""
+        return sum(self._vetoes_held.weights.values())
+
+    @property
+    def budget_evictions(self) -> Counter[tuple[str, str]]:
+        """What the bounds evicted, by kind (sessions, vetoes, records) and rule (tenant_cap,
+        fair_share): the metrics' ``loopguard_state_budget_evictions``."""
+        out: Counter[tuple[str, str]] = Counter()
+        for kind, shares in (("sessions", self._sessions.evicted), ("records", self._chains.kept.evicted)):
+            out.update({(kind, rule): count for rule, count in shares.items()})
+        if self.vetoes_evicted:
+            out["vetoes", FAIR_SHARE] = self.vetoes_evicted
+        return out
+
+    @property
+    def sessions(self) -> Shares[_Entry]:
+        return self._sessions
+
+    @property
+    def records(self) -> Shares[tuple[float, bytes]]:
+        """Chain records and ownership claims, with their bounds."""
+        return self._chains.kept
+
+    @property
+    def chain_bytes(self) -> int:
+        return self._chains.size
+
+    def budgets(self) -> dict[str, tuple[int, int]]:
+        """By kind: (tenants holding any, tenants at 90% of their own cap or more)."""
+        return {
+            "sessions": (len(self._sessions.held.weights), self._sessions.at_cap()),
+            "records": (len(self._chains.kept.held.weights), self._chains.kept.at_cap()),
+        }
 
     async def session_state(self, session: str, mark: HistoryMark | None = None) -> SessionState:
         entry = self._live(session)
@@ -98,15 +144,29 @@ class MemoryStore:
         identity = record.identity
         if any(v.identity == identity for v in entry.vetoes):
             return  # the same refusal, from a parallel request of the session
-        self._set_vetoes(entry, (*entry.vetoes, record)[-MAX_VETOES_PER_SESSION:])
+        self._set_vetoes(session, entry, (*entry.vetoes, record)[-MAX_VETOES_PER_SESSION:])
         while self.veto_bytes > self.max_veto_bytes and len(self._sessions) > 1:
-            self._pop_oldest()
-            self.evictions += 1
+            if not self._evict_vetoes():
+                break
 
-    def _set_vetoes(self, entry: _Entry, vetoes: tuple[VetoRecord, ...]) -> None:
+    def _set_vetoes(self, session: str, entry: _Entry, vetoes: tuple[VetoRecord, ...]) -> None:
         size = sum(len(v.dumps()) for v in vetoes)  # a veto is rare: measured when it changes
-        self.veto_bytes += size - entry.veto_bytes
+        self._vetoes_held.add(tenant_of(session), size - entry.veto_bytes)
         entry.vetoes, entry.veto_bytes = vetoes, size
+
+    def _evict_vetoes(self) -> bool:
+        """Over the veto byte budget: the tenant holding the most vetoed exchanges loses its
+        least recently used session that holds any (fair share, as for every other bound)."""
+        tenant = self._vetoes_held.top()
+        if tenant is None:
+            return False
+        victim = next((key for key, entry in self._sessions.oldest(tenant) if entry.veto_bytes), None)
+        if victim is None:
+            return False
+        self._remove(victim)
+        self.evictions += 1
+        self.vetoes_evicted += 1
+        return True
 
     def mark_compacted(self, session: str, mark: HistoryMark | None) -> None:
         entry = self._live(session)
@@ -124,7 +184,7 @@ class MemoryStore:
     def end_run(self, session: str) -> None:
         entry = self._live(session)
         if entry is not None:
-            self._set_vetoes(entry, ())
+            self._set_vetoes(session, entry, ())
             entry.warned = ()
             entry.verdict = None
 
@@ -137,6 +197,12 @@ class MemoryStore:
 
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
         self._chains.put(key, record.dumps())
+
+    async def claimed(self, key: str) -> bool | None:
+        return self._chains.get(key) is not None  # in-process: always answers
+
+    async def save_claim(self, key: str) -> None:
+        self._chains.put(key, CLAIM)
 
     async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
         self._events.add(entry, detail, keep)
@@ -152,7 +218,7 @@ class MemoryStore:
             self._sweeper.cancel()
             self._sweeper = None
         self._sessions.clear()
-        self.veto_bytes = 0
+        self._vetoes_held.clear()
         self._chains.clear()
         self._events.clear()
 
@@ -166,36 +232,30 @@ class MemoryStore:
             self.expirations += 1
             return None
         entry.touched = now
-        self._sessions.move_to_end(session)
         return entry
 
     def _create(self, session: str) -> _Entry:
         now = time.monotonic()
-        self._drop_expired(now)
-        entry = self._sessions[session] = _Entry(now)
-        while len(self._sessions) > self.max_sessions:
-            self._pop_oldest()
+        self._drop_expired(tenant_of(session), now, limit=16)
+        entry = _Entry(now)
+        for key, evicted in self._sessions.put(session, entry, 1):
+            self._vetoes_held.add(tenant_of(key), -evicted.veto_bytes)
             self.evictions += 1
         self._schedule_sweep()
         return entry
 
-    def _drop_expired(self, now: float, limit: int = 16) -> None:
-        """The LRU order is the idle order, so expired sessions sit at the front; a few are
-        dropped per new session, which keeps idle memory shrinking at O(1) cost per call."""
-        for _ in range(limit):
-            oldest = next(iter(self._sessions.values()), None)
-            if oldest is None or now - oldest.touched <= self.ttl_s:
-                return
-            self._pop_oldest()
+    def _drop_expired(self, tenant: str, now: float, limit: int | None = None) -> None:
+        """Each tenant's LRU order is its idle order, so its expired sessions sit at the front;
+        a few are dropped per new session of the tenant (O(1) per call), the rest by the sweep."""
+        front = islice(self._sessions.oldest(tenant), limit)
+        for key in [key for key, _ in takewhile(lambda item: now - item[1].touched > self.ttl_s, front)]:
+            self._remove(key)
             self.expirations += 1
-
-    def _pop_oldest(self) -> None:
-        _, entry = self._sessions.popitem(last=False)
-        self.veto_bytes -= entry.veto_bytes
 
     def _remove(self, session: str) -> None:
         entry = self._sessions.pop(session)
-        self.veto_bytes -= entry.veto_bytes
+        if entry is not None:
+            self._vetoes_held.add(tenant_of(session), -entry.veto_bytes)
 
     def _schedule_sweep(self) -> None:
         if self._sweeper is not None:
@@ -209,50 +269,47 @@ class MemoryStore:
     def _sweep(self) -> None:
         """Everything idle past the TTL goes; again later while anything is left."""
         self._sweeper = None
-        self._drop_expired(time.monotonic(), limit=len(self._sessions))
+        now = time.monotonic()
+        for tenant in self._sessions.tenants():
+            self._drop_expired(tenant, now)
         self._chains.expire()
-        if self._sessions or self._chains.size:
+        if len(self._sessions) or self._chains.size:
             self._schedule_sweep()
 
 
 class _Chains:
-    """Serialized chain records by key (a namespaced response id): LRU within a total byte budget, TTL on each."""
+    """Serialized chain records and ownership claims by key (a namespaced id): each tenant's in
+    LRU order within its own byte cap, all of them within a total byte budget (``Shares``), and
+    a TTL on each."""
 
-    def __init__(self, max_bytes: int, ttl_s: float) -> None:
-        self.max_bytes = max_bytes
+    def __init__(self, max_bytes: int, ttl_s: float, tenant_max_bytes: int | None = None) -> None:
         self.ttl_s = ttl_s
-        self.size = 0
-        self._records: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
+        self.kept: Shares[tuple[float, bytes]] = Shares(max_bytes, tenant_max_bytes)
+
+    @property
+    def size(self) -> int:
+        return self.kept.total
 
     def get(self, key: str) -> bytes | None:
-        found = self._records.get(key)
+        found = self.kept.get(key)
         if found is None:
             return None
         if time.monotonic() - found[0] > self.ttl_s:
-            self._drop(key)
+            self.kept.pop(key)
             return None
-        self._records.move_to_end(key)
         return found[1]
 
     def put(self, key: str, raw: bytes) -> None:
-        self._drop(key)
-        if len(raw) > self.max_bytes:
-            return
-        self._records[key] = (time.monotonic(), raw)
-        self.size += len(raw)
-        while self.size > self.max_bytes:
-            self._drop(next(iter(self._records)))
+        self.kept.put(key, (time.monotonic(), raw), record_weight(key, raw))
 
     def clear(self) -> None:
-        self._records.clear()
-        self.size = 0
+        self.kept.clear()
 
     def expire(self) -> None:
+        """Records are kept in write order within a tenant only while unread, so every record is
+        looked at (the sweep runs once a minute at most)."""
         now = time.monotonic()
-        for key in [k for k, (saved, _) in self._records.items() if now - saved > self.ttl_s]:
-            self._drop(key)
-
-    def _drop(self, key: str) -> None:
-        found = self._records.pop(key, None)
-        if found is not None:
-            self.size -= len(found[1])
+        for tenant in self.kept.tenants():
+            stale = [key for key, (saved, _) in self.kept.oldest(tenant) if now - saved > self.ttl_s]
+            for key in stale:
+                self.kept.pop(key)

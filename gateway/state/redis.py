@@ -17,7 +17,13 @@ Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
 model judge's latest verdict, only where the opt-in judge runs). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
 ``{prefix}r:{client namespace}{response_id}`` holds a response chain record
-(``previous_response_id``), under the same TTL; its size is bounded by the adapter that builds it.
+(``previous_response_id``), and ``{prefix}r:{namespace}own:{kind}:{id}`` an ownership claim
+(``gateway.state.claims``), under the same TTL. Each tenant's sessions and records are bounded
+by its own caps, trimmed by the scripts that write them (``gateway.state.redis_budgets``).
+
+Ownership claims are also noted by this process (``gateway.state.ledger``): while Redis cannot
+answer, a check is answered from them (and an id the process cannot vouch for is let through,
+counted in ``claims_unverified``), and claims Redis did not take are written once it answers.
 
 A request whose session this process knows (``gateway.state.mirror``: nothing stored but the
 mark its own previous request wrote, kept true by Redis's invalidation messages) costs no round
@@ -33,8 +39,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from enum import Enum
+from functools import partial
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -44,6 +52,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from gateway.state.base import (
+    CLAIM,
     EMPTY,
     MAX_WARNED_PER_SESSION,
     ChainRecord,
@@ -57,9 +66,19 @@ from gateway.state.base import (
 )
 from gateway.state.events import LoggedEvent
 from gateway.state.invalidations import listen
+from gateway.state.ledger import DEFAULT_MAX_CLAIMS, Ledger
 from gateway.state.memory import MAX_VETOES_PER_SESSION
 from gateway.state.mirror import COMPACTED, MARK, VERDICT, VETOES, WARNED, Known, Mirror
+from gateway.state.redis_budgets import (
+    RECORD_INDEX,
+    RECORD_SIZES,
+    SAVE_RECORD,
+    SESSION_INDEX,
+    TOUCH_SESSION,
+    index_key,
+)
 from gateway.state.redis_events import RedisEventLog
+from gateway.state.shares import TENANT_CAP, record_weight
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
 T = TypeVar("T")
@@ -85,9 +104,12 @@ return 1
 """
 # What a request reads, in one command: the vetoes, the previous mark (swapped for this
 # request's when one is given, ARGV[1] empty otherwise), the compaction marker, the warned calls
-# and the model judge's verdict; a request
-# keeps the session alive, so what it has is given the TTL again.
-_READ = """
+# and the model judge's verdict; a request keeps the session alive, so what it has is given the
+# TTL again, and the session is noted as its tenant's most recently used (KEYS[6],
+# ``redis_budgets``: ARGV[3] now, ARGV[4] the tenant's session cap, ARGV[5] the key prefix).
+_READ = (
+    TOUCH_SESSION
+    + """
 local vetoes = redis.call('LRANGE', KEYS[1], 0, -1)
 local previous
 if ARGV[1] == '' then
@@ -98,24 +120,34 @@ end
 local compacted = redis.call('GET', KEYS[3])
 local warned = redis.call('LRANGE', KEYS[4], 0, -1)
 local verdict = redis.call('GET', KEYS[5])
+local evicted = 0
 if ARGV[1] ~= '' then
   if #vetoes > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
   if compacted then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
   if #warned > 0 then redis.call('PEXPIRE', KEYS[4], ARGV[2]) end
   if verdict then redis.call('PEXPIRE', KEYS[5], ARGV[2]) end
+  evicted = touch(KEYS[6], ARGV[6], tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4]), ARGV[5])
 end
-return {vetoes, previous, compacted, warned, verdict}
+return {vetoes, previous, compacted, warned, verdict, evicted}
 """
-# Marks written behind the replies: KEYS[i] gets ARGV[i + 1], each with the TTL ARGV[1].
-_SET_MARKS = """
-for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[i + 1], 'PX', ARGV[1]) end
-return #KEYS
+)
+# Marks written behind the replies: KEYS[i] gets ARGV[4 + i] (n of each), each with the TTL
+# ARGV[1]; session ARGV[4 + n + i] is noted in its tenant's index KEYS[n + i] (ARGV[2] now,
+# ARGV[3] the cap, ARGV[4] the key prefix). The count of sessions trimmed.
+_SET_MARKS = (
+    TOUCH_SESSION
+    + """
+local n, evicted = #KEYS / 2, 0
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[4 + i], 'PX', ARGV[1])
+  evicted = evicted + touch(KEYS[n + i], ARGV[4 + n + i], tonumber(ARGV[2]), tonumber(ARGV[1]), tonumber(ARGV[3]), ARGV[4])
+end
+return evicted
 """
+)
 
 
 class RedisStore:
-    evictions = 0  # Redis bounds itself: keys expire by TTL
-
     def __init__(
         self,
         url: str,
@@ -127,6 +159,9 @@ class RedisStore:
         max_connections: int = 64,
         max_pending_writes: int = 1024,
         mirror_sessions: int = 10_000,
+        tenant_max_sessions: int = 10_000,
+        tenant_max_chain_bytes: int = 64 * 1024 * 1024,
+        local_claims: int = DEFAULT_MAX_CLAIMS,
     ) -> None:
         self.url = url
         self.key_prefix = key_prefix
@@ -135,6 +170,14 @@ class RedisStore:
         self.retry_after_s = retry_after_s
         self.max_pending_writes = max_pending_writes
         self.degradations = 0
+        self.tenant_max_sessions = tenant_max_sessions
+        self.tenant_max_chain_bytes = tenant_max_chain_bytes
+        # Trimmed to keep each tenant within its budget (``redis_budgets``), by kind; keys also
+        # expire by their TTL, which is not counted.
+        self.budget_evictions: Counter[tuple[str, str]] = Counter()
+        self.evictions = 0  # sessions trimmed (in ``budget_evictions`` too)
+        self.claims_unverified = 0  # ownership checks let through: the store could not tell
+        self.ledger = Ledger(local_claims, ttl_s)
         self.where = redacted_url(url)
         self._password = urlsplit(url).password
         # One immediate retry: a pooled connection to a server that has since restarted fails
@@ -150,10 +193,12 @@ class RedisStore:
         self._client = Redis(connection_pool=self._pool)
         self._down_until = 0.0
         self._healthy = True
+        self._writing_claims = False
         self._pending: set[asyncio.Task[object]] = set()
         self._append_once = self._client.register_script(_APPEND_ONCE)
         self._read_script = self._client.register_script(_READ)
         self._set_marks = self._client.register_script(_SET_MARKS)
+        self._save_record = self._client.register_script(SAVE_RECORD)
         # 0 turns the mirror off: every request reads Redis.
         self.mirror = Mirror(key_prefix, mirror_sessions) if mirror_sessions else None
         self._listener: asyncio.Task[None] | None = None
@@ -227,8 +272,25 @@ class RedisStore:
         return record if isinstance(record, ChainRecord) else None
 
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
-        name, raw = self.key("r", key), record.dumps()
-        await self._run("save_response_chain", lambda: self._client.set(name, raw, px=self.ttl_ms))
+        raw = record.dumps()
+        await self._run("save_response_chain", lambda: self._write_record(key, raw))
+
+    async def claimed(self, key: str) -> bool | None:
+        """Redis's answer while it answers (a claim made during an outage and not written yet
+        counts); this process's own note of the claim while it does not (``gateway.state.ledger``),
+        and None for an id this process cannot vouch for either."""
+        found = await self._run("claimed", lambda: self._client.exists(self.key("r", key)))
+        if found is _FAILED:
+            if self.ledger.knows(key):
+                return True
+            self.claims_unverified += 1
+            return None
+        return bool(found) or self.ledger.waiting(key)
+
+    async def save_claim(self, key: str) -> None:
+        self.ledger.made(key)
+        if await self._run("save_claim", lambda: self._write_record(key, CLAIM)) is _FAILED:
+            self.ledger.unwritten(key)
 
     async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
         await self._events.add(entry, detail, keep)
@@ -297,9 +359,21 @@ class RedisStore:
         if not due:
             return
         try:
-            await self._set_marks(
-                keys=[self.key(MARK, session) for session in due], args=[self.ttl_ms, *(raw for _, raw in due.values())]
+            trimmed = await self._set_marks(
+                keys=[
+                    *(self.key(MARK, session) for session in due),
+                    *(index_key(self.key_prefix, SESSION_INDEX, session) for session in due),
+                ],
+                args=[
+                    self.ttl_ms,
+                    _now_ms(),
+                    self.tenant_max_sessions,
+                    self.key_prefix,
+                    *(raw for _, raw in due.values()),
+                    *due,
+                ],
             )
+            self._sessions_trimmed(int(trimmed))
         except BaseException:
             for session in due:  # they may not have landed: those sessions read Redis next time
                 self._mirror.forget(session)
@@ -328,9 +402,19 @@ class RedisStore:
 
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
         keys = [self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)]
-        raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict = await self._read_script(
-            keys=keys, args=[mark.dumps() if mark is not None else b"", self.ttl_ms]
+        keys.append(index_key(self.key_prefix, SESSION_INDEX, session))
+        raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict, trimmed = await self._read_script(
+            keys=keys,
+            args=[
+                mark.dumps() if mark is not None else b"",
+                self.ttl_ms,
+                _now_ms(),
+                self.tenant_max_sessions,
+                self.key_prefix,
+                session,
+            ],
         )
+        self._sessions_trimmed(int(trimmed))
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
         previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
         compacted = HistoryMark.loads(raw_compacted) if raw_compacted is not None else None
@@ -354,6 +438,41 @@ class RedisStore:
         pipe.ltrim(key, -MAX_WARNED_PER_SESSION, -1)
         pipe.pexpire(key, self.ttl_ms)
         await pipe.execute()
+
+    async def _write_record(self, key: str, raw: bytes) -> None:
+        """A chain record or claim, within its tenant's byte budget (``redis_budgets``)."""
+        trimmed = await self._save_record(
+            keys=[
+                self.key("r", key),
+                index_key(self.key_prefix, RECORD_INDEX, key),
+                index_key(self.key_prefix, RECORD_SIZES, key),
+            ],
+            args=[raw, self.ttl_ms, _now_ms(), self.tenant_max_chain_bytes, record_weight(key, raw)],
+        )
+        self.budget_evictions["records", TENANT_CAP] += int(trimmed)
+
+    def _sessions_trimmed(self, count: int) -> None:
+        self.evictions += count
+        self.budget_evictions["sessions", TENANT_CAP] += count
+
+    def _write_claims_behind(self) -> None:
+        """Claims Redis did not take, written now that it answers (off the request's path,
+        one at a time, each under the operation timeout; stops at the first failure)."""
+        if not self.ledger.pending or self._writing_claims:
+            return
+        self._writing_claims = True
+        task = asyncio.get_running_loop().create_task(self._write_claims())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _write_claims(self) -> None:
+        try:
+            while (key := self.ledger.next_unwritten()) is not None:
+                if await self._run("save_claim", partial(self._write_record, key, CLAIM)) is _FAILED:
+                    return
+                self.ledger.written(key)
+        finally:
+            self._writing_claims = False
 
     async def _load_chain(self, key: str) -> ChainRecord | None:
         raw = await self._client.get(key)
@@ -380,6 +499,8 @@ class RedisStore:
         if not self._healthy:
             self._healthy = True
             structlog.get_logger("loopguard").info("state_recovered", backend="redis", redis=self.where)
+        if self.ledger.pending:
+            self._write_claims_behind()
         return result
 
     def _degraded(self, op: str, exc: Exception) -> None:
@@ -398,6 +519,11 @@ class RedisStore:
             redis=self.where,
             retry_after_s=self.retry_after_s,
         )
+
+
+def _now_ms() -> int:
+    """Wall-clock milliseconds: the budget indexes' scores, compared across replicas."""
+    return int(time.time() * 1000)
 
 
 def redacted_url(url: str) -> str:

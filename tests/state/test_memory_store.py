@@ -85,3 +85,11 @@ async def test_end_run_forgets_the_vetoes_and_keeps_the_mark():
     state = await store.session_state("s")
     assert state.vetoes == () and state.mark == HistoryMark(8, "run-1")
     assert len(store) == 1
+
+
+def test_build_store_gives_each_tenant_its_caps_defaulting_to_the_global_bounds():
+    capped = build_store(StateConfig(max_sessions=7, tenant_max_sessions=3, tenant_max_chain_bytes=500))
+    unset = build_store(StateConfig(max_sessions=7, max_chain_bytes=900))
+    assert isinstance(capped, MemoryStore) and isinstance(unset, MemoryStore)
+    assert (capped.sessions.tenant_limit, capped.records.tenant_limit) == (3, 500)
+    assert (unset.sessions.tenant_limit, unset.records.limit, unset.records.tenant_limit) == (7, 900, 900)

@@ -78,7 +78,8 @@ async def test_every_key_has_the_prefix_and_a_ttl(redis_server):
     await store.flush()
     client = redis_server.client()
     keys = sorted(k.decode() for k in client.keys("*"))
-    assert keys == ["t:c:sess-2", "t:h:sess-1", "t:h:sess-2", "t:v:sess-1"]
+    # ``t:s:``: the sessions of the tenant (here: clients without a credential), by last use.
+    assert keys == ["t:c:sess-2", "t:h:sess-1", "t:h:sess-2", "t:s:", "t:v:sess-1"]
     for key in keys:
         assert 0 < client.pttl(key) <= 30_000
     await store.aclose()
