@@ -82,6 +82,7 @@ class Ledger:
         self.items: deque[Item] = deque()  # oldest first
         self.saved: dict[str, Item] = {}  # intervention id -> its savings event
         self.interventions = 0
+        self._by_id: dict[str, Item] = {}
         self._paired: dict[str, Item] = {}  # savings id -> the intervention it priced
         self._stops: dict[JoinKey, deque[Item]] = {}  # stops waiting for their savings
         self._savings: dict[JoinKey, deque[Item]] = {}  # savings waiting for their stop
@@ -104,6 +105,7 @@ class Ledger:
     def add(self, item: Item) -> None:
         """Append ``item``, newer than every kept one (``item.seq`` greater)."""
         self.items.append(item)
+        self._by_id[item.id] = item
         d = item.data
         if d.get("k") == "s":
             waiting = self._stops.get(join_key(d))
@@ -123,6 +125,7 @@ class Ledger:
 
     def drop_oldest(self) -> Item:
         item = self.items.popleft()
+        del self._by_id[item.id]
         d = item.data
         if d.get("k") == "s":
             stop = self._paired.get(item.id)
@@ -149,19 +152,40 @@ class Ledger:
         for item in reversed(self.items):
             if item.data.get("k") != "i":
                 continue
-            found = self.saved.get(item.id)
-            s = found.data if found else None
-            out.append(
-                {
-                    "id": item.id,
-                    **item.data,
-                    "tokens": s["tokens"] if s else None,
-                    "cost_usd": s["cost_usd"] if s else None,
-                }
-            )
+            out.append(self._row(item))
             if len(out) >= limit:
                 break
         return out
+
+    def since(self, ref: str, limit: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] | None:
+        """What changed after the kept event ``ref``: the interventions newer than it (as ``feed``
+        rows, newest first, at most ``limit``) and the earlier interventions priced since
+        (id -> tokens, cost_usd); None when ``ref`` is not kept (the reader needs the whole feed).
+        Walks the new events only."""
+        known = self._by_id.get(ref)
+        if known is None:
+            return None
+        rows: list[dict[str, Any]] = []
+        priced: dict[str, dict[str, Any]] = {}
+        for item in reversed(self.items):
+            if item.seq <= known.seq:
+                break
+            if item.data.get("k") == "i":
+                if len(rows) < limit:
+                    rows.append(self._row(item))
+            elif (stop := self._paired.get(item.id)) is not None and stop.seq <= known.seq:
+                priced[stop.id] = {"tokens": item.data.get("tokens"), "cost_usd": item.data.get("cost_usd")}
+        return rows, priced
+
+    def _row(self, item: Item) -> dict[str, Any]:
+        found = self.saved.get(item.id)
+        s = found.data if found else None
+        return {
+            "id": item.id,
+            **item.data,
+            "tokens": s["tokens"] if s else None,
+            "cost_usd": s["cost_usd"] if s else None,
+        }
 
     def totals(self) -> dict[str, Any]:
         """All runs, by detector, by agent: read from the tallies, whatever is kept."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from html import escape
+from typing import Any
 
 import orjson
 from starlette.requests import Request
@@ -41,7 +42,6 @@ class Console:
         self.access = ConsoleAccess(gateway.config.auth, ui, gateway.store)
         self.keep = ui.max_events
         self.window = Window(gateway.store, self.keep, self.access.tenancy, per_namespace=ui.tenant_view)
-        self._bodies: dict[str | None, tuple[str, bytes]] = {}  # viewer's space -> (newest, feed body)
 
     def routes(self) -> list[Route]:
         guarded: list[tuple[str, ViewHandler]] = [
@@ -90,29 +90,30 @@ class Console:
         return Response(found[0], media_type=found[1])
 
     async def feed(self, request: Request, viewer: Viewer) -> Response:
-        """Reads only what is new since this process's last read (``Window``); the body is built
-        once per change and viewer, however many tabs poll."""
+        """Reads only what is new since this process's last read (``Window``) and answers only
+        what changed since the page's ``since``: the newer interventions, the earlier ones priced
+        since, and the totals (kept up to date as events arrive). A page without ``since``, or
+        whose ``since`` is no longer kept (or was another replica's), gets the whole feed."""
         await self.window.refresh()
         ledger = self.window.ledger(viewer.space)
-        since = request.query_params.get("since")
+        since = request.query_params.get("since", "")
         if since and since == ledger.newest:
             return JSONResponse({"unchanged": True, "newest": since})
-        cached = self._bodies.get(viewer.space)
-        if cached is None or cached[0] != ledger.newest or not ledger.newest:
-            body = orjson.dumps(
-                {
-                    "newest": ledger.newest,
-                    "events": ledger.feed(FEED_ROWS),
-                    "totals": ledger.totals(),
-                    "kept": len(ledger.items),
-                    "keep": self.keep,
-                    "backend": self.gateway.config.state.backend,
-                    "tenant": viewer.tenant,
-                    "scope": "operator" if viewer.space is None else "tenant",
-                }
-            )
-            cached = self._bodies[viewer.space] = (ledger.newest, body)
-        return Response(cached[1], media_type="application/json")
+        changed = ledger.since(since, FEED_ROWS) if since else None
+        body: dict[str, Any] = {
+            "newest": ledger.newest,
+            "totals": ledger.totals(),
+            "kept": len(ledger.items),
+            "keep": self.keep,
+            "backend": self.gateway.config.state.backend,
+            "tenant": viewer.tenant,
+            "scope": "operator" if viewer.space is None else "tenant",
+        }
+        if changed is None:
+            body["events"] = ledger.feed(FEED_ROWS)
+        else:
+            body["events"], body["priced"], body["delta"] = *changed, True
+        return Response(orjson.dumps(body), media_type="application/json")
 
     async def status(self, request: Request, viewer: Viewer) -> Response:
         found = await status(self.gateway)

@@ -61,3 +61,26 @@ def test_adding_the_newest_and_dropping_the_oldest_matches_a_fresh_count(seed):
     for _ in range(len(ledger.items)):
         ledger.drop_oldest()
     assert ledger.totals() == Ledger().totals() and not ledger.saved
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_page_merging_what_changed_since_its_newest_shows_the_whole_feed(seed):
+    """What ``console.js`` does with a delta: new rows on top, earlier rows priced in place."""
+    items, keep, limit = stream(seed, 300), 60, 25
+    ledger, page, newest = Ledger(), [], ""
+    for n, item in enumerate(items):
+        ledger.add(item)
+        while len(ledger.items) > keep:
+            ledger.drop_oldest()
+        if n % 5:
+            continue
+        changed = ledger.since(newest, limit) if newest else None
+        if changed is None:
+            page = ledger.feed(limit)
+        else:
+            rows, priced = changed
+            page = rows + [{**row, **priced.get(row["id"], {})} for row in page][: limit - len(rows)]
+        newest = ledger.newest
+        whole = ledger.feed(limit)
+        assert page[: len(whole)] == whole
+    assert ledger.since("no-such-id", limit) is None

@@ -2,7 +2,7 @@
 // the last it read, whatever the number of tabs, and answers "unchanged" when there are none) and /ui/api/status (every 5 s), and renders with textContent only: event fields come
 // from agents' traffic and are never parsed as HTML.
 "use strict";
-const FEED_MS = 300, STATUS_MS = 5000;
+const FEED_MS = 300, STATUS_MS = 5000, FEED_ROWS = 200;
 let newest = "", events = [], seen = new Set(), first = true;
 
 function el(tag, text, cls) {
@@ -100,7 +100,11 @@ async function pollFeed() {
     const data = await get("/ui/api/feed?since=" + encodeURIComponent(newest));
     $("live").classList.remove("stale");
     if (!data.unchanged) {
-      newest = data.newest; events = data.events;
+      newest = data.newest;
+      if (data.delta) {  // only what changed since our newest: merged into what the page has
+        for (const e of events) if (data.priced[e.id]) Object.assign(e, data.priced[e.id]);
+        events = data.events.concat(events).slice(0, FEED_ROWS);
+      } else events = data.events;
       renderTotals(data); renderFeed();
       document.body.dataset.newest = newest;
     }
