@@ -24,15 +24,15 @@ class Item:
 
 def parse(logged: list[LoggedEvent]) -> list[Item]:
     """Newest first, as stored; unreadable entries skipped (another version may have written them)."""
-    out = []
-    for one in logged:
-        try:
-            data = orjson.loads(one.entry)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(data, dict) and data.get("k") in ("i", "s"):
-            out.append(Item(one.id, data, one.detail))
-    return out
+    return [item for one in logged if (item := read(one)) is not None]
+
+
+def read(one: LoggedEvent) -> Item | None:
+    try:
+        data = orjson.loads(one.entry)
+    except orjson.JSONDecodeError:
+        return None
+    return Item(one.id, data, one.detail) if isinstance(data, dict) and data.get("k") in ("i", "s") else None
 
 
 # (request_id, detector, action): what pairs an intervention with its savings event.

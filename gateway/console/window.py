@@ -18,6 +18,7 @@ from gateway.console.tenants import Tenancy, namespace
 from gateway.state.base import StateStore
 
 EMPTY = Ledger()
+YIELD_EVERY = 256
 
 
 class Window:
@@ -38,9 +39,14 @@ class Window:
             logged = await self.store.recent_events(self.keep, after=self.cursor)
             if not logged:
                 return
+            for n, one in enumerate(reversed(logged)):  # oldest first
+                item = view.read(one)
+                if item is not None:
+                    self._add(item)
+                self.cursor = one.id  # a refresh cancelled between batches resumes after it
+                if n % YIELD_EVERY == YIELD_EVERY - 1:
+                    await asyncio.sleep(0)  # a first read of a long log: traffic goes on between batches
             self.cursor = logged[0].id
-            for item in reversed(view.parse(logged)):  # oldest first
-                self._add(item)
             while len(self.everything.items) > self.keep:
                 self._drop()
 
