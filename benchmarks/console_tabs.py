@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -100,7 +101,8 @@ async def fill(url: str, events: int, concurrency: int = 16) -> None:
                 while left > 0:
                     left -= 1
                     headers = {**HEADERS, "x-loopguard-session": f"fill-{next(sessions)}"}
-                    await http.post("/v1/chat/completions", content=body, headers=headers)
+                    with contextlib.suppress(httpx.HTTPError):  # a dropped connection: topped up below
+                        await http.post("/v1/chat/completions", content=body, headers=headers)
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             await asyncio.sleep(1.0)  # the sink writes off the request path
