@@ -74,8 +74,10 @@ def _serve(args: argparse.Namespace) -> int:
     host = args.host or config.server.host
     port = args.port if args.port is not None else config.server.port
     if workers > 1:
-        return serve_workers(app, config, args.config, workers, announce, uvicorn_options(host, port, config.limits))
-    server = uvicorn.Config(app, **uvicorn_options(host, port, config.limits))
+        return serve_workers(
+            app, config, args.config, workers, announce, uvicorn_options(host, port, config.limits, config.server)
+        )
+    server = uvicorn.Config(app, **uvicorn_options(host, port, config.limits, config.server))
     sock = server.bind_socket()  # bound here, so the startup line names the real address (port 0)
 
     class Announcing(uvicorn.Server):

@@ -49,6 +49,12 @@ class ServerConfig(_Strict):
         description="processes serving the port (`--workers` overrides); "
         "more than one needs `state.backend: redis` to share sessions",
     )
+    forwarded_allow_ips: tuple[str, ...] = Field(
+        ("127.0.0.1",),
+        description="proxies (IPs, CIDRs, `*` for any) whose `X-Forwarded-Proto` / `X-Forwarded-For` "
+        "are believed (uvicorn's proxy headers): the console's cookie is `Secure` when a trusted "
+        "proxy says the client spoke https; `[]`: no proxy is believed",
+    )
 
 
 class UpstreamConfig(_Strict):
@@ -423,9 +429,15 @@ class TelemetryConfig(_Strict):
 
 class UiConfig(_Strict):
     """The operator console at ``/ui``: recent interventions, each run's timeline, totals, the
-    policy in effect. Behind ``auth.metrics_keys`` (an operator's key)."""
+    policy in effect. Behind ``auth.metrics_keys`` (an operator's key); with tenants in
+    ``auth.keys`` and no ``metrics_keys``, closed to client keys unless ``tenant_view``."""
 
     enabled: bool = Field(True, description="serve the operator console at `/ui` (operator keys: `auth.metrics_keys`)")
+    tenant_view: bool = Field(
+        False,
+        description="a client key (`auth.keys`) opens the console too, showing only its tenant's "
+        "runs (or its own key's, for a key without a tenant); off: operator keys only",
+    )
     max_events: int = Field(
         1000,
         ge=10,

@@ -42,9 +42,9 @@ CONFIG_ENV = "LOOPGUARD_CONFIG"
 GC_THRESHOLDS = (20_000, 50, 100)
 
 
-def uvicorn_options(host: str, port: int, limits: Any = None) -> dict[str, Any]:
+def uvicorn_options(host: str, port: int, limits: Any = None, server: Any = None) -> dict[str, Any]:
     """``limits``: the config's, for the header timeout and the connection cap (uvicorn's own
-    protocol, "auto", has neither)."""
+    protocol, "auto", has neither). ``server``: the config's, for the proxies trusted."""
     from gateway.server.app import SERVER_OPTIONS
     from gateway.server.connections import configure
 
@@ -56,7 +56,16 @@ def uvicorn_options(host: str, port: int, limits: Any = None) -> dict[str, Any]:
         "loop": "auto",  # uvloop and httptools when installed
         "http": configure(limits.header_timeout_s, limits.max_connections) if limits is not None else "auto",
         **SERVER_OPTIONS,
+        **(proxy_options(server.forwarded_allow_ips) if server is not None else {}),
     }
+
+
+def proxy_options(trusted: tuple[str, ...]) -> dict[str, Any]:
+    """uvicorn believes ``X-Forwarded-Proto`` / ``-For`` from these peers only (``server.
+    forwarded_allow_ips``): the scheme a request was made in, and so the console cookie's
+    ``Secure`` flag, follows a trusted TLS proxy and nobody else. Passed explicitly, so uvicorn's
+    ``FORWARDED_ALLOW_IPS`` environment variable never decides instead of the config."""
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": ",".join(trusted) or "127.0.0.1"}
 
 
 def tune_gc() -> None:

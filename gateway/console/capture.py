@@ -38,7 +38,7 @@ def entry(event: InterventionEvent | SavingsEvent) -> bytes:
             {
                 "k": "s",
                 "time": event.time,
-                "session": event.session[:200],
+                "session": readable(event.session)[:200],
                 "request_id": event.request_id,
                 "detector": event.detector,
                 "action": event.action,
@@ -53,9 +53,9 @@ def entry(event: InterventionEvent | SavingsEvent) -> bytes:
         {
             "k": "i",
             "time": event.time,
-            "session": event.session[:200],
+            "session": readable(event.session)[:200],
             "run": event.run,
-            "agent": event.agent,
+            "agent": readable(event.agent) if event.agent else event.agent,
             "policy": event.policy,
             "detector": event.detector,
             "action": event.action,
@@ -72,6 +72,18 @@ def entry(event: InterventionEvent | SavingsEvent) -> bytes:
             "model": context.model[:100] if context and context.model else None,
         }
     )
+
+
+def readable(text: str) -> str:
+    """A header's value as its sender wrote it. HTTP hands header bytes over as Latin-1, so a
+    session id or agent name sent in UTF-8 arrives as mojibake (``caf\u00c3\u00a9`` for ``caf\u00e9``);
+    text that decodes as UTF-8 once re-encoded is shown decoded, anything else as it is."""
+    if text.isascii():
+        return text
+    try:
+        return text.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return text
 
 
 def detail(event: InterventionEvent, max_bytes: int) -> bytes | None:

@@ -1,109 +1,133 @@
 """The console's HTTP surface under ``/ui``: the feed page (static, polling ``/ui/api/feed``), one
 run's page (rendered here), the status (``/ui/api/status``: policy in effect, state backend),
-and the operator's sign-in. Every route but the sign-in needs an operator key (``access``)."""
+and the sign-in. Every route but the sign-in needs a key that opens the console (``access``);
+a tenant's key (``ui.tenant_view``) sees its own runs only, everywhere.
+
+Every answer carries ``hardening.HEADERS`` (no caching, a strict CSP, no framing, no sniffing).
+The sign-in and sign-out refuse cross-site POSTs and read at most ``MAX_FORM`` bytes of body."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from html import escape
-from urllib.parse import parse_qs
+from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gateway.console import run_page, view
-from gateway.console.access import COOKIE, SESSION_S, OperatorAccess
+from gateway.console import hardening, run_page
+from gateway.console.access import COOKIE, SESSION_S, ConsoleAccess, Viewer
 from gateway.console.assets import ASSETS, page
 from gateway.console.status import status
+from gateway.console.window import Window
 from gateway.context import Gateway
 from gateway.protocols.errors import error_body
 
 Handler = Callable[[Request], Awaitable[Response]]
+ViewHandler = Callable[[Request, Viewer], Awaitable[Response]]
 
 # Bearer, not Basic (which is accepted all the same): a Basic challenge makes a browser ask in a
 # dialog of its own, for the page and for each of its requests, instead of showing the form.
 _CHALLENGE = {"www-authenticate": 'Bearer realm="loopguard console"'}
 FEED_ROWS = 200  # interventions the feed page shows; totals count every kept event
-MAX_FORM = 4096
+MAX_FORM = hardening.MAX_FORM
 
 
 class Console:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
-        self.access = OperatorAccess(gateway.config.auth)
-        self.keep = gateway.config.ui.max_events
+        ui = gateway.config.ui
+        self.access = ConsoleAccess(gateway.config.auth, ui, gateway.store)
+        self.keep = ui.max_events
+        self.window = Window(gateway.store, self.keep, self.access.tenancy, per_namespace=ui.tenant_view)
 
     def routes(self) -> list[Route]:
-        guarded = [
+        guarded: list[tuple[str, ViewHandler]] = [
             ("/ui", self.index),
             ("/ui/run", self.run),
             ("/ui/api/feed", self.feed),
             ("/ui/api/status", self.status),
         ]
-        return [Route(path, self._operator(handler), methods=["GET"]) for path, handler in guarded] + [
-            Route("/ui/static/{name}", self.asset, methods=["GET"]),  # the same for everyone: the sign-in page's style
-            Route("/ui/login", self.login, methods=["GET", "POST"]),
-            Route("/ui/logout", self.logout, methods=["POST"]),
+        open_: list[tuple[str, Handler, list[str]]] = [
+            ("/ui/static/{name}", self.asset, ["GET"]),  # the same for everyone: the sign-in page's style
+            ("/ui/login", self.login, ["GET", "POST"]),
+            ("/ui/logout", self.logout, ["POST"]),
+        ]
+        return [Route(path, hardening.headed(self._viewer(h)), methods=["GET"]) for path, h in guarded] + [
+            Route(path, hardening.headed(h), methods=methods) for path, h, methods in open_
         ]
 
-    def _operator(self, handler: Handler) -> Handler:
+    def _viewer(self, handler: ViewHandler) -> Handler:
         async def checked(request: Request) -> Response:
-            if self.access.allows(request):
-                return await handler(request)
+            viewer = await self.access.viewer(request)
+            if viewer is not None:
+                return await handler(request, viewer)
             if request.url.path.startswith("/ui/api/") or "text/html" not in request.headers.get("accept", ""):
                 return JSONResponse(
-                    error_body("An operator key is required (auth.metrics_keys).", code="invalid_api_key"),
-                    status_code=401,
-                    headers=_CHALLENGE,
+                    error_body(self._required(), code="invalid_api_key"), status_code=401, headers=_CHALLENGE
                 )
-            return _login_page(request.url.path + (f"?{request.url.query}" if request.url.query else ""), "")
+            return self._login_page(request.url.path + (f"?{request.url.query}" if request.url.query else ""), "")
 
         return checked
 
-    async def index(self, request: Request) -> Response:
+    def _required(self) -> str:
+        if self.access.closed:
+            return (
+                "The console is operator-only and tenants are configured: it opens with an operator key "
+                "(auth.metrics_keys), or each tenant's own runs with ui.tenant_view."
+            )
+        return "An operator key is required (auth.metrics_keys)."
+
+    async def index(self, request: Request, viewer: Viewer) -> Response:
         return HTMLResponse(ASSETS["index.html"][0])
 
     async def asset(self, request: Request) -> Response:
         found = ASSETS.get(request.path_params["name"])
         if found is None:
             return Response(status_code=404)
-        return Response(found[0], media_type=found[1], headers={"cache-control": "no-cache"})
+        return Response(found[0], media_type=found[1])
 
-    async def feed(self, request: Request) -> Response:
-        since = request.query_params.get("since")
-        if since:  # a page polling: one entry read tells whether anything is new
-            latest = await self.gateway.store.recent_events(1)
-            if latest and latest[0].id == since:
-                return JSONResponse({"unchanged": True, "newest": since})
-        logged = await self.gateway.store.recent_events(self.keep)
-        newest = logged[0].id if logged else ""
-        items = view.parse(logged)
-        return Response(
-            orjson.dumps(
-                {
-                    "newest": newest,
-                    "events": view.feed(items, FEED_ROWS),
-                    "totals": view.totals(items),
-                    "kept": len(items),
-                    "keep": self.keep,
-                }
-            ),
-            media_type="application/json",
-        )
+    async def feed(self, request: Request, viewer: Viewer) -> Response:
+        """Reads only what is new since this process's last read (``Window``) and answers only
+        what changed since the page's ``since``: the newer interventions, the earlier ones priced
+        since, and the totals (kept up to date as events arrive). A page without ``since``, or
+        whose ``since`` is no longer kept (or was another replica's), gets the whole feed."""
+        await self.window.refresh()
+        ledger = self.window.ledger(viewer.space)
+        since = request.query_params.get("since", "")
+        if since and since == ledger.newest:
+            return JSONResponse({"unchanged": True, "newest": since})
+        changed = ledger.since(since, FEED_ROWS) if since else None
+        body: dict[str, Any] = {
+            "newest": ledger.newest,
+            "totals": ledger.totals(),
+            "kept": len(ledger.items),
+            "keep": self.keep,
+            "backend": self.gateway.config.state.backend,
+            "tenant": viewer.tenant,
+            "scope": "operator" if viewer.space is None else "tenant",
+        }
+        if changed is None:
+            body["events"] = ledger.feed(FEED_ROWS)
+        else:
+            body["events"], body["priced"], body["delta"] = *changed, True
+        return Response(orjson.dumps(body), media_type="application/json")
 
-    async def status(self, request: Request) -> Response:
-        return JSONResponse(await status(self.gateway))
+    async def status(self, request: Request, viewer: Viewer) -> Response:
+        found = await status(self.gateway)
+        return JSONResponse(found if viewer.space is None else hardening.tenant_status(found, viewer.tenant))
 
-    async def run(self, request: Request) -> Response:
+    async def run(self, request: Request, viewer: Viewer) -> Response:
         session = request.query_params.get("session", "")
         try:
             number = int(request.query_params.get("run", "0"))
         except ValueError:
             return HTMLResponse(page("LoopGuard run", "<p>run must be a number</p>"), status_code=400)
-        items = view.parse(await self.gateway.store.recent_events(self.keep))
-        mine = view.run_items(items, session, number)
+        await self.window.refresh()
+        ledger = self.window.ledger(viewer.space)
+        mine = ledger.run(session, number)
         if not mine:
             return HTMLResponse(
                 page(
@@ -113,8 +137,7 @@ class Console:
                 ),
                 status_code=404,
             )
-        saved = view.savings_of(items)
-        savings = [saved[i.id] for i in mine if i.id in saved]
+        savings = [ledger.saved[i.id].data for i in mine if i.id in ledger.saved]
         details = {}
         for item in mine:
             raw = await self.gateway.store.event_detail(item.detail) if item.detail else None
@@ -128,13 +151,17 @@ class Console:
 
     async def login(self, request: Request) -> Response:
         if request.method == "GET":
-            return _login_page(request.query_params.get("next", "/ui"), "", status=200)
-        body = (await request.body())[:MAX_FORM]
-        form = parse_qs(body.decode("utf-8", "replace"))
+            return self._login_page(request.query_params.get("next", "/ui"), "", status=200)
+        refused = hardening.cross_site(request)
+        if refused is not None:
+            return refused
+        form = await hardening.form(request)
+        if not isinstance(form, dict):
+            return form
         target = _local(form.get("next", ["/ui"])[0])
         cookie = self.access.sign_in(form.get("key", [""])[0])
         if cookie is None:
-            return _login_page(target, "That key is not an operator key.")
+            return self._login_page(target, "That key does not open the console.")
         out = RedirectResponse(target, status_code=303)
         out.set_cookie(
             COOKIE,
@@ -143,28 +170,32 @@ class Console:
             path="/ui",
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=request.url.scheme == "https",  # behind a TLS proxy: server.forwarded_allow_ips
         )
         return out
 
     async def logout(self, request: Request) -> Response:
+        refused = hardening.cross_site(request)
+        if refused is not None:
+            return refused
+        await self.access.sign_out(request.cookies.get(COOKIE, ""))
         out = RedirectResponse("/ui/login", status_code=303)
         out.delete_cookie(COOKIE, path="/ui")
         return out
+
+    def _login_page(self, target: str, error: str, status: int = 401) -> HTMLResponse:
+        problem = f'<p class="error" id="login-error">{escape(error)}</p>' if error else ""
+        closed = f'<p class="note">{escape(self._required())}</p>' if self.access.closed else ""
+        body = (
+            f'<form class="login" method="post" action="/ui/login"><h1>LoopGuard console</h1>'
+            f'<p class="meta">Sign in with an operator key (<code>auth.metrics_keys</code>).</p>{closed}{problem}'
+            f'<input type="password" name="key" id="key" placeholder="operator key" autofocus required>'
+            f'<input type="hidden" name="next" value="{escape(_local(target))}">'
+            f'<button type="submit">Sign in</button></form>'
+        )
+        return HTMLResponse(page("LoopGuard console: sign in", body), status_code=status, headers=_CHALLENGE)
 
 
 def _local(target: str) -> str:
     """Only a console path: a sign-in link must not send the browser elsewhere."""
     return target if target.startswith("/ui") and "//" not in target and "\\" not in target else "/ui"
-
-
-def _login_page(target: str, error: str, status: int = 401) -> HTMLResponse:
-    problem = f'<p class="error" id="login-error">{escape(error)}</p>' if error else ""
-    body = (
-        f'<form class="login" method="post" action="/ui/login"><h1>LoopGuard console</h1>'
-        f'<p class="meta">Sign in with an operator key (<code>auth.metrics_keys</code>).</p>{problem}'
-        f'<input type="password" name="key" id="key" placeholder="operator key" autofocus required>'
-        f'<input type="hidden" name="next" value="{escape(_local(target))}">'
-        f'<button type="submit">Sign in</button></form>'
-    )
-    return HTMLResponse(page("LoopGuard console: sign in", body), status_code=status, headers=_CHALLENGE)

@@ -67,6 +67,7 @@ def render(
     meta = "".join(
         f"<span>{escape(k)} <b>{escape(str(v))}</b></span>"
         for k, v in (
+            ("tenant", first.get("tenant") or "-"),
             ("agent", first.get("agent") or "(default)"),
             ("protocol", first.get("protocol") or "-"),
             ("model", first.get("model") or "-"),

@@ -11,7 +11,8 @@ Every request, authenticated or not, leaves here with ``x-loopguard-client`` set
 of the credential it carried (any client-sent value is dropped first): state is namespaced and
 policy overrides are matched by it. A key configured with a tenant also gets
 ``x-loopguard-tenant``: the tenant's keys share one namespace. ``x-loopguard-agent`` is kept only for clients allowed to
-select a policy override with it (``auth.agent_header_keys``; unset: every client).
+select a policy override with it (``auth.agent_header_keys``; unset: every client). ``/metrics``
+and ``/readyz`` take their operator key from a header only, never from the query string.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ class ClientAuth:
         if _console(scope["path"]):
             return scope  # never forwarded anywhere; the console checks operator keys itself
         query = scope.get("query_string", b"")
-        token = PLACES.credential(scope["headers"], query)
+        operator = scope["path"] in _OPERATOR_PATHS
+        # An operator's key only in a header: a query string lands in proxies' and scrapers' logs.
+        token = PLACES.credential(scope["headers"], b"" if operator else query)
         if token == b"":
             return _unauthorized(scope, "The Authorization header has an empty bearer token.")
         digest = hashlib.sha256(token).digest() if token is not None else None
-        required = self.operator_keys if scope["path"] in _OPERATOR_PATHS else self.keys
+        required = self.operator_keys if operator else self.keys
         if scope["path"] != "/healthz" and required and not allowed(digest, required):
             what = "No API key was provided" if token is None else "The API key is not valid for this gateway"
             return _unauthorized(scope, f"{what} (Authorization: Bearer <key> or x-api-key).")

@@ -236,12 +236,21 @@ class StateStore(Protocol):
         """Append ``entry`` (and its ``detail``), keeping the newest ``keep``; best effort."""
         ...
 
-    async def recent_events(self, count: int) -> list[LoggedEvent]:
-        """The newest ``count`` entries, newest first; [] when unavailable."""
+    async def recent_events(self, count: int, after: str = "") -> list[LoggedEvent]:
+        """The newest ``count`` entries, newest first; with ``after`` (a ``LoggedEvent.id``) only
+        those newer than it (a cursor: a poll reads what is new); [] when unavailable."""
         ...
 
     async def event_detail(self, ref: str) -> bytes | None:
         """The detail ``LoggedEvent.detail`` names; None when dropped or unavailable."""
+        ...
+
+    async def revoke_console_session(self, ref: str, ttl_s: float) -> None:
+        """Remember for ``ttl_s`` that the console sign-in ``ref`` was ended (signed out)."""
+        ...
+
+    async def console_session_revoked(self, ref: str) -> bool:
+        """Whether ``ref`` was signed out; True when the store cannot say (refused, not trusted)."""
         ...
 
     async def aclose(self) -> None: ...

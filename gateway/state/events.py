@@ -1,8 +1,9 @@
 """The recent-events log the operator console reads: a bounded, append-only log of entries, each
 with an optional detail (a run's timeline at that moment) fetched separately.
 
-Entries are small (one audit event each) and read often: the console's feed polls the newest
-of them. Details are large (bounded by their writer) and read one at a time, when an operator
+Entries are small (one audit event each) and read often: the console's feed polls for the
+entries newer than the last one it has (a cursor, ``after``), so a poll costs what is new, never
+what is kept. Details are large (bounded by their writer) and read one at a time, when an operator
 opens a run. Both are bounded in count (``keep``, the writer's choice) and, in memory, in total
 bytes; Redis keeps them in two streams trimmed to ``keep`` entries (``XADD MAXLEN``), shared by
 every replica and worker.
@@ -45,11 +46,13 @@ class EventRing:
             self.size -= _bytes(old, old_detail)
         return key
 
-    def recent(self, count: int) -> list[LoggedEvent]:
-        """The newest ``count`` entries, newest first."""
+    def recent(self, count: int, after: str = "") -> list[LoggedEvent]:
+        """The newest ``count`` entries, newest first; with ``after`` (an id this log gave), only
+        those newer than it: the walk stops at the cursor, so it costs the new entries alone."""
+        floor = _serial(after)
         out: list[LoggedEvent] = []
         for key in reversed(self._items):
-            if len(out) >= count:
+            if len(out) >= count or _serial(key) <= floor:
                 break
             entry, detail = self._items[key]
             out.append(LoggedEvent(key, entry, key if detail is not None else None))
@@ -62,6 +65,32 @@ class EventRing:
     def clear(self) -> None:
         self._items.clear()
         self.size = 0
+
+
+def _serial(ref: str) -> int:
+    """The number of a ``<n>-0`` id; 0 (before everything) for "" or an id of another log."""
+    head, _, tail = ref.partition("-")
+    return int(head) if head.isdigit() and tail == "0" else 0
+
+
+class Revocations:
+    """Console sign-ins ended before their cookie expired (``revoke``), each remembered until
+    that cookie would have expired anyway; at most ``limit``, the soonest to expire dropped first
+    (only a signed-in user can add one, by signing out)."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self.limit = limit
+        self._until: dict[str, float] = {}
+
+    def revoke(self, ref: str, until: float, now: float) -> None:
+        if len(self._until) >= self.limit:
+            self._until = {k: t for k, t in self._until.items() if t > now}
+            while len(self._until) >= self.limit:
+                del self._until[min(self._until, key=self._until.__getitem__)]
+        self._until[ref] = until
+
+    def revoked(self, ref: str, now: float) -> bool:
+        return self._until.get(ref, 0.0) > now
 
 
 def _bytes(entry: bytes, detail: bytes | None) -> int:

@@ -36,7 +36,7 @@ from gateway.state.base import (
     SessionState,
     VetoRecord,
 )
-from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent
+from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent, Revocations
 from gateway.state.shares import FAIR_SHARE, Heaviest, Shares, record_weight, tenant_of
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
@@ -84,6 +84,7 @@ class MemoryStore:
         self._sessions: Shares[_Entry] = Shares(max_sessions, tenant_max_sessions)
         self._chains = _Chains(max_chain_bytes, ttl_s, tenant_max_chain_bytes)
         self._events = EventRing(max_event_bytes)  # the console's recent events
+        self._revoked = Revocations()  # the console's signed-out sign-ins
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -207,11 +208,18 @@ class MemoryStore:
     async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
         self._events.add(entry, detail, keep)
 
-    async def recent_events(self, count: int) -> list[LoggedEvent]:
-        return self._events.recent(count)
+    async def recent_events(self, count: int, after: str = "") -> list[LoggedEvent]:
+        return self._events.recent(count, after)
 
     async def event_detail(self, ref: str) -> bytes | None:
         return self._events.detail(ref)
+
+    async def revoke_console_session(self, ref: str, ttl_s: float) -> None:
+        now = time.time()
+        self._revoked.revoke(ref, now + ttl_s, now)
+
+    async def console_session_revoked(self, ref: str) -> bool:
+        return self._revoked.revoked(ref, time.time())
 
     async def aclose(self) -> None:
         if self._sweeper is not None:

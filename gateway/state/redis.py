@@ -295,11 +295,17 @@ class RedisStore:
     async def add_event(self, entry: bytes, detail: bytes | None = None, keep: int = 1000) -> None:
         await self._events.add(entry, detail, keep)
 
-    async def recent_events(self, count: int) -> list[LoggedEvent]:
-        return await self._events.recent(count)
+    async def recent_events(self, count: int, after: str = "") -> list[LoggedEvent]:
+        return await self._events.recent(count, after)
 
     async def event_detail(self, ref: str) -> bytes | None:
         return await self._events.detail(ref)
+
+    async def revoke_console_session(self, ref: str, ttl_s: float) -> None:
+        await self._events.revoke(ref, ttl_s)
+
+    async def console_session_revoked(self, ref: str) -> bool:
+        return await self._events.revoked(ref)
 
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""

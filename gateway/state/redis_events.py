@@ -3,7 +3,8 @@
 ``{prefix}ui:feed`` holds the entries (field ``e``) and the id of each one's detail (field ``r``,
 empty when it has none) in ``{prefix}ui:detail`` (field ``d``). One script appends both, each
 trimmed to the writer's ``keep`` with ``XADD MAXLEN``, so both streams stay bounded whatever the
-traffic, in one round trip.
+traffic, in one round trip. ``{prefix}ui:revoked:<ref>`` marks a console sign-in ended by its
+user, until its cookie would have expired.
 
 Nothing here is on a request's path: the console's sink writes from its own task and the console
 reads when an operator looks. So these calls get a budget of their own (a second, not the
@@ -14,6 +15,7 @@ marking Redis down for the traffic (the traffic's own operations decide that).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -22,6 +24,7 @@ import structlog
 from gateway.state.events import LoggedEvent
 
 T = TypeVar("T")
+_STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
 BUDGET_S = 1.0
 _APPEND = """
 local ref = ''
@@ -36,6 +39,7 @@ class RedisEventLog:
     def __init__(self, client: Any, key_prefix: str, where: str) -> None:
         self.client = client
         self.feed, self.details = f"{key_prefix}ui:feed", f"{key_prefix}ui:detail"
+        self.revocations = f"{key_prefix}ui:revoked:"
         self.where = where  # the URL without its password, for the log
         self.failures = 0
         self._append = client.register_script(_APPEND)
@@ -47,9 +51,12 @@ class RedisEventLog:
             None,
         )
 
-    async def recent(self, count: int) -> list[LoggedEvent]:
+    async def recent(self, count: int, after: str = "") -> list[LoggedEvent]:
+        """Newest first; with ``after``, only the entries newer than it (``(`` makes the bound
+        exclusive): Redis walks from the newest down to the cursor and no further."""
+        low = f"({after}" if _STREAM_ID.fullmatch(after) else "-"
         rows: list[tuple[bytes, dict[bytes, bytes]]] = await self._run(
-            "recent_events", lambda: self.client.xrevrange(self.feed, count=count), []
+            "recent_events", lambda: self.client.xrevrange(self.feed, max="+", min=low, count=count), []
         )
         return [LoggedEvent(_text(key), fields.get(b"e", b""), _text(fields.get(b"r")) or None) for key, fields in rows]
 
@@ -58,6 +65,17 @@ class RedisEventLog:
             "event_detail", lambda: self.client.xrange(self.details, ref, ref, count=1), []
         )
         return rows[0][1].get(b"d") if rows else None
+
+    async def revoke(self, ref: str, ttl_s: float) -> None:
+        await self._run(
+            "revoke_console_session", lambda: self.client.set(self.revocations + ref, b"1", px=_ms(ttl_s)), None
+        )
+
+    async def revoked(self, ref: str) -> bool:
+        """True when revoked, and when Redis cannot say: a sign-out must hold on every replica,
+        so an unanswered check refuses the cookie (an operator's key in a header still works)."""
+        found = await self._run("console_session_revoked", lambda: self.client.exists(self.revocations + ref), 1)
+        return bool(found)
 
     async def _run(self, op: str, command: Callable[[], Awaitable[T]], failed: T) -> T:
         try:
@@ -69,6 +87,10 @@ class RedisEventLog:
                 "console_state_failed", op=op, error=type(exc).__name__, redis=self.where
             )
             return failed
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
 
 
 def _text(value: bytes | str | None) -> str:

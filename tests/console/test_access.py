@@ -30,10 +30,10 @@ def test_the_login_form_sets_an_httponly_cookie_that_opens_the_console(tmp_path)
     with guarded(stubborn(), tmp_path, **AUTH) as g:
         with httpx.Client(base_url=g.url) as http:
             wrong = http.post("/ui/login", data={"key": "client-key", "next": "/ui"})
-            assert wrong.status_code == 401 and "not an operator key" in wrong.text
+            assert wrong.status_code == 401 and "does not open the console" in wrong.text
             signed = http.post("/ui/login", data={"key": "operator-key", "next": "https://elsewhere.example/"})
             assert signed.status_code == 303 and signed.headers["location"] == "/ui"  # never off-site
-            cookie = signed.headers["set-cookie"]
+            cookie = signed.headers["set-cookie"]  # the form's POST named no origin: not cross-site
             assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
             assert "operator-key" not in cookie
             assert http.get("/ui/api/feed").status_code == 200  # the cookie jar sends it

@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import orjson
 
-from gateway.console.view import feed, parse, totals
+from gateway.console.ledger import Ledger
+from gateway.console.view import Item, parse
 from gateway.state.events import LoggedEvent
+
+
+def totals(items: list[Item]) -> dict:
+    return Ledger.of(items).totals()
+
+
+def feed(items: list[Item], limit: int) -> list[dict]:
+    return Ledger.of(items).feed(limit)
 
 
 def log(*entries: dict) -> list[LoggedEvent]:

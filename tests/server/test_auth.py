@@ -69,6 +69,14 @@ def test_metrics_and_readyz_need_the_operator_key_healthz_stays_open(locked):
     assert httpx.get(locked + "/healthz").status_code == 200
 
 
+@pytest.mark.parametrize("name", ["key", "api_key", "x-api-key"])
+def test_an_operator_key_in_the_query_string_is_refused(locked, name):
+    """Only in a header: a query string is written to proxies', scrapers' and browsers' logs."""
+    for path in ("/metrics", "/readyz"):
+        assert httpx.get(locked + path, params={name: OPS}).status_code == 401, path
+        assert httpx.get(locked + path, headers={"x-api-key": OPS}).status_code == 200, path
+
+
 def test_operator_routes_share_the_client_keys_by_default(make_gateway):
     url = make_gateway(auth={"keys": [KEY]})
     assert httpx.get(url + "/readyz").status_code == 401

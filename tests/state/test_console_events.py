@@ -65,3 +65,24 @@ async def test_redis_down_answers_nothing_kept_without_marking_traffic_degraded(
         assert store.degradations == 0  # the console's reads and writes are not the traffic's
     finally:
         await store.aclose()
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+async def test_a_cursor_read_answers_only_the_entries_after_it(tmp_path, backend):
+    server = RedisServer(tmp_path).start() if backend == "redis" else None
+    store = RedisStore(server.url, key_prefix="c:", op_timeout_s=5.0) if server else MemoryStore()
+    try:
+        for n in range(5):
+            await store.add_event(f"e{n}".encode(), keep=100)
+        cursor = (await store.recent_events(100))[0].id
+        assert await store.recent_events(100, after=cursor) == []
+        for n in range(5, 8):
+            await store.add_event(f"e{n}".encode(), keep=100)
+        new = await store.recent_events(100, after=cursor)
+        assert [e.entry for e in new] == [b"e7", b"e6", b"e5"]  # newest first, the cursor's own excluded
+        assert [e.entry for e in await store.recent_events(2, after=cursor)] == [b"e7", b"e6"]
+        assert len(await store.recent_events(100, after="not-an-id")) == 8  # unknown: from the start
+    finally:
+        await store.aclose()
+        if server is not None:
+            server.stop()

@@ -1,8 +1,8 @@
-// The feed page: polls /ui/api/feed (every 300 ms: an unchanged log costs the server one
-// one-entry read) and /ui/api/status (every 5 s), and renders with textContent only: event fields come
+// The feed page: polls /ui/api/feed (every 300 ms: the server reads only the events newer than
+// the last it read, whatever the number of tabs, and answers "unchanged" when there are none) and /ui/api/status (every 5 s), and renders with textContent only: event fields come
 // from agents' traffic and are never parsed as HTML.
 "use strict";
-const FEED_MS = 300, STATUS_MS = 5000;
+const FEED_MS = 300, STATUS_MS = 5000, FEED_ROWS = 200;
 let newest = "", events = [], seen = new Set(), first = true;
 
 function el(tag, text, cls) {
@@ -44,9 +44,10 @@ function renderFeed() {
     if ((fa && e.action !== fa) || (fd && e.detector !== fd) || (fg && agent !== fg)) continue;
     const tr = el("tr");
     tr.dataset.action = e.action; tr.dataset.detector = e.detector; tr.dataset.agent = agent;
-    tr.dataset.session = e.session; tr.dataset.id = e.id;
+    tr.dataset.session = e.session; tr.dataset.id = e.id; tr.dataset.tenant = e.tenant || "";
     if (!first && !seen.has(e.id)) tr.classList.add("new");
     tr.appendChild(el("td", e.time.replace("T", " ").replace("Z", "")));
+    tr.appendChild(el("td", e.tenant || "-", "tenant"));
     const s = el("td", null, "session"), a = el("a", e.session);
     a.href = runLink(e); a.title = "run " + e.run + " of " + e.session; s.appendChild(a); tr.appendChild(s);
     tr.appendChild(el("td", agent));
@@ -84,8 +85,10 @@ function renderTotals(data) {
   $("t-terminated").textContent = t.terminated;
   $("t-tokens").textContent = t.tokens_saved.toLocaleString();
   $("t-cost").textContent = money(t.cost_saved_usd);
-  $("kept-note").textContent = "Over the " + data.kept + " most recent events kept (at most " + data.keep +
-    "), shared by every replica on the Redis backend.";
+  $("kept-note").textContent = "Over the " + data.kept + " most recent events kept (at most " + data.keep + ")" +
+    (data.scope === "tenant" ? " of tenant " + (data.tenant || "(your key)") : "") +
+    (data.backend === "redis" ? ", shared by every replica (Redis backend)." :
+                                ", kept by this process only (memory backend: each replica or worker has its own).");
   renderTally("by-detector", data.totals.by_detector);
   renderTally("by-agent", data.totals.by_agent);
   options($("f-detector"), new Set(events.map(e => e.detector)));
@@ -97,7 +100,11 @@ async function pollFeed() {
     const data = await get("/ui/api/feed?since=" + encodeURIComponent(newest));
     $("live").classList.remove("stale");
     if (!data.unchanged) {
-      newest = data.newest; events = data.events;
+      newest = data.newest;
+      if (data.delta) {  // only what changed since our newest: merged into what the page has
+        for (const e of events) if (data.priced[e.id]) Object.assign(e, data.priced[e.id]);
+        events = data.events.concat(events).slice(0, FEED_ROWS);
+      } else events = data.events;
       renderTotals(data); renderFeed();
       document.body.dataset.newest = newest;
     }
