@@ -20,6 +20,9 @@ HOP_BY_HOP = frozenset(
 )
 # Recomputed by whoever sends the message next.
 _REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length"}
+# The method the gateway routed and checked is the one the upstream runs: Google's frontend
+# honours a method override, which would turn a tenant-checked POST into a list or a delete.
+_METHOD_OVERRIDES = frozenset({b"x-http-method-override", b"x-http-method", b"x-method-override"})
 # The gateway's own request headers (session, agent, client identity) are addressed to it, not
 # to the model provider: forwarding them would leak session names and tenant hashes upstream.
 _OWN_PREFIX = b"x-loopguard-"
@@ -66,7 +69,7 @@ class HeaderRules:
         replaced = {k.lower().encode("latin-1") for k in extra} | forced
         if key:
             replaced |= set(credentials)
-        self.drop = frozenset(_REQUEST_DROP | replaced)
+        self.drop = frozenset(_REQUEST_DROP | _METHOD_OVERRIDES | replaced)
         added = [
             (k, v)
             for k, v in ((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items())

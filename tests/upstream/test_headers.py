@@ -77,6 +77,8 @@ CLIENT = h(
     ("x-hop", "1"),
     ("X-Custom", "a"),
     ("x-custom", "b"),
+    ("X-HTTP-Method-Override", "GET"),  # never forwarded: the upstream runs the method checked
+    ("x-http-method", "DELETE"),
 )
 
 REQUEST_CASES = {
