@@ -112,7 +112,7 @@ class Console:
         if changed is None:
             body["events"] = ledger.feed(FEED_ROWS)
         else:
-            body["events"], body["priced"], body["delta"] = *changed, True
+            body["events"], body["priced"], body["since"] = *changed, since
         return Response(orjson.dumps(body), media_type="application/json")
 
     async def status(self, request: Request, viewer: Viewer) -> Response:

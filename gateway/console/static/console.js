@@ -101,7 +101,7 @@ async function pollFeed() {
     $("live").classList.remove("stale");
     if (!data.unchanged) {
       newest = data.newest;
-      if (data.delta) {  // only what changed since our newest: merged into what the page has
+      if (data.since) {  // only what changed since our newest: merged into what the page has
         for (const e of events) if (data.priced[e.id]) Object.assign(e, data.priced[e.id]);
         events = data.events.concat(events).slice(0, FEED_ROWS);
       } else events = data.events;
