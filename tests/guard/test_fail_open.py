@@ -38,6 +38,7 @@ def post(client, body: bytes) -> httpx.Response:
         client.gateway_url + "/v1/chat/completions",
         content=body,
         headers={"content-type": "application/json", "authorization": "Bearer sk-test"},
+        timeout=30,  # a host loaded by the parallel suite, not the gateway, can take seconds
     )
 
 

@@ -187,7 +187,7 @@ def test_each_of_several_answers_is_judged_on_its_own(client):
 
 
 def test_litellms_metrics_serve_loopguards_counters_from_the_start(proxy):
-    text = httpx.get(proxy.url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}).text
+    text = httpx.get(proxy.url + "/metrics/", headers={"Authorization": f"Bearer {MASTER_KEY}"}, timeout=30).text
     names = {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
     for name in (
         "loopguard_interventions_total",
