@@ -23,7 +23,6 @@ from gateway.protocols.declaration import Owned
 from gateway.protocols.objects import Malformed, Named, ident_of, named_in
 from gateway.state import claims
 from gateway.web import sharing
-from gateway.web.responses import error_response
 
 
 async def foreign(ex: Exchange) -> Response | None:
@@ -33,7 +32,7 @@ async def foreign(ex: Exchange) -> Response | None:
     references = adapter.history.references(ex.payload) if adapter.history is not None else []
     for kind, ident in references:
         if not isinstance(ident, str):
-            return _malformed(ex, kind)
+            return sharing.malformed(ex.adapter, kind)
     if not claims.enforced(gateway.config, adapter.declared.upstream.config):
         return None
     kinds = sharing.kinds(gateway.config, gateway.protocols.adapters, adapter)
@@ -45,7 +44,7 @@ async def foreign(ex: Exchange) -> Response | None:
     try:
         named = [*_in_path(ex.path, kinds), *named_in(ex.payload, kinds)]
     except Malformed as exc:
-        return _malformed(ex, exc.key)
+        return sharing.malformed(ex.adapter, exc.key)
     for each in named:
         if not await memory.owns(gateway.store, ex.namespace, each.kind.kind, each.ident, ex.log):
             return _refused(ex, each.kind, each.ident)
@@ -66,23 +65,10 @@ def _in_path(path: str, kinds: tuple[Owned, ...]) -> list[Named]:
 
 
 def _refused(ex: Exchange, declared: Owned | None, ident: str) -> Response:
-    what, code = (declared.called, declared.code) if declared else ("Object", "not_found")
     ex.log.info(
         "reference_refused", kind=declared.kind if declared else "", detail="not created in the caller's tenant"
     )
-    return error_response(
-        404, f"{what} with id '{ident}' not found.", "not_found_error", code, shape=ex.adapter.authored.error_body
-    )
-
-
-def _malformed(ex: Exchange, key: str) -> Response:
-    return error_response(
-        400,
-        f"The request's '{key}' reference must be an id (a string).",
-        "invalid_request_error",
-        "invalid_reference",
-        shape=ex.adapter.authored.error_body,
-    )
+    return sharing.not_found(ex.adapter, declared, ident)
 
 
 async def claim_created(ex: Exchange, reply: dict[str, Any]) -> None:

@@ -78,7 +78,7 @@ def of(adapter: Adapter, kind: Owned) -> Endpoint:
         action = request.method == "POST" and not below and ident in kind.actions
         namespace = client_namespace(request.headers)
         if not action and not await memory.owns(gateway.store, namespace, kind.kind, ident, gateway.log):
-            answer = owned_refs.not_found(adapter, kind, ident)
+            answer = sharing.not_found(adapter, kind, ident)
             return refused(gateway, request.method, request.url.path, answer, started)
         foreign = await owned_refs.foreign_in(request, adapter, body)
         if foreign is not None:

@@ -15,12 +15,10 @@ from starlette.responses import Response
 
 from gateway.context import Gateway
 from gateway.guard import store as memory
-from gateway.protocols.declaration import Owned
 from gateway.protocols.objects import Malformed, Named, created_in, named_in
 from gateway.protocols.roles import Adapter
 from gateway.state.session import client_namespace
 from gateway.web import sharing
-from gateway.web.responses import error_response
 from gateway.wire import codec
 
 _log = structlog.get_logger("loopguard")
@@ -39,36 +37,15 @@ async def foreign_in(request: Request, adapter: Adapter, body: bytes) -> Respons
     try:
         named = named_in(payload, sharing.kinds(gateway.config, gateway.protocols.adapters, adapter))
     except Malformed as exc:
-        return malformed(adapter, exc.key)
+        return sharing.malformed(adapter, exc.key)
     return await first_foreign(gateway, adapter, client_namespace(request.headers), named)
 
 
 async def first_foreign(gateway: Gateway, adapter: Adapter, namespace: str, named: list[Named]) -> Response | None:
     for each in named:
         if not await memory.owns(gateway.store, namespace, each.kind.kind, each.ident, _log):
-            return not_found(adapter, each.kind, each.ident)
+            return sharing.not_found(adapter, each.kind, each.ident)
     return None
-
-
-def not_found(adapter: Adapter, kind: Owned, ident: str) -> Response:
-    """As the upstream answers an id it does not know, in the protocol's shape."""
-    return error_response(
-        404,
-        f"{kind.called} with id '{ident}' not found.",
-        "not_found_error",
-        kind.code,
-        shape=adapter.authored.error_body,
-    )
-
-
-def malformed(adapter: Adapter, key: str) -> Response:
-    return error_response(
-        400,
-        f"'{key}' must be an id (a string): the gateway checks every object a request names.",
-        "invalid_request_error",
-        "invalid_reference",
-        shape=adapter.authored.error_body,
-    )
 
 
 async def claim_named(gateway: Gateway, adapter: Adapter, namespace: str, answer: Any) -> None:

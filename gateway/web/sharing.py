@@ -100,3 +100,26 @@ def not_shared(method: str, path: str, shape: Shape) -> Response:
         "route_not_shared",
         shape=shape,
     )
+
+
+def not_found(adapter: Adapter, kind: Owned | None, ident: str) -> Response:
+    """As the upstream answers an id it does not know, in the protocol's shape (``kind`` None:
+    a kind no protocol declares, named as an object)."""
+    what, code = (kind.called, kind.code) if kind is not None else ("Object", "not_found")
+    return error_response(
+        404,
+        f"{what} with id '{ident}' not found.",
+        "not_found_error",
+        code,
+        shape=adapter.authored.error_body,
+    )
+
+
+def malformed(adapter: Adapter, key: str) -> Response:
+    return error_response(
+        400,
+        f"'{key}' must be an id (a string): the gateway checks every object a request names.",
+        "invalid_request_error",
+        "invalid_reference",
+        shape=adapter.authored.error_body,
+    )
