@@ -124,9 +124,10 @@ class UpstreamConfig(_Strict):
         """``<provider>_<key>`` (``base_url``, ``api_key``), or None when unset."""
         return self.providers.get(f"{provider}_{key}") or None
 
-    def unclaimed(self, providers: Iterable[str]) -> list[str]:
-        """Provider keys set here that no protocol reads (a misspelt provider)."""
-        known = {f"{p}_{k}" for p in providers for k in _PROVIDER_KEYS}
+    def unclaimed(self, providers: Mapping[str, Iterable[str]]) -> list[str]:
+        """Provider keys set here that no protocol reads (a misspelt provider, or a setting its
+        protocol does not declare): ``providers`` maps each provider to its other settings."""
+        known = {f"{p}_{k}" for p, extra in providers.items() for k in (*_BASE_KEYS, *extra)}
         return sorted(k for k in self.providers if k not in known)
 
     @model_validator(mode="before")
@@ -149,7 +150,7 @@ class UpstreamConfig(_Strict):
     def _provider_values(cls, value: dict[str, str]) -> dict[str, str]:
         for key, text in value.items():
             if not _PROVIDER_KEY.fullmatch(key):
-                raise ValueError(f"{key!r} is not <provider>_base_url or <provider>_api_key")
+                raise ValueError(f"{key!r} is not <provider>_base_url, <provider>_api_key or <provider>_region")
             if key.endswith("_api_key"):
                 _header_value(text, key)
         return value
@@ -174,8 +175,10 @@ class UpstreamConfig(_Strict):
 
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_PROVIDER_KEYS = ("base_url", "api_key")
-_PROVIDER_KEY = re.compile(r"[a-z][a-z0-9]*_(base_url|api_key)")
+_BASE_KEYS = ("base_url", "api_key")  # every provider's; a protocol may declare more
+# The settings any protocol may declare besides those (``UpstreamSpec.settings``), so that a key
+# of this section is told from a misspelt field of its own when the file is read.
+_PROVIDER_KEY = re.compile(r"[a-z][a-z0-9]*_(base_url|api_key|region)")
 
 
 def _header_value(value: str, name: str = "the value") -> None:

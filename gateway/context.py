@@ -92,7 +92,11 @@ def forward_query(query: bytes, spec: UpstreamSpec, api_key: str | None) -> byte
 
 def upstream_path(path: str, spec: UpstreamSpec | None = None) -> str:
     """Clients may use base URLs with or without /v1; the upstream base URL carries its own
-    (a protocol whose paths name their version, ``strip_v1=False``, sends the path whole)."""
+    (a protocol whose paths name their version, ``strip_v1=False``, sends the path whole). A
+    protocol served under a prefix of the gateway's (``UpstreamSpec.mount``) sends the path
+    below it."""
+    if spec is not None and spec.mount and path.startswith(spec.mount):
+        path = path[len(spec.mount) :]
     if spec is not None and not spec.strip_v1:
         return path
     path = path.lstrip("/")

@@ -113,6 +113,7 @@ def _exchange(
         query=gateway.forward_query(scope.get("query_string", b""), spec),
         headers=gateway.forward_headers(scope["headers"], identity=True, spec=spec),
         body=body,
+        client_body=body,
     )
     return Exchange(
         gateway,

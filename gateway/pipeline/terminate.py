@@ -29,7 +29,6 @@ from gateway.wire import codec
 
 LOOP = "loop_detected"
 JSON = (b"content-type", b"application/json")
-SSE = (b"content-type", b"text/event-stream")
 
 
 def text(ex: Exchange, judgement: Judgement) -> str:
@@ -58,7 +57,7 @@ async def at_request(ex: Exchange) -> Response:
                 ex.verdict.terminate = REPLY
             chunks = _after(first, chunks)
             chunks = chunks if ex.adapter.declared.stream_notes else uncommented(chunks)
-            return LoggedStream(ex, ex.verdict.headers([SSE]), chunks, upstream.aclose)
+            return LoggedStream(ex, ex.verdict.headers([_stream_type(ex)]), chunks, upstream.aclose)
         body = await final.read(upstream) if upstream is not None else None
         if body is not None:
             ex.verdict.record(ex, judgement, Action.TERMINATE, "request", ANSWER)
@@ -69,7 +68,7 @@ async def at_request(ex: Exchange) -> Response:
     ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)
     if ex.stream and used != ERROR:
         events = ex.adapter.authored.termination_stream(text(ex, judgement), ex.payload)
-        return LoggedStream(ex, ex.verdict.headers([SSE]), _iterate(events))
+        return LoggedStream(ex, ex.verdict.headers([_stream_type(ex)]), _iterate(events))
     log_request(ex, 200)
     return _reply(ex, text(ex, judgement), used)
 
@@ -194,3 +193,8 @@ async def _after(first: bytes | None, rest: AsyncIterator[bytes]) -> AsyncIterat
     yield first
     async for chunk in rest:
         yield chunk
+
+
+def _stream_type(ex: Exchange) -> tuple[bytes, bytes]:
+    """The content type of a stream the gateway writes: its protocol's (``stream_type``)."""
+    return (b"content-type", ex.adapter.declared.stream_type.encode("latin-1"))

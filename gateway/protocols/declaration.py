@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.upstream.signing import ProviderSettings, Signer
+
 
 @dataclass(frozen=True, slots=True)
 class UpstreamSpec:
@@ -35,6 +37,16 @@ class UpstreamSpec:
     # ``https://api.openai.com/v1``). False: the path goes whole (Google's ``/v1beta/...``).
     strip_v1: bool = True
     root_suffix: str = ""  # appended to a base URL given as the API root (Anthropic's ``/v1``)
+    # The gateway path prefix its routes are served under, left out of the upstream path
+    # (``/bedrock``: a client's base URL ``http://gateway/bedrock`` stands for the cloud's root).
+    mount: str = ""
+    # Its settings besides ``base_url`` / ``api_key`` (``upstream.<config>_<setting>``: a
+    # cloud's ``region``), handed to ``signer``.
+    settings: tuple[str, ...] = ()
+    # A provider that authenticates each request by its bytes (a cloud's request signature, a
+    # short-lived token) rather than a fixed key: builds this app's ``Signer`` from the
+    # provider's settings; every request to that upstream, relayed or guarded, goes through it.
+    signer: Callable[[ProviderSettings], Signer] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +136,9 @@ class Declaration:
     # is no ``owned`` family is refused then unless the operator shares it (``auth.shared_routes``):
     # the upstream cannot tell whose objects it names or lists.
     stateless: tuple[str, ...] = ()
+    # The content type of the event streams the gateway writes itself (a termination at the
+    # request): the protocol's own stream type (AWS event streams are binary frames).
+    stream_type: str = "text/event-stream"
     # Whether its sessions' stored keys carry the adapter's name ("responses:f:..."): each
     # protocol's conversations are sessions of their own. False only for the protocol whose
     # keys were stored before any other was guarded (chat), so they stay as stored.

@@ -91,6 +91,9 @@ class StreamDriver:
     holds_whole = False
     failure_event = "none"  # what ``_failed`` writes, named for the log and the audit
     keepalive = HOLDING  # what a keepalive writes: a comment, or an event the protocol's SDKs skip
+    # What splits the upstream's bytes into events: SSE, or a protocol's own framing (AWS event
+    # streams), yielding ``SSEEvent``s alike (``feed`` / ``flush``).
+    decoder: type[Any] = SSEDecoder
 
     def __init__(self, judge: Judge, options: StreamOptions | None = None) -> None:
         self._judge = judge
@@ -148,7 +151,7 @@ class StreamDriver:
         """The upstream broke off after sending ``upstream`` this round: a partial event is
         dropped (it never reached the client, and is never to be completed); what the client
         has open is closed as the upstream would have closed it."""
-        self._decoder = SSEDecoder()
+        self._decoder = self.decoder()
         return self._cut(upstream)
 
     def fail(self, upstream: bytes, failure: Any) -> list[bytes]:
@@ -204,7 +207,7 @@ class StreamDriver:
     # --- rounds -------------------------------------------------------------------------------
 
     def _new_round(self) -> None:
-        self._decoder = SSEDecoder()
+        self._decoder = self.decoder()
         self._held: Held = Held(self.options.keepalive_s, self.keepalive)
         self.rounds.append(RoundState())
         self._start_round()

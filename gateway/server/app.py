@@ -25,6 +25,7 @@ from gateway.pipeline.route import Guarded
 from gateway.policy.holder import PolicyHolder
 from gateway.pricing import configured
 from gateway.protocols import registry
+from gateway.protocols.declaration import UpstreamSpec
 from gateway.protocols.grown import GrownBodies
 from gateway.protocols.registry import KINDS, PATTERNS, relay_route
 from gateway.server import object_paths
@@ -38,6 +39,7 @@ from gateway.state import build_store, claims
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
+from gateway.upstream.signing import ProviderSettings, SignedUpstream
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -167,16 +169,29 @@ def provider_upstreams(config: Config) -> dict[str, Upstream]:
     """An upstream per protocol served by another provider (``UpstreamSpec.config``), by adapter
     name. A provider key in the config that no protocol reads is refused: it is misspelt."""
     specs = {a.name: a.declared.upstream for a in KINDS if a.declared.upstream.config is not None}
-    unclaimed = config.upstream.unclaimed({c for spec in specs.values() if (c := spec.config) is not None})
+    unclaimed = config.upstream.unclaimed({c: spec.settings for spec in specs.values() if (c := spec.config)})
     if unclaimed:
-        known = ", ".join(sorted({f"{s.config}_base_url, {s.config}_api_key" for s in specs.values()}))
+        keys = {f"{s.config}_{key}" for s in specs.values() for key in ("base_url", "api_key", *s.settings)}
+        known = ", ".join(sorted(keys))
         raise ConfigError(
             "<config>",
             f"upstream.{unclaimed[0]}",
             f"no protocol reads it (known: {known})",
             tuple((f"upstream.{key}", "no protocol reads it") for key in unclaimed[1:]),
         )
-    return {name: build_upstream(provider) for name, provider in provider_configs(config).items()}
+    return {name: _upstream(config, specs[name], provider) for name, provider in provider_configs(config).items()}
+
+
+def _upstream(config: Config, spec: UpstreamSpec, provider: UpstreamConfig) -> Upstream:
+    """A provider's upstream; one that authenticates each request by its bytes signs each
+    (``UpstreamSpec.signer``)."""
+    upstream = build_upstream(provider)
+    if spec.signer is None or spec.config is None:
+        return upstream
+    up = config.upstream
+    extra = {key: value for key in spec.settings if (value := up.setting(spec.config, key))}
+    settings = ProviderSettings(spec.config, provider.base_url, up.setting(spec.config, "api_key"), extra)
+    return SignedUpstream(upstream, spec.signer(settings), provider.base_url)
 
 
 def provider_configs(config: Config, suffixed: bool = True) -> dict[str, UpstreamConfig]:

@@ -43,6 +43,7 @@ async def relayed(request: Request, adapter: Adapter, body: bytes | None = None,
         query=gateway.forward_query(request.scope.get("query_string", b""), spec),
         headers=gateway.forward_headers(request.headers.raw, identity=False, spec=spec),
         body=body,
+        client_body=body,
     )
     gateway.metrics.unguarded(request.url.path)
     sent = time.perf_counter()

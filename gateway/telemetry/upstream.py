@@ -40,7 +40,9 @@ class TracingUpstream:
         # Ours replaces a client's: the upstream's parent is this call, itself in the client's trace.
         headers = [(k, v) for k, v in request.headers if k.lower() not in _TRACE_HEADERS]
         headers += [(k.encode(), v.encode("latin-1")) for k, v in carrier.items()]
-        outgoing = UpstreamRequest(request.method, request.path, request.query, headers, request.body)
+        outgoing = UpstreamRequest(
+            request.method, request.path, request.query, headers, request.body, request.client_body
+        )
         started = time.perf_counter()
         try:
             response = await self.inner.send(outgoing)

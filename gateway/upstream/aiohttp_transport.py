@@ -20,7 +20,7 @@ import aiohttp
 from yarl import URL
 
 from gateway.config import UpstreamConfig
-from gateway.upstream.base import UpstreamRequest
+from gateway.upstream.base import UpstreamRequest, url_of
 from gateway.upstream.deadlines import Timing
 from gateway.upstream.errors import UpstreamConnectError, UpstreamError, UpstreamTimeout
 from gateway.upstream.headers import strip_hop_by_hop
@@ -115,9 +115,7 @@ class AiohttpUpstream:
 
     async def send(self, request: UpstreamRequest) -> AiohttpResponse:
         session = self._session or self._use(self._open())
-        url = self._base + request.path.lstrip("/")
-        if request.query:
-            url += "?" + request.query.decode("latin-1")
+        url = url_of(self._base, request)
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers]
         deadline = self._timing.deadline()
         try:

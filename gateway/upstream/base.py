@@ -14,6 +14,18 @@ class UpstreamRequest:
     query: bytes = b""
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
     body: bytes = b""
+    # The client's own body, when this request carries a client's headers: a signature the
+    # client made covers these bytes and no others (``gateway.upstream.signing``). None: a
+    # request the gateway wrote itself.
+    client_body: bytes | None = None
+
+
+def url_of(base_url: str, request: UpstreamRequest) -> str:
+    """The URL a transport requests for ``request`` on the upstream at ``base_url``."""
+    url = base_url.rstrip("/") + "/" + request.path.lstrip("/")
+    if request.query:
+        url += "?" + request.query.decode("latin-1")
+    return url
 
 
 class UpstreamResponse(Protocol):

@@ -26,3 +26,12 @@ class UpstreamTimeout(UpstreamError):
 
     status = 504
     code = "upstream_timeout"
+
+
+class UpstreamUnsigned(UpstreamError):
+    """A request the gateway changed, for a provider that authenticates each request by its
+    bytes, and no credentials of the gateway's own to sign it: the client's signature does not
+    cover it, so it is not sent."""
+
+    status = 502
+    code = "upstream_unsigned"

@@ -9,7 +9,7 @@ from http.cookiejar import CookieJar, DefaultCookiePolicy
 import httpx
 
 from gateway.config import UpstreamConfig
-from gateway.upstream.base import UpstreamRequest
+from gateway.upstream.base import UpstreamRequest, url_of
 from gateway.upstream.deadlines import Timing
 from gateway.upstream.errors import UpstreamConnectError, UpstreamError, UpstreamTimeout
 from gateway.upstream.headers import strip_hop_by_hop
@@ -76,9 +76,7 @@ class HttpxUpstream:
             del self._client.headers[name]
 
     async def send(self, request: UpstreamRequest) -> HttpxResponse:
-        url = self._base + request.path.lstrip("/")
-        if request.query:
-            url += "?" + request.query.decode("latin-1")
+        url = url_of(self._base, request)
         built = self._client.build_request(request.method, url, headers=request.headers, content=request.body)
         deadline = self._timing.deadline()
         try:

@@ -60,12 +60,18 @@ def upstream_failed(
         error=type(exc).__name__,
         detail=str(exc)[:300],
     )
-    kind = {"upstream_timeout": "timed out", "upstream_invalid_response": "answered with a body that is not JSON"}.get(
-        exc.code, "could not be reached"
-    )
+    kind = _FAILED.get(exc.code, "could not be reached")
     return error_response(
         exc.status, f"The upstream model provider {kind}.", type="upstream_error", code=exc.code, shape=shape
     )
+
+
+_FAILED = {
+    "upstream_timeout": "timed out",
+    "upstream_invalid_response": "answered with a body that is not JSON",
+    "upstream_unsigned": "cannot be sent a request the gateway changed: the gateway holds no "
+    "credentials to sign it (give it the provider's credentials)",
+}
 
 
 def _ms(seconds: float) -> float:
