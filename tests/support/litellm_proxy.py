@@ -32,8 +32,12 @@ class Proxy:
 
 
 RESPONSES_MODEL = "gpt-4.1"  # the Responses agent's (support.responses_agent)
-# A price for the test models, so that LiteLLM's spend counts every call it makes, re-asks too.
+# A price for the test models, so that LiteLLM's spend counts every call it makes, re-asks too;
+# and ``max_retries``: the provider client inside LiteLLM retries a request whose pooled
+# connection the scripted upstream closed as idle just as it was reused (a connection error no
+# test means; it showed under the parallel suite's load). A healthy run retries nothing.
 PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
+PARAMS = {**PRICE, "max_retries": 2}
 
 
 ANTHROPIC_MODEL = "claude-sonnet-4-6"  # the Claude agent's (support.claude_agent)
@@ -49,7 +53,7 @@ def proxy_config(
                 "model": f"openai/{MODEL}",
                 "api_base": upstream_url + "/v1",
                 "api_key": "sk-upstream",
-                **PRICE,
+                **PARAMS,
             },
         }
     ]
@@ -61,7 +65,7 @@ def proxy_config(
                     "model": f"openai/{RESPONSES_MODEL}",
                     "api_base": responses_url + "/v1",
                     "api_key": "sk-upstream",
-                    **PRICE,
+                    **PARAMS,
                 },
             }
         )
@@ -73,7 +77,7 @@ def proxy_config(
                     "model": f"anthropic/{ANTHROPIC_MODEL}",
                     "api_base": anthropic_url,
                     "api_key": "sk-ant-upstream",
-                    **PRICE,
+                    **PARAMS,
                 },
             }
         )
