@@ -3,6 +3,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import structlog
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))  # makes tests/support importable as `support`
@@ -15,6 +16,19 @@ from gateway.config import Config
 from gateway.server.app import SERVER_OPTIONS, build_app
 
 share_default_tls_context()
+
+
+def _plain_tracebacks() -> None:
+    """A gateway a test starts logs through structlog's defaults (only ``loopguard serve``
+    configures logging), whose console renderer draws a logged exception with every local
+    variable: seconds for one fail-open line under the parallel suite's load, long enough for a
+    client to time out. Plain tracebacks, as the gateway's own console format writes them."""
+    processors = structlog.get_config()["processors"]
+    plain = structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
+    structlog.configure(processors=[*processors[:-1], plain])
+
+
+_plain_tracebacks()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
