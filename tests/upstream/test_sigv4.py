@@ -12,12 +12,12 @@ from urllib.parse import urlsplit
 
 import pytest
 from botocore.credentials import Credentials, RefreshableCredentials
+from support import sigv4_check
 
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamUnsigned
 from gateway.upstream.signing import ProviderSettings
 from gateway.upstream.sigv4 import DEFAULT_REGION, SigV4Signer, region_of, regional_url
-from tests.support import sigv4_check
 
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/arn:aws:bedrock:us-east-1:1:inference-profile%2Fus.m-v1:0/invoke"
 BODY = b'{"anthropic_version":"bedrock-2023-05-31","max_tokens":5,"messages":[]}'
