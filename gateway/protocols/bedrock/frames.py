@@ -33,9 +33,27 @@ def chunk(event: bytes) -> bytes:
     return frame(CHUNK, codec.dumps({"bytes": base64.b64encode(event).decode("ascii")}))
 
 
+# The exceptions a Bedrock stream may end with, by the names its frames carry: the members of
+# the API's ``ResponseStream`` (botocore and the SDKs read the message of these only).
+STREAM_EXCEPTIONS = frozenset(
+    {
+        "internalServerException",
+        "modelStreamErrorException",
+        "validationException",
+        "throttlingException",
+        "modelTimeoutException",
+        "serviceUnavailableException",
+    }
+)
+
+
 def exception(name: str, message: str) -> bytes:
-    """One exception frame (``name``: Bedrock's exception type), as Bedrock ends a stream."""
-    return frame(name, codec.dumps({"message": message}), "exception")
+    """One exception frame, as Bedrock ends a stream: ``name`` is Bedrock's exception type
+    (``ThrottlingException``), written as the stream's member (``throttlingException``); one
+    a stream cannot carry is an ``internalServerException``."""
+    member = name[:1].lower() + name[1:]
+    member = member if member in STREAM_EXCEPTIONS else "internalServerException"
+    return frame(member, codec.dumps({"message": message}), "exception")
 
 
 def unwrap(payload: str) -> str | None:

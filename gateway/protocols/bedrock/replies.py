@@ -15,6 +15,7 @@ from gateway.protocols.anthropic import answers
 from gateway.protocols.anthropic import replies as anthropic
 from gateway.protocols.base import Answer
 from gateway.protocols.bedrock import frames
+from gateway.protocols.errors import HeadedError
 
 __all__ = ["error_body", "error_event", "error_type"]
 
@@ -48,7 +49,8 @@ def error_type(type: str, code: str | None = None) -> str:
 
 
 def error_body(message: str, type: str = VALIDATION, code: str | None = None) -> dict[str, Any]:
-    return {"message": message, "__type": error_type(type, code)}
+    name = error_type(type, code)
+    return HeadedError({"message": message, "__type": name}, ((b"x-amzn-errortype", name.encode("latin-1")),))
 
 
 def error_event(body: dict[str, Any]) -> bytes:
