@@ -17,6 +17,7 @@ nothing owned. Requests are signed with the gateway's AWS credentials (``upstrea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from gateway.protocols.anthropic import parse, rewrite, tokens
@@ -121,7 +122,13 @@ def at(scope: dict[str, Any]) -> Adapter:
     """The adapter bound to the request's path, ``/bedrock/model/{model}/{action}`` (decoded:
     an ARN's ``%2F`` is its ``/``)."""
     model, _, action = scope["path"][len(MOUNT) + len("/model/") :].rpartition("/")
-    return Path(model, action == _STREAMING).adapter()
+    return _bound(model, action == _STREAMING)
+
+
+@lru_cache(maxsize=256)
+def _bound(model: str, streaming: bool) -> Adapter:
+    """An agent fleet calls a handful of models: each binding is built once (bounded)."""
+    return Path(model, streaming).adapter()
 
 
 ADAPTER = Path().adapter()  # unbound: the routes' adapter, before a path binds it
