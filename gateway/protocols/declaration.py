@@ -55,6 +55,10 @@ class UpstreamSpec:
     # short-lived token) rather than a fixed key: builds this app's ``Signer`` from the
     # provider's settings; every request to that upstream, relayed or guarded, goes through it.
     signer: Callable[[ProviderSettings], Signer] | None = None
+    # A client's ``Authorization`` that is a request signature changes on every request: this
+    # reads the part that names the client (AWS's access key id), so its requests share one
+    # session namespace; None for a value that is not such a signature.
+    signed_client: Callable[[bytes], bytes | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

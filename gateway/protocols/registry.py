@@ -46,7 +46,11 @@ SECRET_HEADERS: frozenset[str] = frozenset(h for k in KINDS for h in k.declared.
 # Query parameters that carry a key in some protocol (Google's ``?key=``).
 SECRET_QUERY: frozenset[str] = frozenset(q for k in KINDS for q in k.declared.upstream.credential_query)
 # Where a client's key may sit, for the one credential reader (``gateway.wire.credentials``).
-KEY_PLACES = KeyPlaces(CREDENTIALS, tuple(sorted(SECRET_QUERY)))
+KEY_PLACES = KeyPlaces(
+    CREDENTIALS,
+    tuple(sorted(SECRET_QUERY)),
+    tuple(read for k in KINDS if (read := k.declared.upstream.signed_client) is not None),
+)
 # Path prefixes (``mount/``) whose paths go upstream as the client spelt them, an encoded slash
 # included (``UpstreamSpec.raw_path``): the path gate keeps a ``%2F`` there.
 SPELT_MOUNTS: tuple[bytes, ...] = tuple(

@@ -29,7 +29,7 @@ from gateway.protocols.declaration import Declaration, UpstreamSpec
 from gateway.protocols.eventstream import CONTENT_TYPE
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
 from gateway.upstream.signing import ProviderSettings
-from gateway.upstream.sigv4 import SigV4Signer, regional_url
+from gateway.upstream.sigv4 import SigV4Signer, regional_url, signing_client
 
 __all__ = ["ADAPTER", "DECLARED", "KIND", "Path"]
 
@@ -64,6 +64,7 @@ DECLARED = Declaration(
         raw_path=True,
         settings=("region",),
         signer=signer,
+        signed_client=signing_client,  # a signing client's requests are one client's sessions
     ),
     # Bedrock's other runtime routes (count-tokens, async invocations, Converse's own routes
     # are another adapter's), relayed signed to the same endpoint, errors in Bedrock's shape.
