@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -88,6 +90,13 @@ def forward_query(query: bytes, spec: UpstreamSpec, api_key: str | None) -> byte
     if not api_key or not spec.credential_query or not query:
         return query
     return without_parameters(query, frozenset(name.encode("latin-1") for name in spec.credential_query))
+
+
+def path_for_upstream(scope: Mapping[str, Any], spec: UpstreamSpec | None = None) -> str:
+    """``upstream_path`` of a request: its decoded path, or as the client spelt it for a
+    protocol that sends it so (``UpstreamSpec.raw_path``: an ARN's ``%2F`` stays encoded)."""
+    raw = scope.get("raw_path") if spec is not None and spec.raw_path else None
+    return upstream_path(raw.decode("latin-1") if raw else scope["path"], spec)
 
 
 def upstream_path(path: str, spec: UpstreamSpec | None = None) -> str:
