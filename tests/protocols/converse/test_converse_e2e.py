@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from support.converse_gateway import run_agent, start_converse  # noqa: F401
+from support.converse_gateway import run_agent, start_converse
 from support.converse_upstream import MODEL, healthy, stubborn
 
 FINAL = "I could not finish: the file never changed."
