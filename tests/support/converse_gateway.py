@@ -15,11 +15,13 @@ from botocore.config import Config as BotoConfig
 from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
+from support import sigv4_check
 from support.converse_upstream import MODEL, ConverseUpstream
 from support.policies import ladder_policy
 from support.servers import serve
 
 REGION = "us-east-1"
+GATEWAY_AWS = {"AWS_ACCESS_KEY_ID": sigv4_check.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": sigv4_check.SECRET_KEY}
 CLIENT_KEYS = {"aws_access_key_id": "AKIDCLIENTEXAMPLE", "aws_secret_access_key": "client-secret"}
 TOOLS = {
     "tools": [
@@ -101,12 +103,25 @@ def run_agent(client: Any, stream: bool, limit: int = 20, model: str = MODEL) ->
 
 
 @pytest.fixture
-def start_converse(tmp_path):
+def start_converse(tmp_path, monkeypatch):
     """Start (scripted Bedrock runtime, gateway); returns (upstream, boto3 client, gateway url)."""
     contexts = []
+    # Only what a test gives: no profile file, no instance metadata service to wait for.
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
 
-    def start(responder, policy_text: str | None = None, config: dict | None = None, credentials=None, **upstream):
-        scripted = ConverseUpstream(responder, credentials, REGION)
+    def start(responder, policy_text: str | None = None, config: dict | None = None, signed: bool = True, **upstream):
+        """``signed``: the gateway holds the scripted AWS credentials (botocore's chain reads
+        them from the environment) and the scripted cloud checks every signature with them."""
+        for name, value in GATEWAY_AWS.items():
+            if signed:
+                monkeypatch.setenv(name, value)
+            else:
+                monkeypatch.delenv(name, raising=False)
+        scripted = ConverseUpstream(responder, signed)
         ctx = serve(scripted.app)
         url = ctx.__enter__()
         contexts.append(ctx)

@@ -6,35 +6,31 @@ event-stream frames as Bedrock sends them: ``messageStart``, text in pieces, eac
 block's input as JSON fragments, ``messageStop``, ``metadata``; each payload padded with a
 ``p`` field as Bedrock's are). It refuses what Bedrock refuses (an unknown model id; tool blocks
 without a ``toolConfig``; a blank text block; roles that do not alternate; tool results that do
-not answer the calls before them) with Bedrock's error shape, and, given credentials, checks the
-SigV4 signature of every request over the exact path and bytes it received (botocore's signer,
-recomputed). It records every request and the exact bytes of every answer.
+not answer the calls before them) with Bedrock's error shape, and (``signed``) checks the SigV4
+signature of every request over the exact path and bytes it received, with the scripted
+credentials (``support.sigv4_check``: botocore's signer, recomputed). It records every request and the exact bytes of every answer.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from gateway.protocols.eventstream import CONTENT_TYPE, frame
+from support import sigv4_check
 
-MODELS = frozenset({"anthropic.claude-3-haiku-20240307-v1:0", "amazon.nova-pro-v1:0"})
+PROFILE = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-haiku-20240307-v1:0"
+CROSS_REGION = "us.anthropic.claude-3-haiku-20240307-v1:0"  # a system inference profile's id
+MODELS = frozenset({"anthropic.claude-3-haiku-20240307-v1:0", "amazon.nova-pro-v1:0", CROSS_REGION, PROFILE})
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
-_AUTH = re.compile(
-    r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<day>\d{8})/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request,"
-    r"\s*SignedHeaders=(?P<signed>[^,]+),\s*Signature=(?P<signature>[0-9a-f]{64})"
-)
 
 
 @dataclass
@@ -156,37 +152,12 @@ def refusal(body: dict[str, Any]) -> str | None:
     return None
 
 
-def signature_error(request: dict[str, Any], credentials: Credentials, region: str) -> str | None:
-    """Why the request's SigV4 signature is not the one botocore computes with ``credentials``
-    over the path, headers and body received (None: it is)."""
-    headers = request["headers"]
-    found = _AUTH.fullmatch(headers.get("authorization", ""))
-    if found is None:
-        return "no SigV4 signature"
-    if (found["key"], found["region"], found["service"]) != (credentials.access_key, region, "bedrock"):
-        return f"signed for {found['key']}/{found['region']}/{found['service']}"
-    signed = found["signed"].split(";")
-    if any(name not in headers for name in signed) or "x-amz-date" not in signed:
-        return "a signed header is missing"
-    url = "http://" + headers["host"] + request["raw_path"] + (("?" + request["query"]) if request["query"] else "")
-    aws = AWSRequest(method="POST", url=url, data=request["raw"], headers={k: headers[k] for k in signed})
-    aws.context["timestamp"] = headers["x-amz-date"]
-    signer = SigV4Auth(credentials, "bedrock", region)
-    expected = signer.signature(signer.string_to_sign(aws, signer.canonical_request(aws)), aws)
-    return None if expected == found["signature"] else "the signature does not match"
-
-
 class ConverseUpstream:
-    """``credentials``: check every request's SigV4 signature (None: read none)."""
+    """``signed``: every request must carry a valid signature of the scripted credentials."""
 
-    def __init__(
-        self,
-        responder: Callable[[dict], Said],
-        credentials: Credentials | None = None,
-        region: str = "us-east-1",
-    ) -> None:
+    def __init__(self, responder: Callable[[dict], Said], signed: bool = True) -> None:
         self.responder = responder
-        self.credentials, self.region = credentials, region
+        self.signed = signed
         self.requests: list[dict[str, Any]] = []
         self.sent: list[bytes] = []  # the exact bytes of each answer, for byte-for-byte checks
         self.app = Starlette(routes=[Route("/model/{call:path}", self._model, methods=["POST"])])
@@ -205,9 +176,15 @@ class ConverseUpstream:
             "query": request.url.query,
         }
         self.requests.append(record)
-        if self.credentials is not None and (wrong := signature_error(record, self.credentials, self.region)):
-            return _error(403, "InvalidSignatureException", wrong)
-        model, _, method = request.path_params["call"].rpartition("/")
+        if self.signed and (
+            wrong := sigv4_check.refusal(
+                "POST", record["raw_path"], record["query"], request.headers.items(), raw, request.headers["host"]
+            )
+        ):
+            return _error(403, *wrong)
+        # As AWS routes: the model id is one segment of the raw path ("/" in an ARN sent as %2F).
+        segments = record["raw_path"].split("/")
+        model, method = unquote(segments[2]) if len(segments) == 4 else "", segments[-1]
         if method not in ("converse", "converse-stream"):
             return _error(404, "UnknownOperationException", "unknown operation")
         try:

@@ -19,12 +19,20 @@ from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.converse import events, parse, replies, rewrite, stream, tokens
 from gateway.protocols.declaration import Declaration, UpstreamSpec
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
+from gateway.upstream.signing import ProviderSettings
+from gateway.upstream.sigv4 import SigV4Signer
 
 __all__ = ["ADAPTER", "KIND", "Path"]
 
 MOUNT = "/bedrock"
 _MODELS = f"{MOUNT}/model/"
 _UNARY, _STREAMING = "/converse", "/converse-stream"
+
+
+def signer(settings: ProviderSettings) -> SigV4Signer:
+    """Every request to the Bedrock runtime signed for its service, ``bedrock`` (``upstream/sigv4.py``)."""
+    return SigV4Signer(settings, "bedrock")
+
 
 DECLARED = Declaration(
     family="aws.bedrock.converse",
@@ -42,6 +50,7 @@ DECLARED = Declaration(
         strip_v1=False,
         mount=MOUNT,
         settings=("region",),
+        signer=signer,
     ),
     id_fields=frozenset({"toolUseId"}),
     auth_error_type="authentication_error",

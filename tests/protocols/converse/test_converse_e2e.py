@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 from support.converse_gateway import run_agent, start_converse
-from support.converse_upstream import MODEL, healthy, stubborn
+from support.converse_upstream import CROSS_REGION, MODEL, PROFILE, healthy, stubborn
 
 FINAL = "I could not finish: the file never changed."
 
@@ -35,3 +37,19 @@ def test_a_healthy_agent_is_relayed_untouched(start_converse, stream):
     assert answer == "All files summarized: a short, complete answer." and executions == 2
     assert len(upstream.requests) == 3 and all(b"LoopGuard" not in r["raw"] for r in upstream.requests)
     assert all(r["path"] == f"/model/{MODEL}/converse{'-stream' if stream else ''}" for r in upstream.requests)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_cross_region_profile_id_is_the_model_and_reaches_the_cloud_signed(start_converse, stream):
+    upstream, client, _ = start_converse(healthy(steps=0))
+    assert run_agent(client, stream, model=CROSS_REGION)[0].startswith("All files")
+    assert upstream.last["raw_path"].split("/")[2] in (CROSS_REGION, quote(CROSS_REGION, safe=""))
+
+
+def test_a_model_arn_with_a_slash_is_refused_in_bedrocks_shape(start_converse):
+    """An ARN's "/" comes percent-encoded, which the gateway's path gate refuses for every
+    route (an encoded slash would route differently upstream): a clear ValidationException."""
+    upstream, client, _ = start_converse(healthy(steps=0))
+    with pytest.raises(client.exceptions.ValidationException, match="encoded"):
+        run_agent(client, False, model=PROFILE)
+    assert upstream.requests == []
