@@ -193,7 +193,11 @@ class ConverseUpstream:
             return _error(400, "SerializationException", "the body is not JSON")
         if model not in MODELS:
             return _error(400, "ValidationException", "The provided model identifier is invalid.")
-        if (why := refusal(body)) is not None:
+        try:
+            why = refusal(body)
+        except (AttributeError, KeyError, TypeError):  # a block not of its shape
+            why = "Malformed input request: a content block is not of its schema."
+        if why is not None:
             return _error(400, "ValidationException", why)
         said = self.responder(body)
         if said.error is not None:

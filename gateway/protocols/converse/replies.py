@@ -33,6 +33,7 @@ _BY_CODE = {
     "request_timeout": "ModelTimeoutException",
     "upstream_timeout": "ModelTimeoutException",
     "loop_detected": "ValidationException",  # a stopped run is the caller's to fix: never retried
+    "upstream_unsigned": "AccessDeniedException",  # the gateway holds no credentials for a changed body
 }
 # The exceptions a Converse stream can carry (its union's members); others are told as the
 # nearest one, so botocore still names the error.

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+import httpx
+import orjson
 import pytest
+from botocore.eventstream import ParserError
+from botocore.exceptions import ClientError, EventStreamError
+from botocore.parsers import create_parser
 from support.converse_gateway import run_agent, start_converse
-from support.converse_upstream import CROSS_REGION, MODEL, PROFILE, healthy, stubborn
+from support.converse_upstream import CROSS_REGION, MODEL, PROFILE, Said, healthy, stubborn
+from support.policies import ladder_policy
 
 FINAL = "I could not finish: the file never changed."
 
@@ -53,3 +59,141 @@ def test_a_model_arn_with_a_slash_is_refused_in_bedrocks_shape(start_converse):
     with pytest.raises(client.exceptions.ValidationException, match="encoded"):
         run_agent(client, False, model=PROFILE)
     assert upstream.requests == []
+
+
+def converse_error(client, response: httpx.Response) -> dict:
+    """What botocore makes of an error answer to ``Converse`` (its code picks the exception class)."""
+    parser = create_parser("rest-json")
+    operation = client.meta.service_model.operation_model("Converse")
+    answer = {"status_code": response.status_code, "headers": dict(response.headers), "body": response.content}
+    return parser.parse(answer, operation.output_shape)["Error"]
+
+
+BODY = {
+    "messages": [{"role": "user", "content": [{"text": "go"}]}],
+    "toolConfig": {"tools": [{"toolSpec": {"name": "read_file", "inputSchema": {"json": {"type": "object"}}}}]},
+}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_healthy_reply_goes_out_byte_for_byte_and_its_request_reaches_the_cloud_so(start_converse, stream):
+    upstream, _, gateway = start_converse(healthy(steps=2))
+    body = orjson.dumps(BODY)
+    path = f"/bedrock/model/{MODEL}/converse" + ("-stream" if stream else "")
+
+    answer = httpx.post(gateway + path, content=body, headers={"content-type": "application/json"})
+
+    assert answer.status_code == 200 and answer.content == upstream.sent[-1]
+    assert upstream.last["raw"] == body and upstream.last["path"] == path.removeprefix("/bedrock")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_terminate_in_error_mode_raises_botocores_validation_error(start_converse, stream):
+    policy = ladder_policy("interventions:\n  terminate: {mode: error}\n")
+    upstream, client, _ = start_converse(stubborn(final=FINAL), policy)
+    expected = EventStreamError if stream else client.exceptions.ValidationException
+    with pytest.raises(expected) as caught:
+        run_agent(client, stream)
+    assert caught.value.response["Error"]["Code"] in ("ValidationException", "validationException")
+    assert "loop" in caught.value.response["Error"]["Message"].lower()
+    assert len(upstream.requests) <= 5  # no tools-closed answer asked
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_terminate_in_reply_mode_ends_with_the_template(start_converse, stream):
+    policy = ladder_policy("interventions:\n  terminate: {mode: reply}\n")
+    upstream, client, _ = start_converse(stubborn(final=FINAL), policy)
+    answer, executions = run_agent(client, stream)
+    assert executions == 3 and "read_file" in answer and answer != FINAL
+    assert all("toolConfig" in r["json"] for r in upstream.requests)  # the template: no answer asked
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{not json", b"[]", b'{"messages": "no list"}'],
+)
+def test_a_malformed_body_gets_botocores_validation_error(start_converse, body):
+    upstream, client, gateway = start_converse(healthy())
+    answer = httpx.post(gateway + f"/bedrock/model/{MODEL}/converse", content=body)
+    assert answer.status_code != 500
+    if answer.status_code == 400 and upstream.requests == []:  # the gateway's own refusal
+        assert answer.json()["__type"] == "ValidationException" and answer.json()["message"]
+    assert converse_error(client, answer)["Code"] in ("ValidationException", "SerializationException")
+
+
+def test_an_unknown_model_id_gets_the_clouds_validation_error(start_converse):
+    _, client, _ = start_converse(healthy())
+    with pytest.raises(client.exceptions.ValidationException, match="model identifier"):
+        run_agent(client, False, model="anthropic.claude-nonexistent-v9:0")
+    with pytest.raises(client.exceptions.ValidationException, match="model identifier"):
+        run_agent(client, True, model="anthropic.claude-nonexistent-v9:0")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"toolUse": {"toolUseId": "t1", "name": "read_file", "input": "not an object"}}],
+        [{"toolUse": {"toolUseId": "t1", "input": {}}}],
+        [{"toolUse": "not a block"}],
+        [{"toolUse": {"toolUseId": "t1", "name": "read_file", "input": {"path": "a.txt"}}}],
+    ],
+)
+def test_broken_tool_use_blocks_are_judged_without_a_500(start_converse, content):
+    """Every request repeats the same broken call: whatever the gateway makes of it, the answer
+    is the cloud's or the gateway's own in Bedrock's shape."""
+    _, client, gateway = start_converse(healthy(steps=9))
+    messages = [{"role": "user", "content": [{"text": "go"}]}]
+    for _ in range(5):
+        messages += [
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "same"}]}}]},
+        ]
+    body = {**BODY, "messages": messages}
+    answer = httpx.post(gateway + f"/bedrock/model/{MODEL}/converse", content=orjson.dumps(body))
+    assert answer.status_code in (200, 400), answer.text
+    if answer.status_code != 200:
+        assert converse_error(client, answer)["Code"] == "ValidationException"
+
+
+def test_malformed_frames_from_the_cloud_reach_botocore_as_a_stream_error(start_converse):
+    good = b"".join(Said(text="hello").events([]))
+    broken = bytearray(good)
+    broken[len(good) // 2] ^= 0xFF  # a flipped byte: its frame's checksum fails
+
+    _, client, _ = start_converse(lambda body: Said(frames=bytes(broken)))
+
+    with pytest.raises((ParserError, EventStreamError)):
+        run_agent(client, True)
+
+
+def test_a_stream_cut_before_its_end_ends_with_an_exception_botocore_raises(start_converse):
+    frames = Said(text="hello there", calls=[("read_file", {"path": "a.txt"})]).events(["t1"])
+    _, client, _ = start_converse(lambda body: Said(frames=b"".join(frames[:4])))
+    with pytest.raises(EventStreamError) as caught:
+        run_agent(client, True)
+    assert caught.value.response["Error"]["Code"] == "internalServerException"
+
+
+def test_a_cloud_error_keeps_its_class(start_converse):
+    _, client, _ = start_converse(lambda body: Said(error=(429, "ThrottlingException")))
+    with pytest.raises(client.exceptions.ThrottlingException):
+        run_agent(client, False)
+
+
+def test_a_bedrock_api_key_of_the_gateways_replaces_the_clients_signature(start_converse):
+    upstream, client, _ = start_converse(healthy(steps=0), signed=False, bedrock_api_key="bedrock-key")
+    run_agent(client, False)
+    assert upstream.last["headers"]["authorization"] == "Bearer bedrock-key"
+    assert "x-amz-date" not in upstream.last["headers"] or "AWS4" not in upstream.last["headers"]["authorization"]
+
+
+def test_without_gateway_credentials_a_changed_body_is_never_sent_under_the_clients_signature(start_converse):
+    """The client signed its own bytes; the warned request is another body: refused, in
+    Bedrock's shape, and never reaches the cloud."""
+    upstream, client, _ = start_converse(stubborn(), signed=False)
+    with pytest.raises(ClientError) as caught:
+        run_agent(client, False)
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 502
+    assert caught.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert "credentials" in caught.value.response["Error"]["Message"]
+    assert len(upstream.requests) == 3  # the three untouched requests went as signed
