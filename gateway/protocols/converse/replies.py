@@ -20,20 +20,25 @@ from gateway.protocols.converse.tokens import output_tokens
 from gateway.protocols.roles.replies import Replies
 from gateway.trace.model import ToolCall
 
-# The gateway's error types and codes (the pipeline's vocabulary) as Bedrock's exceptions.
-_BY_TYPE = {
+# The gateway's own error names (a code first, then a type) in Bedrock's words; the same table
+# as InvokeModel's, so both of Bedrock's APIs answer one failure with one exception.
+_OWN = {
+    "request_too_large": "ValidationException",
+    "loop_detected": "ValidationException",  # a stopped run is the caller's to fix: never retried
     "invalid_request_error": "ValidationException",
     "authentication_error": "UnrecognizedClientException",
+    "invalid_api_key": "UnrecognizedClientException",
     "permission_error": "AccessDeniedException",
+    "not_shared": "AccessDeniedException",
+    "not_found": "ResourceNotFoundException",
     "not_found_error": "ResourceNotFoundException",
     "rate_limit_error": "ThrottlingException",
-    "upstream_error": "ServiceUnavailableException",
-}
-_BY_CODE = {
     "request_timeout": "ModelTimeoutException",
     "upstream_timeout": "ModelTimeoutException",
-    "loop_detected": "ValidationException",  # a stopped run is the caller's to fix: never retried
+    "upstream_unavailable": "ServiceUnavailableException",
     "upstream_unsigned": "AccessDeniedException",  # the gateway holds no credentials for a changed body
+    "upstream_invalid_response": "InternalServerException",
+    "upstream_error": "ServiceUnavailableException",
 }
 # The exceptions a Converse stream can carry (its union's members); others are told as the
 # nearest one, so botocore still names the error.
@@ -103,7 +108,8 @@ def termination(text: str, payload: dict[str, Any] | None = None) -> dict[str, A
 
 
 def error_body(message: str, type: str, code: str | None = None) -> dict[str, Any]:
-    name = _BY_CODE.get(code or "") or _BY_TYPE.get(type, "ValidationException")
+    """``{"message"}`` named by its exception (a Bedrock exception name given as ``type`` is kept)."""
+    name = type if type.endswith("Exception") else _OWN.get(code or "") or _OWN.get(type) or "ValidationException"
     return {"message": message, "__type": name}
 
 
