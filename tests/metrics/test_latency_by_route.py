@@ -12,7 +12,7 @@ from support.protocols import all_protocols, one_of_each
 from gateway.metrics.registry import GatewayMetrics, route_of
 
 ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/models/{model}:generateContent")
-PROTOCOLS = ("chat", "responses", "anthropic", "gemini")
+PROTOCOLS = ("chat", "responses", "anthropic", "gemini", "converse")
 HISTOGRAMS = ("loopguard_gateway_overhead_seconds", "loopguard_upstream_seconds")
 
 
