@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
 
 import structlog
 
@@ -88,6 +91,18 @@ def forward_query(query: bytes, spec: UpstreamSpec, api_key: str | None) -> byte
     if not api_key or not spec.credential_query or not query:
         return query
     return without_parameters(query, frozenset(name.encode("latin-1") for name in spec.credential_query))
+
+
+def path_for_upstream(scope: Mapping[str, Any], spec: UpstreamSpec | None = None) -> str:
+    """``upstream_path`` of a request: its decoded path, or for a protocol whose segments may
+    hold a slash (``UpstreamSpec.raw_path``: an ARN's ``%2F``) the decoded path with those
+    ``%2F`` kept. Nothing else stays escaped: a signature covers the URL as signed, and aiohttp's
+    URL decodes an escape the path allows as it is (boto3's ``%3A`` in ``...-v1%3A0``) before
+    sending, so an escape kept here would be signed one way and sent another."""
+    raw = scope.get("raw_path") if spec is not None and spec.raw_path else None
+    if not raw:
+        return upstream_path(scope["path"], spec)
+    return upstream_path("%2F".join(unquote(part) for part in raw.decode("latin-1").split("%2F")), spec)
 
 
 def upstream_path(path: str, spec: UpstreamSpec | None = None) -> str:

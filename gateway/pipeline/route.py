@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from gateway.context import Gateway, upstream_path
+from gateway.context import Gateway, path_for_upstream
 from gateway.pipeline import request as request_stage
 from gateway.pipeline import stream, tenancy, terminate, unary
 from gateway.pipeline.exchange import Exchange, new_request_id
@@ -109,7 +109,7 @@ def _exchange(
     spec = adapter.declared.upstream
     outgoing = UpstreamRequest(
         method="POST",
-        path=upstream_path(path, spec),
+        path=path_for_upstream(scope, spec),
         query=gateway.forward_query(scope.get("query_string", b""), spec),
         headers=gateway.forward_headers(scope["headers"], identity=True, spec=spec),
         body=body,

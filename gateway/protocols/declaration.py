@@ -29,6 +29,9 @@ class UpstreamSpec:
 
     config: str | None = None
     default_base_url: str = ""
+    # A default base URL that depends on the provider's settings (``extra``, as the signer gets
+    # them): a cloud's regional endpoint. None: ``default_base_url``.
+    default_url: Callable[[Mapping[str, str]], str] | None = None
     key_header: str = "authorization"  # where the server-side key goes
     key_prefix: str = "Bearer "
     credentials: tuple[str, ...] = ("authorization", "api-key")  # client headers carrying a key
@@ -40,6 +43,11 @@ class UpstreamSpec:
     # The gateway path prefix its routes are served under, left out of the upstream path
     # (``/bedrock``: a client's base URL ``http://gateway/bedrock`` stands for the cloud's root).
     mount: str = ""
+    # The upstream path is the client's own spelling (its percent escapes kept), not the decoded
+    # path: an AWS model id may be an ARN whose ``/`` is sent as ``%2F``, one path segment, and
+    # AWS routes and checks signatures on the raw path. Under the mount such a path may carry
+    # ``%2F`` (elsewhere an encoded slash is refused, ``server/paths.py``).
+    raw_path: bool = False
     # Its settings besides ``base_url`` / ``api_key`` (``upstream.<config>_<setting>``: a
     # cloud's ``region``), handed to ``signer``.
     settings: tuple[str, ...] = ()
@@ -47,6 +55,10 @@ class UpstreamSpec:
     # short-lived token) rather than a fixed key: builds this app's ``Signer`` from the
     # provider's settings; every request to that upstream, relayed or guarded, goes through it.
     signer: Callable[[ProviderSettings], Signer] | None = None
+    # A client's ``Authorization`` that is a request signature changes on every request: this
+    # reads the part that names the client (AWS's access key id), so its requests share one
+    # session namespace; None for a value that is not such a signature.
+    signed_client: Callable[[bytes], bytes | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

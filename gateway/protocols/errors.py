@@ -8,7 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["error_body", "openai_error"]
+__all__ = ["HeadedError", "error_body", "error_headers", "openai_error"]
+
+
+class HeadedError(dict[str, Any]):
+    """An error body whose protocol's clients also read the error from response headers
+    (Bedrock's ``x-amzn-ErrorType``): the body as any error body, plus ``headers``, which the
+    code writing the response sends with it."""
+
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+    def __init__(self, body: dict[str, Any], headers: tuple[tuple[bytes, bytes], ...]) -> None:
+        super().__init__(body)
+        self.headers = headers
+
+
+def error_headers(body: Any) -> tuple[tuple[bytes, bytes], ...]:
+    """The response headers an error body carries (``HeadedError``); none for the others."""
+    return body.headers if isinstance(body, HeadedError) else ()
 
 
 def error_body(

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gateway.protocols.anthropic import protocol as anthropic
+from gateway.protocols.bedrock import protocol as bedrock
 from gateway.protocols.chat import protocol as chat
 from gateway.protocols.converse import protocol as converse
 from gateway.protocols.gemini import protocol as gemini
@@ -30,6 +31,7 @@ from gateway.wire.credentials import KeyPlaces
 
 KINDS: tuple[Kind, ...] = (
     converse.KIND,  # before anthropic: a Converse body with a system prompt reads as one too
+    bedrock.KIND,  # an Anthropic body under a Bedrock anthropic_version: read before anthropic's
     anthropic.KIND,
     responses.KIND,
     gemini.KIND,
@@ -46,7 +48,16 @@ SECRET_HEADERS: frozenset[str] = frozenset(h for k in KINDS for h in k.declared.
 # Query parameters that carry a key in some protocol (Google's ``?key=``).
 SECRET_QUERY: frozenset[str] = frozenset(q for k in KINDS for q in k.declared.upstream.credential_query)
 # Where a client's key may sit, for the one credential reader (``gateway.wire.credentials``).
-KEY_PLACES = KeyPlaces(CREDENTIALS, tuple(sorted(SECRET_QUERY)))
+KEY_PLACES = KeyPlaces(
+    CREDENTIALS,
+    tuple(sorted(SECRET_QUERY)),
+    tuple(read for k in KINDS if (read := k.declared.upstream.signed_client) is not None),
+)
+# Path prefixes (``mount/``) whose paths go upstream as the client spelt them, an encoded slash
+# included (``UpstreamSpec.raw_path``): the path gate keeps a ``%2F`` there.
+SPELT_MOUNTS: tuple[bytes, ...] = tuple(
+    (spec.mount + "/").encode() for k in KINDS if (spec := k.declared.upstream).raw_path and spec.mount
+)
 # Keys whose values are ids a model made up, in any protocol's entries.
 ID_FIELDS: frozenset[str] = frozenset(f for k in KINDS for f in k.declared.id_fields)
 

@@ -199,10 +199,18 @@ def provider_configs(config: Config, suffixed: bool = True) -> dict[str, Upstrea
     ``<provider>_base_url`` (env ``LOOPGUARD_<PROVIDER>_BASE_URL`` first, else the declared
     default), with the protocol's version suffix appended unless ``suffixed`` is False."""
     return {
-        a.name: config.upstream.provider(spec.config, spec.default_base_url, spec.root_suffix if suffixed else "")
+        a.name: config.upstream.provider(spec.config, _default_url(config, spec), spec.root_suffix if suffixed else "")
         for a in KINDS
         if (spec := a.declared.upstream).config is not None
     }
+
+
+def _default_url(config: Config, spec: UpstreamSpec) -> str:
+    """The declared default base URL, or the one its settings make (a cloud's region)."""
+    if spec.default_url is None or spec.config is None:
+        return spec.default_base_url
+    up = config.upstream
+    return spec.default_url({key: value for key in spec.settings if (value := up.setting(spec.config, key))})
 
 
 class GatewayApp:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.context import Gateway, upstream_path
+from gateway.context import Gateway, path_for_upstream
 from gateway.protocols.roles import Adapter
 from gateway.server import owned_refs
 from gateway.state import claims
@@ -39,7 +39,7 @@ async def relayed(request: Request, adapter: Adapter, body: bytes | None = None,
         body = read
     outgoing = UpstreamRequest(
         method=request.method,
-        path=upstream_path(request.url.path, spec),
+        path=path_for_upstream(request.scope, spec),
         query=gateway.forward_query(request.scope.get("query_string", b""), spec),
         headers=gateway.forward_headers(request.headers.raw, identity=False, spec=spec),
         body=body,

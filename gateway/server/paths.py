@@ -7,7 +7,10 @@ the upstream's ``/admin/keys`` with the server's key, and ``/v1//chat/completion
 relayed unjudged. The rule: a path is a sequence of non-empty segments, none of them ``.`` or
 ``..``; percent-encoded letters, digits and ``-_~`` are decoded (they mean the same, RFC 3986
 6.2.2.2); an encoded dot, slash, backslash or control character, a raw backslash, or a
-malformed escape is refused; one trailing slash is dropped. Refusals are 400s.
+malformed escape is refused; one trailing slash is dropped. Refusals are 400s. Under the mount
+of a protocol whose upstream gets the path as spelt (``UpstreamSpec.raw_path``: Bedrock, whose
+model ids may be ARNs with a ``%2F``), an encoded slash is kept, encoded; the path it makes
+decoded must be canonical too.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
-from gateway.protocols.registry import compile_route
+from gateway.protocols.registry import SPELT_MOUNTS, compile_route
 from gateway.server.refusal import Refusal
 from gateway.upstream.headers import unsendable_header
 
@@ -30,11 +33,15 @@ class PathError(ValueError):
     pass
 
 
-def canonical_path(raw: bytes) -> bytes:
-    """The canonical raw path, or PathError saying why there is none."""
+def canonical_path(raw: bytes, slashes: bool = False) -> bytes:
+    """The canonical raw path, or PathError saying why there is none. ``slashes``: an encoded
+    slash is part of a segment (a path its protocol sends upstream as spelt, an AWS ARN), kept
+    encoded; the segments it separates once decoded are held to the same rule."""
     if b"\\" in raw:
         raise PathError("a backslash")
-    decoded = _ESCAPE.sub(_unescape, raw)
+    decoded = _ESCAPE.sub(_unescape_slash if slashes else _unescape, raw)
+    if slashes and b"%2F" in decoded:
+        canonical_path(decoded.replace(b"%2F", b"/"))
     if len(decoded) > 1 and decoded.endswith(b"/") and not decoded.endswith(b"//"):
         decoded = decoded[:-1]  # `/v1/chat/completions/` is the chat route, judged as such
     if not decoded.startswith(b"/"):
@@ -47,6 +54,11 @@ def canonical_path(raw: bytes) -> bytes:
         if segment in (b".", b".."):
             raise PathError("a '.' or '..' segment")
     return decoded
+
+
+def _unescape_slash(match: re.Match[bytes]) -> bytes:
+    pair = match.group(1)
+    return b"%2F" if pair is not None and pair.upper() == b"2F" else _unescape(match)
 
 
 def _unescape(match: re.Match[bytes]) -> bytes:
@@ -67,7 +79,7 @@ class PathGuard:
     def __call__(self, scope: dict[str, Any]) -> dict[str, Any] | Refusal:
         raw = scope.get("raw_path") or scope["path"].encode("utf-8")
         try:
-            path = canonical_path(raw)
+            path = canonical_path(raw, raw.startswith(SPELT_MOUNTS))
         except PathError as exc:
             return Refusal(
                 400, f"The request path is not allowed: it contains {exc}.", "invalid_request_error", "invalid_path"

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import structlog
 
+from gateway.protocols.errors import error_headers
 from gateway.protocols.registry import DEFAULT, protocol_of
 from gateway.protocols.roles import Kind
 
@@ -28,6 +29,12 @@ def protocol_at(path: str) -> Kind:
 
 def error_json(path: str, message: str, type: str, code: str | None = None) -> bytes:
     return orjson.dumps(protocol_at(path).authored.error_body(message, type, code))
+
+
+def _error(path: str, message: str, type: str, code: str) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+    """The error's body and the headers its protocol sends with one (``error_headers``)."""
+    body = protocol_at(path).authored.error_body(message, type, code)
+    return orjson.dumps(body), error_headers(body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +73,17 @@ async def refuse(
 ) -> None:
     """Send the error and log the request line (the path is cut short: it is the client's text)."""
     path = scope.get("path", "")
-    body = error_json(path, message, type, code)
+    body, named = _error(path, message, type, code)
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *named,
+                *headers,
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body, "more_body": False})

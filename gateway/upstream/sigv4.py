@@ -43,13 +43,30 @@ from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamUnsigned
 from gateway.upstream.signing import ProviderSettings
 
-__all__ = ["DEFAULT_REGION", "SigV4Signer", "region_of", "regional_url"]
+__all__ = ["DEFAULT_REGION", "SigV4Signer", "region_of", "regional_url", "signing_client"]
 
 DEFAULT_REGION = "us-east-1"  # the last resort, as the AWS CLI's examples use it
 _AUTHORIZATION = b"authorization"
 # A client's signature: dropped whenever the gateway signs (or its key goes instead).
 CLIENT_SIGNATURE = frozenset({_AUTHORIZATION, b"x-amz-date", b"x-amz-security-token", b"x-amz-content-sha256"})
 _SIGNED_TYPES = frozenset({b"content-type"})  # besides host and the x-amz* headers
+
+
+_SIGV4 = b"AWS4-HMAC-SHA256 "
+_CREDENTIAL = b"Credential="
+
+
+def signing_client(auth: bytes) -> bytes | None:
+    """The access key id a SigV4 ``Authorization`` was made with (its ``Credential=`` scope's
+    first part), which names the client across requests; None for any other value. Not
+    verified here: it is public, so it names a client but proves nothing."""
+    if not auth.startswith(_SIGV4):
+        return None
+    at = auth.find(_CREDENTIAL)
+    if at < 0:
+        return None
+    key = auth[at + len(_CREDENTIAL) :].split(b"/", 1)[0]
+    return _SIGV4 + key if key else None
 
 
 def region_of(extra: Mapping[str, str], session: Session | None = None) -> str:

@@ -10,7 +10,7 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from gateway.protocols.errors import error_body
+from gateway.protocols.errors import error_body, error_headers
 from gateway.upstream.errors import UpstreamError
 
 _JSON = (b"content-type", b"application/json")
@@ -27,7 +27,8 @@ def openai_shape(message: str, type: str, code: str | None = None) -> dict[str, 
 def error_response(
     status: int, message: str, type: str = "invalid_request_error", code: str | None = None, shape: Shape = openai_shape
 ) -> Response:
-    return relay(status, [_JSON], orjson.dumps(shape(message, type, code)))
+    body = shape(message, type, code)
+    return relay(status, [_JSON, *error_headers(body)], orjson.dumps(body))
 
 
 def relay(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> Response:

@@ -5,7 +5,8 @@ The places a key may sit are the protocols' (``Authorization``, ``x-api-key``, G
 ``?key=``...): the caller passes them in as a :class:`KeyPlaces`, built once from the adapters'
 declarations. The rule is fixed here: a bearer token first, else the first non-empty key header
 in declared order, else a key in the query, else a non-bearer ``Authorization`` value whole (it
-still tells clients apart).
+still tells clients apart), or, for a request signature that changes with every request, the
+part a protocol says names its client (``KeyPlaces.signed``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ class KeyPlaces:
 
     headers: tuple[str, ...]
     query: tuple[str, ...] = ()
+    # How a non-bearer ``Authorization`` value names its client when the value itself changes
+    # on every request (a request signature: AWS's names the access key id it was made with);
+    # each answers the stable part, or None when the value is not of its scheme.
+    signed: tuple[Callable[[bytes], bytes | None], ...] = ()
     names: frozenset[bytes] = field(init=False)  # every header that carries a key, as bytes
     _others: tuple[bytes, ...] = field(init=False)
     _query_keys: frozenset[bytes] = field(init=False)
@@ -76,7 +81,15 @@ class KeyPlaces:
         for name in self._others:
             if value := get(name):
                 return value
-        return self.query_key(query) or auth
+        return self.query_key(query) or self._signer(auth)
+
+    def _signer(self, auth: bytes | None) -> bytes | None:
+        """A non-bearer ``Authorization`` whole, or the client a request signature names."""
+        if auth is not None:
+            for read in self.signed:
+                if (client := read(auth)) is not None:
+                    return client
+        return auth
 
 
 def parameter_name(pair: bytes) -> bytes:

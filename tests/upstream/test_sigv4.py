@@ -12,12 +12,12 @@ from urllib.parse import urlsplit
 
 import pytest
 from botocore.credentials import Credentials, RefreshableCredentials
+from support import sigv4_check
 
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.errors import UpstreamUnsigned
 from gateway.upstream.signing import ProviderSettings
-from gateway.upstream.sigv4 import DEFAULT_REGION, SigV4Signer, region_of, regional_url
-from tests.support import sigv4_check
+from gateway.upstream.sigv4 import DEFAULT_REGION, SigV4Signer, region_of, regional_url, signing_client
 
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/arn:aws:bedrock:us-east-1:1:inference-profile%2Fus.m-v1:0/invoke"
 BODY = b'{"anthropic_version":"bedrock-2023-05-31","max_tokens":5,"messages":[]}'
@@ -196,3 +196,20 @@ def test_the_regional_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     template = "https://bedrock-runtime.{region}.amazonaws.com"
     assert regional_url(template, {}) == "https://bedrock-runtime.eu-west-3.amazonaws.com"
     assert regional_url(template, {"region": "us-west-2"}) == "https://bedrock-runtime.us-west-2.amazonaws.com"
+
+
+def test_a_signing_client_is_one_client_across_requests() -> None:
+    """Each signature differs, the access key id it names does not: one session namespace."""
+    from gateway.protocols.registry import KEY_PLACES
+
+    def signed_by(key: str, signature: str) -> dict[str, str]:
+        scope = f"Credential={key}/20260101/us-east-1/bedrock/aws4_request"
+        return {"authorization": f"AWS4-HMAC-SHA256 {scope}, SignedHeaders=host, Signature={signature}"}
+
+    first, again, other = (
+        KEY_PLACES.credential_hash(signed_by(key, sig))
+        for key, sig in (("AKID1", "a" * 64), ("AKID1", "b" * 64), ("AKID2", "a" * 64))
+    )
+    assert first == again != other
+    assert signing_client(b"Bearer ABSK-key") is None
+    assert signing_client(b"AWS4-HMAC-SHA256 SignedHeaders=host") is None

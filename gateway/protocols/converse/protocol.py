@@ -16,11 +16,12 @@ from typing import Any
 
 from gateway.protocols import eventstream
 from gateway.protocols.base import Judge, StreamOptions
+from gateway.protocols.bedrock.protocol import ENDPOINT
 from gateway.protocols.converse import events, parse, replies, rewrite, stream, tokens
 from gateway.protocols.declaration import Declaration, UpstreamSpec
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
 from gateway.upstream.signing import ProviderSettings
-from gateway.upstream.sigv4 import SigV4Signer
+from gateway.upstream.sigv4 import SigV4Signer, regional_url
 
 __all__ = ["ADAPTER", "KIND", "Path"]
 
@@ -37,18 +38,20 @@ def signer(settings: ProviderSettings) -> SigV4Signer:
 DECLARED = Declaration(
     family="aws.bedrock.converse",
     # A model id may be an inference profile's or a provisioned model's ARN, with "/" in it
-    # (sent as %2F, read decoded): the model is the rest of the path up to the method.
+    # (sent as %2F, read decoded; sent upstream as spelt): the model is the path up to the method.
     routes=(f"{_MODELS}{{model:path}}{_UNARY}", f"{_MODELS}{{model:path}}{_STREAMING}"),
     # The Bedrock runtime, shared with InvokeModel (``upstream.bedrock_*``). A Bedrock API key
     # (``upstream.bedrock_api_key``) goes as a bearer token in place of the client's credentials.
     upstream=UpstreamSpec(
         config="bedrock",
-        default_base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+        default_base_url=ENDPOINT,
+        default_url=lambda extra: regional_url(ENDPOINT, extra),
         key_header="authorization",
         key_prefix="Bearer ",
         credentials=("authorization",),
         strip_v1=False,
         mount=MOUNT,
+        raw_path=True,  # an ARN model id's %2F goes as sent: AWS routes and signs the raw path
         settings=("region",),
         signer=signer,
     ),

@@ -2,9 +2,8 @@
 
 A reply is ``{"output": {"message": {"role": "assistant", "content": [block, ...]}},
 "stopReason", "usage": {"inputTokens", "outputTokens", "totalTokens"}, "metrics"}``; one answer,
-no alternatives. Errors are Bedrock's: ``{"message": ...}`` under a status, named by the
-exception botocore raises; the gateway names it in the body's ``__type`` (botocore reads the
-code from it when no ``x-amzn-ErrorType`` header says otherwise), so the SDK raises its
+no alternatives. Errors are Bedrock's, written as InvokeModel's are (``bedrock.replies.error_body``:
+``{"message", "__type"}`` with the ``x-amzn-ErrorType`` header): botocore raises its
 ``ValidationException``, ``ThrottlingException``, ... and retries what it retries.
 """
 
@@ -14,34 +13,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.protocols.base import Answer
+from gateway.protocols.bedrock.replies import error_body
 from gateway.protocols.converse.events import ZERO_USAGE
 from gateway.protocols.converse.parse import blocks_of, calls_of, text_of
 from gateway.protocols.converse.tokens import output_tokens
 from gateway.protocols.roles.replies import Replies
 from gateway.trace.model import ToolCall
 
-# The gateway's own error names (a code first, then a type) in Bedrock's words; the same table
-# as InvokeModel's, so both of Bedrock's APIs answer one failure with one exception.
-_OWN = {
-    "request_too_large": "ValidationException",
-    "loop_detected": "ValidationException",  # a stopped run is the caller's to fix: never retried
-    "invalid_request_error": "ValidationException",
-    "authentication_error": "UnrecognizedClientException",
-    "invalid_api_key": "UnrecognizedClientException",
-    "permission_error": "AccessDeniedException",
-    "not_shared": "AccessDeniedException",
-    "not_found": "ResourceNotFoundException",
-    "not_found_error": "ResourceNotFoundException",
-    "rate_limit_error": "ThrottlingException",
-    "request_timeout": "ModelTimeoutException",
-    "upstream_timeout": "ModelTimeoutException",
-    "upstream_unavailable": "ServiceUnavailableException",
-    "upstream_unsigned": "AccessDeniedException",  # the gateway holds no credentials for a changed body
-    "upstream_invalid_response": "InternalServerException",
-    "upstream_error": "ServiceUnavailableException",
-}
 # The exceptions a Converse stream can carry (its union's members); others are told as the
 # nearest one, so botocore still names the error.
+__all__ = ["REPLIES", "error_body", "stream_exception", "termination"]
 _IN_STREAM = {
     "ValidationException": "validationException",
     "ThrottlingException": "throttlingException",
@@ -105,12 +86,6 @@ def termination(text: str, payload: dict[str, Any] | None = None) -> dict[str, A
         "usage": dict(ZERO_USAGE),
         "metrics": {"latencyMs": 0},
     }
-
-
-def error_body(message: str, type: str, code: str | None = None) -> dict[str, Any]:
-    """``{"message"}`` named by its exception (a Bedrock exception name given as ``type`` is kept)."""
-    name = type if type.endswith("Exception") else _OWN.get(code or "") or _OWN.get(type) or "ValidationException"
-    return {"message": message, "__type": name}
 
 
 def stream_exception(body: dict[str, Any]) -> str:

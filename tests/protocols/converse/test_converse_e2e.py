@@ -52,13 +52,13 @@ def test_a_cross_region_profile_id_is_the_model_and_reaches_the_cloud_signed(sta
     assert upstream.last["raw_path"].split("/")[2] in (CROSS_REGION, quote(CROSS_REGION, safe=""))
 
 
-def test_a_model_arn_with_a_slash_is_refused_in_bedrocks_shape(start_converse):
-    """An ARN's "/" comes percent-encoded, which the gateway's path gate refuses for every
-    route (an encoded slash would route differently upstream): a clear ValidationException."""
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_inference_profile_arn_reaches_the_cloud_as_one_signed_path_segment(start_converse, stream):
+    """An ARN's "/" comes as %2F: the gateway reads the model decoded and sends the path as
+    spelt, which is what AWS routes on and what the scripted cloud checks the signature over."""
     upstream, client, _ = start_converse(healthy(steps=0))
-    with pytest.raises(client.exceptions.ValidationException, match="encoded"):
-        run_agent(client, False, model=PROFILE)
-    assert upstream.requests == []
+    assert run_agent(client, stream, model=PROFILE)[0].startswith("All files")
+    assert upstream.last["raw_path"].split("/")[2] == PROFILE.replace("/", "%2F")
 
 
 def converse_error(client, response: httpx.Response) -> dict:
@@ -118,6 +118,7 @@ def test_a_malformed_body_gets_botocores_validation_error(start_converse, body):
     assert answer.status_code != 500
     if answer.status_code == 400 and upstream.requests == []:  # the gateway's own refusal
         assert answer.json()["__type"] == "ValidationException" and answer.json()["message"]
+        assert answer.headers["x-amzn-errortype"] == "ValidationException"
     assert converse_error(client, answer)["Code"] in ("ValidationException", "SerializationException")
 
 
@@ -197,3 +198,13 @@ def test_without_gateway_credentials_a_changed_body_is_never_sent_under_the_clie
     assert caught.value.response["Error"]["Code"] == "AccessDeniedException"
     assert "credentials" in caught.value.response["Error"]["Message"]
     assert len(upstream.requests) == 3  # the three untouched requests went as signed
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("model", [MODEL, PROFILE])
+def test_the_signature_holds_over_the_path_each_transport_sends(start_converse, transport, model):
+    """boto3 sends a model id's ":" as %3A and an ARN's "/" as %2F; whichever HTTP client the
+    gateway sends with, the cloud checks the gateway's signature over the path it received."""
+    upstream, client, _ = start_converse(stubborn(final=FINAL), transport=transport)
+    assert run_agent(client, True, model=model) == (FINAL, 3)
+    assert len(upstream.requests) == 6  # every one accepted: signed over what arrived
