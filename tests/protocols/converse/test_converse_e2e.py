@@ -208,3 +208,18 @@ def test_the_signature_holds_over_the_path_each_transport_sends(start_converse, 
     upstream, client, _ = start_converse(stubborn(final=FINAL), transport=transport)
     assert run_agent(client, True, model=model) == (FINAL, 3)
     assert len(upstream.requests) == 6  # every one accepted: signed over what arrived
+
+
+def chatty(body: dict) -> Said:
+    """Loops, saying so before each call; with tools closed, its final answer."""
+    if "toolConfig" not in body:
+        return Said(text=FINAL)
+    return Said(text="Let me read a.txt again.", calls=[("read_file", {"path": "a.txt"})])
+
+
+def test_a_streamed_stop_reads_exactly_like_the_non_streamed_one(start_converse):
+    """From the warned step on, a round's words are held until its call is judged: the refused
+    round's words never reach the streaming client either."""
+    _, unary_client, _ = start_converse(chatty)
+    _, stream_client, _ = start_converse(chatty)
+    assert run_agent(stream_client, True) == run_agent(unary_client, False) == (FINAL, 3)
