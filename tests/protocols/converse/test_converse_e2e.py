@@ -185,7 +185,6 @@ def test_a_bedrock_api_key_of_the_gateways_replaces_the_clients_signature(start_
     upstream, client, _ = start_converse(healthy(steps=0), signed=False, bedrock_api_key="bedrock-key")
     run_agent(client, False)
     assert upstream.last["headers"]["authorization"] == "Bearer bedrock-key"
-    assert "x-amz-date" not in upstream.last["headers"] or "AWS4" not in upstream.last["headers"]["authorization"]
 
 
 def test_without_gateway_credentials_a_changed_body_is_never_sent_under_the_clients_signature(start_converse):
