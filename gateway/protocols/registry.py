@@ -23,12 +23,14 @@ from typing import Any
 from gateway.protocols.anthropic import protocol as anthropic
 from gateway.protocols.bedrock import protocol as bedrock
 from gateway.protocols.chat import protocol as chat
+from gateway.protocols.converse import protocol as converse
 from gateway.protocols.gemini import protocol as gemini
 from gateway.protocols.responses import protocol as responses
 from gateway.protocols.roles import Adapter, Kind
 from gateway.wire.credentials import KeyPlaces
 
 KINDS: tuple[Kind, ...] = (
+    converse.KIND,  # before anthropic: a Converse body with a system prompt reads as one too
     bedrock.KIND,  # an Anthropic body under a Bedrock anthropic_version: read before anthropic's
     anthropic.KIND,
     responses.KIND,

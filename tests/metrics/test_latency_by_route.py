@@ -13,7 +13,7 @@ from gateway.metrics.registry import GatewayMetrics, route_of
 from gateway.protocols.registry import KINDS
 
 ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/models/{model}:generateContent")
-PROTOCOLS = ("chat", "responses", "anthropic", "gemini")  # the ones asked; every other one's series is at 0
+PROTOCOLS = ("chat", "responses", "anthropic", "gemini", "converse")  # the ones asked; every other one's series is at 0
 HISTOGRAMS = ("loopguard_gateway_overhead_seconds", "loopguard_upstream_seconds")
 
 

@@ -1,0 +1,1 @@
+"""Amazon Bedrock's Converse API (``converse``, ``converse-stream``) as a guarded protocol (``protocol``)."""
