@@ -8,7 +8,8 @@ that app's alone.
 
 Order matters in one place only: ``loopguard replay`` asks each protocol in turn whether a
 recorded body is its own, so the most specific reader comes first and chat (any ``messages``
-list) last. The default upstream's protocol (``UpstreamSpec.config is None``) shapes the
+list) last (Azure's protocols read none: their bodies are chat's and Responses'). Routes never
+compete: each path is one protocol's (Azure's all lie under ``/openai/``). The default upstream's protocol (``UpstreamSpec.config is None``) shapes the
 errors of paths no protocol claims.
 """
 
@@ -21,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gateway.protocols.anthropic import protocol as anthropic
+from gateway.protocols.azure import protocol as azure
 from gateway.protocols.chat import protocol as chat
 from gateway.protocols.gemini import protocol as gemini
 from gateway.protocols.responses import protocol as responses
@@ -31,6 +33,8 @@ KINDS: tuple[Kind, ...] = (
     anthropic.KIND,
     responses.KIND,
     gemini.KIND,
+    azure.RESPONSES_KIND,
+    azure.CHAT_KIND,
     chat.KIND,
 )
 

@@ -11,8 +11,15 @@ from support.protocols import all_protocols, one_of_each
 
 from gateway.metrics.registry import GatewayMetrics, route_of
 
-ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/models/{model}:generateContent")
-PROTOCOLS = ("chat", "responses", "anthropic", "gemini")
+ROUTES = (
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/messages",
+    "/v1/models/{model}:generateContent",
+    "/openai/deployments/{deployment}/chat/completions",
+    "/openai/responses",
+)
+PROTOCOLS = ("chat", "responses", "anthropic", "gemini", "azure_chat", "azure_responses")
 HISTOGRAMS = ("loopguard_gateway_overhead_seconds", "loopguard_upstream_seconds")
 
 

@@ -1,6 +1,6 @@
 """One real gateway guarding every protocol at once, each in front of its scripted model:
-chat completions and the Responses API on one OpenAI-style upstream, Anthropic Messages and the
-Gemini API on their own. For tests of what the protocols share (metrics by route, tracing)."""
+chat completions and the Responses API on one OpenAI-style upstream, Anthropic Messages, the
+Gemini API and Azure OpenAI (chat and Responses) on their own. For tests of what the protocols share (metrics by route, tracing)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
 from support.anthropic_upstream import AnthropicUpstream, Said
+from support.azure_upstream import DEPLOYMENT, AzureUpstream, azure_client
 from support.gemini_gateway import client_for
 from support.gemini_upstream import GeminiUpstream
 from support.gemini_upstream import Said as GeminiSaid
@@ -38,6 +39,7 @@ class Protocols:
     responses: ResponsesUpstream
     messages: AnthropicUpstream
     gemini: GeminiUpstream
+    azure: AzureUpstream
 
     def openai(self, **headers: str) -> openai.OpenAI:
         return openai.OpenAI(
@@ -58,17 +60,24 @@ def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = N
     responses = ResponsesUpstream(lambda conversation, body: Answer(ANSWER))
     messages = AnthropicUpstream(lambda body: Said(text=ANSWER))
     gemini = GeminiUpstream(lambda body: GeminiSaid(text=ANSWER))
+    azure = AzureUpstream(lambda request: Reply(content=ANSWER), lambda conversation, body: Answer(ANSWER))
     chat_route = next(r for r in chat.app.routes if r.path == "/v1/chat/completions")
     openai_style = Starlette(routes=[chat_route, *responses.app.routes])  # chat first: responses has a catch-all
     policy = tmp_path / "policy.yaml"
     policy.write_text(ladder_policy())
-    with serve(openai_style) as openai_url, serve(messages.app) as anthropic_url, serve(gemini.app) as gemini_url:
+    with (
+        serve(openai_style) as openai_url,
+        serve(messages.app) as anthropic_url,
+        serve(gemini.app) as gemini_url,
+        serve(azure.app) as azure_url,
+    ):
         config = Config.model_validate(
             {
                 "upstream": {
                     "base_url": openai_url + "/v1",
                     "anthropic_base_url": anthropic_url,
                     "gemini_base_url": gemini_url,
+                    "azure_base_url": azure_url,
                 }
             }
         )
@@ -76,7 +85,7 @@ def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = N
         if prepare is not None:
             prepare(app)
         with serve(app, **SERVER_OPTIONS) as url:
-            yield Protocols(url, app, chat, responses, messages, gemini)
+            yield Protocols(url, app, chat, responses, messages, gemini, azure)
 
 
 def one_of_each(protocols: Protocols, stream: bool = False) -> None:
@@ -91,6 +100,19 @@ def one_of_each(protocols: Protocols, stream: bool = False) -> None:
     assert said == ANSWER
     client = client_for(protocols.url)  # held: the SDK closes its connections when collected
     gemini = client.models
+    azure = azure_client(protocols.url)
+    chat = azure.chat.completions.create(model=DEPLOYMENT, messages=hi, stream=stream)
+    said = (
+        "".join(c.choices[0].delta.content or "" for c in chat if c.choices)
+        if stream
+        else chat.choices[0].message.content
+    )
+    assert said == ANSWER
+    if stream:
+        with azure.responses.stream(model=DEPLOYMENT, input="hi") as events:
+            assert events.get_final_response().output_text == ANSWER
+    else:
+        assert azure.responses.create(model=DEPLOYMENT, input="hi").output_text == ANSWER
     if stream:
         with protocols.openai().responses.stream(model="m", input="hi") as events:
             assert events.get_final_response().output_text == ANSWER
