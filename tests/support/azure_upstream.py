@@ -55,10 +55,11 @@ class AzureUpstream:
         responses: Responder | None = None,
         keys: tuple[str, ...] = (CLIENT_KEY,),
         tokens: tuple[str, ...] = (ENTRA_TOKEN,),
+        deployment: str = DEPLOYMENT,
     ) -> None:
         self.chat = RespondingUpstream(chat or (lambda request: Reply(content="ok")))
         self.responses = ResponsesUpstream(responses or (lambda conversation, body: Answer("ok")))
-        self.keys, self.tokens = keys, tokens
+        self.keys, self.tokens, self.deployment = keys, tokens, deployment
         self.seen: list[dict[str, Any]] = []
         self.others: list[dict[str, Any]] = []  # relayed requests: method, path, query, headers
         chat_model, responses_model = self.chat._chat, self.responses._create
@@ -108,7 +109,7 @@ class AzureUpstream:
                 return refusal
             if body is None:
                 return azure_error(400, "BadRequest", "We could not parse the JSON body of your request.")
-            if deployment != DEPLOYMENT:
+            if deployment != self.deployment:
                 return azure_error(404, "DeploymentNotFound", "The API deployment for this resource does not exist.")
             return await answer(request)
 
