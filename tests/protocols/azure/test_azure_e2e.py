@@ -80,19 +80,28 @@ def test_a_looping_chat_agent_is_ended_with_the_models_own_answer(start_azure, s
     assert all(r["headers"]["api-key"] == CLIENT_KEY for r in upstream.seen)
 
 
-def test_an_async_looping_chat_agent_is_ended_too(start_azure):
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_async_looping_chat_agent_is_ended_too(start_azure, stream):
     upstream, gateway = start_azure(closing_chat)
+
+    async def step(client: openai.AsyncAzureOpenAI, messages: list) -> dict:
+        kwargs = {"model": DEPLOYMENT, "messages": messages, "tools": TOOLS}
+        if not stream:
+            return (await client.chat.completions.create(**kwargs)).choices[0].message.model_dump(exclude_none=True)
+        async with client.chat.completions.stream(**kwargs) as events:
+            completion = await events.get_final_completion()
+        return completion.choices[0].message.model_dump(exclude_none=True, exclude={"parsed"})
 
     async def run() -> tuple[str | None, int]:
         client = async_azure_client(gateway)
         messages: list = [{"role": "user", "content": "summarize a.txt"}]
         for executed in range(20):
-            reply = await client.chat.completions.create(model=DEPLOYMENT, messages=messages, tools=TOOLS)
-            message = reply.choices[0].message
-            if not message.tool_calls:
-                return message.content, executed
-            messages.append(message.model_dump(exclude_none=True))
-            messages += [{"role": "tool", "tool_call_id": c.id, "content": "same"} for c in message.tool_calls]
+            message = await step(client, messages)
+            calls = message.get("tool_calls") or []
+            if not calls:
+                return message.get("content"), executed
+            messages.append({**message, "tool_calls": [{k: c[k] for k in ("id", "type", "function")} for c in calls]})
+            messages += [{"role": "tool", "tool_call_id": c["id"], "content": "same"} for c in calls]
         return None, 20
 
     answer, executed = asyncio.run(run())
