@@ -23,6 +23,8 @@ def test_an_unguarded_route_goes_to_the_resource_with_its_path_query_and_key(sta
     sent = upstream.others[-1]
     assert (sent["path"], sent["query"]) == ("/openai/models", f"api-version={API_VERSION}")
     assert sent["headers"]["api-key"] == CLIENT_KEY
+    counted = 'loopguard_unguarded_requests_total{family="azure_responses"} 1.0'
+    assert counted in httpx.get(gateway + "/metrics").text
 
 
 def tenant(gateway: str, key: str) -> httpx.Client:
