@@ -100,7 +100,9 @@ class UpstreamConfig(_Strict):
         "written as `<provider>_base_url` / `<provider>_api_key` keys of this section, e.g. "
         "`anthropic_base_url` (default `https://api.anthropic.com`, the API root as "
         "`ANTHROPIC_BASE_URL`; a trailing `/v1` is accepted) and `anthropic_api_key` (sent as "
-        "`x-api-key`), `gemini_base_url`, `gemini_api_key`. A key replaces the client's "
+        "`x-api-key`), `gemini_base_url`, `gemini_api_key`, `azure_base_url` (the Azure OpenAI "
+        "resource, `https://<resource>.openai.azure.com`; no default: unset, Azure routes answer "
+        "501) and `azure_api_key` (sent as `api-key`). A key replaces the client's "
         "credentials; unset: each client's own key is forwarded. Env "
         "`LOOPGUARD_<PROVIDER>_BASE_URL` overrides a base URL",
     )

@@ -8,7 +8,9 @@ that app's alone.
 
 Order matters in one place only: ``loopguard replay`` asks each protocol in turn whether a
 recorded body is its own, so the most specific reader comes first and chat (any ``messages``
-list) last. The default upstream's protocol (``UpstreamSpec.config is None``) shapes the
+list) last (Azure's protocols read none: their bodies are chat's and Responses'). Routes never
+compete: each path is one protocol's (Azure's all lie under ``/openai/``, the clouds' under
+their mounts). The default upstream's protocol (``UpstreamSpec.config is None``) shapes the
 errors of paths no protocol claims.
 """
 
@@ -21,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gateway.protocols.anthropic import protocol as anthropic
+from gateway.protocols.azure import protocol as azure
 from gateway.protocols.bedrock import protocol as bedrock
 from gateway.protocols.chat import protocol as chat
 from gateway.protocols.converse import protocol as converse
@@ -35,6 +38,8 @@ KINDS: tuple[Kind, ...] = (
     anthropic.KIND,
     responses.KIND,
     gemini.KIND,
+    azure.RESPONSES_KIND,
+    azure.CHAT_KIND,
     chat.KIND,
 )
 

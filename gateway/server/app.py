@@ -40,6 +40,7 @@ from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
 from gateway.upstream.signing import ProviderSettings, SignedUpstream
+from gateway.upstream.unset import Unset
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -184,7 +185,10 @@ def provider_upstreams(config: Config) -> dict[str, Upstream]:
 
 def _upstream(config: Config, spec: UpstreamSpec, provider: UpstreamConfig) -> Upstream:
     """A provider's upstream; one that authenticates each request by its bytes signs each
-    (``UpstreamSpec.signer``)."""
+    (``UpstreamSpec.signer``). Without a base URL (none set, none by default: Azure's resource)
+    it answers each request with the error naming the setting."""
+    if not provider.base_url:
+        return Unset(f"upstream.{spec.config}_base_url")
     upstream = build_upstream(provider)
     if spec.signer is None or spec.config is None:
         return upstream

@@ -8,6 +8,7 @@ class UpstreamError(Exception):
 
     status = 502
     code = "upstream_unavailable"
+    shown = False  # the message is the operator's to read, not the client's: logged only
 
 
 class UpstreamConnectError(UpstreamError):

@@ -61,8 +61,9 @@ def upstream_failed(
         detail=str(exc)[:300],
     )
     kind = _FAILED.get(exc.code, "could not be reached")
+    said = f" ({exc})" if exc.shown else ""  # what the operator must fix, when the error says
     return error_response(
-        exc.status, f"The upstream model provider {kind}.", type="upstream_error", code=exc.code, shape=shape
+        exc.status, f"The upstream model provider {kind}{said}.", type="upstream_error", code=exc.code, shape=shape
     )
 
 
@@ -71,6 +72,7 @@ _FAILED = {
     "upstream_invalid_response": "answered with a body that is not JSON",
     "upstream_unsigned": "cannot be sent a request the gateway changed: the gateway holds no "
     "credentials to sign it (give it the provider's credentials)",
+    "upstream_not_configured": "of this route is not configured on the gateway",
 }
 
 

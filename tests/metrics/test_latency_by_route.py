@@ -12,8 +12,16 @@ from support.protocols import all_protocols, one_of_each
 from gateway.metrics.registry import GatewayMetrics, route_of
 from gateway.protocols.registry import KINDS
 
-ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/models/{model}:generateContent")
-PROTOCOLS = ("chat", "responses", "anthropic", "gemini", "converse")  # the ones asked; every other one's series is at 0
+ROUTES = (
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/messages",
+    "/v1/models/{model}:generateContent",
+    "/openai/deployments/{deployment}/chat/completions",
+    "/openai/responses",
+)
+# the ones asked; every other one's series is at 0
+PROTOCOLS = ("chat", "responses", "anthropic", "gemini", "converse", "azure_chat", "azure_responses")
 HISTOGRAMS = ("loopguard_gateway_overhead_seconds", "loopguard_upstream_seconds")
 
 

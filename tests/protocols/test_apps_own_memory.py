@@ -4,6 +4,7 @@ another app in the same process, even when both share one state store."""
 
 from __future__ import annotations
 
+import pytest
 from support.responses_wire import custom_call, function_call, response
 
 from gateway.config import Config
@@ -16,14 +17,15 @@ NS = "c:" + "a" * 24 + ":"
 USER = {"role": "user", "content": "Summarize a.txt"}
 
 
-def responses_of_two_apps(store: MemoryStore) -> tuple[Adapter, Adapter]:
+def responses_of_two_apps(store: MemoryStore, name: str = "responses") -> tuple[Adapter, Adapter]:
     first, second = (build_app(Config(), store=store) for _ in range(2))
-    return tuple(app.state.gateway.protocols.named("responses") for app in (first, second))  # type: ignore[return-value]
+    return tuple(app.state.gateway.protocols.named(name) for app in (first, second))  # type: ignore[return-value]
 
 
-async def test_a_chain_read_by_one_app_is_not_known_to_another():
+@pytest.mark.parametrize("name", ["responses", "azure_responses"])
+async def test_a_chain_read_by_one_app_is_not_known_to_another(name):
     store = MemoryStore()
-    mine, theirs = responses_of_two_apps(store)
+    mine, theirs = responses_of_two_apps(store, name)
     assert mine.history is not None and theirs.history is not None and mine.history is not theirs.history
     first = {"model": "gpt-4.1", "input": [USER]}
     await mine.history.remember(first, response([function_call("read_file", "{}", "call_1")], "resp_1"), store, NS)
@@ -36,8 +38,9 @@ async def test_a_chain_read_by_one_app_is_not_known_to_another():
     assert theirs.outgoing(later, items, len(history), NS)["input"] == items
 
 
-async def test_a_call_kind_one_app_saw_is_not_known_to_another():
-    mine, theirs = responses_of_two_apps(MemoryStore())
+@pytest.mark.parametrize("name", ["responses", "azure_responses"])
+async def test_a_call_kind_one_app_saw_is_not_known_to_another(name):
+    mine, theirs = responses_of_two_apps(MemoryStore(), name)
     mine.replies.proposed_calls(response([custom_call("apply_patch", "x", "call_c")], "resp_c"))
     refused = ToolCall("call_c", "apply_patch", "x")
     assert mine.edits.veto_exchange(refused, "no")[0]["type"] == "custom_tool_call"

@@ -3,7 +3,9 @@ default policy) in front of a scripted OpenAI Responses model.
 
 The CLI is pointed at the gateway by a model provider of its own in ``$CODEX_HOME/config.toml``
 (``base_url`` = the gateway's ``/v1``, ``wire_api = "responses"``, the key read from an env var
-of our own); every provider and login variable of the calling shell is dropped, and update
+of our own), or, with ``azure``, by an Azure provider (``base_url`` = the gateway's ``/openai``,
+``query_params = { api-version = ... }``) whose model the gateway relays to a scripted Azure
+resource (``support.azure_upstream``); every provider and login variable of the calling shell is dropped, and update
 checks, analytics, OpenTelemetry and history are switched off, so it reaches nothing but the
 gateway. It always streams, with ``store: false`` (the whole conversation in every request).
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.azure_upstream import API_VERSION, AzureUpstream
 from support.cli_runs import (
     MARK,
     PROXIES,
@@ -41,6 +44,7 @@ from support.servers import serve
 
 MODEL = "gpt-5.5"  # a model Codex knows: it then declares apply_patch as a freeform tool
 KEY_VAR = "LOOPGUARD_CODEX_KEY"
+KEY = "sk-dummy"  # its value
 CUSTOM_TOOLS = ("apply_patch",)
 CALLS = ("function_call", "custom_tool_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
@@ -74,22 +78,36 @@ class Reply(Answer):
         return [custom_call(name, text, f"call_{id(self):x}")]
 
 
-def config_toml(gateway: str) -> str:
+def provider_toml(gateway: str, azure: bool) -> str:
+    """The model provider: the gateway's OpenAI routes, or its Azure ones as Codex's Azure
+    provider is configured for a resource (the resource's ``/openai`` and its ``api-version``)."""
+    if azure:
+        return f"""[model_providers.azure]
+name = "Azure"
+base_url = "{gateway}/openai"
+query_params = {{ api-version = "{API_VERSION}" }}
+wire_api = "responses"
+env_key = "{KEY_VAR}"
+"""
+    return f"""[model_providers.loopguard]
+name = "LoopGuard"
+base_url = "{gateway}/v1"
+wire_api = "responses"
+env_key = "{KEY_VAR}"
+"""
+
+
+def config_toml(gateway: str, azure: bool = False) -> str:
     """The CLI's config: our provider, no approvals, no sandbox, nothing sent anywhere else.
     ``allow_login_shell = false``: commands run in a plain ``bash -c`` that keeps our PATH."""
     return f"""model = "{MODEL}"
-model_provider = "loopguard"
+model_provider = "{"azure" if azure else "loopguard"}"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 allow_login_shell = false
 check_for_update_on_startup = false
 
-[model_providers.loopguard]
-name = "LoopGuard"
-base_url = "{gateway}/v1"
-wire_api = "responses"
-env_key = "{KEY_VAR}"
-
+{provider_toml(gateway, azure)}
 [analytics]
 enabled = false
 
@@ -151,21 +169,25 @@ class Model(TurnModel):
 
 def clean_env(home: Path, codex_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
-    return {**env, **PROXIES, "HOME": str(home), "CODEX_HOME": str(codex_home), KEY_VAR: "sk-dummy", "NO_COLOR": "1"}
+    return {**env, **PROXIES, "HOME": str(home), "CODEX_HOME": str(codex_home), KEY_VAR: KEY, "NO_COLOR": "1"}
 
 
-def run_codex(scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None) -> Outcome:
+def run_codex(
+    scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None, azure: bool = False
+) -> Outcome:
     """Run the scenario through a gateway with the shipped default policy (or the policy text
-    ``policy``); returns what happened."""
+    ``policy``), on the OpenAI routes or (``azure``) the Azure ones; returns what happened."""
     work, home, audit = write_files(root / "work", scenario.files), root / "home", root / "audit.jsonl"
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     model = Model(scenario, work)
-    upstream = ResponsesUpstream(model)
+    azure_resource = AzureUpstream(None, model, (KEY,), deployment=MODEL) if azure else None
+    upstream = azure_resource.responses if azure_resource else ResponsesUpstream(model)
     with ExitStack() as stack:
-        url = stack.enter_context(serve(upstream.app))
-        gateway = start_gateway(stack, {"base_url": url + "/v1"}, audit, policy_file(root, policy))
-        (codex_home / "config.toml").write_text(config_toml(gateway))
+        url = stack.enter_context(serve(azure_resource.app if azure_resource else upstream.app))
+        settings = {"azure_base_url": url} if azure else {"base_url": url + "/v1"}
+        gateway = start_gateway(stack, settings, audit, policy_file(root, policy))
+        (codex_home / "config.toml").write_text(config_toml(gateway, azure))
         command = [
             find_cli("codex") or "codex",
             "exec",
@@ -187,7 +209,7 @@ def run_codex(scenario: Scenario, root: Path, timeout: float = 180, policy: str 
             timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
-    inputs = [r["json"]["input"] for r in upstream.requests if r["path"] == "/v1/responses" and r["json"]]
+    inputs = [r["json"]["input"] for r in upstream.requests if r["path"].endswith("/responses") and r["json"]]
     return Outcome(
         run.returncode,
         run.stdout,

@@ -1,6 +1,7 @@
 """One real gateway guarding every protocol at once, each in front of its scripted model:
 chat completions and the Responses API on one OpenAI-style upstream, Anthropic Messages, the
-Gemini API and Bedrock Converse on their own. For tests of what the protocols share (metrics by route, tracing)."""
+Gemini API, Bedrock Converse and Azure OpenAI (chat and Responses) on their own. For tests of
+what the protocols share (metrics by route, tracing)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from gateway.config import Config
 from gateway.policy.holder import PolicyHolder
 from gateway.server.app import SERVER_OPTIONS, build_app
 from support.anthropic_upstream import AnthropicUpstream, Said
+from support.azure_upstream import DEPLOYMENT, AzureUpstream, azure_client
 from support.converse_gateway import client_for as converse_client
 from support.converse_upstream import MODEL as BEDROCK_MODEL
 from support.converse_upstream import ConverseUpstream
@@ -43,6 +45,7 @@ class Protocols:
     messages: AnthropicUpstream
     gemini: GeminiUpstream
     converse: ConverseUpstream
+    azure: AzureUpstream
 
     def openai(self, **headers: str) -> openai.OpenAI:
         return openai.OpenAI(
@@ -64,6 +67,7 @@ def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = N
     messages = AnthropicUpstream(lambda body: Said(text=ANSWER))
     gemini = GeminiUpstream(lambda body: GeminiSaid(text=ANSWER))
     converse = ConverseUpstream(lambda body: ConverseSaid(text=ANSWER), signed=False)
+    azure = AzureUpstream(lambda request: Reply(content=ANSWER), lambda conversation, body: Answer(ANSWER))
     chat_route = next(r for r in chat.app.routes if r.path == "/v1/chat/completions")
     openai_style = Starlette(routes=[chat_route, *responses.app.routes])  # chat first: responses has a catch-all
     policy = tmp_path / "policy.yaml"
@@ -73,6 +77,7 @@ def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = N
         serve(messages.app) as anthropic_url,
         serve(gemini.app) as gemini_url,
         serve(converse.app) as bedrock_url,
+        serve(azure.app) as azure_url,
     ):
         config = Config.model_validate(
             {
@@ -81,6 +86,7 @@ def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = N
                     "anthropic_base_url": anthropic_url,
                     "gemini_base_url": gemini_url,
                     "bedrock_base_url": bedrock_url,
+                    "azure_base_url": azure_url,
                 }
             }
         )
@@ -88,7 +94,7 @@ def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = N
         if prepare is not None:
             prepare(app)
         with serve(app, **SERVER_OPTIONS) as url:
-            yield Protocols(url, app, chat, responses, messages, gemini, converse)
+            yield Protocols(url, app, chat, responses, messages, gemini, converse, azure)
 
 
 def one_of_each(protocols: Protocols, stream: bool = False) -> None:
@@ -115,6 +121,19 @@ def one_of_each(protocols: Protocols, stream: bool = False) -> None:
         answer = bedrock.converse(modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
         said = answer["output"]["message"]["content"][0]["text"]
     assert said == ANSWER
+    azure = azure_client(protocols.url)
+    chat = azure.chat.completions.create(model=DEPLOYMENT, messages=hi, stream=stream)
+    said = (
+        "".join(c.choices[0].delta.content or "" for c in chat if c.choices)
+        if stream
+        else chat.choices[0].message.content
+    )
+    assert said == ANSWER
+    if stream:
+        with azure.responses.stream(model=DEPLOYMENT, input="hi") as events:
+            assert events.get_final_response().output_text == ANSWER
+    else:
+        assert azure.responses.create(model=DEPLOYMENT, input="hi").output_text == ANSWER
     if stream:
         with protocols.openai().responses.stream(model="m", input="hi") as events:
             assert events.get_final_response().output_text == ANSWER
