@@ -25,12 +25,16 @@ from gateway.protocols.chat import protocol as chat
 from gateway.protocols.gemini import protocol as gemini
 from gateway.protocols.responses import protocol as responses
 from gateway.protocols.roles import Adapter, Kind
+from gateway.protocols.vertex import anthropic as vertex_anthropic
+from gateway.protocols.vertex import gemini as vertex_gemini
 from gateway.wire.credentials import KeyPlaces
 
 KINDS: tuple[Kind, ...] = (
+    vertex_anthropic.KIND,  # an Anthropic body naming no model: before anthropic's
     anthropic.KIND,
     responses.KIND,
     gemini.KIND,
+    vertex_gemini.KIND,
     chat.KIND,
 )
 

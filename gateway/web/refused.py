@@ -71,6 +71,7 @@ _FAILED = {
     "upstream_invalid_response": "answered with a body that is not JSON",
     "upstream_unsigned": "cannot be sent a request the gateway changed: the gateway holds no "
     "credentials to sign it (give it the provider's credentials)",
+    "upstream_token_unavailable": "cannot be sent the request: the gateway's own credentials gave no access token",
 }
 
 

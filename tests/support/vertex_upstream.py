@@ -1,0 +1,84 @@
+"""A scripted Vertex AI upstream: Gemini and Anthropic models under Vertex's paths, each request's
+OAuth bearer token checked as Google checks it.
+
+``/{version}/projects/{p}/locations/{l}/publishers/google/models/{model}:{method}`` is answered
+by a scripted Gemini model (``GeminiUpstream``), ``.../publishers/anthropic/models/{model}:
+rawPredict`` / ``:streamRawPredict`` by a scripted Claude (``AnthropicUpstream``), which here
+refuses a body naming a model or lacking ``anthropic_version`` (Vertex's rule) and streams when
+the path says so. A wrong or missing token is 401, an unknown model 404, in Google's error shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from support.anthropic_upstream import AnthropicUpstream
+from support.anthropic_upstream import Said as ClaudeSaid
+from support.gemini_upstream import GeminiUpstream
+from support.gemini_upstream import Said as GeminiSaid
+
+GEMINI = "gemini-test"
+CLAUDE = "claude-test@20250101"
+LOCATED = "/{version}/projects/{project}/locations/{location}/publishers"
+
+
+def google_error(status: int, message: str, code: str) -> Response:
+    return Response(orjson.dumps({"error": {"code": status, "message": message, "status": code}}), status)
+
+
+class VertexUpstream:
+    """``token``: the only bearer token accepted; ``tokens`` records each request's (None: none)."""
+
+    def __init__(
+        self,
+        gemini: Callable[[dict], GeminiSaid] | None = None,
+        claude: Callable[[dict], ClaudeSaid] | None = None,
+        token: str = "ya29.client-token",
+        answers: str | None = None,
+    ) -> None:
+        self.google = GeminiUpstream(gemini or (lambda body: GeminiSaid(text="hi")), answers)
+        self.anthropic = AnthropicUpstream(claude or (lambda body: ClaudeSaid(text="hi")))
+        self.token = token
+        self.tokens: list[str | None] = []
+        self.paths: list[str] = []
+        self.app = Starlette(
+            routes=[
+                Route(LOCATED + "/google/models/{call}", self._gemini, methods=["POST"]),
+                Route(LOCATED + "/anthropic/models/{call}", self._claude, methods=["POST"]),
+            ]
+        )
+
+    def _refused(self, request: Request, models: tuple[str, ...]) -> Response | None:
+        given = request.headers.get("authorization")
+        self.tokens.append(given.removeprefix("Bearer ") if given else None)
+        self.paths.append(request.url.path)
+        if given != f"Bearer {self.token}":
+            return google_error(401, "Request had invalid authentication credentials.", "UNAUTHENTICATED")
+        model = request.path_params["call"].partition(":")[0]
+        if model not in models:
+            return google_error(404, f"Publisher Model `{model}` was not found.", "NOT_FOUND")
+        return None
+
+    async def _gemini(self, request: Request) -> Response:
+        return self._refused(request, (GEMINI,)) or await self.google._models(request)
+
+    async def _claude(self, request: Request) -> Response:
+        refused = self._refused(request, (CLAUDE, "count-tokens"))
+        if refused is not None:
+            return refused
+        body: dict[str, Any] = orjson.loads(await request.body())
+        if "model" in body or "anthropic_version" not in body:
+            error = {"type": "error", "error": {"type": "invalid_request_error", "message": "model: not permitted"}}
+            return Response(orjson.dumps(error), 400, media_type="application/json")
+        if request.path_params["call"].startswith("count-tokens"):
+            return await self.anthropic._count(request)
+        if body.get("stream", False) != request.path_params["call"].endswith(":streamRawPredict"):
+            return google_error(400, "stream and method disagree", "INVALID_ARGUMENT")
+        return await self.anthropic._messages(request)
