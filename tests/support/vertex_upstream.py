@@ -4,8 +4,9 @@ OAuth bearer token checked as Google checks it.
 ``/{version}/projects/{p}/locations/{l}/publishers/google/models/{model}:{method}`` is answered
 by a scripted Gemini model (``GeminiUpstream``), ``.../publishers/anthropic/models/{model}:
 rawPredict`` / ``:streamRawPredict`` by a scripted Claude (``AnthropicUpstream``), which here
-refuses a body naming a model or lacking ``anthropic_version`` (Vertex's rule) and streams when
-the path says so. A wrong or missing token is 401, an unknown model 404, in Google's error shape.
+refuses a model call whose body names a model or lacks ``anthropic_version`` (Vertex's rule) and streams when
+the path says so. A wrong or missing token is 401, an unknown model (not ``GEMINI``, no
+``claude-...``) 404, in Google's error shape.
 """
 
 from __future__ import annotations
@@ -55,30 +56,30 @@ class VertexUpstream:
             ]
         )
 
-    def _refused(self, request: Request, models: tuple[str, ...]) -> Response | None:
+    def _refused(self, request: Request, known: Callable[[str], bool]) -> Response | None:
         given = request.headers.get("authorization")
         self.tokens.append(given.removeprefix("Bearer ") if given else None)
         self.paths.append(request.url.path)
         if given != f"Bearer {self.token}":
             return google_error(401, "Request had invalid authentication credentials.", "UNAUTHENTICATED")
         model = request.path_params["call"].partition(":")[0]
-        if model not in models:
+        if not known(model):
             return google_error(404, f"Publisher Model `{model}` was not found.", "NOT_FOUND")
         return None
 
     async def _gemini(self, request: Request) -> Response:
-        return self._refused(request, (GEMINI,)) or await self.google._models(request)
+        return self._refused(request, lambda model: model == GEMINI) or await self.google._models(request)
 
     async def _claude(self, request: Request) -> Response:
-        refused = self._refused(request, (CLAUDE, "count-tokens"))
+        refused = self._refused(request, lambda model: model.startswith(("claude-", "count-tokens")))
         if refused is not None:
             return refused
         body: dict[str, Any] = orjson.loads(await request.body())
+        if request.path_params["call"].startswith("count-tokens"):  # the model named in the body
+            return await self.anthropic._count(request)
         if "model" in body or "anthropic_version" not in body:
             error = {"type": "error", "error": {"type": "invalid_request_error", "message": "model: not permitted"}}
             return Response(orjson.dumps(error), 400, media_type="application/json")
-        if request.path_params["call"].startswith("count-tokens"):
-            return await self.anthropic._count(request)
         if body.get("stream", False) != request.path_params["call"].endswith(":streamRawPredict"):
             return google_error(400, "stream and method disagree", "INVALID_ARGUMENT")
         return await self.anthropic._messages(request)
