@@ -37,9 +37,10 @@ DECLARED = Declaration(
         for method in ("rawPredict", _STREAMING)
     ),
     upstream=cloud.UPSTREAM,
+    price_prefix=cloud.PRICED,
     id_fields=frozenset({"id", "tool_use_id"}),
     auth_error_type="authentication_error",
-    reads=lambda body: "anthropic_version" in body and "model" not in body and parse.is_messages_body(body),
+    reads=lambda body: "anthropic_version" in body and "model" not in body and bool(parse.messages_of(body)),
 )
 
 

@@ -21,6 +21,8 @@ VERSIONS = ("v1", "v1beta1")
 LOCATED = "/{version}/projects/{project}/locations/{location}"
 # A client's OAuth access token; an API key (Vertex's express mode) in a header or ``?key=``.
 _CREDENTIALS = ("authorization", "x-goog-api-key")
+# litellm's price table lists Vertex's model ids (``claude-sonnet-4-5@20250929``) under this.
+PRICED = "vertex_ai/"
 TOKEN = google_token.TokenPlace("authorization", "Bearer ", _CREDENTIALS)
 
 

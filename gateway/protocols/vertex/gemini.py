@@ -29,6 +29,7 @@ DECLARED = Declaration(
         for method in ("generateContent", "streamGenerateContent")
     ),
     upstream=cloud.UPSTREAM,
+    price_prefix=cloud.PRICED,
     relays=cloud.RELAYS,
     id_fields=frozenset({"id"}),
     auth_error_type="authentication_error",
