@@ -2,7 +2,7 @@
 google-auth's default chain reads from ``GOOGLE_APPLICATION_CREDENTIALS`` and exchanges for an
 access token (a JWT signed with the account's RSA key, posted to its ``token_uri``). The
 endpoint checks the JWT's signature against the account's public key and answers
-``{access_token, expires_in}``; each token it issues is ``ya29.gateway-<n>``."""
+``{access_token, expires_in}``; each token it issues is ``<prefix><n>`` (``ya29.gateway-1``)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ AUDIENCE = "https://oauth2.googleapis.com/token"  # what google-auth names in ev
 class TokenServer:
     """``expires_in``: the lifetime it gives each token; ``failing``: answer 400 instead."""
 
-    def __init__(self, expires_in: int = 3600) -> None:
-        self.expires_in = expires_in
+    def __init__(self, expires_in: int = 3600, prefix: str = "ya29.gateway-") -> None:
+        self.expires_in, self.prefix = expires_in, prefix
         self.failing = False
         self.issued: list[str] = []
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -44,13 +44,13 @@ class TokenServer:
         assert claims["iss"] == ACCOUNT and "cloud-platform" in claims["scope"]
         if self.failing:
             return JSONResponse({"error": "invalid_grant", "error_description": "account disabled"}, 400)
-        token = f"ya29.gateway-{len(self.issued) + 1}"
+        token = f"{self.prefix}{len(self.issued) + 1}"
         self.issued.append(token)
         return JSONResponse({"access_token": token, "expires_in": self.expires_in, "token_type": "Bearer"})
 
-    def key_file(self, directory: Path) -> Path:
+    def key_file(self, directory: Path, name: str = "service-account.json") -> Path:
         """A service-account key file whose token endpoint is this server (``url`` set)."""
-        path = directory / "service-account.json"
+        path = directory / name
         info = {
             "type": "service_account",
             "project_id": "proj",

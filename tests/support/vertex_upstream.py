@@ -5,8 +5,8 @@ OAuth bearer token checked as Google checks it.
 by a scripted Gemini model (``GeminiUpstream``), ``.../publishers/anthropic/models/{model}:
 rawPredict`` / ``:streamRawPredict`` by a scripted Claude (``AnthropicUpstream``), which here
 refuses a model call whose body names a model or lacks ``anthropic_version`` (Vertex's rule) and streams when
-the path says so. A wrong or missing token is 401, an unknown model (not ``GEMINI``, no
-``claude-...``) 404, in Google's error shape.
+the path says so. A wrong or missing token is 401, an unknown model (no ``gemini-...``,
+no ``claude-...``) 404, in Google's error shape.
 """
 
 from __future__ import annotations
@@ -43,24 +43,33 @@ class VertexUpstream:
         claude: Callable[[dict], ClaudeSaid] | None = None,
         token: str = "ya29.client-token",
         answers: str | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.google = GeminiUpstream(gemini or (lambda body: GeminiSaid(text="hi")), answers)
         self.anthropic = AnthropicUpstream(claude or (lambda body: ClaudeSaid(text="hi")))
         self.token = token
+        self.api_key = api_key  # express mode's key (``x-goog-api-key``), accepted too when set
         self.tokens: list[str | None] = []
         self.paths: list[str] = []
         self.app = Starlette(
             routes=[
                 Route(LOCATED + "/google/models/{call}", self._gemini, methods=["POST"]),
+                Route("/{version}/publishers/google/models/{call}", self._gemini, methods=["POST"]),
                 Route(LOCATED + "/anthropic/models/{call}", self._claude, methods=["POST"]),
             ]
         )
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every model request received, Gemini's then Anthropic's (see their upstreams)."""
+        return self.google.requests + self.anthropic.requests
 
     def _refused(self, request: Request, known: Callable[[str], bool]) -> Response | None:
         given = request.headers.get("authorization")
         self.tokens.append(given.removeprefix("Bearer ") if given else None)
         self.paths.append(request.url.path)
-        if given != f"Bearer {self.token}":
+        keyed = self.api_key is not None and request.headers.get("x-goog-api-key") == self.api_key
+        if given != f"Bearer {self.token}" and not keyed:
             return google_error(401, "Request had invalid authentication credentials.", "UNAUTHENTICATED")
         model = request.path_params["call"].partition(":")[0]
         if not known(model):
@@ -68,7 +77,7 @@ class VertexUpstream:
         return None
 
     async def _gemini(self, request: Request) -> Response:
-        return self._refused(request, lambda model: model == GEMINI) or await self.google._models(request)
+        return self._refused(request, lambda model: model.startswith("gemini-")) or await self.google._models(request)
 
     async def _claude(self, request: Request) -> Response:
         refused = self._refused(request, lambda model: model.startswith(("claude-", "count-tokens")))

@@ -1,7 +1,8 @@
 """Gemini on Vertex AI (``vertex_gemini``): the Gemini API's bodies, replies and streams
 (``gateway.protocols.gemini``) on Vertex's paths,
 ``/vertex/{version}/projects/{p}/locations/{l}/publishers/google/models/{model}:generateContent``
-and ``:streamGenerateContent`` (``?alt=sse`` events, else one JSON array, as the Gemini API).
+and ``:streamGenerateContent`` (and ``/vertex/{version}/publishers/google/models/...``, express
+mode's, whose API key names the project) (``?alt=sse`` events, else one JSON array, as the Gemini API).
 
 The model and the reply's shape are in the path, read as the gemini adapter reads them; errors
 are Google's (``{"error": {"code", "message", "status"}}``). Every request carries its whole
@@ -24,8 +25,10 @@ NAME = "vertex_gemini"
 
 DECLARED = Declaration(
     family="vertex.gemini.generate_content",
+    # Under a project and location, or without (express mode: an API key names the project).
     routes=tuple(
-        f"{cloud.MOUNT}{cloud.LOCATED}/publishers/google/models/{{model}}:{method}"
+        f"{cloud.MOUNT}{located}/publishers/google/models/{{model}}:{method}"
+        for located in (cloud.LOCATED, "/{version}")
         for method in ("generateContent", "streamGenerateContent")
     ),
     upstream=cloud.UPSTREAM,

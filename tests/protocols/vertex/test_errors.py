@@ -43,7 +43,7 @@ CASES = [
         id="claude-malformed",
     ),
     pytest.param(
-        GEMINI_PATH.replace(GEMINI, "gemini-nope"),
+        GEMINI_PATH.replace(GEMINI, "text-bison-nope"),
         b'{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}',
         True,
         404,
@@ -91,7 +91,7 @@ def test_the_official_clients_raise_their_usual_errors(start_vertex):
     started = start_vertex()
     genai = started.genai()
     with pytest.raises(errors.ClientError) as unknown:
-        genai.models.generate_content(model="gemini-nope", contents="hi")
+        genai.models.generate_content(model="text-bison-nope", contents="hi")
     assert unknown.value.code == 404 and unknown.value.status == "NOT_FOUND"
     with pytest.raises(errors.ClientError) as refused:
         expired = started.genai(token="expired")  # held: the SDK closes its connections when collected
