@@ -25,7 +25,6 @@ _CREDENTIALS = ("authorization", "x-goog-api-key")
 PRICED = "vertex_ai/"
 TOKEN = google_token.TokenPlace("authorization", "Bearer ", _CREDENTIALS)
 
-
 UPSTREAM = UpstreamSpec(
     config="vertex",
     default_base_url="https://aiplatform.googleapis.com",
@@ -44,8 +43,9 @@ UPSTREAM = UpstreamSpec(
 # upstream with the same token; only token counts are known to keep nothing.
 RELAYS = (MOUNT + "/{rest:path}",)
 STATELESS = tuple(
-    f"POST {MOUNT}/{version}/projects/{{project}}/locations/{{location}}/publishers/{publisher}"
+    f"POST {MOUNT}/{version}{located}/publishers/{publisher}"
     for version in VERSIONS
+    for located in ("/projects/{project}/locations/{location}", "")  # "": express mode's
     for publisher in (
         "google/models/{model}:countTokens",
         "google/models/{model}:computeTokens",

@@ -1,8 +1,9 @@
 """Gemini on Vertex AI (``vertex_gemini``): the Gemini API's bodies, replies and streams
 (``gateway.protocols.gemini``) on Vertex's paths,
 ``/vertex/{version}/projects/{p}/locations/{l}/publishers/google/models/{model}:generateContent``
-and ``:streamGenerateContent`` (and ``/vertex/{version}/publishers/google/models/...``, express
-mode's, whose API key names the project) (``?alt=sse`` events, else one JSON array, as the Gemini API).
+and ``:streamGenerateContent`` (``?alt=sse`` events, else one JSON array, as the Gemini API);
+the same below ``/vertex/{version}/publishers/google/models/`` in express mode, whose API key
+names the project.
 
 The model and the reply's shape are in the path, read as the gemini adapter reads them; errors
 are Google's (``{"error": {"code", "message", "status"}}``). Every request carries its whole
