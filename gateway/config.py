@@ -102,7 +102,12 @@ class UpstreamConfig(_Strict):
         "`ANTHROPIC_BASE_URL`; a trailing `/v1` is accepted) and `anthropic_api_key` (sent as "
         "`x-api-key`), `gemini_base_url`, `gemini_api_key`, `azure_base_url` (the Azure OpenAI "
         "resource, `https://<resource>.openai.azure.com`; no default: unset, Azure routes answer "
-        "501) and `azure_api_key` (sent as `api-key`). A key replaces the client's "
+        "501) and `azure_api_key` (sent as `api-key`), `bedrock_base_url` (default the regional "
+        "endpoint of `bedrock_region`), `bedrock_region` and `bedrock_api_key` (a Bedrock API key, "
+        "sent as a bearer token; unset: requests are signed with AWS's standard credential chain), "
+        "`vertex_base_url` (default `https://aiplatform.googleapis.com`) and `vertex_credentials` "
+        "(`client`: the client's token is forwarded; `gateway`: google-auth's default chain, whose "
+        "token replaces it). A key replaces the client's "
         "credentials; unset: each client's own key is forwarded. Env "
         "`LOOPGUARD_<PROVIDER>_BASE_URL` overrides a base URL",
     )
@@ -152,7 +157,9 @@ class UpstreamConfig(_Strict):
     def _provider_values(cls, value: dict[str, str]) -> dict[str, str]:
         for key, text in value.items():
             if not _PROVIDER_KEY.fullmatch(key):
-                raise ValueError(f"{key!r} is not <provider>_base_url, <provider>_api_key or <provider>_region")
+                raise ValueError(
+                    f"{key!r} is not <provider>_base_url, <provider>_api_key, <provider>_region or <provider>_credentials"
+                )
             if key.endswith("_api_key"):
                 _header_value(text, key)
         return value
@@ -180,7 +187,7 @@ _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _BASE_KEYS = ("base_url", "api_key")  # every provider's; a protocol may declare more
 # The settings any protocol may declare besides those (``UpstreamSpec.settings``), so that a key
 # of this section is told from a misspelt field of its own when the file is read.
-_PROVIDER_KEY = re.compile(r"[a-z][a-z0-9]*_(base_url|api_key|region)")
+_PROVIDER_KEY = re.compile(r"[a-z][a-z0-9]*_(base_url|api_key|region|credentials)")
 
 
 def _header_value(value: str, name: str = "the value") -> None:

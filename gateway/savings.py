@@ -79,8 +79,9 @@ class Pricer:
     def savings(self, messages: list[Any], model: str | None, adapter: Kind = DEFAULT) -> Savings:
         """Tokens of ``messages`` (items of ``adapter``'s protocol) and their price: what the
         model wrote at the output rate, everything else at the input rate."""
+        prefix = "" if self.model_override else adapter.declared.price_prefix  # a cloud's model ids
         model = self.model_override or model or ""
-        price = self.load().price(model) if model else None
+        price = self.load().price(model, prefix) if model else None
         encoding = encoding_name(model, price) if model else None
         count = self._tokenizers.counter(encoding)
         self.methods[model or "(no model)"] = Method(

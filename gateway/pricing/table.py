@@ -86,10 +86,16 @@ class PriceTable:
         self.listed = listed
         self.configured = dict(configured or {})
 
-    def price(self, model: str) -> Price | None:
-        for name in _spellings(model):
-            found = self.configured.get(name) or self.listed.get(name)
-            if found is not None:
+    def price(self, model: str, prefix: str = "") -> Price | None:
+        """``model``'s price: the operator's under any spelling of it, else the table's.
+        ``prefix``: the table's provider prefix for the protocol's model ids (a cloud's, which
+        it lists apart: ``vertex_ai/claude-sonnet-4-5@20250929``), tried first in the table."""
+        names = _spellings(model)
+        for name in names:
+            if (found := self.configured.get(name)) is not None:
+                return found
+        for name in (prefix + model, *names) if prefix else names:
+            if (found := self.listed.get(name)) is not None:
                 return found
         return None
 

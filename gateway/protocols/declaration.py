@@ -155,6 +155,9 @@ class Declaration:
     # protocol's conversations are sessions of their own. False only for the protocol whose
     # keys were stored before any other was guarded (chat), so they stay as stored.
     session_prefix: bool = True
+    # The price table's provider prefix for its model ids, where the table lists a cloud's ids
+    # apart (litellm's ``vertex_ai/``): tried first when savings are priced.
+    price_prefix: str = ""
     # Whether a recorded request body (``loopguard replay``) is one of this protocol's. The
     # registry asks the adapters in its order: the most specific reader first.
     reads: Callable[[Mapping[str, Any]], bool] = lambda body: False

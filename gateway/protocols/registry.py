@@ -30,16 +30,20 @@ from gateway.protocols.converse import protocol as converse
 from gateway.protocols.gemini import protocol as gemini
 from gateway.protocols.responses import protocol as responses
 from gateway.protocols.roles import Adapter, Kind
+from gateway.protocols.vertex import anthropic as vertex_anthropic
+from gateway.protocols.vertex import gemini as vertex_gemini
 from gateway.wire.credentials import KeyPlaces
 
 KINDS: tuple[Kind, ...] = (
     converse.KIND,  # before anthropic: a Converse body with a system prompt reads as one too
     bedrock.KIND,  # an Anthropic body under a Bedrock anthropic_version: read before anthropic's
+    vertex_anthropic.KIND,  # an Anthropic body naming no model: before anthropic's
     anthropic.KIND,
     responses.KIND,
     gemini.KIND,
     azure.RESPONSES_KIND,
     azure.CHAT_KIND,
+    vertex_gemini.KIND,
     chat.KIND,
 )
 

@@ -39,7 +39,7 @@ from gateway.state import build_store, claims
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
-from gateway.upstream.signing import ProviderSettings, SignedUpstream
+from gateway.upstream.signing import ProviderSettings, SignedUpstream, Signer
 from gateway.upstream.unset import Unset
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -180,22 +180,31 @@ def provider_upstreams(config: Config) -> dict[str, Upstream]:
             f"no protocol reads it (known: {known})",
             tuple((f"upstream.{key}", "no protocol reads it") for key in unclaimed[1:]),
         )
-    return {name: _upstream(config, specs[name], provider) for name, provider in provider_configs(config).items()}
+    signers: dict[tuple[UpstreamSpec, str], Signer] = {}
+    return {
+        name: _upstream(config, specs[name], provider, signers) for name, provider in provider_configs(config).items()
+    }
 
 
-def _upstream(config: Config, spec: UpstreamSpec, provider: UpstreamConfig) -> Upstream:
+def _upstream(
+    config: Config, spec: UpstreamSpec, provider: UpstreamConfig, signers: dict[tuple[UpstreamSpec, str], Signer]
+) -> Upstream:
     """A provider's upstream; one that authenticates each request by its bytes signs each
     (``UpstreamSpec.signer``). Without a base URL (none set, none by default: Azure's resource)
-    it answers each request with the error naming the setting."""
+    it answers each request with the error naming the setting. Protocols sharing a provider
+    share its signer (``signers``): one set of credentials, one cached token."""
     if not provider.base_url:
         return Unset(f"upstream.{spec.config}_base_url")
     upstream = build_upstream(provider)
     if spec.signer is None or spec.config is None:
         return upstream
-    up = config.upstream
-    extra = {key: value for key in spec.settings if (value := up.setting(spec.config, key))}
-    settings = ProviderSettings(spec.config, provider.base_url, up.setting(spec.config, "api_key"), extra)
-    return SignedUpstream(upstream, spec.signer(settings), provider.base_url)
+    signer = signers.get((spec, provider.base_url))
+    if signer is None:
+        up = config.upstream
+        extra = {key: value for key in spec.settings if (value := up.setting(spec.config, key))}
+        settings = ProviderSettings(spec.config, provider.base_url, up.setting(spec.config, "api_key"), extra)
+        signer = signers[(spec, provider.base_url)] = spec.signer(settings)
+    return SignedUpstream(upstream, signer, provider.base_url)
 
 
 def provider_configs(config: Config, suffixed: bool = True) -> dict[str, UpstreamConfig]:

@@ -30,9 +30,11 @@ ANONYMOUS = "c:-:"  # the namespace of clients without a credential
 def enforced(config: Config, provider: str | None) -> bool:
     """Does the gateway spend its own key for a protocol whose upstream is ``provider`` (its
     ``UpstreamSpec.config``; None: the default upstream), so the upstream cannot tell tenants
-    apart?"""
+    apart? Its own key, or its own cloud credentials (``<provider>_credentials: gateway``)."""
     up = config.upstream
-    return bool(up.api_key if provider is None else up.setting(provider, "api_key"))
+    if provider is None:
+        return bool(up.api_key)
+    return bool(up.setting(provider, "api_key")) or up.setting(provider, "credentials") == "gateway"
 
 
 def key(namespace: str, kind: str, ident: str) -> str:

@@ -73,6 +73,7 @@ _FAILED = {
     "upstream_unsigned": "cannot be sent a request the gateway changed: the gateway holds no "
     "credentials to sign it (give it the provider's credentials)",
     "upstream_not_configured": "of this route is not configured on the gateway",
+    "upstream_token_unavailable": "cannot be sent the request: the gateway's own credentials gave no access token",
 }
 
 

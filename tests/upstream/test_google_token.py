@@ -1,0 +1,99 @@
+"""``google_token``: the client's token forwarded, or the gateway's own from google-auth's
+default chain (a service-account file whose token endpoint is a real scripted server here),
+fetched once, reused until near its expiry, one refresh at a time, in place of the client's
+credentials."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from support.google_oauth import TokenServer
+from support.servers import serve
+
+from gateway.config import ConfigError
+from gateway.upstream import google_token
+from gateway.upstream.base import UpstreamRequest
+from gateway.upstream.signing import ProviderSettings
+
+PLACE = google_token.TokenPlace("authorization", "Bearer ", ("authorization", "x-goog-api-key"))
+URL = "https://aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/google/models/m:generateContent"
+CLIENT = UpstreamRequest(
+    "POST",
+    "/v1/projects/p/locations/l/publishers/google/models/m:generateContent",
+    headers=[(b"authorization", b"Bearer ya29.client"), (b"x-goog-api-key", b"AIza-client"), (b"x-a", b"1")],
+    body=b"{}",
+    client_body=b"{}",
+)
+
+
+def settings(**extra: str) -> ProviderSettings:
+    return ProviderSettings("vertex", "https://aiplatform.googleapis.com", None, extra)
+
+
+@pytest.fixture
+def token_server(tmp_path, monkeypatch):
+    """start(expires_in) -> a running TokenServer the default chain's service account names."""
+    contexts = []
+
+    def start(expires_in: int = 3600) -> TokenServer:
+        server = TokenServer(expires_in)
+        ctx = serve(server.app)
+        contexts.append(ctx)
+        server.url = ctx.__enter__()
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(server.key_file(tmp_path)))
+        return server
+
+    yield start
+    for ctx in contexts:
+        ctx.__exit__(None, None, None)
+
+
+async def sign_all(signer, count: int) -> list[list[tuple[bytes, bytes]]]:
+    signed = await asyncio.gather(*(signer.sign(CLIENT, URL) for _ in range(count)))
+    return [r.headers for r in signed]
+
+
+def test_by_default_the_clients_token_goes_as_it_came():
+    signer = google_token.signer(PLACE, settings())
+    assert asyncio.run(signer.sign(CLIENT, URL)) is CLIENT
+
+
+def test_the_gateways_token_replaces_the_clients_and_is_fetched_once(token_server):
+    server = token_server()
+    signer = google_token.signer(PLACE, settings(credentials="gateway"))
+
+    first = asyncio.run(sign_all(signer, 8))  # at once: one refresh, the others wait for it
+    later = asyncio.run(sign_all(signer, 3))
+
+    assert server.issued == ["ya29.gateway-1"]
+    assert all(h == [(b"x-a", b"1"), (b"authorization", b"Bearer ya29.gateway-1")] for h in first + later)
+
+
+def test_a_token_near_its_expiry_is_fetched_again(token_server):
+    server = token_server(expires_in=60)  # inside google-auth's refresh margin: never reused
+    signer = google_token.signer(PLACE, settings(credentials="gateway"))
+
+    asyncio.run(sign_all(signer, 1))
+    asyncio.run(sign_all(signer, 1))
+
+    assert server.issued == ["ya29.gateway-1", "ya29.gateway-2"]
+
+
+def test_a_refused_refresh_is_an_upstream_error_and_nothing_is_signed(token_server):
+    server = token_server()
+    server.failing = True
+    signer = google_token.signer(PLACE, settings(credentials="gateway"))
+    with pytest.raises(google_token.TokenUnavailable, match="access token"):
+        asyncio.run(signer.sign(CLIENT, URL))
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [("both", "neither 'client' nor 'gateway'"), ("gateway", "google-auth found no credentials")],
+)
+def test_a_setting_that_cannot_work_is_refused_at_startup(tmp_path, monkeypatch, mode, reason):
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    with pytest.raises(ConfigError) as refused:
+        google_token.signer(PLACE, settings(credentials=mode))
+    assert refused.value.path == "upstream.vertex_credentials" and reason in refused.value.reason
