@@ -41,10 +41,10 @@ class Target:
 
 def seeds(url: str) -> list[Address]:
     """The nodes a URL names: ``redis://[auth@]h1:p1,h2:p2/db``."""
-    return [_address(part) for part in urlsplit(url).netloc.rpartition("@")[2].split(",")]
+    return [address(part) for part in urlsplit(url).netloc.rpartition("@")[2].split(",")]
 
 
-def _address(part: str) -> Address:
+def address(part: str) -> Address:
     """``host``, ``host:port``, ``[v6]`` or ``[v6]:port``."""
     if part.startswith("["):
         host, _, rest = part[1:].partition("]")
