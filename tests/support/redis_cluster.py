@@ -195,13 +195,22 @@ class SentinelSet:
         return int(port)
 
     def kill_primary(self) -> None:
-        """Kill the primary and wait until the sentinels name the replica as the new one and it
-        accepts writes."""
-        killed = self.primary
-        killed.kill()
+        """Kill the primary and wait until the sentinels promoted the replica."""
+        self.primary.kill()
+        self.failed_over()
+
+    def failed_over(self) -> None:
+        """Wait until the sentinels name the replica as the primary (the primary was killed) and
+        it accepts writes; then the replica is the primary and the killed node the replica."""
         _until(lambda: self.master_port() == self.replica.port, "the sentinels' failover")
         _until(lambda: self.replica.client().execute_command("ROLE")[0] == b"master", "the replica's promotion")
-        self.primary, self.replica = self.replica, killed
+        self.primary, self.replica = self.replica, self.primary
+
+    def rejoin(self, node: Node) -> None:
+        """Start the killed ``node`` again, as the new primary's replica, and wait until synced."""
+        node.args = ["--replicaof", "127.0.0.1", str(self.primary.port)]
+        node.start()
+        _until(lambda: _synced(node), "the rejoined replica's sync")
 
     def stop(self) -> None:
         for node in [*self.sentinels, self.primary, self.replica]:
