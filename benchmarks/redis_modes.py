@@ -1,4 +1,4 @@
-"""What each Redis deployment adds: the gateway over one Redis node, a Redis Cluster (3 primaries
+"""What each Redis deployment adds: the gateway in memory and over one Redis node, a Redis Cluster (3 primaries
 + 3 replicas) and a Sentinel set (1 primary, 1 replica, 3 sentinels), side by side with the
 aiohttp relay (the floor for any Python hop) in front of the same canned upstream.
 
@@ -41,7 +41,7 @@ from support.redis_cluster import SENTINEL_SERVICE, Node, RedisCluster, Sentinel
 
 FLOOR = "aiohttp relay"
 MODES = ("single", "cluster", "sentinel")
-TARGETS = ("direct", FLOOR, *(f"gateway {mode}" for mode in MODES))
+TARGETS = ("direct", FLOOR, "gateway memory", *(f"gateway {mode}" for mode in MODES))
 HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench-not-a-key"}
 
 
@@ -80,9 +80,9 @@ def targets(mirror: bool):
                 "aiohttp",
             ],
         }
-        for mode in MODES:
+        for mode in ("memory", *MODES):
             config = tmp / f"{mode}.yaml"
-            state = {"backend": "redis", "mirror": mirror, **reach[mode]}
+            state = {"backend": "memory"} if mode == "memory" else {"backend": "redis", "mirror": mirror, **reach[mode]}
             config.write_text(json.dumps({"upstream": {"base_url": urls["direct"] + "/v1"}, "state": state}))
             commands[f"gateway {mode}"] = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
         for name in TARGETS:

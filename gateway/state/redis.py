@@ -83,6 +83,9 @@ class _Failed(Enum):
 
 
 _FAILED = _Failed.FAILED
+# Tenants' indexes noted at once by one write behind: with the marks' pipeline, an operation keeps
+# within ``redis_topology.COMMANDS_PER_OPERATION`` commands in flight on one node.
+_TENANTS_AT_ONCE = 2
 # Append a veto unless one with the same identity is stored; trim and expire in the same step.
 _APPEND_ONCE = """
 for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
@@ -327,10 +330,10 @@ class RedisStore:
         if not due:
             return
         try:
-            marks = [
-                self._client.set(self.key(MARK, session), raw, px=self.ttl_ms) for session, (_, raw) in due.items()
-            ]
-            await asyncio.gather(*marks, self._touch(list(due)))
+            marks = self._client.pipeline(transaction=False)  # one round trip per node
+            for session, (_, raw) in due.items():
+                marks.set(self.key(MARK, session), raw, px=self.ttl_ms)
+            await asyncio.gather(marks.execute(), self._touch(list(due)))
         except BaseException:
             for session in due:  # they may not have landed: those sessions read Redis next time
                 self._mirror.forget(session)
@@ -410,7 +413,7 @@ class RedisStore:
             ),
         )
         if trimmed:
-            await self._client.delete(*trimmed)
+            await self._delete([[name] for name in trimmed])
         self.budget_evictions["records", TENANT_CAP] += len(trimmed)
 
     async def _touch(self, sessions: list[str]) -> None:
@@ -419,17 +422,30 @@ class RedisStore:
         by_tenant: dict[str, list[str]] = {}
         for session in sessions:
             by_tenant.setdefault(tenant_of(session), []).append(session)
-        notes = [
-            self._touch_sessions(
-                keys=[tenant_key(self.key_prefix, SESSION_INDEX, group[0])],
-                args=[_now_ms(), self.ttl_ms, self.tenant_max_sessions, *group],
-            )
-            for group in by_tenant.values()
-        ]
-        trimmed = [raw.decode("utf-8", "surrogateescape") for found in await asyncio.gather(*notes) for raw in found]
+        trimmed: list[str] = []
+        groups = list(by_tenant.values())
+        for at in range(0, len(groups), _TENANTS_AT_ONCE):
+            notes = [
+                self._touch_sessions(
+                    keys=[tenant_key(self.key_prefix, SESSION_INDEX, group[0])],
+                    args=[_now_ms(), self.ttl_ms, self.tenant_max_sessions, *group],
+                )
+                for group in groups[at : at + _TENANTS_AT_ONCE]
+            ]
+            trimmed += [
+                raw.decode("utf-8", "surrogateescape") for found in await asyncio.gather(*notes) for raw in found
+            ]
         if trimmed:
-            await asyncio.gather(*(self._client.delete(*self._keys_of(session)) for session in trimmed))
+            await self._delete([self._keys_of(session) for session in trimmed])
             self._sessions_trimmed(len(trimmed))
+
+    async def _delete(self, groups: list[list[str]]) -> None:
+        """Delete keys, one command per group (a group's keys share a slot), in one pipeline: one
+        round trip per node."""
+        pipe = self._client.pipeline(transaction=False)
+        for keys in groups:
+            pipe.delete(*keys)
+        await pipe.execute()
 
     def _keys_of(self, session: str) -> list[str]:
         return [self.key(kind, session) for kind in TRACKED]
@@ -474,7 +490,7 @@ class RedisStore:
             self.degradations += 1
             return _FAILED
         try:
-            async with asyncio.timeout(self.op_timeout_s):
+            async with asyncio.timeout(self.op_timeout_s), self.topology.gate():
                 result = await command()
         except Exception as exc:
             self._degraded(op, exc)

@@ -13,6 +13,9 @@ the client find the rest.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -27,6 +30,7 @@ from redis.backoff import NoBackoff
 Mode = Literal["single", "cluster", "sentinel"]
 Address = tuple[str, int]
 WATCH_EVERY_S = 1.0  # how soon a new primary (failover, resharding) is followed
+COMMANDS_PER_OPERATION = 4  # the most commands one store operation has in flight on one node
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,11 @@ class Topology:
         self._pool = pool
         return Redis(connection_pool=pool)
 
+    def gate(self) -> AbstractAsyncContextManager[object]:
+        """Entered by each operation: a single node's pool already makes operations wait for a
+        free connection."""
+        return contextlib.nullcontext()
+
     async def aclose(self) -> None:
         """Close what the client does not close itself (after the client)."""
         if self._pool is not None:
@@ -104,13 +113,25 @@ class Topology:
 
 
 class ClusterTopology(Topology):
+    """The cluster client refuses a command (instead of waiting) when a node's connections are
+    all busy; so at most ``max_connections`` operations run at once (the others wait, within
+    their timeout), each with at most ``COMMANDS_PER_OPERATION`` commands in flight on a node."""
+
     watched = True
+    _gate: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def gate(self) -> AbstractAsyncContextManager[object]:
+        loop = asyncio.get_running_loop()
+        if self._gate is None or self._gate[0] is not loop:
+            self._gate = (loop, asyncio.Semaphore(self.target.max_connections))
+        return self._gate[1]
 
     def client(self) -> Any:
         options = self._options.connection_kwargs
         return RedisCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in seeds(self.target.url)],
-            max_connections=self.target.max_connections,
+            # the console's event log runs beside the operations: a margin for it
+            max_connections=self.target.max_connections * COMMANDS_PER_OPERATION + 16,
             retry=Retry(NoBackoff(), 1),
             username=options.get("username"),
             password=options.get("password"),

@@ -88,6 +88,15 @@ async def test_a_tenants_budget_holds_across_the_cluster(cluster):
     await store.aclose()
 
 
+async def test_more_requests_at_once_than_connections_wait_for_one_instead_of_failing(cluster):
+    """The cluster client refuses a command when a node's connections are all busy: the store
+    lets only as many operations run as it has connections, the others wait their turn."""
+    store = store_for(cluster, key_prefix="busy:", max_connections=4, mirror_sessions=0, op_timeout_s=60.0)
+    states = await asyncio.gather(*(store.session_state(f"{TENANT}h:{n}", HistoryMark(1, "x")) for n in range(2000)))
+    assert len(states) == 2000 and store.degradations == 0
+    await store.aclose()
+
+
 async def listening(*stores: RedisStore) -> None:
     for store in stores:
         await store.session_state("-listen-")  # starts the listener
