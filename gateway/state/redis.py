@@ -10,16 +10,20 @@ marks live here instead of in each process. Redis is an aid, never a dependency 
   while it is down), then tried again; redis-py's pool opens fresh connections, so a restarted
   server is used again without any action.
 
-Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
-``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
-``{prefix}c:{session}`` (the compaction marker, while one applies), ``{prefix}w:{session}``
-(the calls warned about, newest ``MAX_WARNED_PER_SESSION``), ``{prefix}j:{session}`` (the
+Redis is one node, a Redis Cluster or a Sentinel-watched primary (``state.mode``,
+``gateway.state.redis_topology``); the client follows failovers and moved slots by itself.
+
+Keys (``gateway.state.redis_keys``: a session's keys carry the session as their hash tag, so
+every script stays in one cluster slot): ``{prefix}v:{<session>}`` (list of vetoed exchanges,
+trimmed to the newest ``MAX_VETOES_PER_SESSION``), ``{prefix}h:{<session>}`` (the history mark),
+``{prefix}c:{<session>}`` (the compaction marker, while one applies), ``{prefix}w:{<session>}``
+(the calls warned about, newest ``MAX_WARNED_PER_SESSION``), ``{prefix}j:{<session>}`` (the
 model judge's latest verdict, only where the opt-in judge runs). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
 ``{prefix}r:{client namespace}{response_id}`` holds a response chain record
 (``previous_response_id``), and ``{prefix}r:{namespace}own:{kind}:{id}`` an ownership claim
 (``gateway.state.claims``), under the same TTL. Each tenant's sessions and records are bounded
-by its own caps, trimmed by the scripts that write them (``gateway.state.redis_budgets``).
+by its own caps, kept in its own indexes (``gateway.state.redis_budgets``).
 
 Ownership claims are also noted by this process (``gateway.state.ledger``): while Redis cannot
 answer, a check is answered from them (and an id the process cannot vouch for is let through,
@@ -30,7 +34,7 @@ mark its own previous request wrote, kept true by Redis's invalidation messages)
 trip: the new mark is written behind the reply, coalesced with the other requests of the same
 loop turn into one command. Any other request costs one round trip: one script reads the vetoes
 and the compaction marker, swaps the history mark (``SET ... GET``, Redis >= 6.2) and refreshes
-the TTLs. Only a compaction starting or ending, or a fingerprint session starting a new run while
+the TTLs, sent together with the note of the session in its tenant's index. Only a compaction starting or ending, or a fingerprint session starting a new run while
 it holds vetoed exchanges (they are deleted), writes more, fire-and-forget.
 """
 
