@@ -129,6 +129,45 @@ async def test_a_write_by_one_replica_empties_the_others_mirror_on_every_primary
     await two.aclose()
 
 
+async def test_the_mirror_follows_a_failover_to_the_promoted_replica(cluster):
+    """A primary killed: the mirror stops trusting what it knew, the listeners subscribe on the
+    promoted replica, and a write there by another replica empties the mirror again. The killed
+    node comes back as a replica afterwards."""
+    one, two = (store_for(cluster, key_prefix="f:", retry_after_s=0.05) for _ in range(2))
+    await listening(one, two)
+    port, session = next(iter(sessions_on_every_primary(cluster, one).items()))
+    victim = next(node for node in cluster.primaries() if node.port == port)
+    await one.session_state(session, HistoryMark(1, "one"))
+    assert one.mirror.known(session) is not None
+    try:
+        await asyncio.to_thread(cluster.kill_primary, victim)
+        assert one.mirror.known(session) is None  # nothing is trusted across the failover
+        await listening(one, two)  # subscribed again, on the promoted replica too
+        for n in range(2, 500):  # until the clients found the new primary (requests fail open meanwhile)
+            await one.session_state(session, HistoryMark(n, "one"))
+            if one.mirror.known(session) is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert one.mirror.known(session) is not None and cluster.primary_of(one.key("h", session)).port != port
+        written = HistoryMark(1000, "two")
+        for _ in range(500):  # another replica writes, once its client found the new primary too
+            failed = two.degradations
+            await two.session_state(session, written)
+            if two.degradations == failed:
+                break
+            await asyncio.sleep(0.01)
+        for _ in range(500):
+            if one.mirror.known(session) is None:
+                break
+            await asyncio.sleep(0.01)
+        assert (await one.session_state(session, HistoryMark(1001, "one"))).mark == written
+    finally:
+        await one.aclose()
+        await two.aclose()
+        victim.start()  # rejoins as the promoted replica's replica
+        await asyncio.to_thread(cluster.wait_ok)
+
+
 # --- two gateway replicas over the cluster ----------------------------------------------------
 
 
