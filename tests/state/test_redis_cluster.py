@@ -10,13 +10,16 @@ request and the loop still ends (the last test: it leaves the cluster changed).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from support.looping import RespondingUpstream
 from support.redis_cluster import RedisCluster, cluster_tools
 from support.replicas import Gateways, converse, model
 from support.servers import serve
+from support.waiting import wait_for
 
 from gateway.state import ChainRecord, HistoryMark, VetoRecord
 from gateway.state.claims import key as claim_key
@@ -221,9 +224,13 @@ def test_a_primary_killed_mid_conversation_fails_no_request(upstream, gateways, 
     assert sum(outcome.executions.values()) <= 8
     assert failing.degraded()  # requests were served while the slot had no primary
     cluster.wait_ok()
+    for url in failing.replicas:  # the clients found the new primary
+        assert wait_for(lambda url=url: httpx.get(url + "/readyz").json()["state"]["healthy"], timeout=30)
+    time.sleep(0.3)  # past retry_after_s of the failures during the failover
+    marks = sum(len(node.client().keys("failover:h:*")) for node in cluster.primaries())
     after = converse(failing.replicas, upstream, f"stubborn: after the failover ({stream=})", stream=stream)
     assert after.executions == {"read_file": 3} and after.answer and "stopped" in after.answer
-    assert any(node.client().keys("failover:h:*") for node in cluster.primaries())  # Redis used again
+    assert sum(len(node.client().keys("failover:h:*")) for node in cluster.primaries()) == marks + 1  # used again
     killed[0].start()  # rejoins as the new primary's replica
     cluster.wait_ok()
     for node in cluster.primaries():  # the next run finds only its own session

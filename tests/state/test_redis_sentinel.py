@@ -9,13 +9,16 @@ killed mid-conversation fails no request: the sentinels promote the replica, the
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from support.looping import RespondingUpstream
 from support.redis_cluster import SENTINEL_SERVICE, SentinelSet, cluster_tools
 from support.replicas import Gateways, converse, model
 from support.servers import serve
+from support.waiting import wait_for
 
 from gateway.state import HistoryMark
 from gateway.state.redis import RedisStore
@@ -115,8 +118,13 @@ def test_the_primary_killed_mid_conversation_fails_no_request(upstream, gateways
     assert killed and outcome.answer and "stopped" in outcome.answer
     assert sum(outcome.executions.values()) <= 8
     sentinels.failed_over()
+    for url in gateways.replicas:  # the clients found the new primary
+        assert wait_for(lambda url=url: httpx.get(url + "/readyz").json()["state"]["healthy"], timeout=30)
+    time.sleep(0.3)  # past retry_after_s of the failures during the failover
     marks = len(sentinels.primary.client().keys("replicas:h:*"))
     after = converse(gateways.replicas, upstream, f"stubborn: after the failover ({stream=})", stream=stream)
     assert after.executions == {"read_file": 3} and after.answer and "stopped" in after.answer
-    assert len(sentinels.primary.client().keys("replicas:h:*")) == marks + 1  # the new primary is used
+    assert len(sentinels.primary.client().keys("replicas:h:*")) == marks + 1, gateways.degraded()[
+        -6:
+    ]  # the new primary is used
     sentinels.rejoin(killed[0])
