@@ -11,7 +11,8 @@ canned upstream, the aiohttp relay, and a gateway per tree, requests interleaved
 Each gateway runs from its own tree as the working directory, because ``python -m gateway`` puts
 the working directory before PYTHONPATH and an installed copy on the import path.
 
-``--config NAME=FILE`` adds a gateway from this tree whose configuration is the benchmark's with
+``--tree NAME=PATH@FILE`` runs a tree with FILE's keys over the configuration (a Redis backend
+for two trees, say). ``--config NAME=FILE`` adds a gateway from this tree whose configuration is the benchmark's with
 FILE's top-level keys put over it: what a policy, a log level or the Redis backend costs.
 
     python benchmarks/compare.py --tree now=. --config no-detectors=/tmp/no-detectors.yaml
@@ -139,6 +140,12 @@ def own_time(log: Path, n: int) -> float | None:
     return percentile(spent[-n:], 50) if spent else None
 
 
+def _tree(spec: str) -> tuple[Path, Path | None]:
+    """``PATH`` or ``PATH@FILE``: a source tree, with FILE's config keys over the benchmark's."""
+    path, _, extra = spec.partition("@")
+    return Path(path).resolve(), Path(extra).resolve() if extra else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -161,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         "-n is then the run's length less the warm-up",
     )
     args = parser.parse_args(argv)
-    gateways: Gateways = {name: (Path(path).resolve(), None) for name, path in (t.split("=", 1) for t in args.tree)}
+    gateways: Gateways = {name: _tree(path) for name, path in (t.split("=", 1) for t in args.tree)}
     gateways |= {name: (ROOT, Path(path).resolve()) for name, path in (c.split("=", 1) for c in args.config)}
     if not gateways:
         parser.error("name at least one --tree or --config")

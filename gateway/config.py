@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -314,6 +314,22 @@ class StateConfig(_Strict):
         "redis://127.0.0.1:6379/0",
         description="redis: `redis://`, `rediss://` or `unix://`; the password it may carry is never logged",
     )
+    # Fleets run Redis sharded (Redis Cluster: ElastiCache/MemoryDB cluster mode, Azure Cache
+    # clusters) or as a Sentinel-watched primary and replica; the store follows either.
+    mode: Literal["single", "cluster", "sentinel"] = Field(
+        "single",
+        description="redis: `single` (the node `url` names), `cluster` (Redis Cluster; `url` names "
+        "seed nodes, `redis://h1:6379,h2:6379`) or `sentinel` (the primary `sentinels` name as `service`)",
+    )
+    sentinels: list[str] = Field(
+        default_factory=list,
+        validate_default=True,
+        description="redis, mode `sentinel`: the sentinels, `host:port` each; `url` then gives only "
+        "the primary's credentials, database and scheme",
+    )
+    service: str = Field(
+        "", validate_default=True, description="redis, mode `sentinel`: the primary's name the sentinels monitor"
+    )
     key_prefix: str = Field("loopguard:", description="redis: prefix of every key")
     ttl_s: float = Field(3600.0, gt=0, description="an idle session is forgotten after this")
     max_sessions: int = Field(
@@ -379,6 +395,24 @@ class StateConfig(_Strict):
         if not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must start with redis://, rediss:// or unix://")
         return url
+
+    @field_validator("sentinels")
+    @classmethod
+    def _sentinels(cls, sentinels: list[str], info: ValidationInfo) -> list[str]:
+        for sentinel in sentinels:
+            host, _, port = sentinel.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{sentinel!r} is not host:port")
+        if info.data.get("mode") == "sentinel" and not sentinels:
+            raise ValueError("mode sentinel needs the sentinels (host:port each)")
+        return sentinels
+
+    @field_validator("service")
+    @classmethod
+    def _service(cls, service: str, info: ValidationInfo) -> str:
+        if info.data.get("mode") == "sentinel" and not service:
+            raise ValueError("mode sentinel needs the name of the primary the sentinels monitor")
+        return service
 
 
 class SessionsConfig(_Strict):

@@ -12,9 +12,13 @@ def build_store(config: StateConfig) -> StateStore:
     a gateway starts (and serves, degraded) even while Redis is down."""
     if config.backend == "redis":
         from gateway.state.redis import RedisStore  # imported only when configured
+        from gateway.state.redis_topology import address
 
         return RedisStore(
             config.url,
+            mode=config.mode,
+            sentinels=tuple(address(sentinel) for sentinel in config.sentinels),
+            service=config.service,
             key_prefix=config.key_prefix,
             ttl_s=config.ttl_s,
             op_timeout_s=config.op_timeout_s,

@@ -26,6 +26,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from gateway.state.base import HistoryMark
+from gateway.state.redis_keys import parse_session_key
 
 # Key kinds of a session: its history mark, and the rare ones a known session holds none of.
 MARK, VETOES, COMPACTED, WARNED, VERDICT = "h", "v", "c", "w", "j"
@@ -112,10 +113,8 @@ class Mirror:
         if keys is None:
             self.clear()
             return
-        size = len(self.key_prefix)
         for raw in keys:
-            key = raw.decode("utf-8", "surrogateescape")
-            kind, session = key[size : size + 1], key[size + 2 :]
+            kind, session = parse_session_key(self.key_prefix, raw.decode("utf-8", "surrogateescape"))
             if kind == MARK and self._own_echo(session):
                 continue
             self._known.pop(session, None)

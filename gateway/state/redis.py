@@ -10,16 +10,20 @@ marks live here instead of in each process. Redis is an aid, never a dependency 
   while it is down), then tried again; redis-py's pool opens fresh connections, so a restarted
   server is used again without any action.
 
-Keys: ``{prefix}v:{session}`` (list of vetoed exchanges, trimmed to the newest
-``MAX_VETOES_PER_SESSION``), ``{prefix}h:{session}`` (the history mark) and
-``{prefix}c:{session}`` (the compaction marker, while one applies), ``{prefix}w:{session}``
-(the calls warned about, newest ``MAX_WARNED_PER_SESSION``), ``{prefix}j:{session}`` (the
+Redis is one node, a Redis Cluster or a Sentinel-watched primary (``state.mode``,
+``gateway.state.redis_topology``); the client follows failovers and moved slots by itself.
+
+Keys (``gateway.state.redis_keys``: a session's keys carry the session as their hash tag, so
+every script stays in one cluster slot): ``{prefix}v:{<session>}`` (list of vetoed exchanges,
+trimmed to the newest ``MAX_VETOES_PER_SESSION``), ``{prefix}h:{<session>}`` (the history mark),
+``{prefix}c:{<session>}`` (the compaction marker, while one applies), ``{prefix}w:{<session>}``
+(the calls warned about, newest ``MAX_WARNED_PER_SESSION``), ``{prefix}j:{<session>}`` (the
 model judge's latest verdict, only where the opt-in judge runs). Every key carries a TTL,
 refreshed by every request of the session, so an idle session disappears by itself.
 ``{prefix}r:{client namespace}{response_id}`` holds a response chain record
 (``previous_response_id``), and ``{prefix}r:{namespace}own:{kind}:{id}`` an ownership claim
 (``gateway.state.claims``), under the same TTL. Each tenant's sessions and records are bounded
-by its own caps, trimmed by the scripts that write them (``gateway.state.redis_budgets``).
+by its own caps, kept in its own indexes (``gateway.state.redis_budgets``).
 
 Ownership claims are also noted by this process (``gateway.state.ledger``): while Redis cannot
 answer, a check is answered from them (and an id the process cannot vouch for is let through,
@@ -30,7 +34,7 @@ mark its own previous request wrote, kept true by Redis's invalidation messages)
 trip: the new mark is written behind the reply, coalesced with the other requests of the same
 loop turn into one command. Any other request costs one round trip: one script reads the vetoes
 and the compaction marker, swaps the history mark (``SET ... GET``, Redis >= 6.2) and refreshes
-the TTLs. Only a compaction starting or ending, or a fingerprint session starting a new run while
+the TTLs, sent together with the note of the session in its tenant's index. Only a compaction starting or ending, or a fingerprint session starting a new run while
 it holds vetoed exchanges (they are deleted), writes more, fire-and-forget.
 """
 
@@ -47,9 +51,6 @@ from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 import structlog
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from gateway.state.base import (
     CLAIM,
@@ -68,17 +69,12 @@ from gateway.state.events import LoggedEvent
 from gateway.state.invalidations import listen
 from gateway.state.ledger import DEFAULT_MAX_CLAIMS, Ledger
 from gateway.state.memory import MAX_VETOES_PER_SESSION
-from gateway.state.mirror import COMPACTED, MARK, VERDICT, VETOES, WARNED, Known, Mirror
-from gateway.state.redis_budgets import (
-    RECORD_INDEX,
-    RECORD_SIZES,
-    SAVE_RECORD,
-    SESSION_INDEX,
-    TOUCH_SESSION,
-    index_key,
-)
+from gateway.state.mirror import COMPACTED, MARK, TRACKED, VERDICT, VETOES, WARNED, Known, Mirror
+from gateway.state.redis_budgets import NOTE_RECORD, RECORD_INDEX, RECORD_SIZES, SESSION_INDEX, TOUCH_SESSIONS
 from gateway.state.redis_events import RedisEventLog
-from gateway.state.shares import TENANT_CAP, record_weight
+from gateway.state.redis_keys import session_key, tenant_key
+from gateway.state.redis_topology import Address, Mode, Target, topology
+from gateway.state.shares import TENANT_CAP, record_weight, tenant_of
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
 T = TypeVar("T")
@@ -91,6 +87,9 @@ class _Failed(Enum):
 
 
 _FAILED = _Failed.FAILED
+# Tenants' indexes noted at once by one write behind: with the marks' pipeline, an operation keeps
+# within ``redis_topology.COMMANDS_PER_OPERATION`` commands in flight on one node.
+_TENANTS_AT_ONCE = 2
 # Append a veto unless one with the same identity is stored; trim and expire in the same step.
 _APPEND_ONCE = """
 for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
@@ -105,11 +104,8 @@ return 1
 # What a request reads, in one command: the vetoes, the previous mark (swapped for this
 # request's when one is given, ARGV[1] empty otherwise), the compaction marker, the warned calls
 # and the model judge's verdict; a request keeps the session alive, so what it has is given the
-# TTL again, and the session is noted as its tenant's most recently used (KEYS[6],
-# ``redis_budgets``: ARGV[3] now, ARGV[4] the tenant's session cap, ARGV[5] the key prefix).
-_READ = (
-    TOUCH_SESSION
-    + """
+# TTL (ARGV[2]) again. All five keys carry the session's hash tag: one slot.
+_READ = """
 local vetoes = redis.call('LRANGE', KEYS[1], 0, -1)
 local previous
 if ARGV[1] == '' then
@@ -120,31 +116,14 @@ end
 local compacted = redis.call('GET', KEYS[3])
 local warned = redis.call('LRANGE', KEYS[4], 0, -1)
 local verdict = redis.call('GET', KEYS[5])
-local evicted = 0
 if ARGV[1] ~= '' then
   if #vetoes > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
   if compacted then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
   if #warned > 0 then redis.call('PEXPIRE', KEYS[4], ARGV[2]) end
   if verdict then redis.call('PEXPIRE', KEYS[5], ARGV[2]) end
-  evicted = touch(KEYS[6], ARGV[6], tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4]), ARGV[5])
 end
-return {vetoes, previous, compacted, warned, verdict, evicted}
+return {vetoes, previous, compacted, warned, verdict}
 """
-)
-# Marks written behind the replies: KEYS[i] gets ARGV[4 + i] (n of each), each with the TTL
-# ARGV[1]; session ARGV[4 + n + i] is noted in its tenant's index KEYS[n + i] (ARGV[2] now,
-# ARGV[3] the cap, ARGV[4] the key prefix). The count of sessions trimmed.
-_SET_MARKS = (
-    TOUCH_SESSION
-    + """
-local n, evicted = #KEYS / 2, 0
-for i = 1, n do
-  redis.call('SET', KEYS[i], ARGV[4 + i], 'PX', ARGV[1])
-  evicted = evicted + touch(KEYS[n + i], ARGV[4 + n + i], tonumber(ARGV[2]), tonumber(ARGV[1]), tonumber(ARGV[3]), ARGV[4])
-end
-return evicted
-"""
-)
 
 
 class RedisStore:
@@ -152,6 +131,9 @@ class RedisStore:
         self,
         url: str,
         *,
+        mode: Mode = "single",
+        sentinels: tuple[Address, ...] = (),
+        service: str = "",
         key_prefix: str = "loopguard:",
         ttl_s: float = 3600.0,
         op_timeout_s: float = 0.1,
@@ -180,25 +162,18 @@ class RedisStore:
         self.ledger = Ledger(local_claims, ttl_s)
         self.where = redacted_url(url)
         self._password = urlsplit(url).password
-        # One immediate retry: a pooled connection to a server that has since restarted fails
-        # once, and the retry on a fresh connection succeeds within the same operation.
-        self._pool = BlockingConnectionPool.from_url(
-            url,
-            max_connections=max_connections,
-            timeout=None,
-            retry=Retry(NoBackoff(), 1),
-            socket_connect_timeout=max(op_timeout_s, 0.5),
-            socket_timeout=max(op_timeout_s, 0.5),
+        self.topology = topology(
+            Target(mode, url, sentinels, service, max_connections=max_connections, timeout_s=max(op_timeout_s, 0.5))
         )
-        self._client = Redis(connection_pool=self._pool)
+        self._client = self.topology.client()
         self._down_until = 0.0
         self._healthy = True
         self._writing_claims = False
         self._pending: set[asyncio.Task[object]] = set()
         self._append_once = self._client.register_script(_APPEND_ONCE)
         self._read_script = self._client.register_script(_READ)
-        self._set_marks = self._client.register_script(_SET_MARKS)
-        self._save_record = self._client.register_script(SAVE_RECORD)
+        self._touch_sessions = self._client.register_script(TOUCH_SESSIONS)
+        self._note_record = self._client.register_script(NOTE_RECORD)
         # 0 turns the mirror off: every request reads Redis.
         self.mirror = Mirror(key_prefix, mirror_sessions) if mirror_sessions else None
         self._listener: asyncio.Task[None] | None = None
@@ -268,7 +243,7 @@ class RedisStore:
         return True
 
     async def response_chain(self, key: str) -> ChainRecord | None:
-        record = await self._run("response_chain", lambda: self._load_chain(self.key("r", key)))
+        record = await self._run("response_chain", lambda: self._load_chain(self.record_key(key)))
         return record if isinstance(record, ChainRecord) else None
 
     async def save_response_chain(self, key: str, record: ChainRecord) -> None:
@@ -279,7 +254,7 @@ class RedisStore:
         """Redis's answer while it answers (a claim made during an outage and not written yet
         counts); this process's own note of the claim while it does not (``gateway.state.ledger``),
         and None for an id this process cannot vouch for either."""
-        found = await self._run("claimed", lambda: self._client.exists(self.key("r", key)))
+        found = await self._run("claimed", lambda: self._client.exists(self.record_key(key)))
         if found is _FAILED:
             if self.ledger.knows(key):
                 return True
@@ -330,13 +305,7 @@ class RedisStore:
             return
         self._mirror.lost()  # a listener of another (closed) event loop hears nothing any more
         self._listener = asyncio.get_running_loop().create_task(
-            listen(
-                self.url,
-                self._mirror,
-                retry_after_s=self.retry_after_s,
-                connect_timeout_s=max(self.op_timeout_s, 0.5),
-                where=self.where,
-            )
+            listen(self.topology, self._mirror, retry_after_s=self.retry_after_s, where=self.where)
         )
 
     def _write_mark_behind(self, session: str, known: Known, mark: HistoryMark) -> None:
@@ -365,21 +334,10 @@ class RedisStore:
         if not due:
             return
         try:
-            trimmed = await self._set_marks(
-                keys=[
-                    *(self.key(MARK, session) for session in due),
-                    *(index_key(self.key_prefix, SESSION_INDEX, session) for session in due),
-                ],
-                args=[
-                    self.ttl_ms,
-                    _now_ms(),
-                    self.tenant_max_sessions,
-                    self.key_prefix,
-                    *(raw for _, raw in due.values()),
-                    *due,
-                ],
-            )
-            self._sessions_trimmed(int(trimmed))
+            marks = self._client.pipeline(transaction=False)  # one round trip per node
+            for session, (_, raw) in due.items():
+                marks.set(self.key(MARK, session), raw, px=self.ttl_ms)
+            await asyncio.gather(marks.execute(), self._touch(list(due)))
         except BaseException:
             for session in due:  # they may not have landed: those sessions read Redis next time
                 self._mirror.forget(session)
@@ -399,28 +357,30 @@ class RedisStore:
             with contextlib.suppress(asyncio.CancelledError, RuntimeError):
                 await self._listener
         await self._client.aclose()
-        await self._pool.aclose()
+        await self.topology.aclose()
 
     # --- Redis commands -----------------------------------------------------------------------
 
     def key(self, kind: str, session: str) -> str:
-        return f"{self.key_prefix}{kind}:{session}"
+        """A session's key (``gateway.state.redis_keys``: the session is its hash tag)."""
+        return session_key(self.key_prefix, kind, session)
+
+    def record_key(self, key: str) -> str:
+        """A chain record's or claim's key: no hash tag, records spread over a cluster's slots."""
+        return f"{self.key_prefix}r:{key}"
 
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
-        keys = [self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)]
-        keys.append(index_key(self.key_prefix, SESSION_INDEX, session))
-        raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict, trimmed = await self._read_script(
-            keys=keys,
-            args=[
-                mark.dumps() if mark is not None else b"",
-                self.ttl_ms,
-                _now_ms(),
-                self.tenant_max_sessions,
-                self.key_prefix,
-                session,
-            ],
+        """One script on the session's slot; with a mark, the session is also noted as its
+        tenant's most recently used, at the same time (its tenant's index lives elsewhere)."""
+        read = self._read_script(
+            keys=[self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)],
+            args=[mark.dumps() if mark is not None else b"", self.ttl_ms],
         )
-        self._sessions_trimmed(int(trimmed))
+        if mark is None:
+            found = await read
+        else:
+            found, _ = await asyncio.gather(read, self._touch([session]))
+        raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict = found
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
         previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
         compacted = HistoryMark.loads(raw_compacted) if raw_compacted is not None else None
@@ -446,16 +406,53 @@ class RedisStore:
         await pipe.execute()
 
     async def _write_record(self, key: str, raw: bytes) -> None:
-        """A chain record or claim, within its tenant's byte budget (``redis_budgets``)."""
-        trimmed = await self._save_record(
-            keys=[
-                self.key("r", key),
-                index_key(self.key_prefix, RECORD_INDEX, key),
-                index_key(self.key_prefix, RECORD_SIZES, key),
-            ],
-            args=[raw, self.ttl_ms, _now_ms(), self.tenant_max_chain_bytes, record_weight(key, raw)],
+        """A chain record or claim, noted in its tenant's byte budget (``redis_budgets``); the
+        tenant's oldest records beyond it are deleted."""
+        name = self.record_key(key)
+        _, trimmed = await asyncio.gather(
+            self._client.set(name, raw, px=self.ttl_ms),
+            self._note_record(
+                keys=[tenant_key(self.key_prefix, RECORD_INDEX, key), tenant_key(self.key_prefix, RECORD_SIZES, key)],
+                args=[name, self.ttl_ms, _now_ms(), self.tenant_max_chain_bytes, record_weight(key, raw)],
+            ),
         )
-        self.budget_evictions["records", TENANT_CAP] += int(trimmed)
+        if trimmed:
+            await self._delete([[name] for name in trimmed])
+        self.budget_evictions["records", TENANT_CAP] += len(trimmed)
+
+    async def _touch(self, sessions: list[str]) -> None:
+        """Note ``sessions`` as just used in their tenants' indexes, and delete the keys of each
+        tenant's least recently used sessions beyond its cap."""
+        by_tenant: dict[str, list[str]] = {}
+        for session in sessions:
+            by_tenant.setdefault(tenant_of(session), []).append(session)
+        trimmed: list[str] = []
+        groups = list(by_tenant.values())
+        for at in range(0, len(groups), _TENANTS_AT_ONCE):
+            notes = [
+                self._touch_sessions(
+                    keys=[tenant_key(self.key_prefix, SESSION_INDEX, group[0])],
+                    args=[_now_ms(), self.ttl_ms, self.tenant_max_sessions, *group],
+                )
+                for group in groups[at : at + _TENANTS_AT_ONCE]
+            ]
+            trimmed += [
+                raw.decode("utf-8", "surrogateescape") for found in await asyncio.gather(*notes) for raw in found
+            ]
+        if trimmed:
+            await self._delete([self._keys_of(session) for session in trimmed])
+            self._sessions_trimmed(len(trimmed))
+
+    async def _delete(self, groups: list[list[str]]) -> None:
+        """Delete keys, one command per group (a group's keys share a slot), in one pipeline: one
+        round trip per node."""
+        pipe = self._client.pipeline(transaction=False)
+        for keys in groups:
+            pipe.delete(*keys)
+        await pipe.execute()
+
+    def _keys_of(self, session: str) -> list[str]:
+        return [self.key(kind, session) for kind in TRACKED]
 
     def _sessions_trimmed(self, count: int) -> None:
         self.evictions += count
@@ -497,7 +494,7 @@ class RedisStore:
             self.degradations += 1
             return _FAILED
         try:
-            async with asyncio.timeout(self.op_timeout_s):
+            async with asyncio.timeout(self.op_timeout_s), self.topology.gate():
                 result = await command()
         except Exception as exc:
             self._degraded(op, exc)

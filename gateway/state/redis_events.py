@@ -1,7 +1,7 @@
 """The recent-events log on Redis: two streams, shared by every replica and worker.
 
-``{prefix}ui:feed`` holds the entries (field ``e``) and the id of each one's detail (field ``r``,
-empty when it has none) in ``{prefix}ui:detail`` (field ``d``). One script appends both, each
+``{prefix}ui:{events}:feed`` holds the entries (field ``e``) and the id of each one's detail (field ``r``,
+empty when it has none) in ``{prefix}ui:{events}:detail`` (field ``d``). One script appends both, each
 trimmed to the writer's ``keep`` with ``XADD MAXLEN``, so both streams stay bounded whatever the
 traffic, in one round trip. ``{prefix}ui:revoked:<ref>`` marks a console sign-in ended by its
 user, until its cookie would have expired.
@@ -38,7 +38,8 @@ return redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '*', 'e', ARGV[1], 'r', re
 class RedisEventLog:
     def __init__(self, client: Any, key_prefix: str, where: str) -> None:
         self.client = client
-        self.feed, self.details = f"{key_prefix}ui:feed", f"{key_prefix}ui:detail"
+        # One hash tag for both streams: the script appending to them stays in one cluster slot.
+        self.feed, self.details = f"{key_prefix}ui:{{events}}:feed", f"{key_prefix}ui:{{events}}:detail"
         self.revocations = f"{key_prefix}ui:revoked:"
         self.where = where  # the URL without its password, for the log
         self.failures = 0

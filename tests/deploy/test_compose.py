@@ -3,6 +3,7 @@ points at a mounted policy, and Prometheus and Grafana are wired to what the gat
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -30,8 +31,13 @@ def mounts(service: str) -> dict[str, Path]:
     return found
 
 
+def defaults(environment: dict[str, str]) -> dict[str, str]:
+    """The values compose gives ``${NAME:-default}`` when the shell sets nothing."""
+    return {name: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value) for name, value in environment.items()}
+
+
 def test_services_and_published_ports():
-    services = compose()["services"]
+    services = {name: s for name, s in compose()["services"].items() if not s.get("profiles")}
     assert set(services) == {"gateway", "redis", "prometheus", "grafana"}
     ports = {name: [p.split(":")[-1] for p in s.get("ports", [])] for name, s in services.items()}
     assert ports == {"gateway": ["8080"], "redis": [], "prometheus": ["9090"], "grafana": ["3000"]}
@@ -47,15 +53,33 @@ def test_every_mounted_file_exists(service):
 
 def test_the_gateway_config_loads_and_its_policy_is_mounted():
     files = mounts("gateway")
-    env = compose()["services"]["gateway"]["environment"]
+    env = defaults(compose()["services"]["gateway"]["environment"])
     config_in_container = env["LOOPGUARD_CONFIG"]
     config = load_config(files[config_in_container], env={"REDIS_URL": env["REDIS_URL"]})
     assert config.server.host == "0.0.0.0" and config.server.port == 8080
     assert config.state.backend == "redis" and config.state.url == "redis://redis:6379/0"
+    assert config.state.mode == "single"
     # The policy path as the container sees it, mapped back through the mounts.
     in_container = Path(config_in_container).parent / Path(config.policy).relative_to(files[config_in_container].parent)
     folder = next(c for c in files if in_container.is_relative_to(c))
     load_policy(files[folder] / in_container.relative_to(folder))
+
+
+def test_the_cluster_profile_makes_three_primaries_the_gateway_can_be_pointed_at():
+    services = compose()["services"]
+    nodes = sorted(name for name, s in services.items() if s.get("profiles") == ["cluster"] and "init" not in name)
+    assert nodes == ["redis-cluster-1", "redis-cluster-2", "redis-cluster-3"]
+    for name in nodes:
+        assert "--cluster-enabled yes" in services[name]["command"] and services[name]["environment"]["NODE"] == name
+    init = services["redis-cluster-init"]
+    assert "--cluster create" in init["command"] and set(init["depends_on"]) == set(nodes)
+    # What the file's header says to set for the profile.
+    seeds = "redis://" + ",".join(f"{name}:6379" for name in nodes)
+    assert f"REDIS_MODE=cluster REDIS_URL={seeds}" in COMPOSE.read_text()
+    files = mounts("gateway")
+    config_file = files[services["gateway"]["environment"]["LOOPGUARD_CONFIG"]]
+    state = load_config(config_file, env={"REDIS_MODE": "cluster", "REDIS_URL": seeds}).state
+    assert state.mode == "cluster" and state.url == seeds
 
 
 def test_prometheus_scrapes_the_gateway():

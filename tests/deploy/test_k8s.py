@@ -80,3 +80,27 @@ def test_the_service_selects_the_gateway_pods():
 
 def _mount_of(mounts: dict[str, dict], path: Path) -> str:
     return next(name for name, m in mounts.items() if path.is_relative_to(m["mountPath"]))
+
+
+SENTINEL = K8S.parent / "k8s-sentinel"
+
+
+def test_the_sentinel_option_points_the_gateway_at_every_sentinel(tmp_path):
+    overlay = yaml.safe_load((SENTINEL / "kustomization.yaml").read_text())
+    assert overlay["resources"] == ["../k8s", "redis-sentinel.yaml"]
+    deleted = {(p["target"]["kind"], p["target"]["name"]) for p in overlay["patches"] if "target" in p}
+    assert deleted == {("Deployment", "loopguard-redis"), ("Service", "loopguard-redis")}
+    config_map = yaml.safe_load((SENTINEL / "config.yaml").read_text())
+    file = tmp_path / "loopguard.yaml"
+    file.write_text(config_map["data"]["loopguard.yaml"])
+    state = load_config(file, env={}).state
+    assert state.backend == "redis" and state.mode == "sentinel" and state.service == "loopguard"
+    found = yaml.safe_load_all((SENTINEL / "redis-sentinel.yaml").read_text())
+    sets = {(d["kind"], d["metadata"]["name"]): d for d in found}
+    sentinels = sets[("StatefulSet", "loopguard-sentinel")]
+    assert sentinels["spec"]["serviceName"] == "loopguard-sentinel"
+    pods = [f"loopguard-sentinel-{n}.loopguard-sentinel:26379" for n in range(sentinels["spec"]["replicas"])]
+    assert state.sentinels == pods and len(pods) == 3
+    script = sentinels["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert f"sentinel monitor {state.service} loopguard-redis-node-0.loopguard-redis-node 6379 2" in script
+    assert sets[("StatefulSet", "loopguard-redis-node")]["spec"]["replicas"] == 2  # a primary and its replica

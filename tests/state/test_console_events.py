@@ -47,7 +47,7 @@ async def test_redis_streams_are_trimmed_and_shared_by_replicas(redis_url):
         assert seen[0].detail is None and seen[1].detail is not None
         assert await two.event_detail(seen[1].detail) == b"d13"
         client = redis_url.client()
-        assert client.xlen("c:ui:feed") == 10 and client.xlen("c:ui:detail") <= 10
+        assert client.xlen("c:ui:{events}:feed") == 10 and client.xlen("c:ui:{events}:detail") <= 10
         assert await two.event_detail("0-1") is None  # trimmed away, or never there
     finally:
         await one.aclose()

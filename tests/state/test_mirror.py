@@ -29,14 +29,14 @@ def test_an_invalidation_of_the_mark_forgets_it_unless_it_is_our_own_echo():
     mirror = mirror_with()
     mirror.expect("s")
     mirror.wrote("s", B, 1.0)
-    mirror.invalidated([b"lg:h:s"])  # our write's echo
+    mirror.invalidated([b"lg:h:{s}"])  # our write's echo
     assert mirror.known("s").mark == B
-    mirror.invalidated([b"lg:h:s"])  # somebody else's write
+    mirror.invalidated([b"lg:h:{s}"])  # somebody else's write
     assert mirror.known("s") is None
 
 
 def test_any_change_of_vetoes_or_compaction_forgets_the_session():
-    for key in (b"lg:v:s", b"lg:c:s"):
+    for key in (b"lg:v:{s}", b"lg:c:{s}"):
         mirror = mirror_with()
         mirror.expect("s")  # an echo due for the mark does not excuse other keys
         mirror.invalidated([key])
@@ -45,7 +45,7 @@ def test_any_change_of_vetoes_or_compaction_forgets_the_session():
 
 def test_other_sessions_and_a_flush():
     mirror = mirror_with("s")
-    mirror.invalidated([b"lg:h:other", b"lg:v:other"])
+    mirror.invalidated([b"lg:h:{other}", b"lg:v:{other}"])
     assert mirror.known("s").mark == A
     mirror.invalidated(None)  # FLUSHDB / FLUSHALL
     assert mirror.known("s") is None and mirror.trusted
@@ -56,8 +56,8 @@ def test_a_read_overtaken_by_a_foreign_change_is_not_kept():
     mirror.subscribed()
     epoch = mirror.begin_read("s")
     mirror.expect("s")  # the read writes the mark
-    mirror.invalidated([b"lg:h:s"])  # its echo
-    mirror.invalidated([b"lg:h:s"])  # and another replica's write, while the read was in flight
+    mirror.invalidated([b"lg:h:{s}"])  # its echo
+    mirror.invalidated([b"lg:h:{s}"])  # and another replica's write, while the read was in flight
     mirror.end_read("s", epoch, Known(A, 0.0))
     assert mirror.known("s") is None
     epoch = mirror.begin_read("s")  # the next read is clean again

@@ -18,7 +18,9 @@ async def test_a_tenants_sessions_beyond_its_cap_lose_their_keys_and_no_other_te
     for n in range(20):
         await store.session_state(f"{B}h:{n}", HistoryMark(1, "b"))
     client = redis_server.client()
-    assert client.zcard(f"t:s:{B}") == 5 and client.exists(f"t:h:{B}h:19") and not client.exists(f"t:h:{B}h:0")
+    assert (
+        client.zcard(f"t:s:{{{B}}}") == 5 and client.exists(f"t:h:{{{B}h:19}}") and not client.exists(f"t:h:{{{B}h:0}}")
+    )
     assert len(await store.vetoes(A + "h:run")) == 1 and (await store.session_state(A + "h:run")).mark
     assert store.evictions == 15 and store.budget_evictions["sessions", "tenant_cap"] == 15
     await store.aclose()
@@ -38,6 +40,6 @@ async def test_a_tenants_records_and_claims_beyond_its_byte_cap_go_oldest_first(
     assert await store.claimed(claim_key(B, "response", "29")) and not await store.claimed(
         claim_key(B, "response", "0")
     )
-    sizes = redis_server.client().hgetall(f"t:rs:{B}")
+    sizes = redis_server.client().hgetall(f"t:rs:{{{B}}}")
     assert int(sizes[b""]) <= size * 10 and store.budget_evictions["records", "tenant_cap"] > 0
     await store.aclose()

@@ -54,7 +54,7 @@ async def test_end_run_deletes_the_vetoes_off_the_request_path(redis_server):
     await store.aclose()
 
 
-async def test_a_request_costs_one_round_trip(redis_server):
+async def test_a_request_costs_one_script_on_its_session_and_one_note_in_its_tenants_index(redis_server):
     store = store_for(redis_server.url, mirror_sessions=0)
     await store.session_state("warm", HistoryMark(1, "w"))  # the server learns the script once
     await store.add_veto("s", veto(1))
@@ -62,9 +62,11 @@ async def test_a_request_costs_one_round_trip(redis_server):
     before = client.info("commandstats")
     state = await store.session_state("s", HistoryMark(3, "x"))
     calls = {k: v["calls"] - before.get(k, {"calls": 0})["calls"] for k, v in client.info("commandstats").items()}
-    # One command from the gateway (the script reads the vetoes, swaps the mark, reads the
-    # compaction marker, warned calls and judge verdict inside it; the INFO calls are the test's own).
-    assert calls["cmdstat_evalsha"] == 1 and "cmdstat_eval" not in calls
+    # Two commands from the gateway, sent together: the script on the session's keys (it reads
+    # the vetoes, swaps the mark, reads the compaction marker, warned calls and judge verdict)
+    # and the one noting the session in its tenant's index (another hash slot in a cluster);
+    # the INFO calls are the test's own.
+    assert calls["cmdstat_evalsha"] == 2 and "cmdstat_eval" not in calls
     assert state.vetoes == (veto(1),)
     await store.aclose()
 
@@ -78,8 +80,9 @@ async def test_every_key_has_the_prefix_and_a_ttl(redis_server):
     await store.flush()
     client = redis_server.client()
     keys = sorted(k.decode() for k in client.keys("*"))
-    # ``t:s:``: the sessions of the tenant (here: clients without a credential), by last use.
-    assert keys == ["t:c:sess-2", "t:h:sess-1", "t:h:sess-2", "t:s:", "t:v:sess-1"]
+    # A session's keys carry it as their hash tag; ``t:s:{-}``: the sessions of the tenant (here:
+    # clients without a credential, ``-``), by last use.
+    assert keys == ["t:c:{sess-2}", "t:h:{sess-1}", "t:h:{sess-2}", "t:s:{-}", "t:v:{sess-1}"]
     for key in keys:
         assert 0 < client.pttl(key) <= 30_000
     await store.aclose()
@@ -89,7 +92,7 @@ async def test_veto_lists_are_trimmed(redis_server):
     store = store_for(redis_server.url)
     for n in range(MAX_VETOES_PER_SESSION + 5):
         await store.add_veto("s", veto(n))
-    assert redis_server.client().llen("t:v:s") == MAX_VETOES_PER_SESSION
+    assert redis_server.client().llen("t:v:{s}") == MAX_VETOES_PER_SESSION
     assert (await store.vetoes("s"))[0] == veto(5)
     await store.aclose()
 
@@ -107,7 +110,7 @@ async def test_an_idle_session_expires(redis_server):
 
 async def test_build_store_builds_the_configured_redis_store(redis_server):
     store = build_store(StateConfig(backend="redis", url=redis_server.url, key_prefix="cfg:", ttl_s=9))
-    assert isinstance(store, RedisStore) and store.ttl_ms == 9000 and store.key("v", "s") == "cfg:v:s"
+    assert isinstance(store, RedisStore) and store.ttl_ms == 9000 and store.key("v", "s") == "cfg:v:{s}"
     await store.add_veto("s", veto(1))
     assert await store.vetoes("s") == [veto(1)]
     await store.aclose()
