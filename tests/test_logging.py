@@ -31,6 +31,14 @@ def test_secrets_redacted_at_top_level_and_one_level_down(capfd):
     assert line["headers"] == {"API-Key": "[redacted]", "x-keep": "v"}
 
 
+@pytest.mark.parametrize("header", ["x-goog-api-key", "x-api-key", "X-Amz-Security-Token"])
+def test_every_protocols_key_and_session_token_headers_are_redacted(capfd, header):
+    configure_logging("json", "info")
+    structlog.get_logger("t").info("x", headers={header: "secret", "x-amz-date": "20261203T000000Z"})
+    (line,) = _lines(capfd)
+    assert line["headers"] == {header: "[redacted]", "x-amz-date": "20261203T000000Z"}
+
+
 def test_timestamp_is_iso_utc_and_current(capfd):
     configure_logging("json", "info")
     before = datetime.datetime.now(datetime.UTC)

@@ -36,6 +36,9 @@ class UpstreamSpec:
     key_prefix: str = "Bearer "
     credentials: tuple[str, ...] = ("authorization", "api-key")  # client headers carrying a key
     credential_query: tuple[str, ...] = ()  # query parameters carrying a key (Google's ``?key=``)
+    # Other client headers carrying secret material that is no key by itself (an AWS session
+    # token beside a signature): never logged, never forwarded once the gateway checks keys.
+    secrets: tuple[str, ...] = ()
     # The gateway path's leading ``/v1`` is dropped: the base URL carries its version (OpenAI's
     # ``https://api.openai.com/v1``). False: the path goes whole (Google's ``/v1beta/...``).
     strip_v1: bool = True
@@ -165,4 +168,4 @@ class Declaration:
     @property
     def secret_headers(self) -> frozenset[str]:
         """Request headers never written to a log: they carry a key."""
-        return frozenset((*self.upstream.credentials, self.upstream.key_header))
+        return frozenset((*self.upstream.credentials, *self.upstream.secrets, self.upstream.key_header))

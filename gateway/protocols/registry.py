@@ -36,8 +36,8 @@ from gateway.wire.credentials import KeyPlaces
 
 KINDS: tuple[Kind, ...] = (
     converse.KIND,  # before anthropic: a Converse body with a system prompt reads as one too
-    bedrock.KIND,  # an Anthropic body under a Bedrock anthropic_version: read before anthropic's
-    vertex_anthropic.KIND,  # an Anthropic body naming no model: before anthropic's
+    vertex_anthropic.KIND,  # an Anthropic body under a Vertex anthropic_version: before bedrock's
+    bedrock.KIND,  # an Anthropic body naming no model: read before anthropic's
     anthropic.KIND,
     responses.KIND,
     gemini.KIND,

@@ -50,22 +50,27 @@ def is_bedrock_body(body: Any) -> bool:
     return isinstance(body.get("anthropic_version"), str) and isinstance(body.get("messages"), list)
 
 
+# The Bedrock runtime (``upstream.bedrock_*``), InvokeModel's and Converse's alike: one signer.
+UPSTREAM = UpstreamSpec(
+    config="bedrock",
+    default_base_url=ENDPOINT,
+    default_url=lambda extra: regional_url(ENDPOINT, extra),
+    # A configured ``bedrock_api_key`` is a Bedrock API key: ``Authorization: Bearer``.
+    credentials=("authorization",),
+    strip_v1=False,
+    mount=MOUNT,
+    raw_path=True,  # an ARN model id's %2F goes as spelt: AWS routes and signs the raw path
+    settings=("region",),
+    signer=signer,
+    signed_client=signing_client,  # a signing client's requests are one client's sessions
+    secrets=("x-amz-security-token",),
+)
+
+
 DECLARED = Declaration(
     family="aws.bedrock.invoke_model",
     routes=(f"{MOUNT}/model/{{model:path}}/invoke", f"{MOUNT}/model/{{model:path}}/{_STREAMING}"),
-    upstream=UpstreamSpec(
-        config="bedrock",
-        default_base_url=ENDPOINT,
-        default_url=lambda extra: regional_url(ENDPOINT, extra),
-        # A configured ``bedrock_api_key`` is a Bedrock API key: ``Authorization: Bearer``.
-        credentials=("authorization",),
-        strip_v1=False,
-        mount=MOUNT,
-        raw_path=True,
-        settings=("region",),
-        signer=signer,
-        signed_client=signing_client,  # a signing client's requests are one client's sessions
-    ),
+    upstream=UPSTREAM,
     # Bedrock's other runtime routes (count-tokens, async invocations, Converse's own routes
     # are another adapter's), relayed signed to the same endpoint, errors in Bedrock's shape.
     relays=(f"{MOUNT}/{{rest:path}}",),

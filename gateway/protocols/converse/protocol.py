@@ -16,12 +16,10 @@ from typing import Any
 
 from gateway.protocols import eventstream
 from gateway.protocols.base import Judge, StreamOptions
-from gateway.protocols.bedrock.protocol import ENDPOINT
+from gateway.protocols.bedrock.protocol import UPSTREAM
 from gateway.protocols.converse import events, parse, replies, rewrite, stream, tokens
-from gateway.protocols.declaration import Declaration, UpstreamSpec
+from gateway.protocols.declaration import Declaration
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
-from gateway.upstream.signing import ProviderSettings
-from gateway.upstream.sigv4 import SigV4Signer, regional_url
 
 __all__ = ["ADAPTER", "KIND", "Path"]
 
@@ -30,31 +28,12 @@ _MODELS = f"{MOUNT}/model/"
 _UNARY, _STREAMING = "/converse", "/converse-stream"
 
 
-def signer(settings: ProviderSettings) -> SigV4Signer:
-    """Every request to the Bedrock runtime signed for its service, ``bedrock`` (``upstream/sigv4.py``)."""
-    return SigV4Signer(settings, "bedrock")
-
-
 DECLARED = Declaration(
     family="aws.bedrock.converse",
     # A model id may be an inference profile's or a provisioned model's ARN, with "/" in it
     # (sent as %2F, read decoded; sent upstream as spelt): the model is the path up to the method.
     routes=(f"{_MODELS}{{model:path}}{_UNARY}", f"{_MODELS}{{model:path}}{_STREAMING}"),
-    # The Bedrock runtime, shared with InvokeModel (``upstream.bedrock_*``). A Bedrock API key
-    # (``upstream.bedrock_api_key``) goes as a bearer token in place of the client's credentials.
-    upstream=UpstreamSpec(
-        config="bedrock",
-        default_base_url=ENDPOINT,
-        default_url=lambda extra: regional_url(ENDPOINT, extra),
-        key_header="authorization",
-        key_prefix="Bearer ",
-        credentials=("authorization",),
-        strip_v1=False,
-        mount=MOUNT,
-        raw_path=True,  # an ARN model id's %2F goes as sent: AWS routes and signs the raw path
-        settings=("region",),
-        signer=signer,
-    ),
+    upstream=UPSTREAM,  # the Bedrock runtime, shared with InvokeModel (``upstream.bedrock_*``)
     id_fields=frozenset({"toolUseId"}),
     auth_error_type="authentication_error",
     stream_notes=False,  # a binary frame stream: an SSE comment in it would break every frame after it

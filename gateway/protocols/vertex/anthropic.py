@@ -40,7 +40,13 @@ DECLARED = Declaration(
     price_prefix=cloud.PRICED,
     id_fields=frozenset({"id", "tool_use_id"}),
     auth_error_type="authentication_error",
-    reads=lambda body: "anthropic_version" in body and "model" not in body and bool(parse.messages_of(body)),
+    # Its own version names it; a version the SDKs date (``2026-10-21``) is also Bedrock's,
+    # read there: both are Anthropic bodies, judged alike.
+    reads=lambda body: (
+        str(body.get("anthropic_version")).startswith("vertex-")
+        and "model" not in body
+        and bool(parse.messages_of(body))
+    ),
 )
 
 
