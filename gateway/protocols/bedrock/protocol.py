@@ -25,6 +25,7 @@ from gateway.protocols.anthropic import replies as anthropic
 from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.bedrock import replies
 from gateway.protocols.bedrock.stream import BedrockFilter
+from gateway.protocols.bound import Bound
 from gateway.protocols.declaration import Declaration, UpstreamSpec
 from gateway.protocols.eventstream import CONTENT_TYPE
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
@@ -84,17 +85,8 @@ DECLARED = Declaration(
 
 
 @dataclass(frozen=True, slots=True)
-class Path:
+class Path(Bound):
     """What one request's path says: its model, and whether the reply streams."""
-
-    model: str = ""
-    streaming: bool = False
-
-    def streams(self, payload: dict[str, Any]) -> bool:
-        return self.streaming
-
-    def model_of(self, payload: dict[str, Any]) -> str:
-        return self.model
 
     def termination_reply(self, text: str, payload: dict[str, Any]) -> dict[str, Any]:
         return anthropic.termination_message(text, self.model)

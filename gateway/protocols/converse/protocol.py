@@ -17,6 +17,7 @@ from typing import Any
 from gateway.protocols import eventstream
 from gateway.protocols.base import Judge, StreamOptions
 from gateway.protocols.bedrock.protocol import UPSTREAM
+from gateway.protocols.bound import Bound
 from gateway.protocols.converse import events, parse, replies, rewrite, stream, tokens
 from gateway.protocols.declaration import Declaration
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
@@ -43,17 +44,8 @@ DECLARED = Declaration(
 
 
 @dataclass(frozen=True, slots=True)
-class Path:
+class Path(Bound):
     """What one request's path says: its model, and whether the reply streams."""
-
-    model: str = ""
-    streaming: bool = False
-
-    def streams(self, payload: dict[str, Any]) -> bool:
-        return self.streaming
-
-    def model_of(self, payload: dict[str, Any]) -> str:
-        return self.model
 
     def stream_filter(
         self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None

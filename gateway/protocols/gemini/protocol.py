@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.protocols.base import Judge, StreamOptions
+from gateway.protocols.bound import Bound
 from gateway.protocols.declaration import Declaration, Owned, UpstreamSpec, answer_name
 from gateway.protocols.gemini import parse, query, replies, rewrite, stream, tokens
 from gateway.protocols.roles import Adapter, Authored, Kind, Requests, Streams
@@ -85,19 +86,11 @@ DECLARED = Declaration(
 
 
 @dataclass(frozen=True, slots=True)
-class Path:
+class Path(Bound):
     """What one request's path says: its model, and how the reply comes (``streaming``: SSE
     events; ``array``: a stream without ``alt=sse``, one JSON array)."""
 
-    model: str = ""
-    streaming: bool = False
     array: bool = False
-
-    def streams(self, payload: dict[str, Any]) -> bool:
-        return self.streaming
-
-    def model_of(self, payload: dict[str, Any]) -> str:
-        return self.model
 
     def termination_reply(self, text: str, payload: dict[str, Any]) -> Any:
         reply = replies.termination(text, self.model)

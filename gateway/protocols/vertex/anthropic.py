@@ -20,6 +20,7 @@ from gateway.protocols.anthropic.answers import stream_answer, stream_prepend_te
 from gateway.protocols.anthropic.replies import AUTHORED, REPLIES, termination_message, termination_stream
 from gateway.protocols.anthropic.stream import ToolUseFilter
 from gateway.protocols.base import Judge, StreamOptions
+from gateway.protocols.bound import Bound
 from gateway.protocols.declaration import Declaration
 from gateway.protocols.roles import Adapter, Kind, Streams
 from gateway.protocols.vertex import cloud
@@ -51,17 +52,8 @@ DECLARED = Declaration(
 
 
 @dataclass(frozen=True, slots=True)
-class Path:
+class Path(Bound):
     """What one request's path says: its model, and whether its reply streams."""
-
-    model: str = ""
-    streaming: bool = False
-
-    def streams(self, payload: dict[str, Any]) -> bool:
-        return self.streaming
-
-    def model_of(self, payload: dict[str, Any]) -> str:
-        return self.model
 
     def stream_filter(
         self, judge: Judge, payload: dict[str, Any], options: StreamOptions | None = None
