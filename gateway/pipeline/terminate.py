@@ -21,6 +21,7 @@ from gateway.pipeline.request_log import LoggedStream, log_request
 from gateway.policy.actions import Action
 from gateway.policy.engine import Judgement
 from gateway.protocols.base import StreamFilter
+from gateway.protocols.errors import error_headers
 from gateway.protocols.failure import StreamFailure
 from gateway.protocols.sse import comment
 from gateway.upstream.base import UpstreamResponse
@@ -173,8 +174,9 @@ def _reply(ex: Exchange, final: str, used: str, like: Any = None) -> Response:
     the request asked for)."""
     if used == ERROR:
         assert ex.plan is not None
-        body = codec.dumps(ex.adapter.authored.error_body(final, LOOP, LOOP))
-        return relay(ex.plan.policy.interventions.terminate.status, ex.verdict.headers([JSON]), body)
+        error = ex.adapter.authored.error_body(final, LOOP, LOOP)
+        headers = ex.verdict.headers([JSON, *error_headers(error)])  # a protocol that names its errors in a header
+        return relay(ex.plan.policy.interventions.terminate.status, headers, codec.dumps(error))
     written = ex.adapter.authored.termination_reply(final, ex.payload)
     if like is not None:
         written = ex.adapter.replies.like(like, written)

@@ -97,6 +97,9 @@ def test_terminate_in_error_mode_raises_botocores_validation_error(start_convers
     assert caught.value.response["Error"]["Code"] in ("ValidationException", "validationException")
     assert "loop" in caught.value.response["Error"]["Message"].lower()
     assert len(upstream.requests) <= 5  # no tools-closed answer asked
+    if not stream:  # botocore's error class comes from the header, as for Bedrock's own errors
+        headers = caught.value.response["ResponseMetadata"]["HTTPHeaders"]
+        assert headers["x-amzn-errortype"] == "ValidationException"
 
 
 @pytest.mark.parametrize("stream", [False, True])
