@@ -12,16 +12,22 @@ from support.google_oauth import TokenServer
 from support.servers import serve
 
 from gateway.config import ConfigError
+from gateway.protocols.vertex import cloud
 from gateway.upstream import google_token
 from gateway.upstream.base import UpstreamRequest
 from gateway.upstream.signing import ProviderSettings
 
-PLACE = google_token.TokenPlace("authorization", "Bearer ", ("authorization", "x-goog-api-key"))
+PLACE = cloud.TOKEN  # Vertex's: its token in place of the client's key, token and quota project
 URL = "https://aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/google/models/m:generateContent"
 CLIENT = UpstreamRequest(
     "POST",
     "/v1/projects/p/locations/l/publishers/google/models/m:generateContent",
-    headers=[(b"authorization", b"Bearer ya29.client"), (b"x-goog-api-key", b"AIza-client"), (b"x-a", b"1")],
+    headers=[
+        (b"authorization", b"Bearer ya29.client"),
+        (b"x-goog-api-key", b"AIza-client"),
+        (b"x-goog-user-project", b"client-project"),
+        (b"x-a", b"1"),
+    ],
     body=b"{}",
     client_body=b"{}",
 )

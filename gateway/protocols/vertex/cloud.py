@@ -23,7 +23,9 @@ LOCATED = "/{version}/projects/{project}/locations/{location}"
 _CREDENTIALS = ("authorization", "x-goog-api-key")
 # litellm's price table lists Vertex's model ids (``claude-sonnet-4-5@20250929``) under this.
 PRICED = "vertex_ai/"
-TOKEN = google_token.TokenPlace("authorization", "Bearer ", _CREDENTIALS)
+# Under the gateway's token the gateway's project pays: a client's quota project is not sent
+# beside it (it would bill the project the client names to the operator's credentials).
+TOKEN = google_token.TokenPlace("authorization", "Bearer ", (*_CREDENTIALS, "x-goog-user-project"))
 
 UPSTREAM = UpstreamSpec(
     config="vertex",
