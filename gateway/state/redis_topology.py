@@ -25,7 +25,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
-from redis.backoff import NoBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 
 Mode = Literal["single", "cluster", "sentinel"]
 Address = tuple[str, int]
@@ -132,7 +132,10 @@ class ClusterTopology(Topology):
             startup_nodes=[ClusterNode(host, port) for host, port in seeds(self.target.url)],
             # the console's event log runs beside the operations: a margin for it
             max_connections=self.target.max_connections * COMMANDS_PER_OPERATION + 16,
-            retry=Retry(NoBackoff(), 1),
+            # A connection error makes the cluster client re-read the slots and drop the nodes'
+            # connections, which commands in flight on them then see too: each gets a few retries
+            # a few milliseconds apart, not one at once, before the store counts a fault.
+            retry=Retry(ExponentialBackoff(cap=0.1, base=0.005), 3),
             username=options.get("username"),
             password=options.get("password"),
             ssl=urlsplit(self.target.url).scheme == "rediss",
