@@ -48,3 +48,10 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert (tmp_path / "site" / "index.html").is_file()
     performance = (tmp_path / "site" / "performance" / "index.html").read_text(encoding="utf-8")
     assert "benchmarks/overhead.py" in performance  # the dated results were included
+
+
+def test_ci_runs_the_readmes_test_command_verbatim():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = next(line for line in readme.splitlines() if line.startswith("python -m pip install") and "pytest" in line)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert command in ci and "constraints/test.txt" in command
