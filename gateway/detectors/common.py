@@ -7,8 +7,9 @@ trace: its cost and memory are bounded by the window whatever the length of the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from operator import attrgetter
+from typing import NamedTuple
 
 from gateway.detectors.base import DetectorSettings
 from gateway.trace.model import Status, ToolEvent, Trace
@@ -108,19 +109,36 @@ class Chain(list[ToolEvent]):
         return self.strict is not None and self.strict < len(self)
 
     def tally(
-        self, settings: DetectorSettings, ladder: str | None = None, measure: Callable[[Sequence[ToolEvent]], int] = len
-    ) -> tuple[int, bool]:
-        """(count, warn_only) for a finding: the members up to the first interleaved read when
-        they alone reach a blocking threshold of the ladder; else all of them, warning only.
-        ``measure``: what a run of members counts for (default: one each)."""
+        self,
+        settings: DetectorSettings,
+        ladder: str | None = None,
+        measure: Callable[[Sequence[ToolEvent]], int] | None = None,
+    ) -> Tally:
+        """The finding's count: the members up to the first interleaved read when they alone
+        reach a blocking threshold of the ladder; else all of them, warning only. ``measure``:
+        what a run of members counts for (default: the rounds they were issued in)."""
+        measure = measure or rounds
         if not self.interleaved:
-            return measure(self), False
-        strict = measure(self[: self.strict])
+            return Tally(measure(self), False, tuple(self))
+        strict = self[: self.strict]
         prefix = ladder + "_" if ladder else ""
         blocking = [t for k in ("reject_at", "terminate_at") if (t := getattr(settings, prefix + k, None)) is not None]
-        if blocking and strict >= min(blocking):
-            return strict, False
-        return measure(self), True
+        if blocking and measure(strict) >= min(blocking):
+            return Tally(measure(strict), False, tuple(strict))
+        return Tally(measure(self), True, tuple(self))
+
+
+class Tally(NamedTuple):
+    total: int  # the finding's count
+    warn_only: bool
+    members: tuple[ToolEvent, ...]  # those counted, newest first
+
+
+def rounds(events: Iterable[ToolEvent]) -> int:
+    """How many attempts ``events`` are: the calls of one assistant message were all chosen
+    before any of their results existed, so the calls of a round count once (a batch of edits
+    that fail together is one attempt at each, not a streak of failures)."""
+    return len({(e.user_turn, e.round) for e in events})
 
 
 def chain(

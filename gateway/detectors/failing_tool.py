@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.detectors.common import Chain, ProgressIndex, comparable, ends_walk, failed
+from gateway.detectors.common import Chain, ProgressIndex, comparable, ends_walk, failed, rounds
 from gateway.detectors.values import numbers_only
 from gateway.trace.model import ToolEvent
 from gateway.trace.target import COMMAND_MARK
@@ -68,9 +68,10 @@ def members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain | None:
 
 
 def things(events: Sequence[ToolEvent]) -> int:
-    """How many different things the calls tried: their targets, or their arguments when they
-    name none."""
-    return len({e.target or e.args_hash for e in events})
+    """How many different things the calls tried (their targets, or their arguments when they
+    name none), in how many rounds: a batch of calls issued together is one attempt, whatever
+    it tried."""
+    return min(len({e.target or e.args_hash for e in events}), rounds(events))
 
 
 def _nearest(events: tuple[ToolEvent, ...], latest: ToolEvent) -> ToolEvent | None:

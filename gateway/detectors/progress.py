@@ -53,7 +53,7 @@ def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:
     members = chain(events, same_call, comparable, consecutive=settings.consecutive, stop_on_progress=True)
     polling = latest.polling or latest.action == "poll" or latest.tool in settings.polling_tools
     ladder = "poll" if polling and latest.paced else None
-    count, warn_only = members.tally(settings, ladder)
+    count, warn_only, counted = members.tally(settings, ladder)
     if count < 2:
         return None
     what = ("polled" if latest.paced else "polled without waiting") if polling else "called"
@@ -61,7 +61,7 @@ def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:
     return Finding(
         NAME,
         count,
-        steps_of(members[:count]),
+        steps_of(counted),
         (latest.tool,),
         f"`{latest.tool}` {what} {count} times with identical arguments and the same result{between}",
         ladder=ladder,

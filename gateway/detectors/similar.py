@@ -91,13 +91,13 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
         return None
     outcome = _outcome(settings.min_result_chars) if guarded else no_outcome
     members = chain(events, is_member, outcome, consecutive=settings.consecutive, stop_on_progress=guarded)
-    count, warn_only = members.tally(settings)
+    count, warn_only, counted = members.tally(settings)
     if count < 2:
         return None
     return Finding(
         NAME,
         count,
-        steps_of(members[:count]),
+        steps_of(counted),
         (latest.tool,),
         f"`{latest.tool}` called {count} times with near-identical arguments "
         f"({settings.metric} similarity >= {settings.min_similarity:.2f})",

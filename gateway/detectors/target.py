@@ -78,7 +78,7 @@ def _on_target(events: tuple[ToolEvent, ...], latest: ToolEvent, settings: Targe
         # failures that are all different (each test selected fails its own way, each run names
         # another missing module): the agent is finding things out.
         return None
-    count, warn_only = members.tally(settings)
+    count, warn_only, counted = members.tally(settings)
     if count < 2:
         return None
     varied = len({m.args_hash for m in members}) > 1
@@ -87,7 +87,7 @@ def _on_target(events: tuple[ToolEvent, ...], latest: ToolEvent, settings: Targe
     return Finding(
         NAME,
         count,
-        steps_of(members[:count]),
+        steps_of(counted),
         (latest.tool,),
         f"`{latest.tool}` failed {count} times on `{shown}`{how}",
         warn_only=warn_only,
@@ -102,10 +102,9 @@ def _whatever_arguments(
     members = failing_tool.members(events, latest)
     if members is None:
         return None
-    count, warn_only = members.tally(settings, measure=failing_tool.things)
+    count, warn_only, counted = members.tally(settings, measure=failing_tool.things)
     if count < 2:
         return None
-    counted = members if warn_only or not members.interleaved else members[: members.strict]
     return Finding(
         NAME,
         count,

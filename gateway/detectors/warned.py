@@ -32,7 +32,7 @@ from pydantic import Field
 from rapidfuzz.distance import Indel
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import failed, skipped, steps_of, window
+from gateway.detectors.common import failed, rounds, skipped, steps_of, window
 from gateway.trace.model import ToolEvent, Trace
 from gateway.trace.settings import DEFAULT_TARGET_KEYS
 from gateway.trace.target import call_target
@@ -67,11 +67,11 @@ def detect(trace: Trace, settings: IgnoredWarningSettings) -> Finding | None:
     for at, anchor in enumerate(events[:-1]):
         if anchor.call_id in ids and anchor.tool == latest.tool:
             members = _continued(anchor, events[at + 1 :], settings)
-            if members and members[-1] is latest and len(members) > len(best):
+            if members and members[-1] is latest and rounds(members) > rounds(best):
                 best = members
     if not best:
         return None
-    count = len(best)
+    count = rounds(best)
     return Finding(
         NAME,
         count,
