@@ -37,6 +37,7 @@ class RequestPlan:
     client_turns: tuple[Turn, ...] = ()
     changed: bool = False  # ``messages`` differ from what the client sent
     client_hash: str | None = None  # prefix hash of all client messages (where vetoes anchor)
+    agent: str = ""  # the run's agent across sessions (gateway/fleet): where a stopped loop is remembered
 
     @property
     def action(self) -> Action:

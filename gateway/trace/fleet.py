@@ -45,6 +45,7 @@ class FleetFacts:
     agent: str
     down: tuple[DownTool, ...] = ()
     stopped: tuple[StoppedLoop, ...] = ()
+    now: float = 0.0  # when the request was judged (epoch seconds): how long ago a loop was stopped
 
     def down_tool(self, tool: str, endpoint: str) -> DownTool | None:
         return next((d for d in self.down if d.tool == tool and d.endpoint == endpoint), None)
