@@ -74,9 +74,9 @@ class Fleet:
             return key, None
         now = time.time()
         report = await self.store.observe(namespace, session, fresh, watch, ask, now, self.rule)
-        self._count(fresh)
         self._changed(report.changes)
         self._seen(namespace, report.down)
+        self._count(fresh)  # after: the call that took a tool down counts under its name
         down = _tools(report.down, self.rule) if self.config.action != "none" else ()
         if not (down or report.stopped):
             return key, None
