@@ -68,6 +68,7 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r'"(is_error|isError|error)"\s*:\s*(true|"[^"]+")',
     r"^(npm|yarn|pnpm) (ERR!|error\b)",  # package managers print no "Error:" prefix
     r"^fatal: ",  # git
+    r"^\s*MCP error -?\d+",  # an MCP server's JSON-RPC error, as MCP clients write it into the result
     r"\b(command not found|No such file or directory|Permission denied)\b",  # shell failures
     # An HTTP error page or status line ("403 Forbidden", "HTTP/1.1 502 Bad Gateway").
     r"\b[45]\d\d (Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Conflict|"

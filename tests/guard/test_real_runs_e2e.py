@@ -273,7 +273,9 @@ def run_once(client, stream: bool, headers: dict | None = None) -> Agent:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_second_run_of_the_same_task_is_judged_like_the_first(start_guarded, stream):
-    _upstream, client, _ = start_guarded(stubborn(), DEFAULT)
+    # Nothing of the first run's session state is inherited. The fleet's recall (a new run of
+    # the same agent told earlier of the loop its last run was stopped for: tests/fleet) is off.
+    _upstream, client, _ = start_guarded(stubborn(), DEFAULT, config={"fleet": {"recall": False}})
     first, second = run_once(client, stream), run_once(client, stream)
     private = run_once(client, stream, {"x-loopguard-session": "run-3"})
     assert first.executions == second.executions == private.executions
