@@ -48,4 +48,3 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert (tmp_path / "site" / "index.html").is_file()
     performance = (tmp_path / "site" / "performance" / "index.html").read_text(encoding="utf-8")
     assert "benchmarks/overhead.py" in performance  # the dated results were included
-

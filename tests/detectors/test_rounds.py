@@ -15,7 +15,7 @@ def refused_edit(k: int) -> tuple:
     return (
         "Edit",
         {"file_path": f"/w/src/mod{k}.py", "old_string": f"old_name_{k}(", "new_string": f"new_name_{k}("},
-        "<tool_use_error>String to replace not found in file.\nString: old_name_%d(</tool_use_error>" % k,
+        f"<tool_use_error>String to replace not found in file.\nString: old_name_{k}(</tool_use_error>",
     )
 
 
@@ -39,7 +39,11 @@ def edits_one_by_one() -> list:
 
 
 def mcp(k: int) -> tuple:
-    return ("mcp__crm__lookup_customer", {"customer_id": f"C-{1000 + 37 * k}"}, "MCP error -32603: crm backend unavailable")
+    return (
+        "mcp__crm__lookup_customer",
+        {"customer_id": f"C-{1000 + 37 * k}"},
+        "MCP error -32603: crm backend unavailable",
+    )
 
 
 def lookups_batched() -> list:
@@ -86,7 +90,9 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_a_batch_is_one_attempt_at_each_of_its_calls(case):
     batched, _ = CASES[case]
-    assert [j for j in judged(batched(), tools=CLAUDE["tools"], user_agent=CLAUDE["user_agent"]) if j[1] != "pass"] == []
+    assert [
+        j for j in judged(batched(), tools=CLAUDE["tools"], user_agent=CLAUDE["user_agent"]) if j[1] != "pass"
+    ] == []
 
 
 @pytest.mark.parametrize("case", CASES)
