@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from gateway.detectors.base import DetectorSettings
 from gateway.trace.model import Status, ToolEvent, Trace
+from gateway.trace.normalize import EMPTY_RESULT_HASH
 
 FAILED = "failed"  # the outcome of any failed call: error texts may differ, the failure repeats
 _FAILURES = (Status.ERROR, Status.UNKNOWN_TOOL)
@@ -221,6 +222,46 @@ def _retrying(latest: ToolEvent, members: Sequence[ToolEvent]) -> bool:
 
 def same_call(event: ToolEvent, member: ToolEvent) -> bool:
     return event.tool == member.tool and event.args_hash == member.args_hash
+
+
+def same_operation(event: ToolEvent, other: ToolEvent) -> bool:
+    """The two calls do the same kind of thing: the same action (a read by the read tool and by
+    `cat`), or, where either action is unknown, the same tool."""
+    if event.action and other.action:
+        return event.action == other.action
+    return event.tool == other.tool
+
+
+def running_job(events: Sequence[ToolEvent], latest: ToolEvent) -> bool:
+    """The latest call polls something that moves by itself: among ``events``, the same call
+    answered one thing and, later, another, with only looking, waiting and thinking between
+    (nothing of the agent's own that could have made the difference), both answers successes
+    with something in them. A job whose answers change is running: the same answer again
+    between two changes is a matter of pacing, not a loop. Only ``events`` count: a streak
+    longer than the caller's window has answered the same as far as it can see."""
+    before: str | None = None
+    for event in events:
+        if same_call(event, latest):
+            now = comparable(event)
+            if now is None:
+                continue
+            if failed(event) or now == EMPTY_RESULT_HASH:
+                before = None
+                continue
+            if before is not None and now != before:
+                return True
+            before = now
+        elif not _quiet(event):
+            before = None
+    return False
+
+
+def _quiet(event: ToolEvent) -> bool:
+    """A call that changes nothing the agent polls: thinking, waiting, looking, polling."""
+    return event.neutral or event.neutral_guess or event.observation or event.polling or event.action in _WAITING
+
+
+_WAITING = frozenset({"wait", "poll"})
 
 
 # Blanks has_chars walks at either edge before it lets str.strip measure the text.

@@ -120,6 +120,10 @@ class ToolEvent:
     # The call waits before it acts (`sleep 30 && tail log`, or a sleep call just before it): a
     # paced poll, which may repeat by design; an unpaced one is a busy loop.
     paced: bool = False
+    # The file it reads, writes, lists or searches, whichever tool or program (gateway/trace/
+    # paths.py): absolute when the agent stated its working directory, else as spelled; "" when
+    # it names none. Compare with paths.same_file: a relative spelling matches by suffix.
+    file: str = ""
 
     @property
     def remote(self) -> str | None:
@@ -179,6 +183,9 @@ class Trace:
     # Set by the request path from the fleet's shared state (gateway/fleet): remote tools down
     # for the tenant, loops an earlier run of the agent was stopped for. None: not asked.
     fleet: FleetFacts | None = None
+    # The working directory the agent states (TraceSettings.cwd_patterns), "" when none: what
+    # relative paths of its calls are resolved against (ToolEvent.file).
+    cwd: str = ""
     # Derived, never part of the value: where each call and each tool last occurred before the
     # latest event (``repeats``). The trace builder hands it over, grown from the conversation's
     # previous request; a trace made otherwise makes its own on first use.
@@ -213,6 +220,7 @@ class Trace:
             self.warned,
             self.verdict,
             self.fleet,
+            self.cwd,
         )
         if self._seen is not None:  # only the extra is new
             trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]) if extra else self._seen)

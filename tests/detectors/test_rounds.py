@@ -8,7 +8,10 @@ from __future__ import annotations
 import pytest
 from runs import first, judged
 
-CLAUDE = dict(tools=["Bash", "Read", "Edit", "Write", "Agent"], user_agent="claude-cli/2.1.332 (external, sdk-cli)")
+CLAUDE = dict(
+    tools=["Bash", "Read", "Edit", "Write", "Agent", "mcp__crm__lookup_customer"],
+    user_agent="claude-cli/2.1.332 (external, sdk-cli)",
+)
 
 
 def refused_edit(k: int) -> tuple:
