@@ -14,6 +14,8 @@ from typing import NamedTuple
 from gateway.detectors.base import DetectorSettings
 from gateway.trace.model import Status, ToolEvent, Trace
 from gateway.trace.normalize import EMPTY_RESULT_HASH
+from gateway.trace.paths import inside
+from gateway.trace.roles import looks_writing
 
 FAILED = "failed"  # the outcome of any failed call: error texts may differ, the failure repeats
 _FAILURES = (Status.ERROR, Status.UNKNOWN_TOOL)
@@ -170,7 +172,10 @@ def chain(
       with new lines) is waiting that pays off, and re-reading a file between reads of others is
       exploring: both end at the new call as before;
     - calls that brought nothing new are stepped over, and so is a read-only call that answered
-      exactly what the pattern answers (the same file read by another path): it learnt nothing.
+      exactly what the pattern answers (the same file read by another path): it learnt nothing;
+    - a write or an edit of what the latest call looks at (the file it reads, a file in the
+      directory it lists) is stepped over too: the look answered the same after it as before,
+      so it made no difference there (a file created again and again that never shows up).
     """
     latest = events[-1]
     members = Chain([latest])
@@ -194,10 +199,30 @@ def chain(
         elif event.observation and ref is not None and outcome(event) == ref:
             continue  # the same answer spelled another way (`cat ./a`, `cat /w/a`): nothing new
         elif progress is not None and progress.is_new(event):
+            if _changes_what_it_watches(event, latest):
+                continue
             if not (event.observation and _retrying(latest, members)):
                 break
             members.step_over()
     return members
+
+
+def _changes_what_it_watches(event: ToolEvent, latest: ToolEvent) -> bool:
+    if not (latest.observation and event.file and latest.file):
+        return False
+    return _writes(event) and inside(event.file, latest.file)
+
+
+def changed_a_file(event: ToolEvent) -> bool:
+    """An edit or a write that succeeded: whatever its tool answered, a file changed."""
+    return bool(event.file) and _writes(event) and comparable(event) is not None and not failed(event)
+
+
+def _writes(event: ToolEvent) -> bool:
+    return event.action in _CHANGING if event.action else looks_writing(event.tool)
+
+
+_CHANGING = frozenset({"edit", "write"})
 
 
 def ends_walk(event: ToolEvent, found: Chain, progress: ProgressIndex) -> bool:

@@ -21,6 +21,7 @@ from gateway.trace.shell.words import URL
 
 _GLOB = frozenset("*?[{")
 _MAX_CHARS = 300
+PATCH_START = "*** Begin Patch"  # how an apply_patch envelope opens
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
 _PATCH_SCAN_CHARS = 4096  # the first file line comes right after "*** Begin Patch"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 from typing import Any, NamedTuple
 
-from gateway.trace.paths import canonical_path, patch_file
+from gateway.trace.paths import PATCH_START, canonical_path, patch_file
 from gateway.trace.settings import ToolRole
 from gateway.trace.shell import command_of, parse
 
@@ -20,6 +20,7 @@ COMMAND_MARK = "$ "  # starts the target of a shell command: `$ python run.py`
 _ACTION_KEYS = ("command", "action", "operation", "op", "mode", "method")
 _MAX_ACTION_CHARS = 24
 _MAX_TARGET_CHARS = 300
+_PATCH_SCAN = 512  # `apply_patch <<'EOF'` names its patch right away
 
 
 def call_target(value: Any, target_keys: tuple[str, ...], command_keys: tuple[str, ...]) -> str:
@@ -147,6 +148,11 @@ def _command_line(value: dict[str, Any], key: str) -> str | None:
 
 
 def _shell(line: str, key: str, role: ToolRole | None) -> Acted:
+    top = key.split(".", 1)[0].removesuffix("[]")
+    at = line.find(PATCH_START, 0, _PATCH_SCAN)
+    if at >= 0:  # `apply_patch <<'EOF' ... EOF` through the shell: an edit of the patch's file
+        file = patch_file(line[at:])
+        return Acted(f"edit {file}" if file else "", "edit", False, top, "", file)
     parsed = parse(line)
     if not parsed.key:
         return Acted(action=role.action if role else "")
@@ -154,7 +160,6 @@ def _shell(line: str, key: str, role: ToolRole | None) -> Acted:
     action = _SHELL_ACTIONS.get(parsed.kind, role.action if role is not None else "shell")
     read_key = parsed.key if parsed.kind == "read" and len(parsed.files) == 1 else ""
     # The argument compared as the read: the top-level one holding the command line.
-    top = key.split(".", 1)[0].removesuffix("[]")
     file = canonical_path(parsed.files[0]) if parsed.files and parsed.kind != "wait" else ""
     return Acted(COMMAND_MARK + operand[:_MAX_TARGET_CHARS], action, parsed.paced, top, read_key, file)
 
@@ -170,9 +175,9 @@ def file_of(value: Any, raw: str, acted: Acted, file_keys: tuple[str, ...]) -> s
             found = value.get(key)
             if isinstance(found, str) and (path := canonical_path(found)):
                 return path
-        patch = next((v for v in value.values() if isinstance(v, str) and v.startswith("*** Begin Patch")), "")
+        patch = next((v for v in value.values() if isinstance(v, str) and v.startswith(PATCH_START)), "")
         return patch_file(patch) if patch else ""
-    return patch_file(raw) if raw.startswith("*** Begin Patch") else ""
+    return patch_file(raw) if raw.startswith(PATCH_START) else ""
 
 
 def _action(value: dict[str, Any]) -> str:
