@@ -90,7 +90,10 @@ CALLS = {
     "a python one-liner": ("bash", {"command": "python3 -c \"print(open('config/app.yaml').read())\""}),
     "a search given the file": ("grep", {"pattern": "port", "path": "config/app.yaml"}),
     "a freeform patch": ("apply_patch", "*** Begin Patch\n*** Update File: config/app.yaml\n@@\n-a\n+b\n*** End Patch"),
-    "a patch under input": ("apply_patch", {"input": "*** Begin Patch\n*** Update File: config/app.yaml\n*** End Patch"}),
+    "a patch under input": (
+        "apply_patch",
+        {"input": "*** Begin Patch\n*** Update File: config/app.yaml\n*** End Patch"},
+    ),
     "a patch through the shell": (
         "bash",
         {"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: config/app.yaml\n*** End Patch\nEOF"},
