@@ -146,7 +146,7 @@ def _members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain:
                     break  # it worked in between
                 crossed = crossed or progress.is_new(event)
                 continue
-            if crossed and not _same_failure(event, members):
+            if crossed and not _same_failure(event, members, events):
                 break  # what came between made a difference
             crossed = False
             if not (latest.target.startswith(COMMAND_MARK) and numbers_only(event.args, latest.args)):
@@ -163,10 +163,20 @@ def _same_target(event: ToolEvent, latest: ToolEvent) -> bool:
     return bool(latest.target) and event.tool == latest.tool and event.target == latest.target
 
 
-def _same_failure(event: ToolEvent, members: Chain) -> bool:
-    """``event`` failed as the newest member that has a failure of its own did."""
+def _same_failure(event: ToolEvent, members: Chain, events: tuple[ToolEvent, ...]) -> bool:
+    """``event`` failed as the newest member that has a failure of its own did. For a latest
+    call with no result yet (a proposal), whose failure is unknown: the failure before it
+    predicts it once the same failure has come back after fixes at least twice (three times in
+    the window), so a fix that at last changed something is not presumed to fail again."""
     shape = next((m.failure_hash for m in members if m.failure_hash is not None), None)
-    return shape is not None and event.failure_hash == shape
+    if shape is None:
+        shape = event.failure_hash
+        if shape is None or sum(1 for e in events if e.failure_hash == shape and failed(e)) < _PREDICTS:
+            return False
+    return event.failure_hash == shape
+
+
+_PREDICTS = 3
 
 
 def _by(members: Chain) -> str:
