@@ -1,0 +1,114 @@
+"""What every log format shares: a source read once, the format's description, its errors.
+
+A ``Source`` is one file (or one folder of event files) as found on disk, read at most once and
+parsed on demand: as one JSON document, or as JSON lines. A ``Format`` says whether a source is
+one of its logs (``claims``: a look at its name and first record, never a full read of another
+format) and turns it into runs (``read``), raising ``LogError`` with the reason when it cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gateway.replay.run import Run
+from gateway.wire import codec
+
+_UNSET: Any = object()
+
+
+class LogError(Exception):
+    """A log that cannot be read; ``str()`` is the reason, for the operator."""
+
+
+class Source:
+    """A file, or a folder whose files are one log (OpenHands' ``events/``), with the path a
+    label names it by: relative to the argument it was found under."""
+
+    def __init__(self, path: Path, rel: str, explicit: bool = True) -> None:
+        self.path, self.rel, self.explicit = path, rel, explicit
+        self._data: bytes | None = None
+        self._document: Any = _UNSET
+        self._records: list[tuple[int, Any]] | None = None
+        self.bad_lines: list[int] = []  # JSON lines that did not parse
+
+    @property
+    def is_dir(self) -> bool:
+        return self.path.is_dir()
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            try:
+                self._data = self.path.read_bytes()
+            except OSError as exc:
+                raise LogError(f"cannot read: {exc.strerror or exc}") from None
+        return self._data
+
+    def document(self) -> Any:
+        """The file as one JSON value; None when it is not one (JSON lines, or broken)."""
+        if self._document is _UNSET:
+            try:
+                self._document = codec.loads(self.data) if self.data.strip() else None
+            except codec.DecodeError:
+                self._document = None
+        return self._document
+
+    def records(self) -> list[tuple[int, Any]]:
+        """(line number, value) of each JSON line; a file holding one object is its one record,
+        a JSON list is none (a document). Lines that do not parse are left out and counted."""
+        if self._records is None:
+            document = self.document()
+            if isinstance(document, dict):
+                self._records = [(1, document)]
+            elif document is not None:
+                self._records = []
+            else:
+                self._records = list(self._lines())
+        return self._records
+
+    def _lines(self) -> Any:
+        for number, line in enumerate(self.data.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, codec.loads(line)
+            except codec.DecodeError:
+                self.bad_lines.append(number)
+
+    def first(self) -> Any:
+        """The first record of JSON lines, or the document: what ``Format.claims`` looks at."""
+        records = self.records()
+        if records:
+            return records[0][1]
+        return self.document()
+
+    def dicts(self) -> list[tuple[int, dict[str, Any]]]:
+        return [(n, r) for n, r in self.records() if isinstance(r, dict)]
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    name: str  # as ``--format`` and the JSON output spell it
+    client: str  # the client that writes it, for people
+    where: str  # where the client keeps these logs (the docs page lists them)
+    claims: Callable[[Source], bool]
+    read: Callable[[Source], list[Run]]
+
+
+def text_of(value: Any) -> str:
+    """The text of a string, of a list of text parts (``{"text": ...}``), or ""."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def single(source: Source, fmt: str, segments: list[Any], **fields: Any) -> list[Run]:
+    """The one run of a log that holds one (``segments`` empty: no conversation in it)."""
+    if not segments or not any(s.messages for s in segments):
+        raise LogError("no conversation in it")
+    return [Run(source.rel, fields.pop("id", None) or source.rel, fmt, segments, file=str(source.path), **fields)]
