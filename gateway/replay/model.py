@@ -54,7 +54,8 @@ class Result:
     savings: Savings | None = None
     id: str = ""  # the session id the log records
     format: str = ""
-    agent: str = ""  # the agent the log names, else the profile the run was read with
+    agent: str = ""  # the agent the log names, else the profile the run was read with, else its format
+    profile: str = ""  # the agent profile its requests were read with ("": the generic reading)
     label: str | None = None  # loop | healthy | borderline, from the labels or the log
     loop_at: int | None = None  # 0-based tool-call index where the loop began (labelled)
 

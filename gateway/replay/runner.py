@@ -101,7 +101,8 @@ async def replay_run(run: Run, policy: Policy, agent: str | None, store: StateSt
     profile = ""
     for number, segment in enumerate(run.segments):
         profile = await _segment(result, segment, run.base(number), policies, store, headers) or profile
-    result.agent = run.agent or profile or (run.profile or run.format)
+    result.profile = profile
+    result.agent = run.agent or profile or run.profile or run.format
     return result
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.replay.logs import Source
+from gateway.replay.logs.base import COMPRESSED
 
-SUFFIXES = (".jsonl", ".json")
+SUFFIXES = tuple(s + c for s in (".jsonl", ".json") for c in ("", *COMPRESSED))
 _GLOB = frozenset("*?[")
 
 

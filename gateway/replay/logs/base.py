@@ -8,6 +8,9 @@ format) and turns it into runs (``read``), raising ``LogError`` with the reason 
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,7 @@ from gateway.replay.run import Run
 from gateway.wire import codec
 
 _UNSET: Any = object()
+COMPRESSED = (".gz", ".xz", ".bz2")
 
 
 class LogError(Exception):
@@ -39,12 +43,18 @@ class Source:
         return self.path.is_dir()
 
     @property
+    def name(self) -> str:
+        """The file's name without a compression suffix (``runs.jsonl.xz`` is ``runs.jsonl``)."""
+        name = self.path.name
+        return name.rsplit(".", 1)[0] if name.endswith(COMPRESSED) else name
+
+    @property
     def data(self) -> bytes:
         if self._data is None:
             try:
-                self._data = self.path.read_bytes()
-            except OSError as exc:
-                raise LogError(f"cannot read: {exc.strerror or exc}") from None
+                self._data = _read(self.path)
+            except (OSError, EOFError, lzma.LZMAError) as exc:
+                raise LogError(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         return self._data
 
     def document(self) -> Any:
@@ -87,6 +97,16 @@ class Source:
 
     def dicts(self) -> list[tuple[int, dict[str, Any]]]:
         return [(n, r) for n, r in self.records() if isinstance(r, dict)]
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes, decompressed when its name says it is (archived logs stay archived)."""
+    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(path.suffix)
+    if opener is None:
+        return path.read_bytes()
+    with opener(path, "rb") as stream:
+        data: bytes = stream.read()
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ _MESSAGES = ("user", "assistant")
 
 
 def claims(source: Source) -> bool:
-    if source.is_dir or not source.path.name.endswith(".jsonl"):
+    if source.is_dir or not source.name.endswith(".jsonl"):
         return False
     first = next((r for _, r in source.dicts()[:8] if r.get("type") in _MESSAGES), None)
     return first is not None and "sessionId" in first and isinstance(first.get("message"), dict)
@@ -39,7 +39,7 @@ def read(source: Source) -> list[Run]:
     records = [r for _, r in source.dicts()]
     if not records:
         raise LogError("no records in it")
-    subagent = source.path.name.startswith("agent-")
+    subagent = source.name.startswith("agent-")
     groups = [records] if subagent else _groups(records)
     runs = []
     for number, group in enumerate(groups):

@@ -26,13 +26,14 @@ from gateway.replay.logs.cline_xml import call_in, result_name, split_result
 from gateway.replay.run import Segment
 
 HISTORY = "api_conversation_history.json"
+ROO = ("rooveterinaryinc.", "roo-code", "roo-cline")  # Roo Code's storage folder names it
 _USER_INPUT = re.compile(r"^<user_input[^>]*>(.*)</user_input>$", re.DOTALL)  # Cline CLI's wrapper
 
 
 def claims(source: Source) -> bool:
     if source.is_dir:
         return False
-    name = source.path.name
+    name = source.name
     if name == HISTORY:
         return isinstance(source.document(), list)
     document = source.document() if name.endswith(".messages.json") else None
@@ -50,7 +51,7 @@ def read(source: Source) -> list[Any]:
     else:
         raise LogError("not a Cline history: no list of messages")
     messages = ([{"role": "system", "content": system}] if system else []) + _chat(history)
-    roo = "roo" in source.path.as_posix().lower()
+    roo = any(part.lower().startswith(ROO) for part in source.path.parts)
     profile, agent = (None, "roo_code") if roo else ("cline", None)
     model = next((m["modelInfo"].get("id") for m in history if isinstance(m, dict) and _info(m)), None)
     body = {"model": model or "", "messages": messages}

@@ -24,7 +24,7 @@ _ENVELOPES = ("session_meta", "response_item", "event_msg", "turn_context", "com
 
 
 def claims(source: Source) -> bool:
-    if source.is_dir or not source.path.name.endswith(".jsonl"):
+    if source.is_dir or not source.name.endswith(".jsonl"):
         return False
     first = source.first()
     if not isinstance(first, dict):
@@ -32,7 +32,7 @@ def claims(source: Source) -> bool:
     if first.get("type") in _ENVELOPES and "payload" in first:
         return True
     # The first releases: a metadata line (id, timestamp, instructions), then bare items.
-    return source.path.name.startswith("rollout-") and "id" in first and "timestamp" in first
+    return source.name.startswith("rollout-") and "id" in first and "timestamp" in first
 
 
 def read(source: Source) -> list[Any]:

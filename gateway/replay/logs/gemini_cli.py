@@ -25,7 +25,7 @@ _SKIP = ("info", "error", "warning")
 def claims(source: Source) -> bool:
     if source.is_dir:
         return False
-    name = source.path.name
+    name = source.name
     if name.startswith("checkpoint") and name.endswith(".json"):
         return _history(source.document()) is not None
     first = source.first()
@@ -33,7 +33,7 @@ def claims(source: Source) -> bool:
 
 
 def read(source: Source) -> list[Any]:
-    if source.path.name.startswith("checkpoint"):
+    if source.name.startswith("checkpoint"):
         contents = _history(source.document())
         if contents is None:
             raise LogError("not a checkpoint: no list of {role, parts}")

@@ -22,7 +22,7 @@ from gateway.replay.run import Run, Segment
 
 def claims(source: Source) -> bool:
     if source.is_dir:
-        return source.path.name == "events" and any(source.path.glob("*.json"))
+        return source.name == "events" and any(source.path.glob("*.json"))
     document = source.document()
     if document is not None:
         return _history(document) is not None
