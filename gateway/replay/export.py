@@ -16,9 +16,9 @@ TIMEOUT_S = 30.0
 
 
 def export_labels(url: str, key: str, fmt: str, out: str | None, err: IO[str] = sys.stderr) -> int:
-    headers = {"authorization": f"Bearer {key}"} if key else {}
+    auth = ("", key) if key else None  # the console takes an operator key as basic auth's password too
     try:
-        answer = httpx.get(url.rstrip("/") + "/ui/api/labels", headers=headers, timeout=TIMEOUT_S)
+        answer = httpx.get(url.rstrip("/") + "/ui/api/labels", auth=auth, timeout=TIMEOUT_S)
     except httpx.HTTPError as exc:
         print(f"loopguard: cannot reach the gateway at {url}: {exc}", file=err)
         return 1
