@@ -11,6 +11,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,7 @@ class Source:
         if self._data is None:
             try:
                 self._data = _read(self.path)
-            except (OSError, EOFError, lzma.LZMAError) as exc:
+            except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as exc:
                 raise LogError(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         return self._data
 
@@ -101,12 +102,13 @@ class Source:
 
 def _read(path: Path) -> bytes:
     """The file's bytes, decompressed when its name says it is (archived logs stay archived)."""
-    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(path.suffix)
-    if opener is None:
-        return path.read_bytes()
-    with opener(path, "rb") as stream:
-        data: bytes = stream.read()
-        return data
+    if path.suffix == ".gz":
+        return gzip.decompress(path.read_bytes())
+    if path.suffix == ".xz":
+        return lzma.decompress(path.read_bytes())
+    if path.suffix == ".bz2":
+        return bz2.decompress(path.read_bytes())
+    return path.read_bytes()
 
 
 @dataclass(frozen=True, slots=True)
