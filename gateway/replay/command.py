@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -20,7 +21,7 @@ from gateway.policy.loader import load_policy, policy_path
 from gateway.policy.model import Policy
 from gateway.policy.schema import PolicyError
 from gateway.replay.labels import LabelError, Labels, read_labels
-from gateway.replay.logs import FORMATS, LogError, Source, format_of, read_source
+from gateway.replay.logs import FORMATS, LogError, Source, format_of, runs_in
 from gateway.replay.model import Result
 from gateway.replay.run import Run
 from gateway.replay.runner import replay_run
@@ -123,12 +124,11 @@ async def _replay_all(
     reading = Reading()
     bar = tqdm(sources, desc="replaying", unit="file", file=err, disable=quiet or len(sources) < 2, leave=False)
     for source in bar:
-        runs = _read(source, fmt, reading)
-        for run in runs:
+        for run in _read(source, fmt, reading):
             label = marks.of(run)
             run.label, run.loop_at = (label.label, label.loop_at) if label else (None, None)
             for replayed in replays:
-                store = replayed.fingerprints if run.session is None else MemoryStore()
+                store = replayed.fingerprints if run.shared_state else MemoryStore()
                 result = await replay_run(run, replayed.policy, agent, store)
                 if result.cut is not None:
                     result.savings = pricer.savings(run.items_from(result.cut), result.model, run.kind)
@@ -138,15 +138,15 @@ async def _replay_all(
     return reading
 
 
-def _read(source: Source, fmt: str | None, reading: Reading) -> list[Run]:
+def _read(source: Source, fmt: str | None, reading: Reading) -> Iterator[Run]:
+    """The runs of ``source`` as it is read; a reason in ``reading.errors`` when it cannot be."""
     try:
         if fmt is None and not source.explicit and format_of(source) is None:
             reading.skipped += 1
-            return []
-        return read_source(source, fmt)
+            return
+        yield from runs_in(source, fmt)
     except LogError as exc:
         reading.errors.append((str(source.path), str(exc)))
-        return []
 
 
 def _print(replays: list[Replayed], out: IO[str], labelled: bool, suggest: int) -> None:

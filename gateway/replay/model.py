@@ -35,7 +35,7 @@ class Row:
     failed: bool = False  # its result reads as an error
 
 
-KEPT = 600  # characters of a call's arguments and result a row keeps (thousands of runs in memory)
+KEPT = 300  # characters of a call's arguments and result a row keeps (thousands of runs in memory)
 
 
 @dataclass(slots=True)

@@ -62,6 +62,9 @@ class Run:
     # Sent as ``x-loopguard-session``: a log naming its session has every segment judged as one
     # session, as a client naming it would. None: the gateway's own derivation (a fingerprint).
     session: str | None = None
+    # Request bodies naming no session: a conversation may continue the session of one read
+    # before it (the agent compacted in between), so such runs share the replay's store.
+    shared_state: bool = False
 
     @property
     def protocol(self) -> str:

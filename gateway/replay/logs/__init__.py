@@ -11,13 +11,14 @@ where it can.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import partial
 
 from gateway.replay.logs import bodies, claude_code, cline, codex, gemini_cli, openhands
 from gateway.replay.logs.base import Format, LogError, Source
 from gateway.replay.run import Run
 
-__all__ = ["FORMATS", "Format", "LogError", "Source", "format_of", "read_source"]
+__all__ = ["FORMATS", "Format", "LogError", "Source", "format_of", "read_source", "runs_in"]
 
 _DETECTED = (claude_code.FORMAT, codex.FORMAT, gemini_cli.FORMAT, cline.FORMAT, openhands.FORMAT, bodies.FORMAT)
 # ``--format`` also names the request-body protocols, to read every body as one of them.
@@ -55,11 +56,16 @@ def format_of(source: Source) -> Format | None:
 
 def read_source(source: Source, forced: str | None = None) -> list[Run]:
     """The runs in ``source``; ``LogError`` with the reason when it holds none that can be read."""
+    return list(runs_in(source, forced))
+
+
+def runs_in(source: Source, forced: str | None = None) -> Iterator[Run]:
+    """``read_source`` one run at a time; the error may come after runs were read."""
     fmt = FORMATS[forced] if forced else format_of(source)
     if fmt is None:
         raise LogError("not a session log of a format replay reads")
     try:
-        return fmt.read(source)
+        yield from fmt.read(source)
     except LogError:
         raise
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from gateway.replay.run import Run
 from gateway.wire import codec
@@ -59,45 +63,67 @@ class Source:
         return self._data
 
     def document(self) -> Any:
-        """The file as one JSON value; None when it is not one (JSON lines, or broken)."""
+        """The file as one JSON value; None when it is not one (JSON lines, or broken). Only a
+        file of one line gets the fallback parser: JSON lines are read a line at a time, never
+        decoded whole."""
         if self._document is _UNSET:
+            self._document = None
+            body = self.data.strip()
             try:
-                self._document = codec.loads(self.data) if self.data.strip() else None
-            except codec.DecodeError:
-                self._document = None
+                self._document = orjson.loads(body) if body else None
+            except orjson.JSONDecodeError:
+                if b"\n" not in body:
+                    try:
+                        self._document = codec.loads(body)
+                    except codec.DecodeError:
+                        pass
         return self._document
 
     def records(self) -> list[tuple[int, Any]]:
         """(line number, value) of each JSON line; a file holding one object is its one record,
         a JSON list is none (a document). Lines that do not parse are left out and counted."""
         if self._records is None:
-            document = self.document()
-            if isinstance(document, dict):
-                self._records = [(1, document)]
-            elif document is not None:
-                self._records = []
-            else:
-                self._records = list(self._lines())
+            self._records = list(self.stream())
         return self._records
 
-    def _lines(self) -> Any:
-        for number, line in enumerate(self.data.splitlines(), 1):
+    def stream(self) -> Iterator[tuple[int, Any]]:
+        """``records()`` one at a time, none kept: a file of thousands of runs costs one run's
+        memory at a time."""
+        if self._records is not None:
+            yield from self._records
+            return
+        document = self.document()
+        if isinstance(document, dict):
+            yield 1, document
+        elif document is None:
+            yield from self._lines(count_bad=True)
+
+    def head(self, count: int) -> list[tuple[int, Any]]:
+        """The first ``count`` records, parsing no further: what ``Format.claims`` looks at."""
+        if self._records is not None or self.document() is not None:
+            return self.records()[:count]
+        return list(islice(self._lines(count_bad=False), count))
+
+    def _lines(self, count_bad: bool) -> Iterator[tuple[int, Any]]:
+        for number, line in enumerate(io.BytesIO(self.data), 1):
             if not line.strip():
                 continue
             try:
                 yield number, codec.loads(line)
             except codec.DecodeError:
-                self.bad_lines.append(number)
+                if count_bad:
+                    self.bad_lines.append(number)
 
     def first(self) -> Any:
-        """The first record of JSON lines, or the document: what ``Format.claims`` looks at."""
-        records = self.records()
-        if records:
-            return records[0][1]
-        return self.document()
+        """The first record of JSON lines, or the document."""
+        found = self.head(1)
+        return found[0][1] if found else self.document()
 
     def dicts(self) -> list[tuple[int, dict[str, Any]]]:
         return [(n, r) for n, r in self.records() if isinstance(r, dict)]
+
+    def head_dicts(self, count: int) -> list[dict[str, Any]]:
+        return [r for _, r in self.head(count) if isinstance(r, dict)]
 
 
 def _read(path: Path) -> bytes:
@@ -117,7 +143,7 @@ class Format:
     client: str  # the client that writes it, for people
     where: str  # where the client keeps these logs (the docs page lists them)
     claims: Callable[[Source], bool]
-    read: Callable[[Source], list[Run]]
+    read: Callable[[Source], Iterable[Run]]  # may yield as it reads (one run's memory at a time)
 
 
 def text_of(value: Any) -> str:

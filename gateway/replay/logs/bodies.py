@@ -10,6 +10,7 @@ same conversation, and only the longest is kept. A line that names its run (``id
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,15 +37,32 @@ def claims(source: Source) -> bool:
     document = source.document()
     if isinstance(document, list):
         return any(_body(item) for item in document[:5])
-    return any(_body(record) for _, record in source.records()[:5])
+    return any(_body(record) for _, record in source.head(5))
 
 
-def read(source: Source, protocol: str | None = None) -> list[Run]:
-    """``protocol``: read every body in it (``--format messages``), not the one recognised."""
+def read(source: Source, protocol: str | None = None) -> Iterator[Run]:
+    """``protocol``: read every body in it (``--format messages``), not the one recognised.
+    Runs that name themselves (a labelled corpus) are read one line at a time; anonymous bodies
+    are read whole, to merge each conversation's growing bodies."""
+    first = source.first()
+    if isinstance(first, dict) and isinstance(first.get("id"), str | int) and source.document() is None:
+        yield from _streamed(source, protocol)
+        return
     found, problems = recorded(source, protocol)
     if not found:
         raise LogError("; ".join(problems[:3]) or "no request bodies in it")
-    return runs(source, found)
+    yield from runs(source, found)
+
+
+def _streamed(source: Source, protocol: str | None) -> Iterator[Run]:
+    read = 0
+    for position, record in source.stream():
+        body = _body(record, protocol)
+        if body is not None and isinstance(record, dict) and isinstance(record.get("id"), str | int):
+            read += 1
+            yield _named(source, Recorded(position, record, Segment(body[1], body[0])))
+    if not read:
+        raise LogError("no request bodies in it")
 
 
 def runs(source: Source, found: list[Recorded]) -> list[Run]:
@@ -97,7 +115,7 @@ def _named(source: Source, recorded: Recorded) -> Run:
 
 def _anonymous(source: Source, recorded: Recorded) -> Run:
     path = f"{source.rel}:{recorded.position}"
-    return Run(path, path, "requests", [recorded.segment], str(source.path))
+    return Run(path, path, "requests", [recorded.segment], str(source.path), shared_state=True)
 
 
 def longest_per_conversation(bodies: list[Recorded]) -> list[Recorded]:

@@ -31,7 +31,7 @@ _MESSAGES = ("user", "assistant")
 def claims(source: Source) -> bool:
     if source.is_dir or not source.name.endswith(".jsonl"):
         return False
-    first = next((r for _, r in source.dicts()[:8] if r.get("type") in _MESSAGES), None)
+    first = next((r for r in source.head_dicts(16) if r.get("type") in _MESSAGES), None)
     return first is not None and "sessionId" in first and isinstance(first.get("message"), dict)
 
 

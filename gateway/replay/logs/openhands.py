@@ -13,6 +13,7 @@ Two event shapes, read alike (``openhands_events``): the first OpenHands' ``acti
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from gateway.replay.logs.base import Format, LogError, Source
@@ -30,27 +31,27 @@ def claims(source: Source) -> bool:
     return isinstance(first, dict) and _history(first) is not None
 
 
-def read(source: Source) -> list[Run]:
+def read(source: Source) -> Iterator[Run]:
     if source.is_dir:
-        return [_run(source, _folder(source), source.path.parent.name, source.rel)]
+        yield _run(source, _folder(source), source.path.parent.name, source.rel)
+        return
     document = source.document()
     if document is not None:
         history = _history(document)
         if history is None:
             raise LogError("no OpenHands events in it")
-        ident = (
-            str(document.get("instance_id") or document.get("id") or source.rel) if isinstance(document, dict) else ""
-        )
-        return [_run(source, history, ident or source.rel, source.rel)]
-    runs = []
-    for number, record in source.dicts():
+        named = document.get("instance_id") or document.get("id") if isinstance(document, dict) else None
+        yield _run(source, history, str(named or source.rel), source.rel)
+        return
+    read = 0
+    for number, record in source.stream():  # a trajectory a line: one run's memory at a time
         history = _history(record)
         if history:
+            read += 1
             ident = str(record.get("instance_id") or record.get("id") or f"{source.rel}:{number}")
-            runs.append(_run(source, history, ident, f"{source.rel}:{number}"))
-    if not runs:
+            yield _run(source, history, ident, f"{source.rel}:{number}")
+    if not read:
         raise LogError("no OpenHands events in it")
-    return runs
 
 
 def _history(document: Any) -> list[Any] | None:
