@@ -1,6 +1,7 @@
 """The logs the pinned clients wrote (a looping and a healthy session each), scored with their
-labels (tests/fixtures/sessions/labels.csv): every loop warned and stopped a few calls in, every
-healthy run left alone, each client read through its own profile."""
+labels (tests/fixtures/sessions/labels.csv), and a Claude Code loop the user compacted and resumed:
+every loop warned and stopped a few calls in, every healthy run left alone, each client read
+through its own profile."""
 
 from __future__ import annotations
 
@@ -32,5 +33,6 @@ def test_each_clients_loop_is_stopped_and_its_healthy_run_left_alone(tmp_path):
         else:
             assert run["first_warn"] is None and run["actions"] == [], run
     scores = document["scores"]
-    assert scores["labels"]["loop"]["stopped"] == 4 and scores["labels"]["loop"]["tokens_saved"] > 0
+    loops = sum(r["label"] == "loop" for r in runs)
+    assert scores["labels"]["loop"]["stopped"] == loops == 5 and scores["labels"]["loop"]["tokens_saved"] > 0
     assert scores["healthy_disturbed"] == []

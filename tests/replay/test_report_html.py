@@ -153,10 +153,10 @@ def test_with_labels_the_scores_and_the_disturbed_healthy_runs_come_first(tmp_pa
     )
     html = path.read_text(encoding="utf-8")
     stopped = re.search(r'<tr data-label="loop"><td>loop</td>.*?data-col="stopped">(\d+)<', html)
-    assert stopped and stopped.group(1) == "4"
+    assert stopped and stopped.group(1) == "5"
     assert "No run labelled healthy would have been warned or stopped." in html
     assert html.index('class="scores"') < html.index('class="index"') < html.index('class="conversation')
-    assert html.count('class="badge label-loop"') == 4
+    assert html.count('class="badge label-loop"') == 5
 
 
 def test_over_two_hundred_runs_only_the_ones_to_read_get_a_timeline():

@@ -20,9 +20,10 @@ LOGS = {
 
 
 def session_log(client: str, script: str) -> Path:
-    """The main log ``client`` wrote running the ``loop`` or ``healthy`` script (each names its
-    work folder, ``/tmp/lg-sessions/<client>-<script>/work``, in its records)."""
-    marker = f"-{script}/"
+    """The main log ``client`` wrote running the ``loop``, ``healthy`` (or for Claude Code
+    ``compacted-loop``) script: each names its work folder, ``/tmp/lg-sessions/<client>-<script>/``,
+    in its records."""
+    marker = f"/{client.split('_')[0]}-{script}/"
     found = [
         p
         for p in sorted((SESSIONS / client).rglob(LOGS[client]))

@@ -57,6 +57,20 @@ def test_the_looping_session_is_replayed_as_claude_code_sent_it():
     assert result.first_warn is not None and result.first_stop is not None
 
 
+def test_the_cli_compaction_is_a_second_conversation_of_the_session():
+    """The CLI compacted the session (``/compact``) and was resumed: two conversations, the
+    second opening with the summary, judged as one session."""
+    path = session_log("claude_code", "compacted-loop")
+    (run,) = read(path)
+    first, second = run.segments
+    assert calls_of(second) == wire_calls(path)  # the requests after the compaction
+    assert "continued from a previous conversation" in json.dumps(second.messages[0])
+    assert len(calls_of(first)) == len(calls_of(second)) == 6
+    result = replay(run, load_shipped_policy("default"))
+    assert result.first_stop is not None and result.first_stop < 6  # the loop is stopped before it
+    assert result.cut < run.base(1)  # nothing of the resumed conversation would have happened
+
+
 def test_a_compaction_starts_a_segment_of_the_same_session(tmp_path):
     log = ClaudeLog()
     log.user("summarize a.txt")
