@@ -13,20 +13,17 @@ session header would; request bodies without one are found by the gateway's fing
 store the replay may share between runs (a conversation recorded after the agent compacted its
 history continues the session of the one recorded before it).
 
-The agent's profile is recognised from the requests as in production; where the log recorded
-neither the tools nor the system prompt that would name the client, the run is read through the
-profile of the client that wrote the log (``Run.profile``), unless the policy chose one itself.
+The policy is resolved as the gateway resolves it (``gateway.replay.policies``), the agent's
+profile included.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Iterable
 
 import structlog
 
-from gateway.agents.catalog import AUTO
 from gateway.guard.history import HistoryCache
 from gateway.guard.plan import RequestPlan
 from gateway.guard.planner import plan_request
@@ -34,9 +31,9 @@ from gateway.guard.response import ProposalJudge
 from gateway.policy.actions import Action
 from gateway.policy.engine import EffectivePolicy, action_of
 from gateway.policy.model import Policy
-from gateway.protocols.chat.protocol import DECLARED as CHAT
 from gateway.replay.insist import ending, insists
 from gateway.replay.model import KEPT, Mark, Result, Row
+from gateway.replay.policies import Enforced, fallback_profile
 from gateway.replay.run import Run, Segment
 from gateway.state.base import StateStore
 from gateway.state.memory import MemoryStore
@@ -47,32 +44,6 @@ from gateway.trace.pairing import is_genuine_user
 
 # Each tool call's row by (message index in its segment, position in its round).
 Where = dict[tuple[int, int], Row]
-CHAT_PATH = CHAT.routes[0]
-
-
-class _Enforced:
-    """The policy as replay resolves it: a shadow policy shows what it would do when enforced
-    (its max_action cap still applies); ``profile``: the client's, forced on every request."""
-
-    def __init__(self, policy: Policy, profile: str | None = None) -> None:
-        self.policy, self.profile = policy, profile
-
-    def resolve(
-        self, agent: str | None = None, api_key_sha256: str | None = None, model: str | None = None, path: str = ""
-    ) -> EffectivePolicy:
-        eff = self.policy.resolve(agent, api_key_sha256, model, path)
-        eff = dataclasses.replace(eff, mode="enforce") if eff.shadow else eff
-        catalog = eff.catalog
-        if self.profile is None or catalog is None or catalog.choice != AUTO:
-            return eff
-        derived: EffectivePolicy = catalog.policy_for(eff, catalog.by_name[self.profile])
-        return derived
-
-
-def effective(policy: Policy, agent: str | None, path: str = CHAT_PATH, model: str | None = None) -> EffectivePolicy:
-    """The policy the gateway would resolve for a request, enforcing (``model``: as its
-    adapter reads it; None: the request names none)."""
-    return _Enforced(policy).resolve(agent=agent, model=model, path=path)
 
 
 def replay(run: Run, policy: Policy, agent: str | None = None, store: StateStore | None = None) -> Result:
@@ -92,7 +63,7 @@ def replay_many(runs: Iterable[Run], policy: Policy, agent: str | None = None) -
 async def replay_run(run: Run, policy: Policy, agent: str | None, store: StateStore) -> Result:
     first = run.segments[0]
     model = first.kind.requests.model(first.body) or run.model or None
-    policies = _Enforced(policy, _fallback_profile(run, policy, agent, model))
+    policies = Enforced(policy, fallback_profile(run, policy, agent, model))
     headers = {"x-loopguard-agent": agent} if agent else {}
     if run.session:
         headers[SESSION_HEADERS[0]] = run.session
@@ -106,20 +77,8 @@ async def replay_run(run: Run, policy: Policy, agent: str | None, store: StateSt
     return result
 
 
-def _fallback_profile(run: Run, policy: Policy, agent: str | None, model: str | None) -> str | None:
-    """The client's profile when its requests do not name it (and the policy knows it)."""
-    if run.profile is None:
-        return None
-    segment = run.segments[0]
-    eff = _Enforced(policy).resolve(agent=agent, model=model, path=segment.path)
-    catalog = eff.catalog
-    if catalog is None or catalog.choice != AUTO or run.profile not in catalog.by_name:
-        return None
-    return run.profile if catalog.recognise(segment.conversation()) is None else None
-
-
 async def _segment(
-    result: Result, segment: Segment, base: int, policies: _Enforced, store: StateStore, headers: dict[str, str]
+    result: Result, segment: Segment, base: int, policies: Enforced, store: StateStore, headers: dict[str, str]
 ) -> str:
     """Replays one segment into ``result``; the profile its requests were read with."""
     conv = segment.conversation()
@@ -146,7 +105,7 @@ async def _segment(
 class _Requests:
     """The requests of one recorded conversation, each through the server's request path."""
 
-    def __init__(self, segment: Segment, policies: _Enforced, store: StateStore, headers: dict[str, str]) -> None:
+    def __init__(self, segment: Segment, policies: Enforced, store: StateStore, headers: dict[str, str]) -> None:
         self.segment, self.policies, self.store, self.headers = segment, policies, store, headers
         # The run's own adapter: what it remembers is this conversation's alone.
         self.adapter, self.path = segment.kind.build(), segment.path
