@@ -18,20 +18,17 @@ the replay reads the run through the Claude Code profile.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from gateway.replay.logs.base import Format, LogError, Source
+from gateway.replay.logs.claude_chains import MESSAGES, Record, chains, groups
 from gateway.replay.run import Run, Segment
-
-Record = dict[str, Any]
-_MESSAGES = ("user", "assistant")
 
 
 def claims(source: Source) -> bool:
     if source.is_dir or not source.name.endswith(".jsonl"):
         return False
-    first = next((r for r in source.head_dicts(16) if r.get("type") in _MESSAGES), None)
+    first = next((r for r in source.head_dicts(16) if r.get("type") in MESSAGES), None)
     return first is not None and "sessionId" in first and isinstance(first.get("message"), dict)
 
 
@@ -40,9 +37,9 @@ def read(source: Source) -> list[Run]:
     if not records:
         raise LogError("no records in it")
     subagent = source.name.startswith("agent-")
-    groups = [records] if subagent else _groups(records)
+    found = [records] if subagent else groups(records)
     runs = []
-    for number, group in enumerate(groups):
+    for number, group in enumerate(found):
         run = _run(source, group, subagent, number)
         if run is not None:
             runs.append(run)
@@ -51,33 +48,14 @@ def read(source: Source) -> list[Run]:
     return runs
 
 
-def _groups(records: list[Record]) -> list[list[Record]]:
-    """The main chain's records, then each side chain's (older versions wrote sub-agents into
-    the session file, ``isSidechain``), in order of appearance."""
-    main = [r for r in records if not r.get("isSidechain")]
-    sides: dict[str, list[Record]] = {}
-    by_uuid = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
-    for record in records:
-        if record.get("isSidechain"):
-            sides.setdefault(_root(record, by_uuid), []).append(record)
-    return [main, *sides.values()]
-
-
-def _root(record: Record, by_uuid: dict[str, Record]) -> str:
-    seen = 0
-    while record.get("parentUuid") in by_uuid and seen < 100_000:
-        record, seen = by_uuid[record["parentUuid"]], seen + 1
-    return str(record.get("uuid", ""))
-
-
 def _run(source: Source, group: list[Record], subagent: bool, number: int) -> Run | None:
-    chains = _chains(group)
+    segments_of = chains(group)
     shape = _shape(group)
-    segments = [Segment(_body(chain, shape), "anthropic") for chain in chains]
+    segments = [Segment(_body(chain, shape), "anthropic") for chain in segments_of]
     segments = [s for s in segments if s.messages]
     if not segments:
         return None
-    first = next(r for r in group if r.get("type") in _MESSAGES)
+    first = next(r for r in group if r.get("type") in MESSAGES)
     session = str(first.get("sessionId") or source.rel)
     agent = first.get("agentId")
     if subagent or number:
@@ -86,63 +64,6 @@ def _run(source: Source, group: list[Record], subagent: bool, number: int) -> Ru
     else:
         ident, path = session, source.rel
     return Run(path, ident, "claude_code", segments, file=str(source.path), profile="claude_code", session=ident)
-
-
-def _chains(group: list[Record]) -> list[list[Record]]:
-    """The messages of each segment, oldest segment first, each in file order."""
-    position = {id(r): i for i, r in enumerate(group)}
-    by_uuid = {r["uuid"]: r for r in group if isinstance(r.get("uuid"), str)}
-    messages = [r for r in group if r.get("type") in _MESSAGES and isinstance(r.get("message"), dict)]
-    if not by_uuid or not messages:
-        return [messages]
-    chains: list[list[Record]] = []
-    limit = len(group)
-    while True:
-        leaf = next((r for r in reversed(messages) if position[id(r)] < limit), None)
-        if leaf is None:
-            break
-        on_path, root = _walk(leaf, by_uuid)
-        if on_path is None:  # a chain that loops: read the file in order instead
-            return [messages]
-        chains.append(_with_parallel_results(messages, on_path, position[id(root)], limit, position))
-        back = by_uuid.get(root.get("logicalParentUuid") or "")
-        limit = position[id(back)] + 1 if back is not None else position[id(root)]
-    return [c for c in reversed(chains) if c]
-
-
-def _walk(leaf: Record, by_uuid: dict[str, Record]) -> tuple[set[str] | None, Record]:
-    on_path: set[str] = set()
-    record = leaf
-    while True:
-        uuid = record.get("uuid")
-        if uuid in on_path:
-            return None, record
-        if isinstance(uuid, str):
-            on_path.add(uuid)
-        parent = by_uuid.get(record.get("parentUuid") or "")
-        if parent is None:
-            return on_path, record
-        record = parent
-
-
-def _with_parallel_results(
-    messages: list[Record], on_path: set[str], start: int, limit: int, position: dict[int, int]
-) -> list[Record]:
-    """The chain's messages, with the tool results that answer its calls beside the chain."""
-    chosen = [r for r in messages if r.get("uuid") in on_path]
-    calls = {b.get("id") for r in chosen if r["message"].get("role") == "assistant" for b in _blocks(r, "tool_use")}
-    for record in messages:
-        if record.get("uuid") in on_path or not start <= position[id(record)] < limit:
-            continue
-        answered = [b.get("tool_use_id") for b in _blocks(record, "tool_result")]
-        if answered and all(a in calls for a in answered):
-            chosen.append(record)
-    return sorted(chosen, key=lambda r: position[id(r)])
-
-
-def _blocks(record: Record, kind: str) -> Iterable[dict[str, Any]]:
-    content = record["message"].get("content")
-    return (b for b in content if isinstance(b, dict) and b.get("type") == kind) if isinstance(content, list) else ()
 
 
 def _shape(group: list[Record]) -> dict[str, Any]:
