@@ -8,13 +8,14 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 from support.guarded import guarded
 from support.looping import stubborn
 from support.process import ROOT, child_env
 
 from gateway.replay.labels import Label, read_labels
 
-from .runs import loop_as, shown
+from .runs import loop_as, shown, state
 
 AUTH = {"auth": {"keys": ["client-key"], "metrics_keys": ["operator-key"]}}
 OPERATOR = {"authorization": "Bearer operator-key"}
@@ -60,8 +61,13 @@ def test_an_operator_marks_a_run_a_loop_and_exports_the_mark(tmp_path, page):
         assert read_labels(out).by_key == {"labelled-run": Label("loop", 2, rows[0]["note"])}
 
 
-def test_a_later_mark_replaces_the_earlier_and_healthy_needs_no_step(tmp_path):
-    with guarded(stubborn(), tmp_path, **AUTH) as g, httpx.Client(base_url=g.url, headers=OPERATOR) as http:
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_later_mark_replaces_the_earlier_and_healthy_needs_no_step(tmp_path, backend):
+    with (
+        state(backend, tmp_path) as store,
+        guarded(stubborn(), tmp_path, state=store, **AUTH) as g,
+        httpx.Client(base_url=g.url, headers=OPERATOR) as http,
+    ):
         stop = stopped_run(g.url, "relabelled")
         form = {"session": stop["session"], "run": str(stop["run"])}
         assert http.post("/ui/label", data={**form, "label": "loop", "step": "2"}).status_code == 303
