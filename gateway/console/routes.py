@@ -21,6 +21,7 @@ from starlette.routing import Route
 from gateway.console import hardening, labels, run_page
 from gateway.console.access import COOKIE, SESSION_S, ConsoleAccess, Viewer
 from gateway.console.assets import ASSETS, page
+from gateway.console.fleet import tools_down
 from gateway.console.status import status
 from gateway.console.window import Window
 from gateway.context import Gateway
@@ -50,6 +51,7 @@ class Console:
             ("/ui/run", self.run),
             ("/ui/api/feed", self.feed),
             ("/ui/api/status", self.status),
+            ("/ui/api/fleet", self.fleet),
             ("/ui/api/labels", self.labelled),
         ]
         open_: list[tuple[str, Handler, list[str]]] = [
@@ -123,6 +125,10 @@ class Console:
     async def status(self, request: Request, viewer: Viewer) -> Response:
         found = await status(self.gateway)
         return JSONResponse(found if viewer.space is None else hardening.tenant_status(found, viewer.tenant))
+
+    async def fleet(self, request: Request, viewer: Viewer) -> Response:
+        """Tools down now (``console/fleet.py``): the viewer's tenant's, or every tenant's."""
+        return JSONResponse(await tools_down(self.gateway.fleet, viewer.space, self.access.tenancy))
 
     async def run(self, request: Request, viewer: Viewer) -> Response:
         session = request.query_params.get("session", "")

@@ -44,7 +44,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import comparable, failed, has_chars, skipped, steps_of, window
+from gateway.detectors.common import comparable, failed, has_chars, rounds, skipped, steps_of, window
 from gateway.detectors.values import numbers_only, other_item
 from gateway.trace.model import ToolEvent, Trace
 from gateway.trace.volatile import scrub_random
@@ -101,7 +101,7 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
         ):
             break
         members.append(event)
-    count = len(members)
+    count = rounds(members)
     if count < 2 or len({e.args_hash for e in members}) == 1:
         # The very same request each time: answered the same, it is no_progress's evidence
         # (its own ladder); answered anew each time, the answer moved (a poll's progress).

@@ -64,6 +64,7 @@ async def judge(ex: Exchange, headers: dict[str, str]) -> None:
             sessions=gateway.config.sessions,
             history=gateway.history,
             size=len(ex.body),
+            fleet=gateway.fleet,
         )
         ex.plan = plan
         SESSION.set(plan.session)  # for the request's span, whatever the session's source

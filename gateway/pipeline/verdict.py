@@ -53,6 +53,9 @@ class Verdict:
                 effective=plan.policy,
                 protocol=ex.adapter.name,
             )
+            fleet = ex.gateway.fleet
+            if fleet is not None and action >= Action.REJECT and judgement.finding is not None:
+                fleet.stopped(plan.agent, plan.trace, judgement.finding)  # the agent's next runs are told
         self.raise_to(action, judgement.detector)
         if terminate is not None:
             self.terminate = terminate

@@ -15,6 +15,7 @@ from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
 from gateway.trace.normalize import ArgsInfo, ResultInfo, args_info, classify, failure_hash, result_info
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
+from gateway.trace.paths import resolved, stated_cwd
 from gateway.trace.roles import looks_read_only, neutral_by_shape
 from gateway.trace.settings import TraceSettings, tool_key
 
@@ -78,6 +79,7 @@ class _Built:
     events: tuple[ToolEvent, ...]  # of run.calls[skipped:]; a run event's step is its position + 1
     prior: tuple[ToolEvent, ...]
     index: CallIndex  # of events[:-1]
+    cwd: str  # the working directory the conversation states (Trace.cwd)
 
 
 def build_trace(conv: Conversation, settings: TraceSettings, memo: dict[str, object] | None = None) -> Trace:
@@ -89,7 +91,7 @@ def build_trace(conv: Conversation, settings: TraceSettings, memo: dict[str, obj
     turns = harness_view(conv.turns, settings)
     built = _build(turns, settings, ctx, memo)
     return Trace(
-        built.events, turns, built.start, built.run.rounds, conv.tools, built.skipped, prior=built.prior
+        built.events, turns, built.start, built.run.rounds, conv.tools, built.skipped, prior=built.prior, cwd=built.cwd
     ).indexed(built.index)
 
 
@@ -122,12 +124,24 @@ def _fresh(turns: tuple[Turn, ...], by_run: bool, settings: TraceSettings, ctx: 
     earlier = pair(turns[:start])
     run = pair(turns[start:], earlier.users)
     skipped = max(0, len(run.calls) - settings.horizon)
+    cwd = _stated_cwd(turns, settings)
     # Earlier turns' events get steps <= 0 (the latest is 0): they are not part of the run.
     kept = min(settings.prior_horizon, len(earlier.calls))
-    prior = _events(earlier, len(earlier.calls) - kept, 1 - kept, ctx)
+    prior = _events(earlier, len(earlier.calls) - kept, 1 - kept, ctx, cwd)
     last = turns[-1] if turns else None
-    events = _events(run, skipped, skipped + 1, ctx)
-    return _Built(len(turns), last, ctx, start, earlier, run, skipped, events, prior, CallIndex.of(events[:-1]))  # type: ignore[arg-type]
+    events = _events(run, skipped, skipped + 1, ctx, cwd)
+    index = CallIndex.of(events[:-1])
+    return _Built(len(turns), last, ctx, start, earlier, run, skipped, events, prior, index, cwd)  # type: ignore[arg-type]
+
+
+# Agents state their working directory at the start: the system prompt, the first messages.
+_CWD_TURNS = 6
+_CWD_CHARS = 16384
+
+
+def _stated_cwd(turns: tuple[Turn, ...], settings: TraceSettings) -> str:
+    texts = (t.text[:_CWD_CHARS] for t in turns[:_CWD_TURNS] if t.role in ("system", "user"))
+    return stated_cwd(texts, settings.cwd_re)
 
 
 def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], settings: TraceSettings) -> _Built:
@@ -136,7 +150,7 @@ def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], setting
     # Calls before the first one the new turns added or answered keep their events.
     same_until = max(skipped, min(run.changed_from, done.skipped + len(done.events)))
     same = done.events[skipped - done.skipped : same_until - done.skipped]
-    events = same + _events(run, same_until, same_until + 1, done.ctx)
+    events = same + _events(run, same_until, same_until + 1, done.ctx, done.cwd)
     return _Built(
         len(turns),
         turns[-1],
@@ -148,6 +162,7 @@ def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], setting
         events,
         done.prior,
         _grown_index(done, events),
+        done.cwd,
     )
 
 
@@ -162,11 +177,11 @@ def _grown_index(done: _Built, events: tuple[ToolEvent, ...]) -> CallIndex:
     return done.index.extended(events[at:-1], since=events[0].step)
 
 
-def _events(pairing: Pairing, start: int, first: int, ctx: _Context) -> tuple[ToolEvent, ...]:
+def _events(pairing: Pairing, start: int, first: int, ctx: _Context, cwd: str) -> tuple[ToolEvent, ...]:
     """Events for ``pairing.calls[start:]``, with steps counted from ``first``."""
     calls, results = pairing.calls, pairing.results
     return tuple(
-        _event(calls[i], results.get(i), first + i - start, ctx, waited=i > 0 and _waits(calls[i - 1].call, ctx))
+        _event(calls[i], results.get(i), first + i - start, ctx, cwd, waited=i > 0 and _waits(calls[i - 1].call, ctx))
         for i in range(start, len(calls))
     )
 
@@ -189,7 +204,8 @@ def proposed_events(
     waited = bool(trace.events) and trace.events[-1].action == "wait"
     out = []
     for i, call in enumerate(calls):
-        out.append(_event(Issued(call, round_, -1, user_turn), None, first + i, ctx, proposed=True, waited=waited))
+        issued = Issued(call, round_, -1, user_turn)
+        out.append(_event(issued, None, first + i, ctx, trace.cwd, proposed=True, waited=waited))
         waited = out[-1].action == "wait"
     return tuple(out)
 
@@ -206,7 +222,14 @@ def run_start(turns: tuple[Turn, ...]) -> int:
 
 
 def _event(
-    issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, proposed: bool = False, waited: bool = False
+    issued: Issued,
+    turn: Turn | None,
+    step: int,
+    ctx: _Context,
+    cwd: str,
+    *,
+    proposed: bool = False,
+    waited: bool = False,
 ) -> ToolEvent:
     call = issued.call
     args = args_info(call.arguments, ctx.settings, ctx.args_memo, call.name)
@@ -253,6 +276,7 @@ def _event(
         failure_hash=shape,
         action=args.action,
         paced=args.paced or waited,
+        file=resolved(args.file, cwd),
     )
 
 

@@ -10,6 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
+from typing import TYPE_CHECKING
+
+from gateway.trace.remote import endpoint
+
+if TYPE_CHECKING:
+    from gateway.trace.fleet import FleetFacts
 
 # Every error observation the gateway writes in place of a vetoed call starts with this marker
 # (it equals ``gateway.policy.actions.REJECT_MARKER``; defined here too because the policy package
@@ -114,6 +120,17 @@ class ToolEvent:
     # The call waits before it acts (`sleep 30 && tail log`, or a sleep call just before it): a
     # paced poll, which may repeat by design; an unpaced one is a busy loop.
     paced: bool = False
+    # The file it reads, writes, lists or searches, whichever tool or program (gateway/trace/
+    # paths.py): absolute when the agent stated its working directory, else as spelled; "" when
+    # it names none. Compare with paths.same_file: a relative spelling matches by suffix.
+    file: str = ""
+
+    @property
+    def remote(self) -> str | None:
+        """None for the agent's own work (its shell, file reads and edits); for a call to a
+        remote tool (MCP, fetch, an application's API), the server or host it names, or ""
+        (gateway/trace/remote.py)."""
+        return endpoint(self.tool, self.action, self.target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +180,12 @@ class Trace:
     # Set by the request path from the session's state: the model judge's latest verdict on
     # this session, if any (the llm_judge detector checks it belongs to this run).
     verdict: JudgeVerdict | None = None
+    # Set by the request path from the fleet's shared state (gateway/fleet): remote tools down
+    # for the tenant, loops an earlier run of the agent was stopped for. None: not asked.
+    fleet: FleetFacts | None = None
+    # The working directory the agent states (TraceSettings.cwd_patterns), "" when none: what
+    # relative paths of its calls are resolved against (ToolEvent.file).
+    cwd: str = ""
     # Derived, never part of the value: where each call and each tool last occurred before the
     # latest event (``repeats``). The trace builder hands it over, grown from the conversation's
     # previous request; a trace made otherwise makes its own on first use.
@@ -196,6 +219,8 @@ class Trace:
             self.prior,
             self.warned,
             self.verdict,
+            self.fleet,
+            self.cwd,
         )
         if self._seen is not None:  # only the extra is new
             trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]) if extra else self._seen)

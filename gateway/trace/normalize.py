@@ -20,10 +20,11 @@ from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import Status
 from gateway.trace.roles import own_text_start, prose, read_only_command
 from gateway.trace.settings import ToolRole, TraceSettings
-from gateway.trace.target import acted_on, call_target
+from gateway.trace.target import acted_on, call_target, file_of
 from gateway.trace.volatile import PLACEHOLDER, scrub_args, scrub_random
 
 __all__ = [
+    "EMPTY_RESULT_HASH",
     "PLACEHOLDER",
     "ArgsInfo",
     "ResultInfo",
@@ -48,6 +49,11 @@ _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "returnCode")
 def text_hash(text: str) -> str:
     """Fast, stable across processes and replicas (unlike ``hash()``), 64 bits."""
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+# The result hash of an empty result, and of one the agent's profile reads as "nothing found /
+# nothing new" (TraceSettings.empty_patterns): a read past the end, an unchanged file's stub.
+EMPTY_RESULT_HASH = text_hash("")
 
 
 # --- arguments -------------------------------------------------------------------------------
@@ -122,6 +128,7 @@ def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> Args
         target,
         found.action,
         found.paced,
+        file_of(value, raw, found, settings.file_keys),
     )
 
 

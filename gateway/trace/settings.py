@@ -68,10 +68,17 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r'"(is_error|isError|error)"\s*:\s*(true|"[^"]+")',
     r"^(npm|yarn|pnpm) (ERR!|error\b)",  # package managers print no "Error:" prefix
     r"^fatal: ",  # git
+    r"^\s*MCP error -?\d+",  # an MCP server's JSON-RPC error, as MCP clients write it into the result
     r"\b(command not found|No such file or directory|Permission denied)\b",  # shell failures
     # An HTTP error page or status line ("403 Forbidden", "HTTP/1.1 502 Bad Gateway").
     r"\b[45]\d\d (Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Conflict|"
     r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b",
+    # The user refused the call (Cline and Roo Code's "The user denied this operation.", Claude
+    # Code's "The user doesn't want to proceed with this tool use", Codex's "rejected by user",
+    # Gemini CLI's "User cancelled"): it did not run, and asking again is another attempt.
+    r"\A\s*(?:\[Operation Cancelled\]\s*(?:Reason:\s*)?)?(?:the )?user (?:denied|rejected|declined|cancell?ed|"
+    r"doesn't want to proceed|did not allow)\b",
+    r"\b(?:rejected|denied|declined|cancell?ed) by (?:the )?user\b",
 )
 # The failure vocabulary: what coding-agent editors, patch tools and linters write when they
 # refuse an edit, in text rather than with an error flag (docs/detectors.md lists each with the
@@ -185,6 +192,29 @@ DEFAULT_TARGET_KEYS: tuple[str, ...] = (
     "xpath",
 )
 DEFAULT_COMMAND_KEYS: tuple[str, ...] = ("command", "cmd", "script")
+# Argument keys that hold a file's path (a search or listing given a path, a generic client's
+# read or write tool): a call's file is the first of them it carries (gateway/trace/paths.py).
+DEFAULT_FILE_KEYS: tuple[str, ...] = (
+    "file_path",
+    "path",
+    "filepath",
+    "file",
+    "filename",
+    "notebook_path",
+    "target_file",
+    "absolute_path",
+    "dir_path",
+    "directory",
+)
+# Where agents state their working directory (the path is the first group that matched):
+# Codex's <cwd>, "Working directory: /repo" (Claude Code, Copilot CLI), "I'm currently working
+# in the directory: /repo" (Gemini CLI, Qwen Code), "Current Working Directory (/repo)" (Cline).
+DEFAULT_CWD_PATTERNS: tuple[str, ...] = (
+    r"<cwd>\s*([^<\s]+)\s*</cwd>",
+    r"(?i:\bworking directory(?: is)?:\s*(/[^\s'\"`<>]*))",
+    r"(?i:\bworking in the directory:?\s*(/[^\s'\"`<>]*))",
+    r"(?i:\bcurrent working directory \((/[^)\s]*)\))",
+)
 DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
     r"\b(unknown|unrecognized|invalid|undefined) (tool|function)\b",
     r"\b(tool|function) .{0,60}\b(not found|does not exist|is not available)\b",
@@ -272,6 +302,9 @@ class TraceSettings(BaseModel):
     volatile_arg_values: bool = True
     target_keys: tuple[str, ...] = DEFAULT_TARGET_KEYS
     command_keys: tuple[str, ...] = DEFAULT_COMMAND_KEYS
+    file_keys: tuple[str, ...] = DEFAULT_FILE_KEYS
+    # Relative paths are resolved against the working directory an agent states (first group).
+    cwd_patterns: tuple[Regex, ...] = DEFAULT_CWD_PATTERNS
     unknown_tool_patterns: tuple[Regex, ...] = DEFAULT_UNKNOWN_TOOL_PATTERNS
     polling_tools: frozenset[str] = DEFAULT_POLLING_TOOLS
     polling_args_patterns: tuple[Regex, ...] = DEFAULT_POLLING_ARGS_PATTERNS
@@ -322,6 +355,7 @@ class TraceSettings(BaseModel):
     _failure_re: re.Pattern[str] | None = PrivateAttr()
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
     _polling_re: re.Pattern[str] | None = PrivateAttr()
+    _cwd_re: re.Pattern[str] | None = PrivateAttr()
     _memo: _Memos = PrivateAttr()
     _neutral: frozenset[str] = PrivateAttr()
     _envelope_re: re.Pattern[str] | None = PrivateAttr()
@@ -338,6 +372,7 @@ class TraceSettings(BaseModel):
         self._failure_re = _union(self.failure_patterns, 0)
         self._unknown_re = _union(self.unknown_tool_patterns, re.IGNORECASE)
         self._polling_re = _union(self.polling_args_patterns, 0)
+        self._cwd_re = _union(self.cwd_patterns, 0)
         # Per-text results of normalization (see gateway.trace.memo): owned by this instance
         # because they depend on exactly these settings.
         self._memo = _Memos(Memo(4096), Memo(4096), Memo(1024))
@@ -375,6 +410,10 @@ class TraceSettings(BaseModel):
     @property
     def polling_re(self) -> re.Pattern[str] | None:
         return self._polling_re
+
+    @property
+    def cwd_re(self) -> re.Pattern[str] | None:
+        return self._cwd_re
 
     @property
     def neutral_names(self) -> frozenset[str]:

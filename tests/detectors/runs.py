@@ -82,3 +82,48 @@ def first(script: Sequence[Any], action: str, pack: str = "default", **agent: An
         if phase == "request" and Action[label.upper()] >= level:
             return i // 2 + 1, detector
     return None
+
+
+def chat_body(script: Sequence[Any], tools: Sequence[str] | None = None, system: str = SYSTEM) -> dict[str, Any]:
+    """The script as one chat-completions request body: the conversation after its last call."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    n = 0
+    for item in script:
+        if isinstance(item, str):
+            messages.append({"role": "user", "content": item})
+            continue
+        steps = item if isinstance(item, list) else [item]
+        calls = []
+        for tool, args, _ in steps:
+            n += 1
+            text = args if isinstance(args, str) else json.dumps(args)
+            calls.append({"id": f"call_{n}", "type": "function", "function": {"name": tool, "arguments": text}})
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        messages += [
+            {"role": "tool", "tool_call_id": c["id"], "content": result} for c, (_, _, result) in zip(calls, steps)
+        ]
+    body: dict[str, Any] = {"model": "gpt-test", "messages": messages}
+    if tools is not None:
+        body["tools"] = [{"type": "function", "function": {"name": t, "parameters": {"type": "object"}}} for t in tools]
+    return body
+
+
+def replayed(
+    script: Sequence[Any], pack: str = "default", tools: Sequence[str] | None = None, system: str = SYSTEM
+) -> dict[str, tuple[int, str]]:
+    """Where the gateway would first warn, reject and terminate (action -> (call number,
+    detector)): the script replayed through the server's own request path (session state:
+    warnings remembered for the run, vetoes) and response path (each call judged as proposed),
+    as ``loopguard replay`` does."""
+    from gateway.replay.reader import Recorded
+    from gateway.replay.runner import replay
+
+    recorded = Recorded("script", 1, chat_body(script, tools, system), protocol="chat")
+    return dict(replay(recorded, load_shipped_policy(pack)).first)
+
+
+def stopped_at(script: Sequence[Any], **agent: Any) -> int | None:
+    """The call at which the gateway first refuses or ends the run, None when it never does."""
+    first = replayed(script, **agent)
+    stops = [first[a][0] for a in ("reject", "terminate") if a in first]
+    return min(stops) if stops else None

@@ -1,0 +1,87 @@
+"""One file, however a call spells it: paths made comparable.
+
+An agent reaches one file by many spellings: ``/repo/src/a.py`` with its read tool,
+``src/a.py`` from the shell after ``cd /repo``, ``./src/a.py`` in a one-liner. A file is one
+target whichever tool, program or spelling reaches it, so calls are compared by their file
+(``ToolEvent.file``): a path normalised here, made absolute against the working directory the
+agent states when it states one, and otherwise matched by suffix (``src/a.py`` is
+``/repo/src/a.py``, never ``/repo/lib/a.py``).
+
+Codex's ``apply_patch`` names its files inside the patch (``*** Update File: src/a.py``): its
+file is the first one named.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+
+from gateway.trace.shell.words import URL
+
+_GLOB = frozenset("*?[{")
+_MAX_CHARS = 300
+PATCH_START = "*** Begin Patch"  # how an apply_patch envelope opens
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
+_PATCH_SCAN_CHARS = 4096  # the first file line comes right after "*** Begin Patch"
+
+
+def canonical_path(text: str) -> str:
+    """``text`` as a file path (quotes, ``./`` and a trailing ``/`` dropped, ``a/../b`` folded),
+    or "" when it names no file: a URL, a glob pattern, text with spaces or line breaks."""
+    path = text.strip().strip("'\"`")
+    if not path or len(path) > _MAX_CHARS or URL.match(path) or any(c in _GLOB or c.isspace() for c in path):
+        return ""
+    return posixpath.normpath(path)
+
+
+def resolved(path: str, cwd: str) -> str:
+    """``path`` against the working directory ``cwd`` ("" when unknown): absolute when it can be."""
+    if not path or not cwd or path.startswith(("/", "~", "$")):
+        return path
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two canonical paths can name one file: equal, or one is the other's tail at a
+    directory boundary (a relative spelling of the same file)."""
+    if a == b:
+        return bool(a)
+    if not a or not b:
+        return False
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return not short.startswith("/") and long.endswith("/" + short)
+
+
+def inside(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or lies under it (both canonical; a relative
+    directory matches any spelling that ends with it: ``src`` holds ``/repo/src/a.py``)."""
+    if not path or not directory:
+        return False
+    if same_file(path, directory):
+        return True
+    if directory == ".":
+        return not path.startswith("/")
+    head = directory.rstrip("/") + "/"
+    return path.startswith(head) or (not directory.startswith("/") and "/" + head in path)
+
+
+def patch_file(text: str) -> str:
+    """The first file an ``apply_patch`` envelope names, "" when ``text`` is no such patch."""
+    if "*** " not in text[:_PATCH_SCAN_CHARS]:
+        return ""
+    found = _PATCH_FILE.search(text[:_PATCH_SCAN_CHARS])
+    return canonical_path(found.group(1)) if found else ""
+
+
+def stated_cwd(texts: Iterable[str], patterns: re.Pattern[str] | None) -> str:
+    """The working directory an agent states in its system prompt or first messages
+    (``TraceSettings.cwd_patterns``: the path is the pattern's first group), "" when none."""
+    if patterns is None:
+        return ""
+    for text in texts:
+        found = patterns.search(text)
+        if found:
+            path = next((g for g in found.groups() if g), "")
+            return canonical_path(path) if path.startswith("/") else ""
+    return ""
