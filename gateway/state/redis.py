@@ -282,6 +282,12 @@ class RedisStore:
     async def console_session_revoked(self, ref: str) -> bool:
         return await self._events.revoked(ref)
 
+    async def save_label(self, run: str, entry: bytes) -> None:
+        await self._events.save_label(run, entry)
+
+    async def labels(self) -> dict[str, bytes]:
+        return await self._events.labels()
+
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""
         if self._marks_due:

@@ -407,6 +407,7 @@ class Outcome:
     seen: list[Seen]
     closed: int  # requests the gateway sent with tools closed (the final answer)
     audit: list[dict[str, Any]] = field(default_factory=list)
+    bodies: list[dict[str, Any]] = field(default_factory=list)  # the agent's requests as the upstream got them
 
     @property
     def executed(self) -> int:
@@ -509,6 +510,7 @@ def run_fork(fork: Fork, scenario: Scenario, base: Path, vocabulary: Vocabulary,
         [fork.seen(b) for b in agent],
         sum(1 for b in agent if fork.closed(b)),
         read_audit(audit),
+        agent,
     )
 
 
