@@ -94,7 +94,7 @@ _QUOTED = re.compile(r"""(['"])([^'"\s]{1,300})\1""")
 def code_paths(text: str, cwd: str) -> list[str]:
     """The files inline code names in string literals (``open('conf/a.yaml')``,
     ``readFileSync("a.json")``): a one-liner that opens a file acts on it."""
-    return [resolve(m.group(2), cwd) for m in _QUOTED.finditer(text[:MAX_CODE_CHARS * 8]) if pathlike(m.group(2))]
+    return [resolve(m.group(2), cwd) for m in _QUOTED.finditer(text[: MAX_CODE_CHARS * 8]) if pathlike(m.group(2))]
 
 
 def unique(items: list[str]) -> list[str]:
