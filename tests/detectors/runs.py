@@ -115,11 +115,11 @@ def replayed(
     detector)): the script replayed through the server's own request path (session state:
     warnings remembered for the run, vetoes) and response path (each call judged as proposed),
     as ``loopguard replay`` does."""
-    from gateway.replay.reader import Recorded
+    from gateway.replay.run import Run, Segment
     from gateway.replay.runner import replay
 
-    recorded = Recorded("script", 1, chat_body(script, tools, system), protocol="chat")
-    return dict(replay(recorded, load_shipped_policy(pack)).first)
+    run = Run("script", "script", "chat", [Segment(chat_body(script, tools, system), "chat")])
+    return dict(replay(run, load_shipped_policy(pack)).first)
 
 
 def stopped_at(script: Sequence[Any], **agent: Any) -> int | None:
