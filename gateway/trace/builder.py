@@ -15,7 +15,7 @@ from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
 from gateway.trace.normalize import ArgsInfo, ResultInfo, args_info, classify, failure_hash, result_info
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
-from gateway.trace.paths import resolved, stated_cwd
+from gateway.trace.paths import CwdReader, resolved
 from gateway.trace.roles import looks_read_only, neutral_by_shape
 from gateway.trace.settings import TraceSettings, tool_key
 
@@ -31,6 +31,7 @@ class _Context:
     failures_memo: Memo[bytes, str]
     polling_tools: frozenset[str]
     neutral_tools: frozenset[str]
+    cwd: CwdReader
 
     @classmethod
     def of(cls, settings: TraceSettings, tools: frozenset[str] | None) -> _Context:
@@ -52,6 +53,7 @@ class _Context:
                 memos.failures,
                 settings.polling_tools,
                 settings.neutral_names,
+                settings.cwd_reader,
             )
         return ctx
 
@@ -124,7 +126,7 @@ def _fresh(turns: tuple[Turn, ...], by_run: bool, settings: TraceSettings, ctx: 
     earlier = pair(turns[:start])
     run = pair(turns[start:], earlier.users)
     skipped = max(0, len(run.calls) - settings.horizon)
-    cwd = _stated_cwd(turns, settings)
+    cwd = _stated_cwd(turns, ctx)
     # Earlier turns' events get steps <= 0 (the latest is 0): they are not part of the run.
     kept = min(settings.prior_horizon, len(earlier.calls))
     prior = _events(earlier, len(earlier.calls) - kept, 1 - kept, ctx, cwd)
@@ -136,12 +138,10 @@ def _fresh(turns: tuple[Turn, ...], by_run: bool, settings: TraceSettings, ctx: 
 
 # Agents state their working directory at the start: the system prompt, the first messages.
 _CWD_TURNS = 6
-_CWD_CHARS = 16384
 
 
-def _stated_cwd(turns: tuple[Turn, ...], settings: TraceSettings) -> str:
-    texts = (t.text[:_CWD_CHARS] for t in turns[:_CWD_TURNS] if t.role in ("system", "user"))
-    return stated_cwd(texts, settings.cwd_re)
+def _stated_cwd(turns: tuple[Turn, ...], ctx: _Context) -> str:
+    return ctx.cwd(t.text for t in turns[:_CWD_TURNS] if t.role in ("system", "user"))
 
 
 def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], settings: TraceSettings) -> _Built:
@@ -213,7 +213,8 @@ def proposed_events(
 def run_start(turns: tuple[Turn, ...]) -> int:
     """Index of the first turn after the last genuine user turn (0 when there is none)."""
     for i in range(len(turns) - 1, -1, -1):
-        if is_genuine_user(turns[i]):
+        turn = turns[i]
+        if turn.role == "user" and is_genuine_user(turn):
             return i + 1
     return 0
 

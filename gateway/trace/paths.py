@@ -85,3 +85,30 @@ def stated_cwd(texts: Iterable[str], patterns: re.Pattern[str] | None) -> str:
             path = next((g for g in found.groups() if g), "")
             return canonical_path(path) if path.startswith("/") else ""
     return ""
+
+
+_CWD_CHARS = 16384  # agents state their directory near the start of a long prompt
+
+
+class CwdReader:
+    """``stated_cwd`` for one settings' patterns, remembered per text: every request of a
+    conversation carries the same system prompt and first messages again, and a pattern search
+    over a long prompt costs far more than a look-up."""
+
+    __slots__ = ("_known", "_patterns")
+    _MAX = 256  # system prompts and opening messages: a handful per agent
+
+    def __init__(self, patterns: re.Pattern[str] | None) -> None:
+        self._patterns = patterns
+        self._known: dict[str, str] = {}
+
+    def __call__(self, texts: Iterable[str]) -> str:
+        for text in texts:
+            found = self._known.get(text)
+            if found is None:
+                if len(self._known) >= self._MAX:
+                    self._known.clear()
+                found = self._known[text] = stated_cwd((text[:_CWD_CHARS],), self._patterns)
+            if found:
+                return found
+        return ""

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
+from gateway.trace.paths import CwdReader
 
 # Keys whose values change on every call without meaning progress (OpenClaw's list: pid, duration,
 # session id, cwd, message/file ids, timestamps). Compared case-insensitively.
@@ -356,6 +357,7 @@ class TraceSettings(BaseModel):
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
     _polling_re: re.Pattern[str] | None = PrivateAttr()
     _cwd_re: re.Pattern[str] | None = PrivateAttr()
+    _cwd_reader: CwdReader = PrivateAttr()
     _memo: _Memos = PrivateAttr()
     _neutral: frozenset[str] = PrivateAttr()
     _envelope_re: re.Pattern[str] | None = PrivateAttr()
@@ -373,6 +375,7 @@ class TraceSettings(BaseModel):
         self._unknown_re = _union(self.unknown_tool_patterns, re.IGNORECASE)
         self._polling_re = _union(self.polling_args_patterns, 0)
         self._cwd_re = _union(self.cwd_patterns, 0)
+        self._cwd_reader = CwdReader(self._cwd_re)
         # Per-text results of normalization (see gateway.trace.memo): owned by this instance
         # because they depend on exactly these settings.
         self._memo = _Memos(Memo(4096), Memo(4096), Memo(1024))
@@ -414,6 +417,11 @@ class TraceSettings(BaseModel):
     @property
     def cwd_re(self) -> re.Pattern[str] | None:
         return self._cwd_re
+
+    @property
+    def cwd_reader(self) -> CwdReader:
+        """The working directory stated in a conversation's opening texts (gateway/trace/paths.py)."""
+        return self._cwd_reader
 
     @property
     def neutral_names(self) -> frozenset[str]:
