@@ -12,8 +12,9 @@ think/plan/log stepped over), each similar to the latest in request and in resul
   when both carry free text (a sub-agent's task), the texts' token-set similarity >=
   ``min_text_similarity`` (rewording and added words cost little);
 - result: both succeeded or both failed, each at least ``min_result_chars`` long, and their
-  normalized texts (lower-case, whitespace collapsed, the first ``result_chars`` characters, an
-  echo of the request's own text removed) have indel similarity >= ``min_result_similarity``.
+  normalized texts (lower-case, whitespace collapsed, the first ``result_chars`` characters: what
+  was done and where it left things, an echo of the request's own text removed) have indel
+  similarity >= ``min_result_similarity``.
 
 Never a member: results that differ only in their numbers (polling progress, a debugger's line,
 a clock, the next page's ids: the output moves), and results that name the part of the request
@@ -69,7 +70,10 @@ class StagnationSettings(DetectorSettings):
     min_action_chars: int = Field(default=16, ge=1)  # "Done." is no action to compare
     min_result_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
     min_result_chars: int = Field(default=24, ge=1)  # "OK", "done", "" say nothing to compare
-    result_chars: int = Field(default=2048, ge=64)  # compared from the start of each result
+    # Compared from the start of each result: what the tool did and where it left things (a
+    # sub-agent's "I scrolled down ... Here is a screenshot of [the page]"); a long tail (the
+    # page's text, an OCR dump) differs in detail that says nothing new.
+    result_chars: int = Field(default=300, ge=64)
     skip_polling: bool = True
 
 
