@@ -145,6 +145,8 @@ def _same_answer(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bo
         return a.args_hash == b.args_hash or bool(a.request_text and b.request_text)
     if a.failure_hash is not None and a.failure_hash == b.failure_hash:
         return True  # the same refusal; its echo of each attempt is not "another target"
+    if _says_more(a.result or "", b.result or ""):
+        return False  # one is the other and more (a read of more lines): something new
     x, y = _text(a, settings), _text(b, settings)
     if x == y:
         return True
@@ -154,6 +156,16 @@ def _same_answer(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bo
         return False
     cutoff = settings.min_result_similarity
     return Indel.normalized_similarity(x, y, score_cutoff=cutoff) >= cutoff
+
+
+def _says_more(x: str, y: str) -> bool:
+    """One answer is the other one followed by more (the same file read with a larger limit):
+    answers alike in their opening may still differ in what they add."""
+    short, long = (x, y) if len(x) <= len(y) else (y, x)
+    return len(long) > len(short) + _MORE_CHARS and long.startswith(short.rstrip())
+
+
+_MORE_CHARS = 16
 
 
 def _text(event: ToolEvent, settings: StagnationSettings) -> str:
