@@ -3,6 +3,7 @@ path, like a policy's."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,11 +16,28 @@ class _Model(BaseModel):
 
 
 class Recognize(_Model):
-    """Any one rule that matches recognises the agent; an empty rule matches nothing."""
+    """Any one rule that matches recognises the agent; an empty rule matches nothing.
 
-    tools: tuple[str, ...] = ()  # every one of these tool names is declared in the request
+    ``tools`` are the names that mark the agent across its versions; a request declaring at
+    least ``share`` of them (and at least two, or the one there is) is the agent's. Versions add,
+    rename and drop tools: an overlap still names them where an exact set would not."""
+
+    tools: tuple[str, ...] = ()
+    share: float = Field(0.5, gt=0, le=1)
     system: tuple[str, ...] = ()  # any of these substrings is in the system prompt
     user_agent: tuple[str, ...] = ()  # any of these substrings is in the User-Agent header
+
+    def declared(self, declared: frozenset[str] | None) -> int:
+        """How many of ``tools`` the request declares when that is enough to match, else 0."""
+        if not self.tools or declared is None:
+            return 0
+        found = len(declared.intersection(self.tools))
+        needed = max(min(2, len(self.tools)), math.ceil(self.share * len(self.tools) - 1e-9))
+        return found if found >= needed else 0
+
+    def named(self, system: str, user_agent: str) -> bool:
+        """The system prompt or the User-Agent names the agent."""
+        return any(m in system for m in self.system) or any(m in user_agent for m in self.user_agent)
 
 
 class Results(_Model):
@@ -47,17 +65,13 @@ class AgentProfile(_Model):
     tools: dict[str, ToolRole] = Field(default_factory=dict)
     results: Results = Results()
     nudges: tuple[Regex, ...] = ()  # user messages its harness writes itself
-    text_actions: Literal["none", "bash_block", "search_replace"] = "none"
+    text_actions: Literal["none", "bash_block", "search_replace", "xml_tags"] = "none"
     text_results: tuple[Regex, ...] = ()  # the user messages that answer text actions (default: any)
     terminate: Ending = Ending()
 
     def matches(self, declared: frozenset[str] | None, system: str, user_agent: str) -> bool:
         rule = self.recognize
-        if rule.tools and declared is not None and declared.issuperset(rule.tools):
-            return True
-        if rule.system and any(marker in system for marker in rule.system):
-            return True
-        return bool(rule.user_agent) and any(marker in user_agent for marker in rule.user_agent)
+        return rule.declared(declared) > 0 or rule.named(system, user_agent)
 
 
 def multiline(patterns: tuple[str, ...]) -> tuple[str, ...]:
