@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from support.recorded import recordings
 
 from gateway.agents.catalog import AUTO, GENERIC, Catalog, ProfileError, derive, load_profile
