@@ -3,11 +3,13 @@ path, like a policy's."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.trace.model import ToolCall
 from gateway.trace.settings import Regex, ToolRole
 
 
@@ -58,6 +60,23 @@ class Ending(_Model):
     error: Literal["answer"] | Annotated[int, Field(ge=400, le=499)] | None = None
 
 
+class Finish(_Model):
+    """The action this agent ends its run with (mini-SWE-agent runs a command that echoes its
+    marker, OpenHands calls ``finish``): a run the gateway ends with the model's own answer ends
+    with this call carrying it, so the agent submits the answer instead of refusing a reply
+    without an action. ``{answer}`` in an argument is the answer's text."""
+
+    tool: str = Field(min_length=1)
+    arguments: dict[str, str] = Field(default_factory=dict)
+
+    def call(self, answer: str, call_id: str) -> ToolCall:
+        arguments = {k: v.replace(ANSWER, answer) for k, v in self.arguments.items()}
+        return ToolCall(call_id, self.tool, json.dumps(arguments))
+
+
+ANSWER = "{answer}"
+
+
 class AgentProfile(_Model):
     name: str = Field(pattern=r"^[a-z0-9_]+$")
     description: str = ""
@@ -68,6 +87,7 @@ class AgentProfile(_Model):
     text_actions: Literal["none", "bash_block", "search_replace", "xml_tags"] = "none"
     text_results: tuple[Regex, ...] = ()  # the user messages that answer text actions (default: any)
     terminate: Ending = Ending()
+    finish: Finish | None = None  # the action its runs end with, where they end by an action
 
     def matches(self, declared: frozenset[str] | None, system: str, user_agent: str) -> bool:
         rule = self.recognize
