@@ -116,14 +116,28 @@ def _xml_tags(turn: Turn, settings: TraceSettings) -> tuple[ToolCall, ...]:
         return ()
     calls = []
     for k, found in enumerate(tools.finditer(turn.text)):
-        arguments = {m[1]: _tag_value(m[2]) for m in _XML_PARAM.finditer(found[2])}
+        arguments = _tags(found[2])
         calls.append(ToolCall(f"text-{turn.index}-{k}", found[1], orjson.dumps(arguments).decode()))
     return tuple(calls)
 
 
-def _tag_value(text: str) -> str:
-    """A tag's text without the line breaks that set it apart from its tags."""
-    return text.removeprefix("\n").removesuffix("\n")
+def _tags(text: str, depth: int = 0) -> dict[str, object]:
+    """The tags in ``text`` as arguments: a tag holding nothing but tags is an object (Roo Code's
+    ``<args><file><path>a.py</path></file></args>``; a file's content with tags in it stays
+    text), a tag given twice a list; a tag's text loses the line breaks that set it apart from
+    its tags."""
+    out: dict[str, object] = {}
+    for name, inner in _XML_PARAM.findall(text):
+        value: object = inner.strip("\n")
+        bare = inner.strip()
+        if depth < _XML_DEPTH and bare.startswith("<") and bare.endswith(">") and _XML_PARAM.search(inner):
+            value = _tags(inner, depth + 1)
+        if name in out:
+            previous = out[name]
+            out[name] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        else:
+            out[name] = value
+    return out
 
 
 def _bash_block(turn: Turn, settings: TraceSettings) -> tuple[ToolCall, ...]:
@@ -161,4 +175,5 @@ _EDIT = re.compile(
     r"^<{5,9} SEARCH[^\n]*\n(?P<search>.*?)^={5,9}[ \t]*\n(?P<replace>.*?)^>{5,9} REPLACE", re.DOTALL | re.MULTILINE
 )
 _XML_PARAM = re.compile(r"<([A-Za-z_][\w-]*)>(.*?)</\1>", re.DOTALL)
+_XML_DEPTH = 3  # tags inside tags read as objects this deep; deeper is text
 _READERS = {"bash_block": _bash_block, "search_replace": _search_replace, "xml_tags": _xml_tags}

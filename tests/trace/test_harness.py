@@ -203,3 +203,20 @@ def test_a_native_calls_result_written_as_a_user_message_is_its_result():
     trace = build_trace(Conversation(conv), CLINE)
     assert [(e.result, e.status) for e in trace.events] == [(failed.split("\n", 1)[1], Status.ERROR)]
     assert trace.turns[-1].role == HARNESS and trace.run_start == 2
+
+
+ROO = derive(TraceSettings(), next(p for p in shipped_profiles() if p.name == "roo_code"))
+
+
+def test_roo_codes_nested_tags_name_the_file_it_reads():
+    read = "<read_file>\n<args>\n  <file>\n    <path>src/a.ts</path>\n  </file>\n</args>\n</read_file>"
+    result = "[read_file for 'src/a.ts'. Reading several files at once is faster.] Result:\n<error>no such file</error>"
+    conv = turns(
+        ("system", "You are Roo, a highly skilled software engineer"),
+        ("user", "<task>fix</task>"),
+        ("assistant", read),
+        ("user", result + "\n\n<environment_details>\n# Current Time\n1 PM\n</environment_details>"),
+    )
+    (event,) = build_trace(Conversation(conv), ROO).events
+    assert json.loads(event.raw_args) == {"args": {"file": {"path": "src/a.ts"}}}
+    assert event.target == "read src/a.ts" and event.result == "<error>no such file</error>"
