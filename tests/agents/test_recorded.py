@@ -11,16 +11,15 @@ stopped; a loop made of its real failing rounds is warned, then stopped.
 from __future__ import annotations
 
 import itertools
-import uuid
 
-import httpx
 import pytest
-from support.cli_runs import default_policy
+from support.cli_runs import MAX_EXECUTED, default_policy, error_mode_policy
 from support.clis_record import FAILED, NOTES, SUCCEEDED
-from support.protocols import all_protocols
-from support.recorded import Recording, cycled, recordings, replaced, replay
+from support.recorded import Recording, cycled, recordings, replaced
+from support.recorded_gateway import replaying
 
 from gateway.policy.loader import load_shipped_policy
+from gateway.policy.strict_yaml import shipped_profiles
 from gateway.protocols.registry import BY_NAME
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Status
@@ -32,26 +31,29 @@ LOOP_ROUNDS = 10  # a loop nobody stops runs this long; it must be stopped well 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    with all_protocols(tmp_path_factory.mktemp("recorded"), policy_text=default_policy()) as protocols:
-        with httpx.Client(base_url=protocols.url, timeout=30) as client:
-            yield client
+    with replaying(tmp_path_factory.mktemp("recorded"), default_policy()) as replayer:
+        yield replayer
 
 
 def by_name(recording: Recording) -> str:
     return recording.name
 
 
-def test_every_client_has_two_recorded_versions():
+VERSIONED = ("claude_code", "codex", "gemini_cli", "qwen_code", "copilot_cli", "cline")  # npm CLIs
+
+
+def test_every_cli_has_two_recorded_versions():
     versions: dict[str, set[str]] = {}
     for recording in RECORDINGS:
         versions.setdefault(recording.client, set()).add(recording.version)
-    assert {c: len(v) >= 2 for c, v in versions.items()} == dict.fromkeys(versions, True), versions
-    assert set(versions) >= {"claude_code", "codex", "gemini_cli", "qwen_code", "copilot_cli", "cline"}
+    assert {c: len(versions.get(c, ())) >= 2 for c in VERSIONED} == dict.fromkeys(VERSIONED, True), versions
 
 
 @pytest.mark.parametrize("recording", RECORDINGS, ids=by_name)
 def test_every_request_it_sent_is_read_through_its_profile(gateway, recording):
-    answered = replay(gateway, recording, list(recording.sent()), f"sent-{uuid.uuid4()}")
+    sent = list(recording.sent())
+    _, rounds = recording.parts()
+    answered = gateway.send(recording, sent, [*rounds, None])  # its model's next call, then its answer
     assert [a.status for a in answered] == [200] * len(answered)
     assert {a.profile for a in answered} == {recording.client}
     assert not [a.action for a in answered if a.action in STOPPED]  # its session is no loop
@@ -86,7 +88,7 @@ def moving_poll(recording: Recording) -> list[list]:
 
 @pytest.mark.parametrize("recording", RECORDINGS, ids=by_name)
 def test_a_poll_whose_output_moves_is_never_stopped(gateway, recording):
-    answered = replay(gateway, recording, recording.run(moving_poll(recording)), f"poll-{uuid.uuid4()}")
+    answered = gateway.run(recording, moving_poll(recording))
     assert [a.action for a in answered] == ["pass"] * 8
 
 
@@ -103,8 +105,24 @@ def test_a_loop_of_its_real_failures_is_warned_then_stopped(gateway, recording, 
     really wrote for it (two failing commands were recorded: what differs between them is what
     its profile must see through)."""
     rounds = cycled(recording.rounds_of(kind), LOOP_ROUNDS)
-    actions = [a.action for a in replay(gateway, recording, recording.run(rounds), f"loop-{uuid.uuid4()}")]
-    assert "warn" in actions, actions
-    warned = actions.index("warn")
+    actions = [a.action for a in gateway.run(recording, rounds)]
     stopped = next((k for k, a in enumerate(actions) if a in STOPPED), None)
-    assert stopped is not None and warned < stopped <= 7, actions
+    assert stopped is not None and stopped < MAX_EXECUTED, actions
+    assert "warn" in actions[:stopped], actions
+
+
+@pytest.fixture(scope="module")
+def error_mode(tmp_path_factory):
+    with replaying(tmp_path_factory.mktemp("error-mode"), error_mode_policy()) as replayer:
+        yield replayer
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=by_name)
+def test_in_error_mode_its_loop_ends_the_way_its_client_takes_as_final(error_mode, recording):
+    """With ``terminate.mode: error`` a run ends with the protocol's error, unless the profile
+    says its client takes an error for a transient one and retries it (``terminate.error:
+    answer``): its runs end with the model's own answer instead."""
+    profile = next(p for p in shipped_profiles() if p.name == recording.client)
+    error_mode.run(recording, cycled(recording.rounds_of("shell_fail"), LOOP_ROUNDS))
+    ended = [e["terminate"] for e in error_mode.interventions() if e["action"] == "terminate"]
+    assert ended[:1] == ["answer" if profile.terminate.error == "answer" else "error"], ended

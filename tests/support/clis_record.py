@@ -1,12 +1,13 @@
 """Recording what a real coding-agent CLI sends, for any installed version of it.
 
 The CLI is pointed straight at a scripted model of its own protocol (no gateway between: the
-recording is the CLI's traffic) and the model walks it through ``STEPS``, one call per reply,
-each spelled with the tools this version declares (``Client.spell`` reads their names and
-schemas from the request; a step the version has no tool for is skipped). Its last request holds
-the whole conversation: every result in the version's own envelope. ``record`` returns it with
-the work directory, HOME and long prompt texts made stable (``compact``), as a fixture
-``support.recorded`` reads.
+recording is the CLI's traffic; ``support.clis_record_wire``) and the model walks it through a
+script of ``Step``s, one call per reply, each spelled with the tools this version declares
+(``Client.spell`` reads their names and schemas from the request; a step the version has no tool
+for is skipped): the ``SESSION`` (``record``), or the loops and healthy look-alikes of
+``support.clis_scenarios`` (``record_scenarios``). Its last request holds the whole conversation:
+every result in the version's own envelope, kept with the work directory, HOME and long prompt
+texts made stable (``compact``), as a fixture ``support.recorded`` reads.
 
 Used by ``tests/fixtures/agents/record.py`` only, never at test time: it needs the CLI installed.
 """
@@ -18,48 +19,73 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from support.anthropic_upstream import AnthropicUpstream, Said
-from support.cli_runs import ChatUpstream
-from support.clis_codex import Reply as CodexReply
-from support.gemini_upstream import GeminiUpstream
-from support.gemini_upstream import Said as GeminiSaid
+from support.clis_record_wire import serve_model, xml_action
 from support.recorded import HOME, WIRES, WORK, Wire
-from support.responses_upstream import Answer, ResponsesUpstream
-from support.servers import serve
-from support.upstream import Reply
 
+
+@dataclass(frozen=True)
+class Step:
+    """One call of a script, as any CLI spells it with its own tools: ``shell`` (``command``),
+    ``read`` (``path``, a line range ``first``.. when ``count``; ``command`` is the same read
+    as a shell command, for a CLI without a read tool), ``edit`` (``path``, ``old``, ``new``),
+    ``bg_start`` / ``bg_poll`` (a job started in the background, polled). ``label``: the
+    session's name for the step; ``before``: what changes in the work directory before it runs
+    (a job that finishes)."""
+
+    kind: str
+    command: str = ""
+    path: str = ""
+    first: int = 0
+    count: int = 0
+    old: str = ""
+    new: str = ""
+    label: str = ""
+    before: Callable[[Path], None] | None = None
+
+
+def shell(command: str, label: str = "", before: Callable[[Path], None] | None = None) -> Step:
+    return Step("shell", command, label=label, before=before)
+
+
+def read(path: str, command: str, first: int = 0, count: int = 0, label: str = "") -> Step:
+    return Step("read", command, path, first, count, label=label)
+
+
+def edit(path: str, old: str, new: str, label: str = "") -> Step:
+    return Step("edit", path=path, old=old, new=new, label=label)
+
+
+NOTES = "first\nsecond\nthird\n"
+TICKER = "for i in 1 2 3 4 5 6; do echo tick $i; sleep 1; done"
+MISSING = "missing.txt"
 # The session, one round per step. Success: the command's output, a read, an edit, a job started
 # in the background and polled; failure: a failing command, a read of a missing file, an edit
 # whose old text is not in the file. Failing commands run twice, so a loop can be built of two
 # real instances of one envelope (what changes between them is what the profile must drop).
-STEPS = (
-    "shell_ok",
-    "read_ok",
-    "shell_fail",
-    "shell_empty",
-    "read_missing",
-    "read_past_end",
-    "edit_refused",
-    "edit_ok",
-    "bg_start",
-    "bg_poll",
-    "shell_fail",
-    "bg_poll",
-    "shell_ok",
+SESSION = (
+    shell("cat notes.txt", "shell_ok"),
+    read("notes.txt", "sed -n '1,2p' notes.txt", label="read_ok"),
+    shell(f"cat {MISSING}", "shell_fail"),
+    shell("true", "shell_empty"),
+    read(MISSING, f"head -n 5 {MISSING}", label="read_missing"),
+    read("notes.txt", "sed -n '50,60p' notes.txt", 50, 10, "read_past_end"),
+    edit("notes.txt", "no such line", "SECOND", "edit_refused"),
+    edit("notes.txt", "second", "SECOND", "edit_ok"),
+    Step("bg_start", TICKER, label="bg_start"),
+    Step("bg_poll", label="bg_poll"),
+    shell(f"cat {MISSING}", "shell_fail"),
+    Step("bg_poll", label="bg_poll"),
+    shell("cat notes.txt", "shell_ok"),
 )
 SUCCEEDED = frozenset({"shell_ok", "shell_empty", "read_ok", "read_past_end", "edit_ok", "bg_start", "bg_poll"})
 FAILED = frozenset({"shell_fail", "read_missing", "edit_refused"})
 PROMPT = "Look after the notes in this folder."
 DONE = "DONE: the notes are in order."
-NOTES = "first\nsecond\nthird\n"
-TICKER = "for i in 1 2 3 4 5 6; do echo tick $i; sleep 1; done"
-MISSING = "missing.txt"
 
 Call = tuple[str, Any]  # (tool name, arguments: a dict, or a freeform tool's text)
 
@@ -72,6 +98,7 @@ class Seen:
     tools: dict[str, Any]
     results: str
     work: Path
+    index: int = 0  # calls made so far (a narration that differs, as a model's does)
 
     def has(self, *names: str) -> str | None:
         """The first of ``names`` this version declares."""
@@ -91,19 +118,7 @@ class Seen:
         return str(self.work / name)
 
 
-Spell = Callable[[str, Seen], "Call | None"]
-
-
-def shell_command(kind: str, seen: Seen) -> str | None:
-    """The command line of a shell step (its read steps too, for a version without a read tool)."""
-    return {
-        "shell_ok": "cat notes.txt",
-        "shell_fail": f"cat {MISSING}",
-        "shell_empty": "true",
-        "read_ok": "sed -n '1,2p' notes.txt",
-        "read_missing": f"head -n 5 {MISSING}",
-        "read_past_end": "sed -n '50,60p' notes.txt",
-    }.get(kind)
+Spell = Callable[[Step, Seen], "Call | None"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,7 @@ class Launch:
     work: Path
     home: Path
     model: str
+    variant: str = ""  # what else the CLI is told (mini-SWE-agent's "text" mode)
 
 
 @dataclass(frozen=True)
@@ -134,6 +150,8 @@ class Client:
     model: str = "test-model"
     # The call that ends its run where it ends by a call (given what it declares), else None.
     finish: Callable[[Seen], Call | None] = lambda seen: None
+    # How it writes a call in its reply's text when it declares no tools (Cline: XML tags).
+    in_text: Callable[[str, Any], str] = lambda name, args: xml_action(name, args)
 
 
 @dataclass
@@ -144,7 +162,9 @@ class Model:
     client: Client
     wire: Wire
     work: Path
-    proposed: list[str] = field(default_factory=list)  # the step kinds proposed, in order
+    steps: tuple[Step, ...] = SESSION
+    proposed: list[str] = field(default_factory=list)  # the steps proposed (their labels), in order
+    unspelled: int = 0  # steps this version has no tool for
     calls: list[Call] = field(default_factory=list)
     cursor: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -156,25 +176,30 @@ class Model:
             if done < len(self.calls):  # the same request again: the same answer
                 return self.calls[done]
             client_side = [i for r in rounds for i in r if not self.wire.model_side(i)]
-            seen = Seen(self.wire.tools(body), json.dumps(client_side), self.work)
-            while self.cursor < len(STEPS):
-                kind = STEPS[self.cursor]
+            seen = Seen(self.wire.tools(body), json.dumps(client_side), self.work, done)
+            while self.cursor < len(self.steps):
+                step = self.steps[self.cursor]
                 self.cursor += 1
-                call = self.client.spell(kind, seen)
+                call = self.client.spell(step, seen)
+                self.unspelled += call is None
                 if call is not None:
-                    self.proposed.append(kind)
+                    if step.before is not None:
+                        step.before(self.work)
+                    self.proposed.append(step.label or step.kind)
                     self.calls.append(call)
                     return call
             return self.client.finish(seen) or DONE
 
 
-def prepare(root: Path) -> tuple[Path, Path]:
-    """A clean work directory (the notes file) and HOME under ``root``."""
+def prepare(root: Path, files: dict[str, str] | None = None) -> tuple[Path, Path]:
+    """A clean work directory (the notes file, or ``files``) and HOME under ``root``."""
     shutil.rmtree(root, ignore_errors=True)
     work, home = root / "work", root / "home"
     work.mkdir(parents=True)
     home.mkdir()
-    (work / "notes.txt").write_text(NOTES)
+    for name, text in (files if files is not None else {"notes.txt": NOTES}).items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
     return work, home
 
 
@@ -198,13 +223,7 @@ KEPT_HEADERS = ("user-agent", "originator", "x-initiator")
 
 def fixture(client: Client, version: str, variant: str, request: dict[str, Any], steps: list[str], root: Path) -> dict:
     """The fixture of one recorded session: its last agent request, made stable."""
-    work = str(root / "work")
-    places = {
-        work: WORK,
-        str(root / "home"): HOME,
-        str(root): "/tmp/recording",
-        re.sub(r"[^A-Za-z0-9]", "-", work): re.sub(r"[^A-Za-z0-9]", "-", WORK),  # a directory named after it
-    }
+    places = _places(root)
     headers = {k: compact(v, places) for k, v in request["headers"].items() if k in KEPT_HEADERS}
     path = request["path"] + (f"?{request['query']}" if request.get("query") else "")
     return {
@@ -220,6 +239,17 @@ def fixture(client: Client, version: str, variant: str, request: dict[str, Any],
     }
 
 
+def _places(root: Path) -> dict[str, str]:
+    """The run's own paths, and what a fixture writes instead."""
+    work = str(root / "work")
+    return {
+        work: WORK,
+        str(root / "home"): HOME,
+        str(root): "/tmp/recording",
+        re.sub(r"[^A-Za-z0-9]", "-", work): re.sub(r"[^A-Za-z0-9]", "-", WORK),  # a directory named after it
+    }
+
+
 def record(
     client: Client,
     version: str,
@@ -229,114 +259,66 @@ def record(
     model: str | None = None,
     path: str | None = None,
 ) -> dict:
-    """Drive ``client`` of ``version`` (installed under ``prefix``) through ``STEPS`` against a
-    scripted model; the fixture of what it sent. ``path``: directories put first on the CLI's
+    """Drive ``client`` of ``version`` (installed under ``prefix``) through ``SESSION`` against
+    a scripted model; the fixture of what it sent. ``path``: directories put first on the CLI's
     PATH (a version that needs another Node)."""
-    work, home = prepare(root)
+    request, proposed, _ = drive(client, version, Installed(prefix, model, path, variant), root, SESSION)
+    return fixture(client, version, variant, request, proposed, root)
+
+
+@dataclass(frozen=True)
+class Installed:
+    """Where a version is (its npm prefix), the model it is told to use, PATH additions."""
+
+    prefix: Path
+    model: str | None = None
+    path: str | None = None
+    variant: str = ""
+
+
+def drive(
+    client: Client,
+    version: str,
+    at: Installed,
+    root: Path,
+    steps: tuple[Step, ...],
+    files: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], list[str], int]:
+    """Run the CLI through ``steps`` (in a work directory of ``files``): its request holding the
+    most rounds, the labels of the steps those rounds are, and how many steps it could not spell.
+    A CLI that ends a run itself (its own loop guard) holds fewer rounds than steps."""
+    work, home = prepare(root, files)
     wire = WIRES[client.wire]
-    scripted = Model(client, wire, work)
-    name = model or client.model
-    with serve_model(client, scripted, name) as (url, requests):
-        launch = Launch(prefix / "bin" / client.cli, url, work, home, name)
-        command, env = client.launch(launch)
-        if path:
-            env = {**env, "PATH": f"{path}:{env.get('PATH', '')}"}
-        run = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    scripted = Model(client, wire, work, steps)
+    name = at.model or client.model
+    with serve_model(client, scripted, name, PROMPT) as (url, requests):
+        command, env = client.launch(Launch(at.prefix / "bin" / client.cli, url, work, home, name, at.variant))
+        if at.path:
+            env = {**env, "PATH": f"{at.path}:{env.get('PATH', '')}"}
+        run = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=900)
     agent = [r for r in requests if r.get("json") and client.is_agent(r["json"]) and PROMPT in json.dumps(r["json"])]
-    # The request after the last step: its conversation holds every round (a later one, such as
-    # a background job's notice after the answer, holds the answer too).
-    whole = [r for r in agent if len(wire.split(r["json"])[1]) == len(scripted.proposed)]
-    if not scripted.proposed or not whole:
-        counts = [len(wire.split(r["json"])[1]) for r in agent]
+    counted = [(len(wire.split(r["json"])[1]), k, r) for k, r in enumerate(agent)]
+    if not scripted.proposed or not counted or max(counted)[0] == 0:
         raise RuntimeError(
-            f"{client.profile} {version}: rounds {counts} for {scripted.proposed}\n"
-            f"{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
+            f"{client.profile} {version}: no rounds for {scripted.proposed}\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
         )
-    return fixture(client, version, variant, whole[-1], scripted.proposed, root)
+    # The latest request with the most rounds (a later one, such as a background job's notice
+    # after the answer, holds the answer too).
+    rounds, _, request = max(counted, key=lambda c: (c[0], c[1]))
+    return request, scripted.proposed[:rounds], scripted.unspelled
 
 
-@contextmanager
-def serve_model(client: Client, model: Model, name: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """The scripted model (called ``name``) on loopback in the client's protocol: (its URL, the
-    requests it got)."""
-    upstream = _upstream(client, model, name)
-    with serve(upstream.app) as url:
-        yield url, upstream.requests
-
-
-def _upstream(client: Client, model: Model, model_name: str) -> Any:
-    def move(body: dict[str, Any]) -> Call | str | None:
-        # The agent's own turns carry the prompt; a sub-agent's (Claude Code warms its helpers
-        # up with "Warmup") or a side request (a title, a routing check) is answered briefly.
-        mine = client.is_agent(body) and PROMPT in json.dumps(body)
-        return model.next(body) if mine else None
-
-    if client.wire == "anthropic":
-        return AnthropicUpstream(lambda body: _said(move(body)))
-    if client.wire == "gemini":
-        return GeminiUpstream(lambda body: _gemini(move(body), body))
-    if client.wire == "responses":
-        return ResponsesUpstream(lambda conversation, body: _answer(move(body)))
-    # A chat request that declares no tools is a client acting in text (XML tags).
-    return ChatUpstream(lambda body: _reply(move(body), not body.get("tools")), model_name)
-
-
-SIDE = "OK"  # the answer to a request of the CLI's own (a title, a summary, a routing check)
-
-
-def _said(move: Call | str | None) -> Said:
-    if move is None or isinstance(move, str):
-        return Said(text=move or SIDE)
-    return Said(calls=[(move[0], move[1])])
-
-
-def _gemini(move: Call | str | None, body: dict[str, Any]) -> GeminiSaid:
-    if move is None:  # a side request asking for JSON (a routing check, an edit's correction)
-        return GeminiSaid(text=json.dumps(_filled(_schema(body))))
-    if isinstance(move, str):
-        return GeminiSaid(text=move)
-    return GeminiSaid(calls=[(move[0], move[1])])
-
-
-def _schema(body: dict[str, Any]) -> dict[str, Any]:
-    config = body.get("generationConfig") or {}
-    return config.get("responseJsonSchema") or config.get("responseSchema") or {}
-
-
-def _filled(schema: dict[str, Any]) -> Any:
-    """A value of ``schema``'s shape: what a side request parses without failing. Texts say
-    nothing can be corrected; numbers are middling."""
-    kind = str(schema.get("type", "object")).lower()
-    if kind == "object":
-        return {k: _filled(v) for k, v in (schema.get("properties") or {}).items()}
-    if kind == "array":
-        return []
-    if kind in ("number", "integer"):
-        return 10
-    if kind == "boolean":
-        return False
-    return "no change"
-
-
-def _answer(move: Call | str | None) -> Answer:
-    if move is None or isinstance(move, str):
-        return Answer(move or SIDE)
-    name, args = move
-    if isinstance(args, str):  # a freeform tool's input
-        return CodexReply(custom=(name, args))
-    return CodexReply(calls=[(name, json.dumps(args))])
-
-
-def _reply(move: Call | str | None, text_actions: bool) -> Reply:
-    if move is None or isinstance(move, str):
-        return Reply(content=move or SIDE)
-    name, args = move
-    if text_actions:
-        return Reply(content=xml_action(name, args))
-    return Reply(tool_calls=[(name, json.dumps(args))])
-
-
-def xml_action(name: str, args: dict[str, Any]) -> str:
-    """A tool call written as XML tags in the reply's text (Cline before native tools)."""
-    params = "".join(f"<{k}>{v}</{k}>\n" for k, v in args.items())
-    return f"<{name}>\n{params}</{name}>"
+def record_scenarios(
+    client: Client, version: str, at: Installed, root: Path, scenarios: list[Any], variant: str = ""
+) -> dict:
+    """Each of ``scenarios`` (support.clis_scenarios) run by the CLI: the rounds it recorded,
+    made stable; the head of its requests is its session fixture's."""
+    out = []
+    for scenario in scenarios:
+        where = root / scenario.name
+        request, proposed, unspelled = drive(client, version, at, where, scenario.steps, scenario.files)
+        if unspelled:
+            continue  # a run it cannot make (mini-SWE-agent has no editor to refuse an edit)
+        rounds = WIRES[client.wire].split(request["json"])[1][: len(proposed)]
+        out.append({"name": scenario.name, "loop": scenario.loop, "rounds": compact(rounds, _places(where))})
+    return {"client": client.profile, "version": version, "variant": variant, "scenarios": out}

@@ -19,16 +19,7 @@ from support.clis_codex import config_toml
 from support.clis_copilot import copilot_env
 from support.clis_gemini import GEMINI_SETTINGS, tool_env
 from support.clis_qwen import QWEN_SETTINGS
-from support.clis_record import (
-    MISSING,
-    PROMPT,
-    TICKER,
-    Call,
-    Client,
-    Launch,
-    Seen,
-    shell_command,
-)
+from support.clis_record import PROMPT, Call, Client, Launch, Seen, Step
 
 # -- Claude Code (Anthropic Messages) ------------------------------------------------------------
 
@@ -39,24 +30,19 @@ def claude_launch(at: Launch) -> tuple[list[str], dict[str, str]]:
     return command, claude_env(at.home, at.url)
 
 
-def claude_spell(kind: str, seen: Seen) -> Call | None:
-    notes, narrate = seen.path("notes.txt"), {"description": f"Step: {kind}"}
-    if kind.startswith("shell"):
-        return ("Bash", {"command": shell_command(kind, seen), **narrate})
-    if kind == "read_ok":
-        return ("Read", {"file_path": notes})
-    if kind == "read_missing":
-        return ("Read", {"file_path": seen.path(MISSING)})
-    if kind == "read_past_end":
-        return ("Read", {"file_path": notes, "offset": 50, "limit": 10})
-    if kind == "edit_refused":
-        return ("Edit", {"file_path": notes, "old_string": "no such line", "new_string": "x"})
-    if kind == "edit_ok":
-        return ("Edit", {"file_path": notes, "old_string": "second", "new_string": "SECOND"})
-    if kind == "bg_start":
-        return ("Bash", {"command": TICKER, "run_in_background": True, **narrate})
+def claude_spell(step: Step, seen: Seen) -> Call | None:
+    narrate = {"description": f"Step {seen.index + 1}: {step.label or step.kind}"}
+    if step.kind == "shell":
+        return ("Bash", {"command": step.command, **narrate})
+    if step.kind == "read":
+        window = {"offset": step.first, "limit": step.count} if step.count else {}
+        return ("Read", {"file_path": seen.path(step.path), **window})
+    if step.kind == "edit":
+        return ("Edit", {"file_path": seen.path(step.path), "old_string": step.old, "new_string": step.new})
+    if step.kind == "bg_start":
+        return ("Bash", {"command": step.command, "run_in_background": True, **narrate})
     job = seen.found(r"with ID: (\w+)")
-    if kind == "bg_poll" and job:
+    if step.kind == "bg_poll" and job:
         if seen.has("BashOutput"):
             return ("BashOutput", {"bash_id": job})
         if seen.has("TaskOutput"):
@@ -90,15 +76,15 @@ def codex_launch(at: Launch) -> tuple[list[str], dict[str, str]]:
     return command, codex_env(at.home, codex_home)
 
 
-PATCH = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-{old}\n+{new}\n*** End Patch\n"
+PATCH = "*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n"
 
 
-def codex_spell(kind: str, seen: Seen) -> Call | None:
-    line = shell_command(kind, seen)
-    if line is not None:
-        return codex_shell(line, seen)
-    if kind.startswith("edit"):
-        patch = PATCH.format(old="no such line" if kind == "edit_refused" else "second", new="SECOND")
+def codex_spell(step: Step, seen: Seen) -> Call | None:
+    """Codex has no read tool: a read is its shell command."""
+    if step.kind in ("shell", "read"):
+        return codex_shell(step.command, seen)
+    if step.kind == "edit":
+        patch = PATCH.format(path=step.path, old=step.old, new=step.new)
         if seen.has("apply_patch"):
             freeform = (seen.tools["apply_patch"] or {}).get("freeform")
             return ("apply_patch", patch if freeform else {"input": patch})
@@ -106,10 +92,10 @@ def codex_spell(kind: str, seen: Seen) -> Call | None:
         if seen.has("shell"):
             return ("shell", {"command": ["apply_patch", patch]})
         return codex_shell(f"apply_patch <<'EOF'\n{patch}EOF", seen)
-    if kind == "bg_start" and seen.has("exec_command"):
-        return ("exec_command", {"cmd": TICKER, "yield_time_ms": 500})
+    if step.kind == "bg_start" and seen.has("exec_command"):
+        return ("exec_command", {"cmd": step.command, "yield_time_ms": 500})
     session = seen.found(r"session ID (\d+)")
-    if kind == "bg_poll" and session and seen.has("write_stdin"):
+    if step.kind == "bg_poll" and session and seen.has("write_stdin"):
         return ("write_stdin", {"session_id": int(session), "chars": "", "yield_time_ms": 1000})
     return None
 
@@ -169,34 +155,32 @@ def qwen_launch(at: Launch) -> tuple[list[str], dict[str, str]]:
     return [str(at.exe), "-p", PROMPT, "--yolo"], env
 
 
-def fork_spell(kind: str, seen: Seen) -> Call | None:
+def fork_spell(step: Step, seen: Seen) -> Call | None:
     """Gemini CLI's and Qwen Code's steps: ``run_shell_command``, ``read_file`` (its path and
-    range parameters as the version names them), ``replace`` or ``edit``."""
-    notes = seen.path("notes.txt")
-    if kind.startswith("shell"):
-        return ("run_shell_command", {"command": shell_command(kind, seen), "description": f"Step: {kind}"})
-    path = seen.param("read_file", "file_path", "absolute_path", "path") or "file_path"
-    if kind == "read_ok":
-        return ("read_file", {path: notes})
-    if kind == "read_missing":
-        return ("read_file", {path: seen.path(MISSING)})
-    if kind == "read_past_end":
+    range parameters as the version names them), ``replace`` or ``edit``. Each call narrates
+    itself anew, as models do (Qwen Code stops a run at the 5th call identical to the letter)."""
+    narrate = {"description": f"Step {seen.index + 1}: {step.label or step.kind}"}
+    if step.kind == "shell":
+        return ("run_shell_command", {"command": step.command, **narrate})
+    if step.kind == "read":
+        path = {(seen.param("read_file", "file_path", "absolute_path", "path") or "file_path"): seen.path(step.path)}
+        if not step.count:
+            return ("read_file", path)
         if seen.param("read_file", "start_line"):
-            return ("read_file", {path: notes, "start_line": 50, "end_line": 60})
-        return ("read_file", {path: notes, "offset": 50, "limit": 10})
+            return ("read_file", {**path, "start_line": step.first, "end_line": step.first + step.count - 1})
+        return ("read_file", {**path, "offset": step.first - 1, "limit": step.count})
     editor = seen.has("replace", "edit")
-    if kind.startswith("edit") and editor:
-        old = "no such line" if kind == "edit_refused" else "second"
-        args = {"file_path": notes, "old_string": old, "new_string": "SECOND"}
+    if step.kind == "edit" and editor:
+        args = {"file_path": seen.path(step.path), "old_string": step.old, "new_string": step.new}
         if seen.param(editor, "instruction"):
-            args["instruction"] = "Capitalise the second line."
+            args["instruction"] = "Make the change."
         return (editor, args)
-    if kind == "bg_start":
+    if step.kind == "bg_start":
         if seen.param("run_shell_command", "is_background"):
-            return ("run_shell_command", {"command": TICKER, "is_background": True, "description": "Tick"})
-        background = f"nohup sh -c '{TICKER}' > ticker.log 2>&1 &"
-        return ("run_shell_command", {"command": background, "description": "Tick"})
-    if kind == "bg_poll":
+            return ("run_shell_command", {"command": step.command, "is_background": True, **narrate})
+        background = f"nohup sh -c '{step.command}' > ticker.log 2>&1 &"
+        return ("run_shell_command", {"command": background, **narrate})
+    if step.kind == "bg_poll":
         return fork_poll(seen)
     return None
 
@@ -241,23 +225,19 @@ def copilot_launch(at: Launch) -> tuple[list[str], dict[str, str]]:
     return command, env
 
 
-def copilot_spell(kind: str, seen: Seen) -> Call | None:
-    notes = seen.path("notes.txt")
-    if kind.startswith("shell"):
-        return ("bash", {"command": shell_command(kind, seen), "description": f"Step: {kind}", **_sync(seen)})
-    if kind == "read_ok":
-        return ("view", {"path": notes})
-    if kind == "read_missing":
-        return ("view", {"path": seen.path(MISSING)})
-    if kind == "read_past_end":
-        return ("view", {"path": notes, "view_range": [50, 60]})
-    if kind.startswith("edit"):
-        old = "no such line" if kind == "edit_refused" else "second"
-        return ("edit", {"path": notes, "old_str": old, "new_str": "SECOND"})
-    if kind == "bg_start":
-        return ("bash", {"command": TICKER, "description": "Tick", **_sync(seen, background=True)})
+def copilot_spell(step: Step, seen: Seen) -> Call | None:
+    narrate = {"description": f"Step {seen.index + 1}: {step.label or step.kind}"}
+    if step.kind == "shell":
+        return ("bash", {"command": step.command, **narrate, **_sync(seen)})
+    if step.kind == "read":
+        window = {"view_range": [step.first, step.first + step.count - 1]} if step.count else {}
+        return ("view", {"path": seen.path(step.path), **window})
+    if step.kind == "edit":
+        return ("edit", {"path": seen.path(step.path), "old_str": step.old, "new_str": step.new})
+    if step.kind == "bg_start":
+        return ("bash", {"command": step.command, **narrate, **_sync(seen, background=True)})
     shell = seen.found(r"in background with shellId: (\w+)")
-    if kind == "bg_poll" and shell and seen.has("read_bash"):
+    if step.kind == "bg_poll" and shell and seen.has("read_bash"):
         id_key = seen.param("read_bash", "shellId", "sessionId") or "shellId"
         return ("read_bash", {id_key: shell, "delay": 1})
     return None
@@ -314,41 +294,34 @@ def cline_launch(at: Launch) -> tuple[list[str], dict[str, str]]:
     return ["sh", "-c", script], env
 
 
-def cline_spell(kind: str, seen: Seen) -> Call | None:
+def cline_spell(step: Step, seen: Seen) -> Call | None:
     """3.x: ``run_commands``, ``read_files``, ``editor``; before: ``execute_command``,
-    ``read_file``, ``replace_in_file`` (SEARCH/REPLACE in ``diff``)."""
+    ``read_file``, ``replace_in_file`` (SEARCH/REPLACE in ``diff``). No background jobs."""
     if seen.has("run_commands"):
-        return _cline3(kind, seen)
-    notes, path = seen.path("notes.txt"), seen.param("replace_in_file", "path", "absolutePath") or "path"
-    line = shell_command(kind, seen)
-    if kind.startswith("shell") and line:
-        return ("execute_command", {"command": line, "requires_approval": "false"})
-    if kind == "read_ok":
-        return ("read_file", {"path": notes})
-    if kind == "read_missing":
-        return ("read_file", {"path": seen.path(MISSING)})
-    if kind == "read_past_end" and seen.param("read_file", "start_line"):
-        return ("read_file", {"path": notes, "start_line": 50, "end_line": 60})
-    if kind.startswith("edit"):
-        old = "no such line" if kind == "edit_refused" else "second"
-        diff = f"------- SEARCH\n{old}\n=======\nSECOND\n+++++++ REPLACE"
-        return ("replace_in_file", {path: notes, "diff": diff})
+        return _cline3(step, seen)
+    if step.kind == "shell":
+        return ("execute_command", {"command": step.command, "requires_approval": "false"})
+    if step.kind == "read":
+        if step.count and not seen.param("read_file", "start_line"):
+            return None  # a range it cannot ask for
+        window = {"start_line": step.first, "end_line": step.first + step.count - 1} if step.count else {}
+        return ("read_file", {"path": seen.path(step.path), **window})
+    if step.kind == "edit":
+        path = seen.param("replace_in_file", "path", "absolutePath") or "path"
+        diff = f"------- SEARCH\n{step.old}\n=======\n{step.new}\n+++++++ REPLACE"
+        return ("replace_in_file", {path: seen.path(step.path), "diff": diff})
     return None
 
 
-def _cline3(kind: str, seen: Seen) -> Call | None:
-    notes, line = seen.path("notes.txt"), shell_command(kind, seen)
-    if kind.startswith("shell") and line:
-        return ("run_commands", {"commands": [line]})
-    if kind == "read_ok":
-        return ("read_files", {"files": [{"path": notes}]})
-    if kind == "read_missing":
-        return ("read_files", {"files": [{"path": seen.path(MISSING)}]})
-    if kind == "read_past_end":
-        return ("read_files", {"files": [{"path": notes, "start_line": 50, "end_line": 60}]})
-    if kind.startswith("edit"):
-        old = "no such line" if kind == "edit_refused" else "second"
-        return ("editor", {"command": "str_replace", "path": notes, "old_text": old, "new_text": "SECOND"})
+def _cline3(step: Step, seen: Seen) -> Call | None:
+    if step.kind == "shell":
+        return ("run_commands", {"commands": [step.command]})
+    if step.kind == "read":
+        window = {"start_line": step.first, "end_line": step.first + step.count - 1} if step.count else {}
+        return ("read_files", {"files": [{"path": seen.path(step.path), **window}]})
+    if step.kind == "edit":
+        args = {"command": "str_replace", "path": seen.path(step.path), "old_text": step.old, "new_text": step.new}
+        return ("editor", args)
     return None
 
 
@@ -371,4 +344,40 @@ CLINE = Client(
     finish=cline_finish,
 )
 
-CLIENTS = {c.profile: c for c in (CLAUDE_CODE, CODEX, GEMINI_CLI, QWEN_CODE, COPILOT_CLI, CLINE)}
+# -- mini-SWE-agent (PyPI, litellm: chat completions), tool mode or text mode ------------------
+
+
+def mini_launch(at: Launch) -> tuple[list[str], dict[str, str]]:
+    """Its default config (one ``bash`` tool), or with variant ``text`` its text-based one (one
+    fenced command per reply); tests/support/clis_mini.py's environment. The prefix is its
+    virtual environment."""
+    from support.clis_mini import TEXT, TOOL, environment
+
+    mode = TEXT if at.variant == "text" else TOOL
+    command = [str(at.exe), "-y", "--exit-immediately", "-m", f"openai/{at.model}", "-t", PROMPT]
+    command += ["-o", str(at.home / "trajectory.json"), *mode.flags()]
+    return command, environment(at.url, at.home.parent)
+
+
+def mini_spell(step: Step, seen: Seen) -> Call | None:
+    """Every step is a command (it has no other tool)."""
+    return ("bash", {"command": step.command}) if step.kind in ("shell", "read") else None
+
+
+def mini_in_text(name: str, args: Any) -> str:
+    return f"THOUGHT: Step.\n\n```mswea_bash_command\n{args['command']}\n```"
+
+
+MINI_SWE_AGENT = Client(
+    "mini_swe_agent",
+    "mini-swe-agent",
+    "mini",
+    "chat",
+    mini_launch,
+    mini_spell,
+    lambda body: "You are a helpful assistant that can interact" in json.dumps((body.get("messages") or [{}])[0]),
+    finish=lambda seen: ("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}),
+    in_text=mini_in_text,
+)
+
+CLIENTS = {c.profile: c for c in (CLAUDE_CODE, CODEX, GEMINI_CLI, QWEN_CODE, COPILOT_CLI, CLINE, MINI_SWE_AGENT)}

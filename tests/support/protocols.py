@@ -59,11 +59,9 @@ class Protocols:
 
 
 @contextmanager
-def all_protocols(
-    tmp_path: Path, prepare: Callable[[Starlette], Any] | None = None, policy_text: str | None = None
-) -> Iterator[Protocols]:
-    """A gateway (ladder policy, or the policy text ``policy_text``) whose models answer every
-    request with ``ANSWER``; ``prepare(app)`` runs before it serves (e.g. to instrument it)."""
+def all_protocols(tmp_path: Path, prepare: Callable[[Starlette], Any] | None = None) -> Iterator[Protocols]:
+    """A gateway (ladder policy) whose models answer every request with ``ANSWER``;
+    ``prepare(app)`` runs before it serves (e.g. to instrument it)."""
     chat = RespondingUpstream(lambda request: Reply(content=ANSWER))
     responses = ResponsesUpstream(lambda conversation, body: Answer(ANSWER))
     messages = AnthropicUpstream(lambda body: Said(text=ANSWER))
@@ -73,7 +71,7 @@ def all_protocols(
     chat_route = next(r for r in chat.app.routes if r.path == "/v1/chat/completions")
     openai_style = Starlette(routes=[chat_route, *responses.app.routes])  # chat first: responses has a catch-all
     policy = tmp_path / "policy.yaml"
-    policy.write_text(policy_text or ladder_policy())
+    policy.write_text(ladder_policy())
     with (
         serve(openai_style) as openai_url,
         serve(messages.app) as anthropic_url,

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 WORK = "/work/repo"  # the recorded work directory, whatever it was on the recording machine
 HOME = "/home/user"  # the recorded HOME
@@ -105,8 +103,9 @@ def _gemini_tools(body: dict[str, Any]) -> dict[str, Any]:
 
 _RESPONSES_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _RESPONSES_MODEL = (*_RESPONSES_CALLS, "reasoning")
-# A tool call written as XML tags in a chat reply's text (Cline before native tools, Roo Code).
-_XML_CALL = re.compile(r"<([a-z_]+)>.*?</\1>", re.DOTALL)
+# A tool call written in a chat reply's text: XML tags (Cline before native tools, Roo Code), or a
+# fenced shell block (mini-SWE-agent in text mode).
+_XML_CALL = re.compile(r"<([a-z_]+)>.*?</\1>|```[\w.-]*(?:bash|sh)[\w.-]*\n", re.DOTALL)
 
 
 def _chat_calls(message: Item) -> bool:
@@ -214,8 +213,37 @@ def load(path: Path) -> Recording:
 
 
 def recordings() -> list[Recording]:
-    """Every checked-in recording, by client then version."""
-    return [load(p) for p in sorted(FIXTURES.glob("*/*.json"))]
+    """Every checked-in session recording, by client then version."""
+    return [load(p) for p in sorted(FIXTURES.glob("*/*.json")) if not p.name.endswith(SCENARIOS)]
+
+
+SCENARIOS = ".scenarios.json"
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    """One loop or healthy look-alike as a client version ran it (support.clis_scenarios): its
+    rounds, sent after its session recording's head."""
+
+    recording: Recording
+    name: str
+    loop: bool
+    rounds: list[list[Item]]
+
+    @property
+    def id(self) -> str:
+        return f"{self.recording.name}-{self.name}"
+
+
+def scenario_runs() -> list[ScenarioRun]:
+    """Every recorded scenario run, with the session recording of its version."""
+    sessions = {(r.client, r.version, r.variant): r for r in recordings()}
+    out = []
+    for path in sorted(FIXTURES.glob(f"*/*{SCENARIOS}")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        recording = sessions[(data["client"], data["version"], data.get("variant", ""))]
+        out += [ScenarioRun(recording, s["name"], s["loop"], s["rounds"]) for s in data["scenarios"]]
+    return out
 
 
 # -- new rounds from recorded ones --------------------------------------------------------------
@@ -257,38 +285,3 @@ def replaced(round_: list[Item], swaps: dict[str, str]) -> list[Item]:
 def cycled(rounds: list[list[Item]], count: int) -> list[list[Item]]:
     """``count`` rounds taking ``rounds`` in turn, each with call ids of its own."""
     return [renamed(rounds[k % len(rounds)], f"-{k}") for k in range(count)]
-
-
-# -- sent through a gateway --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Answered:
-    """What the gateway answered one replayed request: its status, the action it took and the
-    profile it read the request through (its ``x-loopguard-*`` headers)."""
-
-    status: int
-    action: str
-    profile: str
-
-
-def replay(client: httpx.Client, recording: Recording, bodies: list[dict[str, Any]], session: str) -> list[Answered]:
-    """Each body posted as the CLI posted it (its route, User-Agent and body, a key of the
-    protocol's kind), one session: the gateway's answers in order."""
-    headers = {
-        **recording.headers,
-        **recording.wire.auth(),
-        "content-type": "application/json",
-        "x-loopguard-session": session,
-    }
-    out = []
-    for body in bodies:
-        response = client.post(recording.path, content=json.dumps(body), headers=headers)
-        out.append(
-            Answered(
-                response.status_code,
-                response.headers.get("x-loopguard-action", ""),
-                response.headers.get("x-loopguard-profile", ""),
-            )
-        )
-    return out
