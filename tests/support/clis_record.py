@@ -302,9 +302,11 @@ def drive(
         raise RuntimeError(
             f"{client.profile} {version}: no rounds for {scripted.proposed}\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
         )
-    # The latest request with the most rounds (a later one, such as a background job's notice
-    # after the answer, holds the answer too).
-    rounds, _, request = max(counted, key=lambda c: (c[0], c[1]))
+    # The latest request holding a round for each step (a later one holds the answer too, and
+    # what the CLI did after it: Copilot CLI reads a background job that ended after the answer);
+    # a CLI that ended the run itself holds fewer: its latest request with the most.
+    whole = [c for c in counted if c[0] == len(scripted.proposed)]
+    rounds, _, request = max(whole or counted, key=lambda c: (c[0], c[1]))
     return request, scripted.proposed[:rounds], scripted.unspelled
 
 
