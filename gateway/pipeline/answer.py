@@ -50,6 +50,11 @@ def _finished(ex: Exchange, reply: Any, answer: str) -> Any:
     profile = policy.catalog.by_name.get(policy.profile) if policy.catalog is not None else None
     if profile is None or profile.finish is None or with_call is None:
         return reply
+    # Only a tool the request declares: an agent acting in text, or one taken for this agent by
+    # its tools, has no such tool to run.
+    declared = ex.plan.trace.declared_tools
+    if declared is None or profile.finish.tool not in declared:
+        return reply
     return with_call(reply, profile.finish.call(answer, f"call_loopguard_{ex.request_id[:16]}"))
 
 

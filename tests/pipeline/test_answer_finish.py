@@ -1,16 +1,20 @@
 """An agent that ends its runs by an action (its profile's ``finish``): a run the gateway ends
 with the model's own answer ends with that action carrying the answer, in the protocol's shape
-(chat completions, Anthropic Messages), so the agent submits it instead of refusing a reply that
-calls nothing. A streamed answer stays text: the agents that end by an action ask unstreamed."""
+(chat completions, Anthropic Messages, Responses), so the agent submits it instead of refusing a
+reply that calls nothing. A streamed answer stays text: the agents that end by an action ask
+unstreamed."""
 
 from __future__ import annotations
 
 import json
 
+import openai
 from support.anthropic_upstream import Said
 from support.claude_gateway import start_claude
 from support.guarded import guarded
 from support.policies import ladder_policy
+from support.responses_upstream import Answer
+from support.responses_upstream import guarded as guarded_responses
 from support.upstream import Reply
 
 from .bodies import looping_history
@@ -58,6 +62,20 @@ def test_a_streamed_answer_stays_text(tmp_path):
     assert not any(c.choices and c.choices[0].delta.tool_calls for c in chunks)
 
 
+def test_an_agent_that_does_not_declare_the_finishing_tool_gets_the_answer_alone(tmp_path):
+    """Taken for the agent by two of its three marking tools, the request declares no
+    ``submit_answer``: no call of it is made up."""
+    three = PROFILE.replace("tools: [read_file, submit_answer]", "tools: [read_file, list_dir, submit_answer]")
+    declared = [{"type": "function", "function": {"name": n, "parameters": {}}} for n in ("read_file", "list_dir")]
+    with guarded(closing, tmp_path, ladder_policy(three)) as gw:
+        response = gw.client.chat.completions.with_raw_response.create(
+            model="m", messages=looping_history(5), tools=declared
+        )
+    reply = response.parse()
+    assert response.headers["x-loopguard-profile"] == "finisher"
+    assert reply.choices[0].message.content == ANSWER and not reply.choices[0].message.tool_calls
+
+
 def test_an_agent_without_a_finishing_action_gets_the_answer_alone(tmp_path):
     with guarded(closing, tmp_path, ladder_policy()) as gw:
         reply = gw.client.chat.completions.create(model="m", messages=looping_history(5), tools=TOOLS)
@@ -82,3 +100,26 @@ def test_an_anthropic_run_ended_with_the_answer_ends_with_the_finishing_call(sta
     assert reply.stop_reason == "tool_use"
     text, call = reply.content
     assert text.text == ANSWER and call.name == "submit_answer" and call.input == {"text": f"Final: {ANSWER}"}
+
+
+def test_a_responses_run_ended_with_the_answer_ends_with_the_finishing_call(tmp_path):
+    def respond(conversation: list, body: dict) -> Answer:
+        if body.get("tool_choice") == "none":
+            return Answer(ANSWER)
+        return Answer(calls=[("read_file", "{}")])
+
+    history: list = [{"role": "user", "content": "summarize a.txt"}]
+    for n in range(5):
+        history += [
+            {"type": "function_call", "call_id": f"c{n}", "name": "read_file", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{n}", "output": "same"},
+        ]
+    tools = [
+        {"type": "function", "name": name, "parameters": {"type": "object"}} for name in ("read_file", "submit_answer")
+    ]
+    with guarded_responses(respond, tmp_path, ladder_policy(PROFILE)) as (_, url):
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)
+        reply = client.responses.create(model="m", input=history, tools=tools)
+    assert reply.output_text == ANSWER
+    (call,) = [item for item in reply.output if item.type == "function_call"]
+    assert call.name == "submit_answer" and json.loads(call.arguments) == {"text": f"Final: {ANSWER}"}
