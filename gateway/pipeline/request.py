@@ -67,6 +67,7 @@ async def judge(ex: Exchange, headers: dict[str, str]) -> None:
             fleet=gateway.fleet,
         )
         ex.plan = plan
+        ex.verdict.profile = plan.policy.profile
         SESSION.set(plan.session)  # for the request's span, whatever the session's source
         ex.expectation = for_plan(plan)  # a tool this turn requires, or None
         if plan.action != Action.TERMINATE and (plan.changed or _chain_rewrites(ex)):

@@ -343,10 +343,13 @@ class TraceSettings(BaseModel):
     nudge_patterns: tuple[Regex, ...] = ()
     # Agents that act in text instead of tool calls, read as calls whose result is the next user
     # message: one ```bash block per reply (mini-SWE-agent in text mode), SEARCH/REPLACE edit
-    # blocks (Aider). See gateway/trace/harness.py.
-    text_actions: Literal["none", "bash_block", "search_replace"] = "none"
-    # With text actions: the user messages that answer them (Aider's refusal). Empty: the next
-    # user message answers them, whatever it says (a shell block's output). Multi-line.
+    # blocks (Aider), XML tags named after a tool of ``tool_roles`` (Cline before native tools,
+    # Roo Code). See gateway/trace/harness.py.
+    text_actions: Literal["none", "bash_block", "search_replace", "xml_tags"] = "none"
+    # The user messages that answer text actions (Aider's refusal), or native calls whose results
+    # the harness writes as a user message (Cline's "[read_file for 'a.py'] Result:"); a
+    # ``result`` group, where a pattern has one, is the part that is the result. Empty: the next
+    # user message answers text actions, whatever it says (a shell block's output). Multi-line.
     text_result_patterns: tuple[Regex, ...] = ()
 
     _volatile_keys: frozenset[str] = PrivateAttr()
@@ -365,6 +368,7 @@ class TraceSettings(BaseModel):
     _empty_re: re.Pattern[str] | None = PrivateAttr()
     _nudge_re: re.Pattern[str] | None = PrivateAttr()
     _text_result_re: re.Pattern[str] | None = PrivateAttr()
+    _xml_call_re: re.Pattern[str] | None = PrivateAttr()
 
     def model_post_init(self, _context: object) -> None:
         self._volatile_keys = frozenset(k.lower() for k in self.volatile_keys)
@@ -385,6 +389,7 @@ class TraceSettings(BaseModel):
         self._empty_re = _union(self.empty_patterns, re.MULTILINE)
         self._nudge_re = _union(self.nudge_patterns, re.MULTILINE)
         self._text_result_re = _union(self.text_result_patterns, re.MULTILINE)
+        self._xml_call_re = _xml_calls(tuple(self.tool_roles)) if self.text_actions == "xml_tags" else None
 
     @property
     def volatile_key_set(self) -> frozenset[str]:
@@ -449,6 +454,11 @@ class TraceSettings(BaseModel):
         return self._nudge_re
 
     @property
+    def xml_call_re(self) -> re.Pattern[str] | None:
+        """A tool call written as XML tags: group 1 the tool, group 2 its inner tags."""
+        return self._xml_call_re
+
+    @property
     def memos(self) -> _Memos:
         return self._memo
 
@@ -459,6 +469,14 @@ def _tool_key(name: str) -> str:
 
 
 tool_key = _tool_key
+
+
+def _xml_calls(tools: tuple[str, ...]) -> re.Pattern[str] | None:
+    """``<tool>...</tool>`` for each of ``tools``: another tag (``<thinking>``) is prose."""
+    if not tools:
+        return None
+    names = "|".join(re.escape(t) for t in sorted(tools, key=len, reverse=True))
+    return re.compile(rf"<({names})>(.*?)</\1>", re.DOTALL)
 
 
 def _union(patterns: tuple[str, ...], flags: int) -> re.Pattern[str] | None:

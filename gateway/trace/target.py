@@ -120,7 +120,11 @@ def _positive(text: str) -> bool:
 
 def lookup(value: Any, path: str) -> Any:
     """The value at ``path`` in parsed arguments: ``a.b`` walks mappings, ``a[]`` takes every
-    element of a list (Cline's ``files[].path``: the path of each file read); None when absent."""
+    element of a list (Cline's ``files[].path``: the path of each file read), ``a|b`` is the
+    first of the two present (a tool whose versions name one argument two ways); None when
+    absent."""
+    if "|" in path:
+        return next((found for p in path.split("|") if (found := lookup(value, p)) is not None), None)
     head, _, rest = path.partition(".")
     each = head.endswith("[]")
     found = value.get(head[:-2] if each else head) if isinstance(value, dict) else None
