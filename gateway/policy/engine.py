@@ -223,8 +223,16 @@ class EffectivePolicy:
         return self.mode == "shadow"
 
     def judge(self, trace: Trace) -> Judgement:
-        """Run the enabled detectors of the registry the policy was loaded with on ``trace``."""
-        return evaluate(self.plan, trace, cap=self.max_action, shadow=self.shadow)
+        """Run the enabled detectors of the registry the policy was loaded with on ``trace``:
+        on its latest call, and on each other call of the latest round as if it were the latest
+        (the calls of a round were chosen together: a look at another file issued beside a
+        retried failure hides nothing). The strongest judgement wins; on a tie the latest call's."""
+        judgement = evaluate(self.plan, trace, cap=self.max_action, shadow=self.shadow)
+        for position in trace.round_mates():
+            other = evaluate(self.plan, trace.ending_at(position), cap=self.max_action, shadow=self.shadow)
+            if other.would > judgement.would:
+                judgement = other
+        return judgement
 
     def judge_proposal(self, trace: Trace) -> Judgement:
         """Judge the trace whose latest event is a proposed call: only reject/terminate matter,

@@ -13,7 +13,7 @@ from typing import cast
 from gateway.trace.harness import harness_view
 from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
-from gateway.trace.normalize import ArgsInfo, ResultInfo, args_info, classify, failure_hash, result_info
+from gateway.trace.normalize import ArgsInfo, ArgsKey, ResultInfo, args_info, classify, failure_hash, result_info
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
 from gateway.trace.paths import CwdReader, resolved
 from gateway.trace.roles import looks_read_only, neutral_by_shape
@@ -26,7 +26,7 @@ class _Context:
 
     settings: TraceSettings
     tools: frozenset[str] | None
-    args_memo: Memo[TextKey | tuple[str, TextKey], ArgsInfo]
+    args_memo: Memo[ArgsKey, ArgsInfo]
     results_memo: Memo[TextKey, ResultInfo]
     failures_memo: Memo[bytes, str]
     polling_tools: frozenset[str]
@@ -181,14 +181,16 @@ def _events(pairing: Pairing, start: int, first: int, ctx: _Context, cwd: str) -
     """Events for ``pairing.calls[start:]``, with steps counted from ``first``."""
     calls, results = pairing.calls, pairing.results
     return tuple(
-        _event(calls[i], results.get(i), first + i - start, ctx, cwd, waited=i > 0 and _waits(calls[i - 1].call, ctx))
+        _event(
+            calls[i], results.get(i), first + i - start, ctx, cwd, waited=i > 0 and _waits(calls[i - 1].call, ctx, cwd)
+        )
         for i in range(start, len(calls))
     )
 
 
-def _waits(call: ToolCall, ctx: _Context) -> bool:
+def _waits(call: ToolCall, ctx: _Context, cwd: str) -> bool:
     """The call only waits (`sleep 30`, a wait tool): the call after it is paced."""
-    return args_info(call.arguments, ctx.settings, ctx.args_memo, call.name).action == "wait"
+    return args_info(call.arguments, ctx.settings, ctx.args_memo, call.name, cwd).action == "wait"
 
 
 def proposed_events(
@@ -233,7 +235,7 @@ def _event(
     waited: bool = False,
 ) -> ToolEvent:
     call = issued.call
-    args = args_info(call.arguments, ctx.settings, ctx.args_memo, call.name)
+    args = args_info(call.arguments, ctx.settings, ctx.args_memo, call.name, cwd)
     declared = None if ctx.tools is None else call.name in ctx.tools
     result = turn.text if turn is not None else None
     vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)

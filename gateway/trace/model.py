@@ -226,6 +226,39 @@ class Trace:
             trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]) if extra else self._seen)
         return trace
 
+    def ending_at(self, position: int) -> Trace:
+        """This trace as if ``events[position]`` were its latest call (one of the latest round's
+        calls, judged on its own: the calls of a round were chosen together, so a call beside
+        it is no call before it)."""
+        return Trace(
+            self.events[: position + 1],
+            self.turns,
+            self.run_start,
+            self.rounds,
+            self.declared_tools,
+            self.skipped,
+            self.compacted_at,
+            self.prior,
+            self.warned,
+            self.verdict,
+            self.fleet,
+            self.cwd,
+        )
+
+    def round_mates(self) -> tuple[int, ...]:
+        """The positions of the latest round's other executed calls, latest first: each may
+        continue a loop the round's last call does not."""
+        events = self.events
+        if len(events) < 2 or events[-1].proposed or events[-2].round != events[-1].round:
+            return ()
+        last = events[-1].round
+        out = []
+        for position in range(len(events) - 2, -1, -1):
+            if events[position].round != last:
+                break
+            out.append(position)
+        return tuple(out)
+
     def indexed(self, index: CallIndex) -> Trace:
         """This trace, given the index of its events before the latest (see ``_seen``)."""
         object.__setattr__(self, "_seen", index)

@@ -20,6 +20,7 @@ from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import Status
 from gateway.trace.roles import own_text_start, prose, read_only_command
 from gateway.trace.settings import ToolRole, TraceSettings
+from gateway.trace.paths import respelled
 from gateway.trace.target import acted_on, call_target, file_of
 from gateway.trace.volatile import PLACEHOLDER, scrub_args, scrub_random
 
@@ -85,23 +86,33 @@ def parsed_args(raw: str) -> Any:
 def args_info(
     raw: str,
     settings: TraceSettings,
-    memo: Memo[TextKey | tuple[str, TextKey], ArgsInfo] | None = None,
+    memo: Memo[ArgsKey, ArgsInfo] | None = None,
     tool: str | None = None,
+    cwd: str = "",
 ) -> ArgsInfo:
     """Canonical arguments, their hash and polling mark; ``memo`` defaults to the settings' own
     (callers in a loop pass it in: reading a pydantic private attribute is slow). ``tool``: the
-    call's tool, read through its role when the agent's profile names one."""
+    call's tool, read through its role when the agent's profile names one; ``cwd``: the working
+    directory the agent states, paths under it compared relative to it."""
     memo = memo if memo is not None else settings.memos.args
     role = settings.tool_roles.get(tool) if tool is not None and settings.tool_roles else None
-    key = _memo_key(raw) if role is None or tool is None else (tool, _memo_key(raw))
+    text = _memo_key(raw)
+    key: ArgsKey = text
+    if (role is not None and tool is not None) or cwd:
+        key = (tool if role is not None and tool is not None else "", cwd, text)
     info = memo.get(key)
     if info is None:
-        info = _args_info(raw, settings, role)
+        info = _args_info(raw, settings, role, cwd)
         memo.put(key, info)
     return info
 
 
-def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> ArgsInfo:
+# An arguments text's memo key: itself (or its digest), with the tool whose role reads it and the
+# working directory its paths are relative to when there are.
+ArgsKey = TextKey | tuple[str, str, TextKey]
+
+
+def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None, cwd: str = "") -> ArgsInfo:
     ignored = settings.ignore_arg_keys
     if role is not None and (role.narration or role.range):
         ignored = ignored | frozenset(role.narration) | frozenset(role.range)
@@ -116,6 +127,9 @@ def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> Args
         # One read of one file, whatever program, range or flags spell it: `cat a`, `tail -1 a`
         # and `sed -n '5,9p' a` read the same file (a poll spelled many ways, a read past the end).
         compared = {**compared, found.command: found.read_key}
+    if isinstance(compared, dict):
+        commands = settings.command_key_set if found.command is None else settings.command_key_set | {found.command}
+        compared = respelled(compared, settings.file_key_set, commands, cwd)
     if compared != value:  # scrub_args always copies: dump again only when something changed
         canonical = _dumps(compared)
     target = found.target or call_target(value, settings.target_keys, settings.command_keys)

@@ -74,6 +74,39 @@ def patch_file(text: str) -> str:
     return canonical_path(found.group(1)) if found else ""
 
 
+def relative(path: str, cwd: str) -> str:
+    """``path`` without the working directory it lies under (its spelling relative to it)."""
+    return path[len(cwd) + 1 :] if cwd and path.startswith(cwd + "/") else path
+
+
+# A shell word spelled with a needless ``./`` or quotes around a plain token: `cat './a.txt'`.
+_DOT_SLASH = re.compile(r"(?<![\w./~$-])\./(?=[\w.-])")
+_QUOTED_WORD = re.compile(r"""(?<![\w\\])(['"])([\w./@%+=:,-]+)\1""")
+
+
+def respelled(
+    value: dict[str, object], file_keys: frozenset[str], command_keys: frozenset[str], cwd: str
+) -> dict[str, object]:
+    """Arguments with their paths written one way: a file argument canonical and relative to
+    the working directory, a command line without needless quotes, ``./`` or working-directory
+    prefixes. The same call spelled otherwise is the same call (``cat ./a.txt``, ``cat 'a.txt'``,
+    ``cat /repo/a.txt`` in /repo), and calls that differ only in their items still do."""
+    out: dict[str, object] | None = None
+    for key, text in value.items():
+        if not isinstance(text, str):
+            continue
+        if key in file_keys:
+            new = relative(canonical_path(text) or text, cwd)
+        elif key in command_keys:
+            new = _QUOTED_WORD.sub(r"\2", _DOT_SLASH.sub("", text.replace(cwd + "/", "") if cwd else text))
+        else:
+            continue
+        if new != text:
+            out = out if out is not None else dict(value)
+            out[key] = new
+    return out if out is not None else value
+
+
 def stated_cwd(texts: Iterable[str], patterns: re.Pattern[str] | None) -> str:
     """The working directory an agent states in its system prompt or first messages
     (``TraceSettings.cwd_patterns``: the path is the pattern's first group), "" when none."""

@@ -274,7 +274,7 @@ class ToolRole(BaseModel):
 class _Memos:
     """The settings' per-text memos, one per kind of work (see gateway.trace.normalize)."""
 
-    args: Memo[TextKey | tuple[str, TextKey], ArgsInfo]  # keyed with the tool when it has a role
+    args: Memo[TextKey | tuple[str, str, TextKey], ArgsInfo]  # with the tool (a role) and cwd when set
     results: Memo[TextKey, ResultInfo]
     failures: Memo[bytes, str]  # by the digest of result and arguments
 
@@ -361,6 +361,8 @@ class TraceSettings(BaseModel):
     _polling_re: re.Pattern[str] | None = PrivateAttr()
     _cwd_re: re.Pattern[str] | None = PrivateAttr()
     _cwd_reader: CwdReader = PrivateAttr()
+    _file_keys: frozenset[str] = PrivateAttr()
+    _command_keys: frozenset[str] = PrivateAttr()
     _memo: _Memos = PrivateAttr()
     _neutral: frozenset[str] = PrivateAttr()
     _envelope_re: re.Pattern[str] | None = PrivateAttr()
@@ -380,6 +382,8 @@ class TraceSettings(BaseModel):
         self._polling_re = _union(self.polling_args_patterns, 0)
         self._cwd_re = _union(self.cwd_patterns, 0)
         self._cwd_reader = CwdReader(self._cwd_re)
+        self._file_keys = frozenset(self.file_keys)
+        self._command_keys = frozenset(self.command_keys)
         # Per-text results of normalization (see gateway.trace.memo): owned by this instance
         # because they depend on exactly these settings.
         self._memo = _Memos(Memo(4096), Memo(4096), Memo(1024))
@@ -422,6 +426,14 @@ class TraceSettings(BaseModel):
     @property
     def cwd_re(self) -> re.Pattern[str] | None:
         return self._cwd_re
+
+    @property
+    def file_key_set(self) -> frozenset[str]:
+        return self._file_keys
+
+    @property
+    def command_key_set(self) -> frozenset[str]:
+        return self._command_keys
 
     @property
     def cwd_reader(self) -> CwdReader:

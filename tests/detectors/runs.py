@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from gateway.policy.actions import Action
-from gateway.policy.loader import load_shipped_policy
+from gateway.policy.loader import load_shipped_policy as _load
 from gateway.trace.builder import build_trace, proposed_events
 from gateway.trace.model import Conversation, ToolCall, Turn
 
 SYSTEM = "You are a helpful agent."
+
+
+@lru_cache(maxsize=8)
+def load_shipped_policy(pack: str = "default"):
+    """A shipped pack, read once per process (its YAML costs more than judging a run)."""
+    return _load(pack)
 
 
 def conversation(
@@ -84,41 +91,24 @@ def first(script: Sequence[Any], action: str, pack: str = "default", **agent: An
     return None
 
 
-def chat_body(script: Sequence[Any], tools: Sequence[str] | None = None, system: str = SYSTEM) -> dict[str, Any]:
-    """The script as one chat-completions request body: the conversation after its last call."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-    n = 0
-    for item in script:
-        if isinstance(item, str):
-            messages.append({"role": "user", "content": item})
-            continue
-        steps = item if isinstance(item, list) else [item]
-        calls = []
-        for tool, args, _ in steps:
-            n += 1
-            text = args if isinstance(args, str) else json.dumps(args)
-            calls.append({"id": f"call_{n}", "type": "function", "function": {"name": tool, "arguments": text}})
-        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
-        messages += [
-            {"role": "tool", "tool_call_id": c["id"], "content": result} for c, (_, _, result) in zip(calls, steps)
-        ]
-    body: dict[str, Any] = {"model": "gpt-test", "messages": messages}
-    if tools is not None:
-        body["tools"] = [{"type": "function", "function": {"name": t, "parameters": {"type": "object"}}} for t in tools]
-    return body
-
-
 def replayed(
-    script: Sequence[Any], pack: str = "default", tools: Sequence[str] | None = None, system: str = SYSTEM
+    script: Sequence[Any],
+    pack: str = "default",
+    tools: Sequence[str] | None = None,
+    system: str = SYSTEM,
+    protocol: str = "chat",
 ) -> dict[str, tuple[int, str]]:
     """Where the gateway would first warn, reject and terminate (action -> (call number,
-    detector)): the script replayed through the server's own request path (session state:
-    warnings remembered for the run, vetoes) and response path (each call judged as proposed),
-    as ``loopguard replay`` does."""
+    detector)): the script, as ``protocol``'s request body (support.bodies), replayed through
+    the server's own request path (session state: warnings remembered for the run, vetoes) and
+    response path (each call judged as proposed), as ``loopguard replay`` does."""
+    from support.bodies import BODIES
+
     from gateway.replay.run import Run, Segment
     from gateway.replay.runner import replay
 
-    run = Run("script", "script", "chat", [Segment(chat_body(script, tools, system), "chat")])
+    body = BODIES[protocol](script, tools, system)
+    run = Run("script", "script", protocol, [Segment(body, protocol)], model="gemini-test")
     return dict(replay(run, load_shipped_policy(pack)).first)
 
 

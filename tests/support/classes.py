@@ -25,6 +25,11 @@ class Speaker:
     tools: tuple[str, ...]
     system: str
 
+    @property
+    def cwd(self) -> str:
+        """The working directory its system prompt states, "" when it states none."""
+        return CWD if f"Working directory: {CWD}" in self.system else ""
+
     def kwargs(self) -> dict[str, Any]:
         return {"tools": list(self.tools), "system": self.system}
 
