@@ -18,9 +18,9 @@ from gateway.trace.failure import failure_shape
 from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import Status
+from gateway.trace.paths import respelled
 from gateway.trace.roles import own_text_start, prose, read_only_command
 from gateway.trace.settings import ToolRole, TraceSettings
-from gateway.trace.paths import respelled
 from gateway.trace.target import acted_on, call_target, file_of
 from gateway.trace.volatile import PLACEHOLDER, scrub_args, scrub_random
 
