@@ -15,8 +15,9 @@ nearest earlier failure: the model insisting), and vetoed calls of the tool. Bet
 - the tool succeeding ends the count: it works, for something;
 - other calls are judged as ``target_failure`` judges them: neutral calls, failures and calls
   that brought nothing new are stepped over, new reads weaken the count to a warning; anything
-  else that brought something new (a plan upgraded, a setting changed) is stepped over too,
-  since the failure after it is the same one: it made no difference;
+  else that brought something new (a plan upgraded, a setting changed) is stepped over too when
+  the failure after it is the very same one (its places aside: ``ToolEvent.failure_key``): it
+  made no difference; when the failure changed, it ends the count;
 - a call whose arguments differ from the latest only in numbers standing on their own (a batch
   over ids, a sweep over settings) and whose failure names its item (``maze 7 has no path``) is
   another item of a batch, not a member; one whose failure names no item (``backend
@@ -55,16 +56,21 @@ def members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain | None:
         return None  # most calls' failures have no twin in the window: one look, no walk
     found = Chain([latest])
     progress = ProgressIndex(events)
+    key = ref.failure_key
+    crossed = False  # something that brought something new lies between the member found last and the next
     for event in reversed(events[:-1]):
         if event.tool == latest.tool:
             if failed(event) or event.vetoed:
                 if (event.vetoed or event.failure_hash == shape) and not _another_item(event, latest):
+                    if crossed and not event.vetoed and event.failure_key != key:
+                        break  # the failure changed across what came between: it made a difference
+                    crossed = False
                     found.append(event)
                 continue
             if comparable(event) is not None:
                 break  # the tool worked, for something
-        else:
-            ends_walk(event, found, progress)  # a new read weakens the count; nothing else ends it
+        elif ends_walk(event, found, progress):
+            crossed = True
     if sum(1 for m in found if failed(m) and m.failure_hash == shape) < 2:
         return None
     return found

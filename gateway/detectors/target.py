@@ -168,12 +168,12 @@ def _same_failure(event: ToolEvent, members: Chain, events: tuple[ToolEvent, ...
     call with no result yet (a proposal), whose failure is unknown: the failure before it
     predicts it once the same failure has come back after fixes at least twice (three times in
     the window), so a fix that at last changed something is not presumed to fail again."""
-    shape = next((m.failure_hash for m in members if m.failure_hash is not None), None)
-    if shape is None:
-        shape = event.failure_hash
-        if shape is None or sum(1 for e in events if e.failure_hash == shape and failed(e)) < _PREDICTS:
+    key = next((m.failure_key for m in members if m.failure_key is not None), None)
+    if key is None:
+        key = event.failure_key
+        if key is None or sum(1 for e in events if e.failure_key == key and failed(e)) < _PREDICTS:
             return False
-    return event.failure_hash == shape
+    return event.failure_key == key
 
 
 _PREDICTS = 3

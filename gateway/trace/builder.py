@@ -28,7 +28,7 @@ class _Context:
     tools: frozenset[str] | None
     args_memo: Memo[ArgsKey, ArgsInfo]
     results_memo: Memo[TextKey, ResultInfo]
-    failures_memo: Memo[bytes, str]
+    failures_memo: Memo[bytes, tuple[str, str]]
     polling_tools: frozenset[str]
     neutral_tools: frozenset[str]
     cwd: CwdReader
@@ -245,9 +245,9 @@ def _event(
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
     status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)
-    shape = None
+    shape = failure = None
     if status is Status.ERROR and not vetoed and result is not None:
-        shape = failure_hash(result, call.arguments, ctx.settings, ctx.failures_memo)
+        shape, failure = failure_hash(result, call.arguments, ctx.settings, ctx.failures_memo)
     neutral = tool_key(call.name) in ctx.neutral_tools
     guess = (
         not neutral
@@ -277,6 +277,7 @@ def _event(
         request_text=args.text,
         target=args.target,
         failure_hash=shape,
+        failure_key=failure,
         action=args.action,
         paced=args.paced or waited,
         file=resolved(args.file, cwd),

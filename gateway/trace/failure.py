@@ -46,10 +46,19 @@ _KIND_CHARS = 600
 def failure_shape(result: str, value: Any, raw_args: str) -> str:
     """The result's text without the echo of the call's arguments (parsed ``value``; the raw
     text when not JSON), digits folded, whitespace collapsed, lower-case."""
+    return failure_shapes(result, value, raw_args)[0]
+
+
+def failure_shapes(result: str, value: Any, raw_args: str) -> tuple[str, str]:
+    """(shape, failure): ``failure_shape``, and the same text with only the places in the text
+    folded (line and column numbers), not its other numbers. The shape tells two refusals of one
+    kind apart from the attempts they echo; the failure tells whether a fix made a difference
+    (``returned -1`` then ``returned 6`` after an edit: it did; the same error on another line:
+    it did not)."""
     if len(result) <= _KIND_CHARS:
         kind = next((name for name, said in _KINDS if said.search(result)), None)
         if kind is not None:
-            return kind
+            return kind, kind
     strings = sorted(_strings(value) if value is not None else [raw_args], key=len, reverse=True)
     text = result[:SHAPE_CHARS]
     for s in strings:  # quoted whole, longest first: "old_str `<the attempt>` did not appear"
@@ -62,8 +71,14 @@ def failure_shape(result: str, value: Any, raw_args: str) -> str:
         for raw in s.splitlines()
         if len(line := _DIFF_MARK.sub("", raw.strip()).strip()) >= _MIN_ECHO
     }
-    kept = [line for line in text.splitlines() if (body := _LINE_NUMBER.sub("", line).strip()) and body not in echoed]
-    return " ".join(_DIGITS.sub("#", "\n".join(kept)).lower().split())
+    kept = "\n".join(
+        line for line in text.splitlines() if (body := _LINE_NUMBER.sub("", line).strip()) and body not in echoed
+    )
+    return " ".join(_DIGITS.sub("#", kept).lower().split()), " ".join(_PLACES.sub("#", kept).lower().split())
+
+
+# Where in a file a failure is: "line 12", "a.py:12:5", "a.ts(12,5)", "col 7", "at 12:5".
+_PLACES = re.compile(r"(?i)\b(?:line|ln|col|column)\s*#?\d+|(?<=\w):\d+(?::\d+)?\b|\(\d+,\s*\d+\)|\bat \d+:\d+")
 
 
 def _strings(value: Any) -> list[str]:

@@ -113,6 +113,9 @@ class ToolEvent:
     # A failed call's refusal without the attempt it echoes (gateway/trace/failure.py), hashed:
     # two refusals of the same kind compare equal whatever each attempt was. None unless failed.
     failure_hash: str | None = None
+    # The same failure with only its places folded (line and column numbers, not its other
+    # numbers: failure.py): equal before and after a fix, the fix made no difference.
+    failure_key: str | None = None
     # What the call does, from the agent's profile (gateway/agents) or its shell command:
     # read | edit | write | shell | search | list | fetch | poll | wait | delegate | plan |
     # finish, or "" when unknown (a generic client's tool with no profile).

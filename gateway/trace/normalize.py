@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from gateway.trace.failure import failure_shape
+from gateway.trace.failure import failure_shapes
 from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import Status
@@ -186,17 +186,20 @@ def result_info(text: str, settings: TraceSettings, memo: Memo[TextKey, ResultIn
     return info
 
 
-def failure_hash(result: str, raw_args: str, settings: TraceSettings, memo: Memo[bytes, str] | None = None) -> str:
-    """The hash of a failed call's refusal without the attempt it echoes (failure.py), its
-    volatile text scrubbed first."""
+def failure_hash(
+    result: str, raw_args: str, settings: TraceSettings, memo: Memo[bytes, tuple[str, str]] | None = None
+) -> tuple[str, str]:
+    """The hashes of a failed call's refusal without the attempt it echoes, and of the failure
+    with only its places folded (failure.py: ``failure_shapes``), volatile text scrubbed first."""
     memo = memo if memo is not None else settings.memos.failures
     # By digest: the pair would pin two texts, and the memo's byte bound counts strings only.
     key = blake2b(f"{result}\0{raw_args}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    shape = memo.get(key)
-    if shape is None:
-        shape = text_hash(failure_shape(normalize_result(result, settings), parsed_args(raw_args), raw_args))
-        memo.put(key, shape)
-    return shape
+    hashes = memo.get(key)
+    if hashes is None:
+        shape, failure = failure_shapes(normalize_result(result, settings), parsed_args(raw_args), raw_args)
+        hashes = (text_hash(shape), text_hash(failure))
+        memo.put(key, hashes)
+    return hashes
 
 
 def _result_json(text: str) -> Any:

@@ -276,7 +276,7 @@ class _Memos:
 
     args: Memo[TextKey | tuple[str, str, TextKey], ArgsInfo]  # with the tool (a role) and cwd when set
     results: Memo[TextKey, ResultInfo]
-    failures: Memo[bytes, str]  # by the digest of result and arguments
+    failures: Memo[bytes, tuple[str, str]]  # by the digest of result and arguments
 
 
 class TraceSettings(BaseModel):
