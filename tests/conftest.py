@@ -56,6 +56,7 @@ def _has_chromium() -> bool:
 _SYSTEM = {"redis-server": lambda: shutil.which("redis-server") is not None, "chromium": _has_chromium}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that share a module- or package-scoped fixture (a LiteLLM proxy, a browser, servers
     kept for a module) run on one xdist worker (``--dist loadgroup``), so the fixture is set up
