@@ -80,12 +80,32 @@ def _shared_scope(item: pytest.Item) -> str | None:
     return scopes.get("package")
 
 
+class _Answering:
+    """The worker's one scripted-upstream server, answering as the current test's
+    ``ScriptedUpstream``: a server started and stopped per test cost more than most tests."""
+
+    def __init__(self) -> None:
+        self.scripted: ScriptedUpstream | None = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        assert self.scripted is not None, "a request to the scripted upstream between tests"
+        await self.scripted.app(scope, receive, send)
+
+
+@pytest.fixture(scope="session")
+def _upstream_server():
+    answering = _Answering()
+    with serve(answering, lifespan="off") as url:
+        yield answering, url
+
+
 @pytest.fixture
-def upstream():
-    scripted = ScriptedUpstream()
-    with serve(scripted.app) as url:
-        scripted.url = url
-        yield scripted
+def upstream(_upstream_server):
+    answering, url = _upstream_server
+    scripted = answering.scripted = ScriptedUpstream()
+    scripted.url = url
+    yield scripted
+    answering.scripted = None
 
 
 @pytest.fixture
