@@ -202,7 +202,14 @@ def _upstream(
     if signer is None:
         up = config.upstream
         extra = {key: value for key in spec.settings if (value := up.setting(spec.config, key))}
-        settings = ProviderSettings(spec.config, provider.base_url, up.setting(spec.config, "api_key"), extra)
+        settings = ProviderSettings(
+            spec.config,
+            provider.base_url,
+            up.setting(spec.config, "api_key"),
+            extra,
+            provider.connect_timeout_s,
+            provider.timeout_s,
+        )
         signer = signers[(spec, provider.base_url)] = spec.signer(settings)
     return SignedUpstream(upstream, signer, provider.base_url)
 

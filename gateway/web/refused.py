@@ -74,6 +74,7 @@ _FAILED = {
     "credentials to sign it (give it the provider's credentials)",
     "upstream_not_configured": "of this route is not configured on the gateway",
     "upstream_token_unavailable": "cannot be sent the request: the gateway's own credentials gave no access token",
+    "upstream_token_timeout": "cannot be sent the request yet: the gateway's token endpoint did not answer in time",
 }
 
 
