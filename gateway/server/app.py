@@ -35,6 +35,7 @@ from gateway.server.health import healthz, readyz
 from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough_for
 from gateway.server.paths import GuardedSpellings, PathGuard
+from gateway.server.unjudged import UnjudgedCalls
 from gateway.state import build_store, claims
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
@@ -131,7 +132,8 @@ def build_app(
     )
     others.state.gateway = gateway
     # Paths and header values are made canonical before authentication, both before any route;
-    # a guarded route is then reached only by its own spelling and methods.
+    # a guarded route is then reached only by its own spelling and methods, and a model call
+    # no protocol judges not at all (unless the operator relays it).
     other_methods = {path: adapter.declared.other_methods for adapter in KINDS for path in adapter.declared.routes}
     gates = (
         PathGuard(),
@@ -148,6 +150,7 @@ def build_app(
                 if kind.collection
             ],
         ),
+        UnjudgedCalls(config.upstream),
     )
     front = Front(
         guarded,
