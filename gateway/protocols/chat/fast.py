@@ -78,9 +78,13 @@ class FastToolCallFilter(ToolCallFilter):
         if raws is not None:
             for raw in raws:
                 self._on_raw(raw, out)
+                if self.failure is not None:  # the event ended the client stream: none after it
+                    return out
         else:
             for event in self._decoder.feed(data):
                 self._on_event(event, out)
+                if self.failure is not None:
+                    return out
         if self._held:
             self._held.keepalive(out)
         return out
