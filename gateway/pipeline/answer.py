@@ -51,6 +51,7 @@ class FinalAnswer:
         self.deadline = time.monotonic() + terminate.answer_timeout_s
         self.failed: str | None = None
         self.closing: list[bytes] = []  # a relayed answer's last pieces, not yet sent
+        self.text = ""  # the text of an answer read whole (``read``)
         try:
             self.payload: dict[str, Any] | None = self._payload(judgement)
         except Exception:
@@ -113,6 +114,7 @@ class FinalAnswer:
             self._fail("no_text")
             return None
         ex.reply = reply
+        self.text = said.text
         self._count(content, said.text)
         return content
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from gateway.protocols.anthropic import events
 from gateway.protocols.anthropic.parse import arguments_text
@@ -31,7 +31,7 @@ from gateway.trace.model import ToolCall
 from gateway.wire import codec
 
 
-def _is_index(value: Any) -> bool:
+def _is_index(value: Any) -> TypeGuard[int]:
     """A block index as the protocol defines it: a JSON integer (``true`` is none, nor is ``0.0``)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 

@@ -121,7 +121,7 @@ class ResponsesStreamFilter(StreamDriver):
     def _cut(self, upstream: bytes) -> list[bytes]:
         for call in self._open.values():  # cut short: never completed on partial input, left out
             call.done, call.kept = True, False
-        self._open = {}
+        self._open.clear()
         out = self.feed(wire.closing(upstream))
         if self.options.hold_text and self._held:  # broken off: the words so far go out, closed
             self._close_held(out)
