@@ -37,6 +37,7 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 # ends or is a dot segment; a backslash is a slash to some servers.
 _STRUCTURAL = frozenset(b"./\\?#")
 _TWICE = re.compile(rb"%25[0-9A-Fa-f]{2}")
+_VERB = re.compile(r"/[.\s]*:")  # a ``:verb`` a slash, dots or blanks part from its resource
 
 
 class PathError(ValueError):
@@ -122,14 +123,15 @@ class PathGuard:
 
 def routing_key(path: str) -> str:
     """What some upstream's router may read ``path`` as: case folded, each segment without its
-    ``;parameters``, trailing dots and blanks, empty segments gone, and every leading ``v1``
-    dropped (an upstream whose base URL lacks ``/v1`` turns ``/v1/v1/chat/completions`` into its
-    real chat route)."""
+    ``;parameters``, trailing dots and blanks, empty segments gone, a ``:verb`` joined to the
+    resource a slash separates it from (``models/m/:generateContent``, ``models/m/.:...``), and every leading
+    ``v1`` dropped (an upstream whose base URL lacks ``/v1`` turns ``/v1/v1/chat/completions``
+    into its real chat route)."""
     segments = [s.split(";", 1)[0].strip().rstrip(". ").lower() for s in path.split("/")]
     segments = [s for s in segments if s]
     while segments and segments[0] == "v1":
         segments.pop(0)
-    return "/".join(segments)
+    return _VERB.sub(":", "/".join(segments))
 
 
 class GuardedSpellings:
