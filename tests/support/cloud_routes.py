@@ -180,12 +180,12 @@ def cloud_gateway(tmp_path: Path, cloud: LoopingCloud, **settings: Any) -> Itera
         config = Config.model_validate(
             {
                 "upstream": {
-                    "base_url": url + "/v1",
-                    "anthropic_base_url": url,
-                    "gemini_base_url": url,
-                    "azure_base_url": url,
-                    "bedrock_base_url": url,
-                    "vertex_base_url": url,
+                    "base_url": url + "/_openai/v1",
+                    "anthropic_base_url": url + "/_anthropic",
+                    "gemini_base_url": url + "/_gemini",
+                    "azure_base_url": url + "/_azure",
+                    "bedrock_base_url": url + "/_bedrock",
+                    "vertex_base_url": url + "/_vertex",
                     "timeout_s": 10,
                     **settings,
                 }

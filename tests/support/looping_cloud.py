@@ -2,11 +2,12 @@
 looping tool call, under an id no request ever carries (``MARK``), and logging the exact request
 target of every request it gets.
 
-It routes as a lenient cloud frontend would (``route_of``: decoded, even twice; case folded;
-empty segments and ``;parameters`` dropped): whatever then is a model call of some protocol on
-some cloud (``CALLS``: chat completions, Responses, Messages, ``:generateContent``,
-``:rawPredict``, InvokeModel, Converse, on each cloud's paths) is answered in that protocol's
-format, streamed or not as the path or the body asks. So a request the gateway relays unjudged by
+It serves every provider, each under its own prefix (``/_azure``, ``/_bedrock``, ...: the
+gateway's base URL for it), and routes as a lenient frontend of that provider would
+(``route_of``: decoded, even twice; case folded; empty segments and ``;parameters`` dropped):
+whatever then is one of the provider's model calls (``CALLS``: chat completions, Responses,
+Messages, ``:generateContent``, ``:rawPredict``, InvokeModel, Converse, on its own paths) is
+answered in that protocol's format, streamed or not as the path or the body asks. So a request the gateway relays unjudged by
 any spelling is answered with the looping call, and ``delivered`` finds the mark in what the
 client got. Everything else is a 404.
 
@@ -16,6 +17,7 @@ would: cut, mislabelled, damaged frames, fields of the wrong type, ...
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import itertools
 import json
@@ -36,6 +38,7 @@ ARGS = '{"path": "a.txt"}'
 SSE = "text/event-stream"
 JSON = "application/json"
 _ids = itertools.count(1)
+STALL_S = 3.0  # a silence longer than the fuzzing gateway's stream idle timeout
 
 
 @dataclass
@@ -46,8 +49,10 @@ class Answer:
     family: str
     stream: bool
     pieces: list[bytes]
-    content_type: str
+    content_type: str  # "": no content type at all
     status: int = 200
+    stall_at: int | None = None  # before this piece, the cloud goes silent (``STALL_S``)
+    reset_at: int | None = None  # before this piece, the cloud drops the connection
 
 
 @dataclass
@@ -58,43 +63,51 @@ class Seen:
     body: bytes
 
 
-# The model calls a cloud routes, by protocol family, on the path as it reads it (below).
-CALLS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (family, re.compile(pattern + r"\Z"))
-    for family, pattern in (
-        ("chat", r"/(v1/)?chat/completions"),
-        ("chat", r"/openai/(v1/)?(deployments/[^/]+/)?chat/completions"),
-        ("chat", r"/v1beta/openai/chat/completions"),
-        ("chat", r"/(v1|v1beta1)/projects/[^/]+/locations/[^/]+/endpoints/[^/]+/chat/completions"),
-        ("responses", r"/(v1/)?responses"),
-        ("responses", r"/openai/(v1/)?(deployments/[^/]+/)?responses"),
-        ("anthropic", r"/v1/messages"),
-        (
-            "anthropic",
-            r"/(v1|v1beta1)/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/[^/]+:(stream)?rawpredict",
+# The model calls each provider routes (the cloud serves them all, each under its own prefix:
+# the gateway's base URL for it), by protocol family, on the path as it reads it (below).
+_GEMINI = r"/(v1beta|v1|v1alpha)/(models|tunedmodels|dynamic)/[^/]+:(stream)?generatecontent"
+_VERTEX = r"/(v1|v1beta1)(/projects/[^/]+/locations/[^/]+)?"
+CALLS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+    provider: tuple((family, re.compile(pattern + r"\Z")) for family, pattern in routes)
+    for provider, routes in {
+        "openai": (("chat", r"/v1/chat/completions"), ("responses", r"/v1/responses")),
+        "anthropic": (("anthropic", r"/v1/messages"),),
+        "gemini": (("gemini", _GEMINI), ("chat", r"/v1beta/openai/chat/completions")),
+        "azure": (
+            ("chat", r"/openai/(v1/)?(deployments/[^/]+/)?chat/completions"),
+            ("responses", r"/openai/(v1/)?(deployments/[^/]+/)?responses"),
         ),
-        ("gemini", r"/(v1beta|v1|v1alpha)/(models|tunedmodels|dynamic)/[^/]+:(stream)?generatecontent"),
-        (
-            "gemini",
-            r"/(v1|v1beta1)(/projects/[^/]+/locations/[^/]+)?/(publishers/[^/]+/models|endpoints|models|tunedmodels)/[^/]+:(stream)?generatecontent",
+        "bedrock": (
+            ("bedrock", r"/model/.+/invoke(-with-response-stream)?"),
+            ("converse", r"/model/.+/converse(-stream)?"),
+            ("chat", r"/(openai/)?v1/chat/completions"),
+            ("responses", r"/openai/v1/responses"),
         ),
-        ("bedrock", r"/model/.+/invoke(-with-response-stream)?"),
-        ("converse", r"/model/.+/converse(-stream)?"),
-    )
-)
+        "vertex": (
+            (
+                "gemini",
+                _VERTEX + r"/(publishers/[^/]+/models|endpoints|models|tunedmodels)/[^/]+:(stream)?generatecontent",
+            ),
+            ("anthropic", _VERTEX + r"/publishers/anthropic/models/[^/]+:(stream)?rawpredict"),
+            ("chat", _VERTEX + r"/endpoints/[^/]+/chat/completions"),
+        ),
+    }.items()
+}
 
 
 def route_of(target: bytes) -> tuple[str, str | None, bytes]:
     """(the path as read, the protocol family it is a model call of or None, the query). Read
-    as a lenient frontend reads it: split at the first raw ``?``, percent-decoded (twice: one
-    that decodes once more sees no other path), and for matching: case folded, empty segments,
-    ``;parameters`` and trailing dots or blanks of a segment dropped, a ``:verb`` joined to its
-    resource across a slash."""
+    as a lenient frontend of the provider its first segment names reads it: split at the first
+    raw ``?``, percent-decoded (twice: one that decodes once more sees no other path), and for
+    matching: case folded, empty segments, ``;parameters`` and trailing dots or blanks of a
+    segment dropped, a ``:verb`` joined to its resource across a slash."""
     raw_path, _, query = target.partition(b"?")
-    path = unquote_to_bytes(unquote_to_bytes(raw_path)).decode("utf-8", "replace")
+    provider, _, raw_path = raw_path.removeprefix(b"/_").partition(b"/")
+    path = "/" + unquote_to_bytes(unquote_to_bytes(raw_path)).decode("utf-8", "replace")
     segments = [s.split(";", 1)[0].strip().rstrip(". ").lower() for s in path.split("/")]
     key = re.sub(r"/[.\s]*:", ":", "/" + "/".join(s for s in segments if s))
-    family = next((family for family, pattern in CALLS if pattern.match(key)), None)
+    routes = CALLS.get(provider.decode("latin-1"), ())
+    family = next((family for family, pattern in routes if pattern.match(key)), None)
     return path, family, query
 
 
@@ -321,13 +334,18 @@ class LoopingCloud:
         answer = answer_for(family, streams(family, path, query, parsed), query)
         if self.fault is not None:
             answer = self.fault(answer)
-        if answer.stream:
+        kind = answer.content_type or None
+        if answer.stream or answer.stall_at is not None or answer.reset_at is not None:
 
             async def pieces() -> Any:
-                for piece in answer.pieces:
+                for at, piece in enumerate(answer.pieces):
+                    if at == answer.stall_at:
+                        await asyncio.sleep(STALL_S)
+                    if at == answer.reset_at:
+                        raise ConnectionResetError("the scripted cloud drops the connection")
                     yield piece
 
-            response: Response = StreamingResponse(pieces(), answer.status, media_type=answer.content_type)
+            response: Response = StreamingResponse(pieces(), answer.status, media_type=kind)
         else:
-            response = Response(b"".join(answer.pieces), answer.status, media_type=answer.content_type)
+            response = Response(b"".join(answer.pieces), answer.status, media_type=kind)
         await response(scope, receive, send)
