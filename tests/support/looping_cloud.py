@@ -61,6 +61,7 @@ class Seen:
     routed: str  # the path as this cloud read it
     family: str | None  # the protocol it answered as (None: 404)
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case names
 
 
 # The model calls each provider routes (the cloud serves them all, each under its own prefix:
@@ -321,7 +322,8 @@ class LoopingCloud:
                 break
         target = scope["raw_path"] + (b"?" + scope["query_string"] if scope["query_string"] else b"")
         path, family, query = route_of(target)
-        self.seen.append(Seen(target, path, family, body))
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        self.seen.append(Seen(target, path, family, body, headers))
         if family is None or scope["method"] != "POST":
             await Response(b'{"error": {"code": 404, "message": "not a model call"}}', 404, media_type=JSON)(
                 scope, receive, send
