@@ -8,15 +8,24 @@ steady state: every request re-sends the conversation, whose texts were normaliz
 growth ratios, and the memory a request's trace and the normalization memo hold.
 
     python benchmarks/detectors.py [--quick]
+
+``--against PATH`` measures build+detect in this tree and in another source tree (an older
+commit: ``git worktree add /tmp/before <commit>``) side by side: each size alternately in a
+process of each tree, several rounds, the CPU time per request of the best round of each and
+their ratio (a shared machine's noise cancels out of the ratio better than out of two runs).
+
+    python benchmarks/detectors.py --against /tmp/before
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -243,5 +252,54 @@ def main(quick: bool = False) -> None:
     print(f"target: trace building + detectors <= 2 ms at 500 messages (warm): {verdict}")
 
 
+# Run in a process whose working directory is a source tree: that tree's gateway and its own
+# copy of this benchmark's conversation, measured the same way (any tree since these functions).
+MEASURE = """
+import sys, time
+sys.path[:0] = ["benchmarks", "."]
+from detectors import body, build_and_detect, conversation_from_body, memo_after
+size, calls = int(sys.argv[1]), int(sys.argv[2])
+payload = body(size)
+conv = conversation_from_body(payload)
+settings = memo_after(payload)
+build_and_detect(conv, settings)
+start = time.process_time()
+for _ in range(calls):
+    build_and_detect(conv, settings)
+print((time.process_time() - start) / calls * 1000)
+"""
+
+
+def against(other: Path, rounds: int = 5) -> None:
+    """This tree and ``other``, each size measured alternately in a process of each tree."""
+    calls = {50: 400, 500: 80, 5000: 8}
+    trees = {"this tree": Path(__file__).resolve().parents[1], str(other): other.resolve()}
+    best: dict[tuple[str, int], float] = {}
+    for _ in range(rounds):
+        for size, n in calls.items():
+            for name, root in trees.items():
+                out = subprocess.run(
+                    [sys.executable, "-c", MEASURE, str(size), str(n)],
+                    cwd=root,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                ms = float(out.split()[-1])
+                best[(name, size)] = min(ms, best.get((name, size), ms))
+    print(f"build+detect, CPU ms per request (best of {rounds} rounds), load average {os.getloadavg()[0]:.2f}")
+    print(f"{'messages':>8} " + " ".join(f"{name[-24:]:>24}" for name in trees) + f" {'ratio':>7}")
+    for size in calls:
+        mine, theirs = (best[(name, size)] for name in trees)
+        print(f"{size:>8} {mine:>24.3f} {theirs:>24.3f} {mine / theirs:>7.2f}")
+
+
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--against", type=Path, metavar="PATH", help="another source tree, side by side")
+    options = parser.parse_args()
+    if options.against:
+        against(options.against)
+    else:
+        main(quick=options.quick)

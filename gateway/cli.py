@@ -22,18 +22,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate a config or policy file and print the effective policy")
     check.add_argument("path", metavar="CONFIG_OR_POLICY")
     check.add_argument("--format", choices=["yaml", "json"], default="yaml", help="output format (default: yaml)")
-    replay = commands.add_parser("replay", help="run a policy offline over recorded conversations")
+    replay = commands.add_parser(
+        "replay", help="run a policy offline over agents' session logs or recorded requests, scored against labels"
+    )
     replay.add_argument(
         "files",
         nargs="+",
-        metavar="FILE",
-        help='JSONL of chat-completions request bodies (or {"messages": [...]}), or a JSON list',
+        metavar="PATH",
+        help="session logs, folders of them or globs: Claude Code, Codex, Gemini CLI, Cline/Roo, OpenHands, "
+        "or JSONL of chat-completions / Messages request bodies (format detected per file)",
     )
     replay.add_argument("--policy", default="default", help="policy file or shipped pack name (default: default)")
+    replay.add_argument("--compare", metavar="POLICY", help="a second policy, shown beside the first run by run")
+    replay.add_argument("--labels", metavar="FILE", help="CSV or JSON: run (path or session id) -> loop/healthy/...")
+    replay.add_argument("--suggest", type=int, default=0, metavar="N", help="list the N runs most worth labelling")
+    replay.add_argument(
+        "--format",
+        dest="fmt",
+        metavar="FORMAT",
+        help="read every file as this format: claude_code, codex, gemini_cli, cline, openhands, requests, chat, messages",
+    )
     replay.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    replay.add_argument("--json", dest="json_out", metavar="FILE", help="also write runs, errors and scores as JSON")
     replay.add_argument("--agent", help="x-loopguard-agent value to resolve per-agent overrides with")
-    replay.add_argument("--model", help="price savings as this model (default: each body's model)")
+    replay.add_argument("--model", help="price savings as this model (default: each run's model)")
     replay.add_argument("--quiet", action="store_true", help="no progress bar or notes on stderr")
+    labels = commands.add_parser("labels", help="the run labels operators set in the console")
+    label_commands = labels.add_subparsers(dest="labels_command", required=True)
+    export = label_commands.add_parser("export", help="write the console's labels in the format replay --labels reads")
+    export.add_argument("--url", default="http://127.0.0.1:8080", help="the gateway (default: http://127.0.0.1:8080)")
+    export.add_argument(
+        "--key-env",
+        default="LOOPGUARD_OPERATOR_KEY",
+        help="environment variable holding an operator key (default: LOOPGUARD_OPERATOR_KEY)",
+    )
+    export.add_argument("--format", dest="fmt", choices=["csv", "json"], default="csv", help="default: csv")
+    export.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     commands.add_parser("demo", help="watch a looping agent get warned, vetoed and stopped (no API key needed)")
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -42,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _check(args)
     if args.command == "replay":
         return _replay(args)
+    if args.command == "labels":
+        return _labels_export(args)
     if args.command == "demo":
         return _demo()
     return 2
@@ -131,7 +157,25 @@ def _replay(args: argparse.Namespace) -> int:
     from gateway.replay.command import run_replay
 
     configure_logging("console", "warning")  # policy warnings to stderr; stdout is the table
-    return run_replay(args.files, args.policy, html=args.html, agent=args.agent, model=args.model, quiet=args.quiet)
+    return run_replay(
+        args.files,
+        args.policy,
+        html=args.html,
+        agent=args.agent,
+        model=args.model,
+        quiet=args.quiet,
+        compare=args.compare,
+        labels=args.labels,
+        suggest=args.suggest,
+        json_out=args.json_out,
+        fmt=args.fmt,
+    )
+
+
+def _labels_export(args: argparse.Namespace) -> int:
+    from gateway.replay.export import export_labels
+
+    return export_labels(args.url, os.environ.get(args.key_env, ""), args.fmt, args.out)
 
 
 def _demo() -> int:

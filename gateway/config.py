@@ -550,6 +550,44 @@ class StreamingConfig(_Strict):
     )
 
 
+class FleetConfig(_Strict):
+    """The fleet view (docs/fleet.md): a remote tool (MCP, fetch, an application's API; never the
+    agent's own shell or files) failing alike in many sessions of a tenant is down, and its agents
+    are told; a new run repeating the loop an earlier run of the same agent was stopped for is warned."""
+
+    enabled: bool = Field(True, description="follow remote tools' health across sessions; false: the fleet view is off")
+    sessions: int = Field(
+        3, ge=2, le=1000, description="a tool is down once this many sessions of a tenant saw it fail with one error"
+    )
+    window_minutes: float = Field(
+        10.0,
+        gt=0,
+        le=1440,
+        description="... within this many minutes; it is up again after a success or this long of silence",
+    )
+    action: Literal["reject", "warn", "none"] = Field(
+        "reject",
+        description="an agent whose call to a down tool failed: `reject` (told at once, its next "
+        "retry refused), `warn` (told only), `none` (only audit, metrics and console)",
+    )
+    recall: bool = Field(
+        True, description="warn a new run that repeats the loop an earlier run of the same agent was stopped for"
+    )
+    recall_minutes: float = Field(30.0, gt=0, le=1440, description="how long a stopped loop is remembered")
+    tenant_max_tools: int = Field(
+        256, ge=1, description="tool/error entries one tenant keeps (its least recently failing evicted beyond it)"
+    )
+    tenant_max_agents: int = Field(
+        256, ge=1, description="agents whose stopped loops one tenant keeps (its least recent evicted beyond it)"
+    )
+    metrics_tools: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="tools with a series of their own in `loopguard_tool_failures`; the rest are `other`",
+    )
+
+
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     upstream: UpstreamConfig = UpstreamConfig()
@@ -568,6 +606,7 @@ class Config(_Strict):
     telemetry: TelemetryConfig = TelemetryConfig()
     streaming: StreamingConfig = StreamingConfig()
     ui: UiConfig = UiConfig()
+    fleet: FleetConfig = FleetConfig()
     pricing: dict[str, ModelPrice] = Field(
         {},
         description="savings prices by model name (as "

@@ -11,6 +11,7 @@ import structlog
 
 from gateway.audit.bus import AuditBus
 from gateway.config import Config
+from gateway.fleet.service import Fleet
 from gateway.guard.history import HistoryCache
 from gateway.judge import JudgeService
 from gateway.metrics.registry import GatewayMetrics
@@ -42,6 +43,9 @@ class Gateway:
     upstreams: dict[str, Upstream] = field(default_factory=dict)
     # The optional model judge (detectors.llm_judge); None: no policy can ask it.
     judge: JudgeService | None = None
+    # The fleet view (gateway/fleet): remote tools' health across sessions, stopped loops
+    # recalled; None when ``fleet.enabled`` is off.
+    fleet: Fleet | None = None
     # What each upstream's requests carry (``forward_headers``), worked out on first use: the
     # configuration does not change while the process runs.
     _header_rules: dict[tuple[UpstreamSpec, bool], HeaderRules] = field(default_factory=dict)

@@ -1,4 +1,5 @@
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import structlog
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))  # makes tests/support importable as `support`
 
+from support.browser import chromium_path
 from support.servers import serve
 from support.tls import share_default_tls_context
 from support.upstream import ScriptedUpstream
@@ -29,6 +31,29 @@ def _plain_tracebacks() -> None:
 
 
 _plain_tracebacks()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The suite drives a real redis-server and a real chromium: without either, the run ends at
+    once with the one line that says what to install (rather than hundreds of failures)."""
+    if hasattr(session.config, "workerinput") or session.config.option.collectonly:
+        return  # xdist workers: the controller has checked
+    missing = [name for name, found in _SYSTEM.items() if not found()]
+    if missing:
+        raise pytest.UsageError(
+            f"missing {' and '.join(missing)}: install {' '.join(missing)} first "
+            f"(Debian/Ubuntu: apt-get install {' '.join(missing)}; .ci/run does)"
+        )
+
+
+def _has_chromium() -> bool:
+    try:
+        return bool(chromium_path())
+    except RuntimeError:
+        return False
+
+
+_SYSTEM = {"redis-server": lambda: shutil.which("redis-server") is not None, "chromium": _has_chromium}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

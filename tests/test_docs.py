@@ -26,7 +26,7 @@ def test_the_readme_is_at_most_200_lines() -> None:
 def test_the_readme_keeps_the_two_commands_ci_runs() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "python -m pip install . && loopguard serve\n" in text
-    command = 'python -m pip install -e ".[test]" && python -m pytest\n'
+    command = 'python -m pip install -c constraints/test.txt -e ".[test]" && python -m pytest\n'
     assert command in text
     assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 

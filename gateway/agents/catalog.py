@@ -3,8 +3,9 @@ profile makes of the policy's own.
 
 Recognition reads the request alone: its declared tool names, its system prompt, its User-Agent.
 A named User-Agent or system prompt marker is the surest sign, so such a match wins over a match
-by tools; among matches by tools the larger set wins (a fork declares its parent's tools and one
-of its own). Unknown clients get no profile and keep the generic reading.
+by tools; among matches by tools (an overlap: a share of the profile's marking tools, so versions
+that add or drop tools still match) the one with more of them declared wins (a fork declares its
+parent's tools and some of its own). Unknown clients get no profile and keep the generic reading.
 
 Everything here is computed once per (policy, profile) and per distinct request shape: the hot
 path pays one dictionary look-up.
@@ -109,13 +110,15 @@ def _system_text(conv: Conversation) -> str:
 def _best(
     profiles: tuple[AgentProfile, ...], tools: frozenset[str] | None, system: str, user_agent: str
 ) -> AgentProfile | None:
+    """A profile the system prompt or User-Agent names; else the one whose marking tools the
+    request declares most of (a fork declares its parent's tools and its own)."""
     best, rank = None, (-1, -1)
     for profile in profiles:
-        if not profile.matches(tools, system, user_agent):
-            continue
         rule = profile.recognize
-        named = any(m in user_agent for m in rule.user_agent) or any(m in system for m in rule.system)
-        score = (1 if named else 0, len(rule.tools) if tools is not None and tools.issuperset(rule.tools) else 0)
+        named, overlap = rule.named(system, user_agent), rule.declared(tools)
+        if not named and not overlap:
+            continue
+        score = (1 if named else 0, overlap)
         if score > rank:
             best, rank = profile, score
     return best

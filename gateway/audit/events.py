@@ -147,8 +147,41 @@ class SavingsEvent:
         return {"event": SAVINGS_EVENT, **self.fields()}
 
 
-# What the audit bus carries: interventions, and the savings that follow the ones that stopped work.
-AuditEvent = InterventionEvent | SavingsEvent
+TOOL_DOWN, TOOL_RECOVERED = "tool_down", "tool_recovered"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolHealthEvent:
+    """A remote tool went down for a tenant (failing alike in many of its sessions), or came
+    back (``reason``: a success anywhere in the tenant, or silence for the window). Written
+    once for the whole fleet: the one replica whose observation made the change writes it."""
+
+    kind: str  # tool_down | tool_recovered
+    time: str
+    tenant: str  # the client namespace (a hash, never a key)
+    tool: str
+    endpoint: str  # the MCP server or host the calls named; "" when none
+    sessions: int  # sessions that saw it fail within the window
+    calls: int  # failing calls since first seen
+    first_seen: str
+    last_seen: str
+    error: str  # one failure's text, volatile parts scrubbed, bounded
+    reason: str  # sessions (went down) | success | silence (came back)
+
+    @property
+    def name(self) -> str:
+        return self.kind
+
+    def fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kind"}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, **self.fields()}
+
+
+# What the audit bus carries: interventions, the savings that follow the ones that stopped work,
+# and remote tools' health across sessions (gateway/fleet).
+AuditEvent = InterventionEvent | SavingsEvent | ToolHealthEvent
 
 
 def run_number(trace: Trace | None) -> int:

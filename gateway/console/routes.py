@@ -11,15 +11,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from html import escape
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gateway.console import hardening, run_page
+from gateway.console import hardening, labels, run_page
 from gateway.console.access import COOKIE, SESSION_S, ConsoleAccess, Viewer
 from gateway.console.assets import ASSETS, page
+from gateway.console.fleet import tools_down
 from gateway.console.status import status
 from gateway.console.window import Window
 from gateway.context import Gateway
@@ -49,15 +51,20 @@ class Console:
             ("/ui/run", self.run),
             ("/ui/api/feed", self.feed),
             ("/ui/api/status", self.status),
+            ("/ui/api/fleet", self.fleet),
+            ("/ui/api/labels", self.labelled),
         ]
         open_: list[tuple[str, Handler, list[str]]] = [
             ("/ui/static/{name}", self.asset, ["GET"]),  # the same for everyone: the sign-in page's style
             ("/ui/login", self.login, ["GET", "POST"]),
             ("/ui/logout", self.logout, ["POST"]),
         ]
-        return [Route(path, hardening.headed(self._viewer(h)), methods=["GET"]) for path, h in guarded] + [
-            Route(path, hardening.headed(h), methods=methods) for path, h, methods in open_
-        ]
+        posted = [Route("/ui/label", hardening.headed(self._viewer(self.label)), methods=["POST"])]
+        return (
+            [Route(path, hardening.headed(self._viewer(h)), methods=["GET"]) for path, h in guarded]
+            + [Route(path, hardening.headed(h), methods=methods) for path, h, methods in open_]
+            + posted
+        )
 
     def _viewer(self, handler: ViewHandler) -> Handler:
         async def checked(request: Request) -> Response:
@@ -119,6 +126,10 @@ class Console:
         found = await status(self.gateway)
         return JSONResponse(found if viewer.space is None else hardening.tenant_status(found, viewer.tenant))
 
+    async def fleet(self, request: Request, viewer: Viewer) -> Response:
+        """Tools down now (``console/fleet.py``): the viewer's tenant's, or every tenant's."""
+        return JSONResponse(await tools_down(self.gateway.fleet, viewer.space, self.access.tenancy))
+
     async def run(self, request: Request, viewer: Viewer) -> Response:
         session = request.query_params.get("session", "")
         try:
@@ -147,7 +158,40 @@ class Console:
                 found = None  # unreadable: the run is shown without this timeline
             if isinstance(found, dict):
                 details[item.id] = found
-        return HTMLResponse(page(f"LoopGuard run {session}", run_page.render(session, number, mine, details, savings)))
+        labelling = ""
+        if viewer.space is None:  # operators label runs
+            labelling = labels.form(
+                session, number, (await labels.kept(self.gateway.store)).get(labels.key(session, number))
+            )
+        body = run_page.render(session, number, mine, details, savings, labelling)
+        return HTMLResponse(page(f"LoopGuard run {session}", body))
+
+    async def label(self, request: Request, viewer: Viewer) -> Response:
+        """An operator's label for a run (the run page's form), then back to the run's page."""
+        if viewer.space is not None:
+            return JSONResponse(error_body("Only an operator labels runs.", code="forbidden"), status_code=403)
+        refused = hardening.cross_site(request)
+        if refused is not None:
+            return refused
+        fields = await hardening.form(request)
+        if not isinstance(fields, dict):
+            return fields
+        read = labels.read_form(fields)
+        if isinstance(read, str):
+            return JSONResponse(error_body(read, code="invalid_label"), status_code=400)
+        session, number, label, loop_at = read
+        await self.window.refresh()
+        mine = self.window.ledger(None).run(session, number)
+        agent = next((i.data.get("agent") for i in mine if i.data.get("agent")), None)
+        await labels.mark(self.gateway.store, session, number, label, loop_at, agent=agent)
+        return RedirectResponse(f"/ui/run?{urlencode({'session': session, 'run': number})}", status_code=303)
+
+    async def labelled(self, request: Request, viewer: Viewer) -> Response:
+        """The operators' labels in the rows ``loopguard replay --labels`` reads."""
+        if viewer.space is not None:
+            return JSONResponse(error_body("Only an operator reads the labels.", code="forbidden"), status_code=403)
+        kept = await labels.kept(self.gateway.store)
+        return JSONResponse({"labels": labels.export_rows(list(kept.values()))})
 
     async def login(self, request: Request) -> Response:
         if request.method == "GET":

@@ -56,8 +56,14 @@ def rows_of(details: list[dict[str, Any]], events: list[dict[str, Any]]) -> tupl
 
 
 def render(
-    session: str, run: int, items: list[Item], details: dict[str, dict[str, Any]], savings: list[dict[str, Any]]
+    session: str,
+    run: int,
+    items: list[Item],
+    details: dict[str, dict[str, Any]],
+    savings: list[dict[str, Any]],
+    labelling: str = "",
 ) -> str:
+    """``labelling``: the operator's form to label the run (``gateway.console.labels``)."""
     events = [i.data for i in items]
     rows, omitted = rows_of([details[i.id] for i in items if i.id in details], events)
     first = events[0] if events else {}
@@ -88,7 +94,7 @@ def render(
     return (
         f'<header><p class="crumbs"><a href="/ui">&larr; interventions</a></p>'
         f'<h1>Run <code>{escape(session)}</code> &middot; prompt {run}</h1><p class="meta">{meta}</p></header>'
-        f'<section class="totals">{cards}</section>'
+        f'<section class="totals">{cards}</section>{labelling}'
         f'<section class="findings"><h2>Findings</h2>{findings}</section>'
         f'<section class="conversation affected"><h2>Timeline</h2>{note}'
         f"{timeline_table(rows, marks='action')}</section>"

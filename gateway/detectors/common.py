@@ -7,11 +7,15 @@ trace: its cost and memory are bounded by the window whatever the length of the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from operator import attrgetter
+from typing import NamedTuple
 
 from gateway.detectors.base import DetectorSettings
 from gateway.trace.model import Status, ToolEvent, Trace
+from gateway.trace.normalize import EMPTY_RESULT_HASH
+from gateway.trace.paths import inside
+from gateway.trace.roles import looks_writing
 
 FAILED = "failed"  # the outcome of any failed call: error texts may differ, the failure repeats
 _FAILURES = (Status.ERROR, Status.UNKNOWN_TOOL)
@@ -108,19 +112,36 @@ class Chain(list[ToolEvent]):
         return self.strict is not None and self.strict < len(self)
 
     def tally(
-        self, settings: DetectorSettings, ladder: str | None = None, measure: Callable[[Sequence[ToolEvent]], int] = len
-    ) -> tuple[int, bool]:
-        """(count, warn_only) for a finding: the members up to the first interleaved read when
-        they alone reach a blocking threshold of the ladder; else all of them, warning only.
-        ``measure``: what a run of members counts for (default: one each)."""
+        self,
+        settings: DetectorSettings,
+        ladder: str | None = None,
+        measure: Callable[[Sequence[ToolEvent]], int] | None = None,
+    ) -> Tally:
+        """The finding's count: the members up to the first interleaved read when they alone
+        reach a blocking threshold of the ladder; else all of them, warning only. ``measure``:
+        what a run of members counts for (default: the rounds they were issued in)."""
+        measure = measure or rounds
         if not self.interleaved:
-            return measure(self), False
-        strict = measure(self[: self.strict])
+            return Tally(measure(self), False, tuple(self))
+        strict = self[: self.strict]
         prefix = ladder + "_" if ladder else ""
         blocking = [t for k in ("reject_at", "terminate_at") if (t := getattr(settings, prefix + k, None)) is not None]
-        if blocking and strict >= min(blocking):
-            return strict, False
-        return measure(self), True
+        if blocking and measure(strict) >= min(blocking):
+            return Tally(measure(strict), False, tuple(strict))
+        return Tally(measure(self), True, tuple(self))
+
+
+class Tally(NamedTuple):
+    total: int  # the finding's count
+    warn_only: bool
+    members: tuple[ToolEvent, ...]  # those counted, newest first
+
+
+def rounds(events: Iterable[ToolEvent]) -> int:
+    """How many attempts ``events`` are: the calls of one assistant message were all chosen
+    before any of their results existed, so the calls of a round count once (a batch of edits
+    that fail together is one attempt at each, not a streak of failures)."""
+    return len({(e.user_turn, e.round) for e in events})
 
 
 def chain(
@@ -151,7 +172,10 @@ def chain(
       with new lines) is waiting that pays off, and re-reading a file between reads of others is
       exploring: both end at the new call as before;
     - calls that brought nothing new are stepped over, and so is a read-only call that answered
-      exactly what the pattern answers (the same file read by another path): it learnt nothing.
+      exactly what the pattern answers (the same file read by another path): it learnt nothing;
+    - a write or an edit of what the latest call looks at (the file it reads, a file in the
+      directory it lists) is stepped over too: the look answered the same after it as before,
+      so it made no difference there (a file created again and again that never shows up).
     """
     latest = events[-1]
     members = Chain([latest])
@@ -175,10 +199,30 @@ def chain(
         elif event.observation and ref is not None and outcome(event) == ref:
             continue  # the same answer spelled another way (`cat ./a`, `cat /w/a`): nothing new
         elif progress is not None and progress.is_new(event):
+            if _changes_what_it_watches(event, latest):
+                continue
             if not (event.observation and _retrying(latest, members)):
                 break
             members.step_over()
     return members
+
+
+def _changes_what_it_watches(event: ToolEvent, latest: ToolEvent) -> bool:
+    if not (latest.observation and event.file and latest.file):
+        return False
+    return _writes(event) and inside(event.file, latest.file)
+
+
+def changed_a_file(event: ToolEvent) -> bool:
+    """An edit or a write that succeeded: whatever its tool answered, a file changed."""
+    return bool(event.file) and _writes(event) and comparable(event) is not None and not failed(event)
+
+
+def _writes(event: ToolEvent) -> bool:
+    return event.action in _CHANGING if event.action else looks_writing(event.tool)
+
+
+_CHANGING = frozenset({"edit", "write"})
 
 
 def ends_walk(event: ToolEvent, found: Chain, progress: ProgressIndex) -> bool:
@@ -203,6 +247,46 @@ def _retrying(latest: ToolEvent, members: Sequence[ToolEvent]) -> bool:
 
 def same_call(event: ToolEvent, member: ToolEvent) -> bool:
     return event.tool == member.tool and event.args_hash == member.args_hash
+
+
+def same_operation(event: ToolEvent, other: ToolEvent) -> bool:
+    """The two calls do the same kind of thing: the same action (a read by the read tool and by
+    `cat`), or, where either action is unknown, the same tool."""
+    if event.action and other.action:
+        return event.action == other.action
+    return event.tool == other.tool
+
+
+def running_job(events: Sequence[ToolEvent], latest: ToolEvent) -> bool:
+    """The latest call polls something that moves by itself: among ``events``, the same call
+    answered one thing and, later, another, with only looking, waiting and thinking between
+    (nothing of the agent's own that could have made the difference), both answers successes
+    with something in them. A job whose answers change is running: the same answer again
+    between two changes is a matter of pacing, not a loop. Only ``events`` count: a streak
+    longer than the caller's window has answered the same as far as it can see."""
+    before: str | None = None
+    for event in events:
+        if same_call(event, latest):
+            now = comparable(event)
+            if now is None:
+                continue
+            if failed(event) or now == EMPTY_RESULT_HASH:
+                before = None
+                continue
+            if before is not None and now != before:
+                return True
+            before = now
+        elif not _quiet(event):
+            before = None
+    return False
+
+
+def _quiet(event: ToolEvent) -> bool:
+    """A call that changes nothing the agent polls: thinking, waiting, looking, polling."""
+    return event.neutral or event.neutral_guess or event.observation or event.polling or event.action in _WAITING
+
+
+_WAITING = frozenset({"wait", "poll"})
 
 
 # Blanks has_chars walks at either edge before it lets str.strip measure the text.

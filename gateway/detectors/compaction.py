@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import comparable, steps_of
+from gateway.detectors.common import comparable, rounds, steps_of
 from gateway.trace.model import Trace
 
 NAME = "post_compaction"
@@ -52,7 +52,7 @@ def detect(trace: Trace, settings: PostCompactionSettings) -> Finding | None:
     if not after or after[-1] is not latest or len(after) > settings.window:
         return None
     same = [e for e in after if e.tool == latest.tool and e.args_hash == latest.args_hash and e.result_hash == result]
-    count = len(same)
+    count = rounds(same)
     if count < 2:
         return None
     return Finding(

@@ -47,13 +47,13 @@ def detect(trace: Trace, settings: ErrorRepeatSettings) -> Finding | None:
     if len(members) < 2 or outcomes != {FAILED}:
         return None
     tool = events[-1].tool
-    count, warn_only = members.tally(settings)
+    count, warn_only, counted = members.tally(settings)
     if count < 2:
         return None
     return Finding(
         NAME,
         count,
-        steps_of(members[:count]),
+        steps_of(counted),
         (tool,),
         f"`{tool}` failed {count} times with identical arguments",
         warn_only=warn_only,

@@ -14,10 +14,14 @@ nearest earlier failure: the model insisting), and vetoed calls of the tool. Bet
   selected fails its own way) is neither a member nor the end;
 - the tool succeeding ends the count: it works, for something;
 - other calls are judged as ``target_failure`` judges them: neutral calls, failures and calls
-  that brought nothing new are stepped over, new reads weaken the count to a warning, anything
-  else that brought something new ends it;
+  that brought nothing new are stepped over, new reads weaken the count to a warning; anything
+  else that brought something new (a plan upgraded, a setting changed) is stepped over too when
+  the failure after it is the very same one (its places aside: ``ToolEvent.failure_key``): it
+  made no difference; when the failure changed, it ends the count;
 - a call whose arguments differ from the latest only in numbers standing on their own (a batch
-  over ids, a sweep over settings) is another item of a batch, not a member.
+  over ids, a sweep over settings) and whose failure names its item (``maze 7 has no path``) is
+  another item of a batch, not a member; one whose failure names no item (``backend
+  unavailable`` for every id) is the tool failing whatever it is asked, a member.
 
 The count is the number of *different things tried* among the members (their target, or their
 arguments when they name none), not the number of calls: a refused edit retried on one file is
@@ -33,8 +37,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.detectors.common import Chain, ProgressIndex, comparable, ends_walk, failed
-from gateway.detectors.values import numbers_only
+from gateway.detectors.common import Chain, ProgressIndex, comparable, ends_walk, failed, rounds
+from gateway.detectors.values import names_its_value, numbers_only
 from gateway.trace.model import ToolEvent
 from gateway.trace.target import COMMAND_MARK
 
@@ -52,25 +56,41 @@ def members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain | None:
         return None  # most calls' failures have no twin in the window: one look, no walk
     found = Chain([latest])
     progress = ProgressIndex(events)
+    key = ref.failure_key
+    crossed = False  # something that brought something new lies between the member found last and the next
     for event in reversed(events[:-1]):
         if event.tool == latest.tool:
             if failed(event) or event.vetoed:
-                if (event.vetoed or event.failure_hash == shape) and not numbers_only(event.args, latest.args):
+                if (event.vetoed or event.failure_hash == shape) and not _another_item(event, latest):
+                    if crossed and not event.vetoed and event.failure_key != key:
+                        break  # the failure changed across what came between: it made a difference
+                    crossed = False
                     found.append(event)
                 continue
             if comparable(event) is not None:
                 break  # the tool worked, for something
         elif ends_walk(event, found, progress):
-            break
+            crossed = True
     if sum(1 for m in found if failed(m) and m.failure_hash == shape) < 2:
         return None
     return found
 
 
+def _another_item(event: ToolEvent, latest: ToolEvent) -> bool:
+    """``event`` is another item of a batch: its arguments differ from the latest's only in
+    numbers standing on their own, and its failure names that item (a failure that names none
+    of it, "backend unavailable" for every id, is the tool failing whatever it is asked)."""
+    return numbers_only(event.args, latest.args) and (
+        names_its_value(event.args, latest.args, event.result)
+        or names_its_value(latest.args, event.args, latest.result)
+    )
+
+
 def things(events: Sequence[ToolEvent]) -> int:
-    """How many different things the calls tried: their targets, or their arguments when they
-    name none."""
-    return len({e.target or e.args_hash for e in events})
+    """How many different things the calls tried (their targets, or their arguments when they
+    name none), in how many rounds: a batch of calls issued together is one attempt, whatever
+    it tried."""
+    return min(len({e.target or e.args_hash for e in events}), rounds(events))
 
 
 def _nearest(events: tuple[ToolEvent, ...], latest: ToolEvent) -> ToolEvent | None:

@@ -14,6 +14,11 @@ loop (Claude Code's `BashOutput` asked again and again, each answer "running" wi
 timestamp): the same answer again is no progress like any other call's, on the normal ladder.
 Only the latest call's own mark is read. A poll whose (normalized) output changes is never
 counted, paced or not.
+
+A poll whose answer changed earlier in the window, by itself (``common.running_job``), is a
+running job: the same answer again between two changes is at most a warning to pace the polls,
+never a refusal. A poll that has answered the same as far as the window sees keeps the ladder:
+a busy-wait on a job that never moves is still ended.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import chain, comparable, same_call, skipped, steps_of, window
+from gateway.detectors.common import chain, comparable, running_job, same_call, skipped, steps_of, window
 from gateway.trace.model import Trace
 
 NAME = "no_progress"
@@ -53,17 +58,20 @@ def detect(trace: Trace, settings: NoProgressSettings) -> Finding | None:
     members = chain(events, same_call, comparable, consecutive=settings.consecutive, stop_on_progress=True)
     polling = latest.polling or latest.action == "poll" or latest.tool in settings.polling_tools
     ladder = "poll" if polling and latest.paced else None
-    count, warn_only = members.tally(settings, ladder)
+    count, warn_only, counted = members.tally(settings, ladder)
     if count < 2:
         return None
-    what = ("polled" if latest.paced else "polled without waiting") if polling else "called"
+    running = running_job(events, latest)
+    what = ("polled" if latest.paced else "polled without waiting") if polling or running else "called"
     between = ", between reads of other things" if warn_only else ""
+    if running:
+        between = "; its answer changes between such streaks: the job is running, wait longer between polls"
     return Finding(
         NAME,
         count,
-        steps_of(members[:count]),
+        steps_of(counted),
         (latest.tool,),
         f"`{latest.tool}` {what} {count} times with identical arguments and the same result{between}",
         ladder=ladder,
-        warn_only=warn_only,
+        warn_only=warn_only or running,
     )

@@ -57,7 +57,7 @@ def detect(trace: Trace, settings: ExactRepeatSettings) -> Finding | None:
         consecutive=settings.consecutive,
         stop_on_progress=settings.reset_on_progress,
     )
-    count, warn_only = members.tally(settings)
+    count, warn_only, counted = members.tally(settings)
     if count < 2:
         return None
     tool = events[-1].tool
@@ -65,7 +65,7 @@ def detect(trace: Trace, settings: ExactRepeatSettings) -> Finding | None:
     return Finding(
         NAME,
         count,
-        steps_of(members[:count]),
+        steps_of(counted),
         (tool,),
         f"`{tool}` called {count} times with identical arguments {where}",
         warn_only=warn_only,

@@ -6,7 +6,8 @@ Jaccard >= 0.8 for arguments of >= 50 characters). Count = the latest call and i
 of the same tool whose arguments are similar (each to the next one: "chain", or each to the
 latest), with results that agree: all failed, or all the same result. Paginated reads, different
 files and larger limits are near-identical too, but each returns something new, so they never
-count. Nor, unless ``results: any``, do calls that differ only in numbers standing on their own
+count. Nor do successful edits and writes (a checklist ticked item by item, one patch after
+another answered "Success"): each changed a file, whatever its tool answers. Nor, unless ``results: any``, do calls that differ only in numbers standing on their own
 (`solve.py --maze 3`, then `--maze 4`; `--lr 0.1`, then `--lr 0.01`): a batch over items or a
 sweep, failing or not.
 """
@@ -22,6 +23,7 @@ from rapidfuzz.distance import Indel, Levenshtein
 from gateway.detectors.base import DetectorSettings, Finding
 from gateway.detectors.common import (
     chain,
+    changed_a_file,
     comparable,
     failed,
     failed_or_same_result,
@@ -84,20 +86,20 @@ def detect(trace: Trace, settings: SimilarRepeatSettings) -> Finding | None:
             and not skipped(event, exempt, skip_polling)
             and similar(event.args, anchor.args)
             and not _alternatives(event, newest)
-            and not (guarded and numbers_only(event.args, newest.args))
+            and not (guarded and (numbers_only(event.args, newest.args) or changed_a_file(event)))
         )
 
-    if guarded and not _informative(latest, settings.min_result_chars):
+    if guarded and (not _informative(latest, settings.min_result_chars) or changed_a_file(latest)):
         return None
     outcome = _outcome(settings.min_result_chars) if guarded else no_outcome
     members = chain(events, is_member, outcome, consecutive=settings.consecutive, stop_on_progress=guarded)
-    count, warn_only = members.tally(settings)
+    count, warn_only, counted = members.tally(settings)
     if count < 2:
         return None
     return Finding(
         NAME,
         count,
-        steps_of(members[:count]),
+        steps_of(counted),
         (latest.tool,),
         f"`{latest.tool}` called {count} times with near-identical arguments "
         f"({settings.metric} similarity >= {settings.min_similarity:.2f})",

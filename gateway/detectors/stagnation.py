@@ -12,8 +12,9 @@ think/plan/log stepped over), each similar to the latest in request and in resul
   when both carry free text (a sub-agent's task), the texts' token-set similarity >=
   ``min_text_similarity`` (rewording and added words cost little);
 - result: both succeeded or both failed, each at least ``min_result_chars`` long, and their
-  normalized texts (lower-case, whitespace collapsed, the first ``result_chars`` characters, an
-  echo of the request's own text removed) have indel similarity >= ``min_result_similarity``.
+  normalized texts (lower-case, whitespace collapsed, the first ``result_chars`` characters: what
+  was done and where it left things, an echo of the request's own text removed) have indel
+  similarity >= ``min_result_similarity``.
 
 Never a member: results that differ only in their numbers (polling progress, a debugger's line,
 a clock, the next page's ids: the output moves), and results that name the part of the request
@@ -44,7 +45,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import comparable, failed, has_chars, skipped, steps_of, window
+from gateway.detectors.common import comparable, failed, has_chars, rounds, skipped, steps_of, window
 from gateway.detectors.values import numbers_only, other_item
 from gateway.trace.model import ToolEvent, Trace
 from gateway.trace.volatile import scrub_random
@@ -69,7 +70,10 @@ class StagnationSettings(DetectorSettings):
     min_action_chars: int = Field(default=16, ge=1)  # "Done." is no action to compare
     min_result_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
     min_result_chars: int = Field(default=24, ge=1)  # "OK", "done", "" say nothing to compare
-    result_chars: int = Field(default=2048, ge=64)  # compared from the start of each result
+    # Compared from the start of each result: what the tool did and where it left things (a
+    # sub-agent's "I scrolled down ... Here is a screenshot of [the page]"); a long tail (the
+    # page's text, an OCR dump) differs in detail that says nothing new.
+    result_chars: int = Field(default=300, ge=64)
     skip_polling: bool = True
 
 
@@ -101,7 +105,7 @@ def detect(trace: Trace, settings: StagnationSettings) -> Finding | None:
         ):
             break
         members.append(event)
-    count = len(members)
+    count = rounds(members)
     if count < 2 or len({e.args_hash for e in members}) == 1:
         # The very same request each time: answered the same, it is no_progress's evidence
         # (its own ladder); answered anew each time, the answer moved (a poll's progress).
@@ -141,6 +145,8 @@ def _same_answer(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bo
         return a.args_hash == b.args_hash or bool(a.request_text and b.request_text)
     if a.failure_hash is not None and a.failure_hash == b.failure_hash:
         return True  # the same refusal; its echo of each attempt is not "another target"
+    if _says_more(a.result or "", b.result or ""):
+        return False  # one is the other and more (a read of more lines): something new
     x, y = _text(a, settings), _text(b, settings)
     if x == y:
         return True
@@ -150,6 +156,16 @@ def _same_answer(a: ToolEvent, b: ToolEvent, settings: StagnationSettings) -> bo
         return False
     cutoff = settings.min_result_similarity
     return Indel.normalized_similarity(x, y, score_cutoff=cutoff) >= cutoff
+
+
+def _says_more(x: str, y: str) -> bool:
+    """One answer is the other one followed by more (the same file read with a larger limit):
+    answers alike in their opening may still differ in what they add."""
+    short, long = (x, y) if len(x) <= len(y) else (y, x)
+    return len(long) > len(short) + _MORE_CHARS and long.startswith(short.rstrip())
+
+
+_MORE_CHARS = 16
 
 
 def _text(event: ToolEvent, settings: StagnationSettings) -> str:

@@ -1,21 +1,26 @@
-"""target_failure: the same tool failing on the same target again and again, arguments varying.
+"""target_failure: one target failing again and again, however it is reached, arguments varying.
 
 A coding agent's edit of one file is refused (another replacement text each time), a fetch of one
 URL fails (another header, another flag), a click on one element misses: the arguments differ on
 every call, so no repeat detector sees a repeat, and reads of other things come between. The
-target (ToolEvent.target: a path, URL, query, element, or the file a shell command acts on) is what stays.
+target is what stays: a file (ToolEvent.file), whichever tool, program or path spelling reaches
+it (the read tool, then `cat`, `head`, a one-liner), or, for calls naming no file, the tool and
+its target (a URL, query, element, a command's head: ToolEvent.target).
 
-Count = the latest call and its predecessors in the window with the same tool and target, all
-failed (a vetoed or proposed one counts: the model insisting), provided the latest failure's
-shape (its refusal without the attempt it echoes) occurs at least twice among them, walking back
-over:
+Count = the latest call and its predecessors in the window on the same target, all failed (a
+vetoed or proposed one counts: the model insisting), provided the latest failure's shape (its
+refusal without the attempt it echoes) occurs at least twice among them, walking back over:
 
 - reads (read-only looking calls), neutral calls and calls that failed or brought nothing new
   (another refusal): stepped over. Reads mark the count as gathered across reads, which may
   warn, and block only when the members before the first read reach the blocking threshold;
-- the same tool and target succeeding: the count stops (it worked; a later failure is new);
+- the same operation on the target succeeding (the same tool, or the same action on the file):
+  the count stops (it worked; a later failure is new);
 - any other call that brought something new (an edit before re-running the tests, a package
-  installed before re-running the script): the count stops, the agent is getting somewhere;
+  installed before re-running the script): the count stops if the failure after it differs
+  from the failure before it (the agent is getting somewhere); when the failure is the same
+  after it, it made no difference, and the count goes on (the same type error after each
+  rewrite of another file is one failure attempted again);
 - a shell command with the same head whose arguments differ from the latest only in numbers
   standing on their own (a batch over ids, a sweep over settings): another item, not another
   attempt, so it is stepped over. (An edit of one file with other line numbers is another
@@ -32,9 +37,20 @@ from pydantic import Field
 
 from gateway.detectors import failing_tool
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import Chain, ProgressIndex, comparable, ends_walk, failed, skipped, steps_of, window
+from gateway.detectors.common import (
+    Chain,
+    ProgressIndex,
+    comparable,
+    ends_walk,
+    failed,
+    same_operation,
+    skipped,
+    steps_of,
+    window,
+)
 from gateway.detectors.values import numbers_only
 from gateway.trace.model import ToolEvent, Trace
+from gateway.trace.paths import same_file
 from gateway.trace.target import COMMAND_MARK
 
 NAME = "target_failure"
@@ -61,7 +77,7 @@ def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:
         return None
     if comparable(latest) is not None and not failed(latest):
         return None
-    one = _on_target(events, latest, settings) if latest.target else None
+    one = _on_target(events, latest, settings) if latest.target or latest.file else None
     every = _whatever_arguments(events, latest, settings) if settings.across_arguments else None
     if every is not None and (one is None or every.count > one.count):
         return every
@@ -69,7 +85,7 @@ def detect(trace: Trace, settings: TargetFailureSettings) -> Finding | None:
 
 
 def _on_target(events: tuple[ToolEvent, ...], latest: ToolEvent, settings: TargetFailureSettings) -> Finding | None:
-    if sum(1 for e in events if e.target == latest.target and e.tool == latest.tool and failed(e)) < 2:
+    if sum(1 for e in events if failed(e) and _same_target(e, latest)) < 2:
         return None  # a pattern needs two failures on the target; most calls' targets have none
     members = _members(events, latest)
     failures = [m.failure_hash for m in members if failed(m)]
@@ -78,18 +94,18 @@ def _on_target(events: tuple[ToolEvent, ...], latest: ToolEvent, settings: Targe
         # failures that are all different (each test selected fails its own way, each run names
         # another missing module): the agent is finding things out.
         return None
-    count, warn_only = members.tally(settings)
+    count, warn_only, counted = members.tally(settings)
     if count < 2:
         return None
     varied = len({m.args_hash for m in members}) > 1
-    shown = _shown(latest.target)
+    shown = _shown(latest.file or latest.target)
     how = " with varying arguments" if varied else ""
     return Finding(
         NAME,
         count,
-        steps_of(members[:count]),
+        steps_of(counted),
         (latest.tool,),
-        f"`{latest.tool}` failed {count} times on `{shown}`{how}",
+        f"{_by(members)} failed {count} times on `{shown}`{how}",
         warn_only=warn_only,
     )
 
@@ -102,10 +118,9 @@ def _whatever_arguments(
     members = failing_tool.members(events, latest)
     if members is None:
         return None
-    count, warn_only = members.tally(settings, measure=failing_tool.things)
+    count, warn_only, counted = members.tally(settings, measure=failing_tool.things)
     if count < 2:
         return None
-    counted = members if warn_only or not members.interleaved else members[: members.strict]
     return Finding(
         NAME,
         count,
@@ -123,12 +138,47 @@ def _shown(target: str) -> str:
 def _members(events: tuple[ToolEvent, ...], latest: ToolEvent) -> Chain:
     members = Chain([latest])
     progress = ProgressIndex(events)
+    crossed = False  # something that brought something new lies between the member found last and the next
     for event in reversed(events[:-1]):
-        if event.tool == latest.tool and event.target == latest.target:
+        if _same_target(event, latest):
             if comparable(event) is not None and not failed(event):
-                break  # it worked in between
+                if same_operation(event, latest):
+                    break  # it worked in between
+                crossed = crossed or progress.is_new(event)
+                continue
+            if crossed and not _same_failure(event, members, events):
+                break  # what came between made a difference
+            crossed = False
             if not (latest.target.startswith(COMMAND_MARK) and numbers_only(event.args, latest.args)):
                 members.append(event)
         elif ends_walk(event, members, progress):
-            break
+            crossed = True
     return members
+
+
+def _same_target(event: ToolEvent, latest: ToolEvent) -> bool:
+    """One file by any tool or spelling; else the same tool on the same target."""
+    if latest.file and event.file and same_file(event.file, latest.file):
+        return True
+    return bool(latest.target) and event.tool == latest.tool and event.target == latest.target
+
+
+def _same_failure(event: ToolEvent, members: Chain, events: tuple[ToolEvent, ...]) -> bool:
+    """``event`` failed as the newest member that has a failure of its own did. For a latest
+    call with no result yet (a proposal), whose failure is unknown: the failure before it
+    predicts it once the same failure has come back after fixes at least twice (three times in
+    the window), so a fix that at last changed something is not presumed to fail again."""
+    key = next((m.failure_key for m in members if m.failure_key is not None), None)
+    if key is None:
+        key = event.failure_key
+        if key is None or sum(1 for e in events if e.failure_key == key and failed(e)) < _PREDICTS:
+            return False
+    return event.failure_key == key
+
+
+_PREDICTS = 3
+
+
+def _by(members: Chain) -> str:
+    tools = list(dict.fromkeys(m.tool for m in reversed(members)))
+    return " / ".join(f"`{t}`" for t in tools[:3]) + (" ..." if len(tools) > 3 else "")

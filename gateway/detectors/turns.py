@@ -21,7 +21,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import comparable, failed, same_call, skipped, steps_of
+from gateway.detectors.common import comparable, failed, rounds, same_call, skipped, steps_of
 from gateway.trace.model import ToolEvent, Trace
 
 NAME = "cross_turn"
@@ -49,7 +49,9 @@ def detect(trace: Trace, settings: CrossTurnSettings) -> Finding | None:
     turns = {e.user_turn for e in members}
     if len(members) < 2 or len(turns) < settings.min_turns or not any(map(failed, members)):
         return None
-    count = len(members)
+    count = rounds(members)
+    if count < 2:
+        return None
     current = tuple(e for e in members if e.step > 0) or (latest,)
     return Finding(
         NAME,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import skipped, steps_of, window
+from gateway.detectors.common import rounds, skipped, steps_of, window
 from gateway.trace.model import Status, ToolEvent, Trace
 
 NAME = "unknown_tool"
@@ -43,7 +43,7 @@ def detect(trace: Trace, settings: UnknownToolSettings) -> Finding | None:
         elif settings.consecutive:
             break
     names = tuple(dict.fromkeys(e.tool for e in reversed(members)))
-    count = len(members)
+    count = rounds(members)
     return Finding(
         NAME,
         count,

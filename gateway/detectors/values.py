@@ -101,3 +101,31 @@ def numbers_only(args_a: str, args_b: str) -> bool:
                 return False
             differs = True
     return differs
+
+
+def names_its_value(args: str, other: str, result: str | None) -> bool:
+    """Whether ``result`` names what ``args`` differ from ``other`` in: the failure is about
+    the item (``missing_3.txt not found``, ``maze 7 has no path``), so calls over other items
+    fail each their own way, a sweep. A failure that names none of it (``backend unavailable``
+    for every id) does not depend on the item: each call is another attempt of the same thing."""
+    if not result:
+        return False
+    leaves = differing_values(args, other)
+    mine = [a for a, _ in leaves] if leaves else _differing_tokens(args, other)
+    words: set[str] | None = None
+    for value in mine:
+        text = str(value)
+        if isinstance(value, str) and len(text) >= _MIN_NAMED and text in result:
+            return True
+        if words is None:
+            words = set(_ALNUM.findall(result))
+        if text in words or any(part in words for part in _ALNUM.findall(text) if part.isdigit()):
+            return True
+    return False
+
+
+_MIN_NAMED = 3  # a shorter string value is matched as a word, as a number is
+
+
+def _differing_tokens(a: str, b: str) -> list[str]:
+    return [p for p, q in zip(_ALNUM.findall(a), _ALNUM.findall(b)) if p != q]

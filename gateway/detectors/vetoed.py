@@ -20,7 +20,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import skipped, steps_of, window
+from gateway.detectors.common import rounds, skipped, steps_of, window
 from gateway.trace.model import Trace
 
 NAME = "vetoed_call"
@@ -44,7 +44,7 @@ def detect(trace: Trace, settings: VetoedCallSettings) -> Finding | None:
     same = [e for e in events if e.tool == latest.tool and e.args_hash == latest.args_hash]
     if not any(e.vetoed for e in same[:-1]):
         return None
-    count = len(same)
+    count = rounds(same)
     return Finding(
         NAME,
         count,

@@ -11,6 +11,10 @@ came between and however its arguments vary:
   that name no target, arguments at least ``min_similarity`` alike (to the warned call or to the
   previous continuation, so drifting flags stay one pattern), or a failure of the tool the way
   the pattern already failed, whatever the arguments (the same error for item after item);
+  or, when the warned call acts on a file, any tool or program acting on that file
+  (``ToolEvent.file``: the missing file read with the read tool, then ``cat``, then a one-liner),
+  a call without a result yet only when it does what the warned call did (a whole-file write
+  proposed after warned edits is another way, not the pattern);
 - continued: it failed the way the pattern already failed (the same refusal, whatever attempt
   it echoes: ``ToolEvent.failure_hash``), returned what the pattern already returned
   (``min_result_chars`` or more), was vetoed, or is the proposal being judged. A failure of
@@ -19,6 +23,14 @@ came between and however its arguments vary:
 
 A call of the pattern that succeeds with something new is the recovery the warning asked for:
 the warning is spent, nothing escalates from it (a later loop has to earn its own warning).
+
+A continuation of a warned check (a test run, a command, a remote call: not an operation on a
+file) that comes after something of the agent's own that brought something new (an edit, a fix,
+a package installed) is not counted here: the agent tried a fix, and whether the same failure
+after each different fix is a loop is for ``target_failure``'s own, slower ladder to say. An
+operation on a file (a read, an edit, a write) fails for reasons of its own, which other work
+does not fix: it climbs this ladder however it is retried, and so does a check retried with
+nothing done between.
 The count is the continuations after the warning, the latest call among them; the ladder goes
 on per continued step (warn again, refuse, end the run), as WeClaw's progressive response does.
 """
@@ -32,8 +44,19 @@ from pydantic import Field
 from rapidfuzz.distance import Indel
 
 from gateway.detectors.base import DetectorSettings, Finding
-from gateway.detectors.common import failed, skipped, steps_of, window
+from gateway.detectors.common import (
+    ProgressIndex,
+    comparable,
+    failed,
+    rounds,
+    running_job,
+    same_operation,
+    skipped,
+    steps_of,
+    window,
+)
 from gateway.trace.model import ToolEvent, Trace
+from gateway.trace.paths import same_file
 from gateway.trace.settings import DEFAULT_TARGET_KEYS
 from gateway.trace.target import call_target
 
@@ -64,14 +87,17 @@ def detect(trace: Trace, settings: IgnoredWarningSettings) -> Finding | None:
         return None
     ids = {w.call_id for w in trace.warned if w.detector not in settings.not_after}
     best: list[ToolEvent] = []
+    progress = ProgressIndex(events)
     for at, anchor in enumerate(events[:-1]):
-        if anchor.call_id in ids and anchor.tool == latest.tool:
-            members = _continued(anchor, events[at + 1 :], settings)
-            if members and members[-1] is latest and len(members) > len(best):
+        if anchor.call_id in ids and (anchor.tool == latest.tool or _on_file(latest, anchor)):
+            members = _continued(anchor, events[at + 1 :], settings, progress)
+            if members and members[-1] is latest and rounds(members) > rounds(best):
                 best = members
     if not best:
         return None
-    count = len(best)
+    count = rounds(best)
+    # A running job polled again after the warning: a matter of pacing, never a refusal.
+    running = running_job(events, latest)
     return Finding(
         NAME,
         count,
@@ -79,20 +105,33 @@ def detect(trace: Trace, settings: IgnoredWarningSettings) -> Finding | None:
         (latest.tool,),
         f"`{latest.tool}` went on with the pattern it was warned about: {count} more "
         f"time{'s' if count > 1 else ''} since the warning",
+        warn_only=running,
     )
 
 
-def _continued(anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredWarningSettings) -> list[ToolEvent]:
+def _continued(
+    anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredWarningSettings, progress: ProgressIndex
+) -> list[ToolEvent]:
     """The calls after ``anchor`` that continue its pattern; empty once one of them recovered."""
     members: list[ToolEvent] = []
     results = {anchor.result_hash}
     failures = {anchor.failure_hash} - {None}
     target = _target(anchor)
     last = anchor
+    checks = not _on_a_file(anchor)  # a check's failure may be fixed by the agent's other work
+    tried = False  # something of the agent's own brought something new since the last member
     for event in after:
-        if event.neutral or event.tool != anchor.tool:
+        if event.neutral:
             continue
-        if not (_same_pattern(event, last, anchor, target, settings) or _same_error(event, target, failures)):
+        own = event.tool == anchor.tool and (
+            _same_pattern(event, last, anchor, target, settings) or _same_error(event, target, failures)
+        )
+        if not own and not (
+            _on_file(event, anchor) and (same_operation(event, anchor) or comparable(event) is None or failed(event))
+        ):
+            # Not the pattern (a look at the file or a write of it is neither the pattern nor
+            # its end); a fix, a write, an install that brought something new is an attempt.
+            tried = tried or (checks and _tried(event, progress))
             continue
         if failed(event):
             if event.failure_hash not in failures and event.result_hash not in results:
@@ -108,10 +147,27 @@ def _continued(anchor: ToolEvent, after: Sequence[ToolEvent], settings: IgnoredW
                 return []  # it worked, with something new: the warning was heeded
             if len(event.result or "") < settings.min_result_chars:
                 continue  # the same short "OK": says nothing either way
+        if tried:
+            tried = False  # the same failure after a fix: target_failure's to count
+            continue
         members.append(event)
         results.add(event.result_hash)
         last = event
     return members
+
+
+def _on_a_file(event: ToolEvent) -> bool:
+    """An operation on a file (read, edit, write, list, search), not a command or a remote call
+    that happens to name one (a test run's test file)."""
+    return bool(event.file) and event.action not in _CHECKS
+
+
+_CHECKS = frozenset({"shell", "fetch", "delegate", "poll", "wait"})
+
+
+def _tried(event: ToolEvent, progress: ProgressIndex) -> bool:
+    """The agent did something that brought something new: not a look, a thought or a failure."""
+    return not (event.observation or event.neutral_guess or failed(event)) and progress.is_new(event)
 
 
 def _same_pattern(
@@ -124,6 +180,10 @@ def _same_pattern(
     if _target(event) is not None:
         return False
     return any(Indel.normalized_similarity(event.args, ref.args) >= settings.min_similarity for ref in (anchor, last))
+
+
+def _on_file(event: ToolEvent, anchor: ToolEvent) -> bool:
+    return bool(anchor.file) and same_file(event.file, anchor.file)
 
 
 def _same_error(event: ToolEvent, target: str | None, failures: set[str | None]) -> bool:

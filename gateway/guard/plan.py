@@ -37,6 +37,7 @@ class RequestPlan:
     client_turns: tuple[Turn, ...] = ()
     changed: bool = False  # ``messages`` differ from what the client sent
     client_hash: str | None = None  # prefix hash of all client messages (where vetoes anchor)
+    agent: str = ""  # the run's agent across sessions (gateway/fleet): where a stopped loop is remembered
 
     @property
     def action(self) -> Action:
@@ -83,7 +84,13 @@ def retrace(plan: RequestPlan, conv: Conversation) -> Trace:
     """The trace of ``conv`` (the plan's conversation after an edit, e.g. a vetoed exchange
     shown), keeping what the request path learnt from the session's state."""
     trace = build_trace(conv, plan.policy.trace_settings)
-    return replace(trace, compacted_at=plan.trace.compacted_at, warned=plan.trace.warned, verdict=plan.trace.verdict)
+    return replace(
+        trace,
+        compacted_at=plan.trace.compacted_at,
+        warned=plan.trace.warned,
+        verdict=plan.trace.verdict,
+        fleet=plan.trace.fleet,
+    )
 
 
 def veto_record(plan: RequestPlan, exchange: list[Any], ids: frozenset[str] = frozenset({"id"})) -> VetoRecord:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from gateway.config import SessionsConfig
+from gateway.fleet.service import Fleet
 from gateway.guard import compaction_watch, prefix
 from gateway.guard import store as memory
 from gateway.guard.history import HistoryCache
@@ -24,7 +25,7 @@ from gateway.policy.engine import EffectivePolicy
 from gateway.protocols.registry import KEY_PLACES
 from gateway.protocols.roles import Adapter
 from gateway.state.base import HistoryMark, SessionState, StateStore
-from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, is_fingerprint, session_id
+from gateway.state.session import CLIENT_HEADER, DEFAULT_SOURCES, client_namespace, is_fingerprint, session_id
 from gateway.trace.builder import build_trace
 from gateway.trace.model import Conversation
 
@@ -50,9 +51,11 @@ async def plan_request(
     sessions: SessionsConfig = DEFAULT_SOURCES,
     history: HistoryCache | None = None,
     size: int = 0,
+    fleet: Fleet | None = None,
 ) -> RequestPlan:
     """``items``: the conversation as the model will see it before any edit (``Requests.items``,
-    after the entries ``History.history`` supplied)."""
+    after the entries ``History.history`` supplied). ``fleet``: the fleet view (gateway/fleet),
+    whose checks judge with the policy's detectors."""
     if not headers.get(CLIENT_HEADER) and (client := KEY_PLACES.credential_hash(headers)):
         headers = {**headers, CLIENT_HEADER: client}  # a caller without the client-key gate
     policy = policies.resolve(
@@ -89,6 +92,20 @@ async def plan_request(
         trace = replace(trace, compacted_at=start)
     if state.warned or state.verdict is not None:
         trace = replace(trace, warned=state.warned, verdict=state.verdict)
+    agent = ""
+    if fleet is not None:
+        policy = fleet.policy(policy)
+        agent, facts = await fleet.observe(
+            client_namespace(headers),
+            session,
+            trace,
+            policy.trace_settings,
+            headers.get("x-loopguard-agent", ""),
+            client_conv,
+            memo,
+        )
+        if facts is not None:
+            trace = replace(trace, fleet=facts)
     judgement = policy.judge(trace)
     plan = RequestPlan(
         policy,
@@ -102,6 +119,7 @@ async def plan_request(
         client_conv.turns,
         changed=messages is not items,
         client_hash=mark.digest,
+        agent=agent,
     )
     plan = _with_history_action(adapter, plan)
     warned = warning_given(plan)

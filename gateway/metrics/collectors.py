@@ -27,6 +27,7 @@ class GatewayCollector(Collector):
         yield from self._policy()
         yield from self._audit()
         yield from self._inflight()
+        yield from self._fleet()
         self.metrics.recovery.expire()  # settle quiet sessions so the outcome counters are current
         yield GaugeMetricFamily(
             "loopguard_warns_pending",
@@ -130,6 +131,28 @@ class GatewayCollector(Collector):
         info = GaugeMetricFamily("loopguard_policy_info", "The running policy", labels=["policy"])
         info.add_metric([str(getattr(holder.current, "name", ""))], 1)
         yield info
+
+    def _fleet(self) -> Iterator[Metric]:
+        """The fleet view (gateway/fleet): tools down, failing calls by tool. Bounded labels:
+        only tools that went down have a series of their own (at most ``fleet.metrics_tools``),
+        every other failing tool is ``other``, so a flood of tool names adds no series."""
+        fleet = getattr(self.gateway, "fleet", None)
+        down = GaugeMetricFamily(
+            "loopguard_tools_down",
+            "Remote tools (with their MCP server or host) down in every tenant: failing alike in "
+            "fleet.sessions sessions, as this replica last learnt" + PER_WORKER,
+            value=fleet.down_now() if fleet is not None else 0,
+        )
+        yield down
+        failures = CounterMetricFamily(
+            "loopguard_tool_failures",
+            "Failing calls of remote tools, by tool: those that went down, the rest as `other`" + PER_WORKER,
+            labels=["tool"],
+        )
+        counted = fleet.failures if fleet is not None else {}
+        for tool in sorted({"other", *counted}):
+            failures.add_metric([tool], counted.get(tool, 0))
+        yield failures
 
     def _inflight(self) -> Iterator[Metric]:
         inflight = self.metrics.inflight

@@ -40,6 +40,24 @@ class _Closed:
 closed = _Closed()
 
 
+def _finished(ex: Exchange, reply: Any, answer: str) -> Any:
+    """``reply`` ending with the action its agent ends a run with (its profile's ``finish``),
+    carrying the model's ``answer``: an agent that ends by an action (mini-SWE-agent submits by
+    a command) refuses a bare answer as a reply without one, and its user never sees it. The
+    reply itself for an agent that ends by answering, or a protocol whose answers stay text."""
+    assert ex.plan is not None
+    policy, with_call = ex.plan.policy, ex.adapter.replies.with_call
+    profile = policy.catalog.by_name.get(policy.profile) if policy.catalog is not None else None
+    if profile is None or profile.finish is None or with_call is None:
+        return reply
+    # Only a tool the request declares: an agent acting in text, or one taken for this agent by
+    # its tools, has no such tool to run.
+    declared = ex.plan.trace.declared_tools
+    if declared is None or profile.finish.tool not in declared:
+        return reply
+    return with_call(reply, profile.finish.call(answer, f"call_loopguard_{ex.request_id[:16]}"))
+
+
 class FinalAnswer:
     """One attempt at a model-written final answer. ``failed`` says why the template replaces
     it (None while it holds)."""
@@ -113,9 +131,12 @@ class FinalAnswer:
         if not said.text.strip():
             self._fail("no_text")
             return None
-        ex.reply = reply
         self.text = said.text
         self._count(content, said.text)
+        finished = _finished(ex, reply, said.text)
+        if finished is not reply:
+            reply, content = finished, codec.dumps(finished)
+        ex.reply = reply
         return content
 
     async def relay(self, tool_filter: StreamFilter, upstream: UpstreamResponse) -> AsyncIterator[bytes]:

@@ -64,8 +64,10 @@ async def judge(ex: Exchange, headers: dict[str, str]) -> None:
             sessions=gateway.config.sessions,
             history=gateway.history,
             size=len(ex.body),
+            fleet=gateway.fleet,
         )
         ex.plan = plan
+        ex.verdict.profile = plan.policy.profile
         SESSION.set(plan.session)  # for the request's span, whatever the session's source
         ex.expectation = for_plan(plan)  # a tool this turn requires, or None
         if plan.action != Action.TERMINATE and (plan.changed or _chain_rewrites(ex)):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the exchange holds a verdict: imported for its type only
 ACTION_HEADER = b"x-loopguard-action"
 DETECTOR_HEADER = b"x-loopguard-detector"
 TERMINATE_HEADER = b"x-loopguard-terminate"  # how a terminated run's last reply was written
+PROFILE_HEADER = b"x-loopguard-profile"  # the agent profile the request was read through
 
 
 @dataclass(slots=True)
@@ -28,6 +29,7 @@ class Verdict:
     action: Action = Action.PASS
     detector: str | None = None
     terminate: str | None = None  # answer | reply | error, once a terminate chose its reply
+    profile: str = ""  # the agent profile the guard read the request through ("": none)
 
     def record(
         self, ex: Exchange, judgement: Judgement, action: Action, phase: str, terminate: str | None = None
@@ -53,6 +55,9 @@ class Verdict:
                 effective=plan.policy,
                 protocol=ex.adapter.name,
             )
+            fleet = ex.gateway.fleet
+            if fleet is not None and action >= Action.REJECT and judgement.finding is not None:
+                fleet.stopped(plan.agent, plan.trace, judgement.finding)  # the agent's next runs are told
         self.raise_to(action, judgement.detector)
         if terminate is not None:
             self.terminate = terminate
@@ -69,10 +74,12 @@ class Verdict:
             out.append((DETECTOR_HEADER, self.detector.encode()))
         if self.terminate and self.action == Action.TERMINATE:
             out.append((TERMINATE_HEADER, self.terminate.encode()))
+        if self.profile:
+            out.append((PROFILE_HEADER, self.profile.encode()))
         return out
 
     def reset(self) -> None:
-        self.action, self.detector, self.terminate = Action.PASS, None, None
+        self.action, self.detector, self.terminate, self.profile = Action.PASS, None, None, ""
 
 
 def fail_open(ex: Exchange, where: str) -> None:

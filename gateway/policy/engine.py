@@ -20,6 +20,7 @@ from structlog import get_logger as _log
 
 from gateway.agents.catalog import Catalog
 from gateway.detectors.base import Detector, DetectorSettings, Finding
+from gateway.detectors.common import same_operation
 from gateway.policy.actions import Action, action_for
 from gateway.policy.messages import Kind, Messages, summarize_progress
 from gateway.policy.schema import Interventions
@@ -148,10 +149,11 @@ def aimed_at(finding: Finding, trace: Trace) -> bool:
     """Whether a blocking finding may refuse or end at the trace's latest call: a reject or a
     terminate stops the pattern, never the way out of it. The latest call must be one of the
     finding's steps (a call that breaks the pattern, such as a new target, passes; on the request
-    path an executed call outside the pattern is at most warned about), and a proposed call of the
-    pattern's one tool whose action no call of the pattern had (a `touch` of the missing file the
-    shell kept failing to read: a shell action after reads) is a new kind of action, not the next
-    attempt. Nothing is reset: the detectors still
+    path an executed call outside the pattern is at most warned about), and a proposed call that
+    does what no call of the pattern did (``same_operation``: a `touch` of the missing file the
+    shell kept failing to read, a shell action after reads; a whole-file write after refused
+    edits of that file) is a new kind of action, not the next attempt. Nothing is reset: the
+    detectors still
     count the pattern, so it is blocked again as soon as it resumes. A finding that names no
     calls (a rule about the turn) is not about a pattern and is left as it is."""
     steps = finding.steps
@@ -160,12 +162,10 @@ def aimed_at(finding: Finding, trace: Trace) -> bool:
         return True
     if latest.step not in steps:
         return False
-    if not (latest.proposed and latest.action):
+    if not latest.proposed:
         return True
     others = _events_at(trace, steps, latest)
-    if not others or any(e.tool != latest.tool for e in others):
-        return True
-    return any(e.action == latest.action for e in others)
+    return not others or any(same_operation(e, latest) for e in others)
 
 
 def _events_at(trace: Trace, steps: tuple[int, ...], latest: ToolEvent) -> list[ToolEvent]:
@@ -223,8 +223,16 @@ class EffectivePolicy:
         return self.mode == "shadow"
 
     def judge(self, trace: Trace) -> Judgement:
-        """Run the enabled detectors of the registry the policy was loaded with on ``trace``."""
-        return evaluate(self.plan, trace, cap=self.max_action, shadow=self.shadow)
+        """Run the enabled detectors of the registry the policy was loaded with on ``trace``:
+        on its latest call, and on each other call of the latest round as if it were the latest
+        (the calls of a round were chosen together: a look at another file issued beside a
+        retried failure hides nothing). The strongest judgement wins; on a tie the latest call's."""
+        judgement = evaluate(self.plan, trace, cap=self.max_action, shadow=self.shadow)
+        for position in trace.round_mates():
+            other = evaluate(self.plan, trace.ending_at(position), cap=self.max_action, shadow=self.shadow)
+            if other.would > judgement.would:
+                judgement = other
+        return judgement
 
     def judge_proposal(self, trace: Trace) -> Judgement:
         """Judge the trace whose latest event is a proposed call: only reject/terminate matter,

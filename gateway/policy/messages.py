@@ -37,6 +37,9 @@ PLACEHOLDERS = frozenset({"tool", "detector", "pattern", "count", "steps", "desc
 # Filled from Finding.details by the detectors that have them (required_tool: call; retrieval:
 # query, confidence, reason); empty for the others.
 PLACEHOLDERS |= {"call", "query", "confidence", "reason"}
+# The fleet's checks (gateway/fleet): other sessions that saw a tool fail, the window or how long
+# ago a run was stopped, the error, the server or host, the detector that stopped a loop.
+PLACEHOLDERS |= {"sessions", "minutes", "error", "server", "stopped"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,8 @@ def _values(finding: Finding | None, language: str) -> dict[str, str]:
     terms = TERMS.get(language, {})
     return {
         **{key: terms.get(value, value) for key, value in finding.details},
+        # The detector an earlier run was stopped by, named like a pattern (the fleet's recall).
+        **{key: names.get(value, value) for key, value in finding.details if key == "stopped"},
         "tool": ", ".join(dict.fromkeys(finding.tools)),  # a cycle names each tool once, in order
         "detector": finding.detector,
         "pattern": names.get(finding.detector, finding.detector.replace("_", " ")),

@@ -162,6 +162,41 @@ _COMPACTION_SPECIAL = {
 for _language, _texts in _COMPACTION_SPECIAL.items():
     SPECIAL[_language].update(_texts)
 
+# The fleet view (gateway/fleet): a remote tool down for the whole tenant, named with how many
+# other sessions saw it fail and the error, so the model stops retrying a tool that cannot work
+# and takes another way; and a loop an earlier run of the same agent was stopped for.
+_FLEET_SPECIAL = {
+    "en": {
+        ("warn", "tool_down"): "[LoopGuard] `{tool}`{server} is down for every agent, not only for you: "
+        "{sessions} other sessions saw it fail with the same error in the last {minutes} minutes "
+        "({error}). Do not retry it: take another way to finish the task, or report that `{tool}` "
+        "is unavailable.",
+        ("reject", "tool_down"): REJECT_MARKER + " This `{tool}` call was rejected and not executed: "
+        "`{tool}`{server} is down ({sessions} other sessions saw it fail in the last {minutes} "
+        "minutes: {error}). Do not retry it: take another way, or report that it is unavailable.",
+        ("reask", "tool_down"): "[LoopGuard] Your `{tool}` call was rejected: the tool is down for "
+        "every agent right now. Do not call it again: take another way, or report that `{tool}` is "
+        "unavailable and finish.",
+        ("warn", "recalled_loop"): "[LoopGuard] An earlier run of this agent was stopped {minutes} "
+        "minutes ago for this same loop ({stopped}: `{tool}`). You are starting it again: do not "
+        "repeat it. Change the approach now, or report what you have and finish.",
+    },
+    "zh": {
+        ("warn", "tool_down"): "[LoopGuard 工具故障] `{tool}`{server} 对所有智能体都不可用，并非只有你："
+        "最近 {minutes} 分钟内另有 {sessions} 个会话遇到相同错误（{error}）。请不要重试，"
+        "换用其他方法完成任务，或直接报告 `{tool}` 不可用。",
+        ("reject", "tool_down"): REJECT_MARKER + " 工具调用被拒绝，未执行：`{tool}`{server} 已故障"
+        "（最近 {minutes} 分钟内另有 {sessions} 个会话失败：{error}）。请不要重试，换用其他方法，"
+        "或报告该工具不可用。",
+        ("reask", "tool_down"): "[LoopGuard] 你的 `{tool}` 调用被拒绝：该工具目前对所有智能体都不可用。"
+        "请不要再调用它，换用其他方法，或报告 `{tool}` 不可用并结束。",
+        ("warn", "recalled_loop"): "[LoopGuard 循环告警] 该智能体的上一次运行在 {minutes} 分钟前因同样的循环"
+        "被停止（{stopped}：`{tool}`）。你正在重复它：请不要再走这条路，立即换用不同方法，或直接报告当前结果并结束。",
+    },
+}
+for _language, _texts in _FLEET_SPECIAL.items():
+    SPECIAL[_language].update(_texts)
+
 # Detail values (Finding.details) that name a term, in each language.
 TERMS = MappingProxyType(
     {
@@ -199,6 +234,8 @@ PATTERN_NAMES = MappingProxyType(
             "vetoed_call": "a refused call repeated",
             "ignored_warning": "a warning ignored",
             "llm_judge": "judged stuck by a reviewing model",
+            "tool_down": "a tool down for the fleet",
+            "recalled_loop": "a loop an earlier run was stopped for",
         },
         "zh": {
             "exact_repeat": "精确重复",
@@ -217,6 +254,8 @@ PATTERN_NAMES = MappingProxyType(
             "vetoed_call": "重复已被拒绝的调用",
             "ignored_warning": "无视循环告警",
             "llm_judge": "审查模型判定陷入循环",
+            "tool_down": "工具对整个集群故障",
+            "recalled_loop": "重复上一次运行被停止的循环",
         },
     }
 )

@@ -1,22 +1,37 @@
-"""The self-contained HTML report: totals, then one timeline per conversation (tool calls as
-rows, repeats highlighted, the step where each action would fire marked). Inline CSS, no script,
-no external assets: it can be mailed or attached to a ticket as one file."""
+"""The self-contained HTML report: totals, the scores when runs are labelled (the healthy runs the
+policy would have disturbed first), then one timeline per run (tool calls as rows, repeats
+highlighted, the step where each action would fire marked). Over ``ALL_TIMELINES`` runs, only the
+runs the policy acted on and those labelled loop or borderline get a timeline; every run has its
+line in the index. Inline CSS, no script, no external assets: it can be mailed or attached to a
+ticket as one file."""
 
 from __future__ import annotations
 
 from html import escape
 
 from gateway.replay.model import ACTIONS, Result
+from gateway.replay.report_scores import scores_section
 from gateway.replay.style import CSS
 from gateway.replay.timeline import timeline_table
+
+ALL_TIMELINES = 200  # runs up to which every run gets its timeline
 
 
 def render_html(
     results: list[Result], *, policy: str, sources: list[str], unknown_models: list[str], generated: str
 ) -> str:
     results = sorted(results, key=_severity)  # the conversations to look at first, first
-    body = [_header(policy, sources, generated), _totals(results, unknown_models), _index(results)]
-    body += [_conversation(n, r) for n, r in enumerate(results, 1)]
+    body = [_header(policy, sources, generated), _totals(results, unknown_models)]
+    if any(r.label for r in results):
+        body.append(scores_section(results))
+    body.append(_index(results))
+    shown = [(n, r) for n, r in enumerate(results, 1) if _timeline_shown(r, len(results))]
+    if len(shown) < len(results):
+        body.append(
+            f'<p class="note">{len(results) - len(shown)} runs the policy left alone and not labelled a loop '
+            f"have no timeline here (over {ALL_TIMELINES} runs).</p>"
+        )
+    body += [_conversation(n, r) for n, r in shown]
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -26,10 +41,15 @@ def render_html(
     )
 
 
-def _severity(result: Result) -> tuple[int, int]:
+def _timeline_shown(result: Result, runs: int) -> bool:
+    return runs <= ALL_TIMELINES or result.affected or result.label in ("loop", "borderline")
+
+
+def _severity(result: Result) -> tuple[int, int, int]:
+    """Healthy runs the policy disturbed first, then by the strongest action, earliest."""
     strongest = max((ACTIONS.index(a) + 1 for a in result.first), default=0)
     first = min((step for step, _ in result.first.values()), default=0)
-    return (-strongest, first)
+    return (0 if result.label == "healthy" and result.affected else 1, -strongest, first)
 
 
 def _header(policy: str, sources: list[str], generated: str) -> str:
@@ -73,16 +93,29 @@ def _totals(results: list[Result], unknown_models: list[str]) -> str:
 
 def _index(results: list[Result]) -> str:
     rows = "".join(
-        f'<tr class="{"affected" if r.affected else "healthy"}"><td><a href="#conv-{n}">{escape(r.label)}</a></td>'
-        f"<td>{len(r.rows)}</td>"
+        f'<tr class="{"affected" if r.affected else "healthy"}"><td>{_link(n, r, len(results))}</td>'
+        f"<td>{escape(r.label or '-')}</td><td>{escape(r.agent)}</td><td>{len(r.rows)}</td>"
         + "".join(f"<td>{_first(r, a)}</td>" for a in ACTIONS)
         + f"<td>{escape(', '.join(r.detectors) or '-')}</td></tr>"
         for n, r in enumerate(results, 1)
     )
     return (
-        '<section class="index"><table><thead><tr><th>conversation</th><th>tool calls</th><th>warn</th>'
+        '<section class="index"><table><thead><tr><th>run</th><th>label</th><th>agent</th><th>tool calls</th><th>warn</th>'
         "<th>reject</th><th>terminate</th><th>detector</th></tr></thead><tbody>" + rows + "</tbody></table></section>"
     )
+
+
+def _link(n: int, result: Result, runs: int) -> str:
+    if _timeline_shown(result, runs):
+        return f'<a href="#conv-{n}">{escape(result.name)}</a>'
+    return escape(result.name)
+
+
+def _labelled(result: Result) -> str:
+    if not result.label:
+        return ""
+    at = f" from call {result.loop_at}" if result.loop_at is not None else ""
+    return f' <span class="badge label-{escape(result.label)}">labelled {escape(result.label)}{at}</span>'
 
 
 def _first(result: Result, action: str) -> str:
@@ -112,7 +145,7 @@ def _conversation(n: int, r: Result) -> str:
     table = _timeline(r)
     return (
         f'<section class="conversation {state}" id="conv-{n}" data-affected="{str(r.affected).lower()}">'
-        f'<h2>{escape(r.label)} <span class="badge {state}">{state}</span></h2>{meta}{detectors}'
+        f'<h2>{escape(r.name)} <span class="badge {state}">{state}</span>{_labelled(r)}</h2>{meta}{detectors}'
         f"<details{' open' if r.affected else ''}><summary>timeline</summary>{table}</details></section>"
     )
 

@@ -16,6 +16,7 @@ from gateway.config import Config, ConfigError, UpstreamConfig
 from gateway.console import console
 from gateway.context import Gateway
 from gateway.detectors import REGISTRY as DETECTORS
+from gateway.fleet.service import Fleet
 from gateway.guard.history import HistoryCache
 from gateway.judge import JudgeService
 from gateway.metrics.endpoint import metrics_endpoint
@@ -36,7 +37,7 @@ from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough_for
 from gateway.server.paths import GuardedSpellings, PathGuard
 from gateway.server.unjudged import UnjudgedCalls
-from gateway.state import build_store, claims
+from gateway.state import build_fleet, build_store, claims
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
 from gateway.upstream.build import build_upstream
@@ -72,6 +73,8 @@ def build_app(
         protocols=registry.build(),  # this app's own adapters: their memory is its alone
     )
     gateway.judge = judge = JudgeService(gateway.upstream, config.upstream, gateway.store, gateway.metrics)
+    if config.fleet.enabled:  # tools down across sessions, stopped loops recalled (gateway/fleet)
+        gateway.fleet = Fleet(config.fleet, build_fleet(gateway.store), gateway.audit, gateway.log)
     ui = console(gateway)  # the operator console's sink and routes (/ui), before savings: it shows them
     # prices reject/terminate off the request path
     add_savings(gateway.audit, gateway.metrics, configured(config.pricing))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from gateway.config import StateConfig
 from gateway.state.base import EMPTY, ChainRecord, HistoryMark, SessionState, StateStore, VetoRecord
+from gateway.state.fleet import FleetStore
+from gateway.state.fleet_memory import MemoryFleet
 from gateway.state.memory import MemoryStore
 
 
@@ -39,13 +41,27 @@ def build_store(config: StateConfig) -> StateStore:
     )
 
 
+def build_fleet(store: StateStore) -> FleetStore:
+    """The fleet's memory beside ``store``: on the same Redis, shared by every replica, or in
+    this process beside a memory store."""
+    from gateway.state.redis import RedisStore  # the module imports redis-py only, connects to nothing
+
+    if isinstance(store, RedisStore):
+        from gateway.state.fleet_redis import RedisFleet
+
+        return RedisFleet(store.client, store.key_prefix, store.run, store.background)
+    return MemoryFleet()
+
+
 __all__ = [
     "EMPTY",
     "ChainRecord",
+    "FleetStore",
     "HistoryMark",
     "MemoryStore",
     "SessionState",
     "StateStore",
     "VetoRecord",
+    "build_fleet",
     "build_store",
 ]

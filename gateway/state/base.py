@@ -161,6 +161,7 @@ def load_verdict(raw: bytes | str) -> JudgeVerdict:
 
 
 EMPTY = SessionState()
+MAX_LABELS = 10_000  # run labels kept (operators label by hand: a bound, never reached)
 
 
 class StateStore(Protocol):
@@ -251,6 +252,15 @@ class StateStore(Protocol):
 
     async def console_session_revoked(self, ref: str) -> bool:
         """Whether ``ref`` was signed out; True when the store cannot say (refused, not trusted)."""
+        ...
+
+    async def save_label(self, run: str, entry: bytes) -> None:
+        """Keep an operator's label for the console run ``run`` (replacing its earlier one), at
+        most ``MAX_LABELS`` of them; best effort."""
+        ...
+
+    async def labels(self) -> dict[str, bytes]:
+        """Every run label kept, by run; {} when unavailable."""
         ...
 
     async def aclose(self) -> None: ...

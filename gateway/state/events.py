@@ -93,5 +93,24 @@ class Revocations:
         return self._until.get(ref, 0.0) > now
 
 
+class RunLabels:
+    """Operators' labels of console runs, at most ``limit``: operators label by hand, so the
+    bound is for a runaway script, and a new run's label over it is refused (``save`` answers
+    False), never an older one dropped."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._by_run: dict[str, bytes] = {}
+
+    def save(self, run: str, entry: bytes) -> bool:
+        if run not in self._by_run and len(self._by_run) >= self.limit:
+            return False
+        self._by_run[run] = entry
+        return True
+
+    def all(self) -> dict[str, bytes]:
+        return dict(self._by_run)
+
+
 def _bytes(entry: bytes, detail: bytes | None) -> int:
     return len(entry) + (len(detail) if detail is not None else 0)

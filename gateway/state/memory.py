@@ -27,16 +27,19 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import islice, takewhile
 
+import structlog
+
 from gateway.state.base import (
     CLAIM,
     EMPTY,
+    MAX_LABELS,
     MAX_WARNED_PER_SESSION,
     ChainRecord,
     HistoryMark,
     SessionState,
     VetoRecord,
 )
-from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent, Revocations
+from gateway.state.events import DEFAULT_MAX_BYTES, EventRing, LoggedEvent, Revocations, RunLabels
 from gateway.state.shares import FAIR_SHARE, Heaviest, Shares, record_weight, tenant_of
 from gateway.trace.model import JudgeVerdict, WarnedCall
 
@@ -85,6 +88,7 @@ class MemoryStore:
         self._chains = _Chains(max_chain_bytes, ttl_s, tenant_max_chain_bytes)
         self._events = EventRing(max_event_bytes)  # the console's recent events
         self._revoked = Revocations()  # the console's signed-out sign-ins
+        self._labels = RunLabels(MAX_LABELS)  # the console's run labels
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -220,6 +224,13 @@ class MemoryStore:
 
     async def console_session_revoked(self, ref: str) -> bool:
         return self._revoked.revoked(ref, time.time())
+
+    async def save_label(self, run: str, entry: bytes) -> None:
+        if not self._labels.save(run, entry):
+            structlog.get_logger("loopguard").warning("console_labels_full", kept=MAX_LABELS)
+
+    async def labels(self) -> dict[str, bytes]:
+        return self._labels.all()
 
     async def aclose(self) -> None:
         if self._sweeper is not None:

@@ -47,7 +47,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from enum import Enum
 from functools import partial
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import structlog
@@ -282,12 +282,34 @@ class RedisStore:
     async def console_session_revoked(self, ref: str) -> bool:
         return await self._events.revoked(ref)
 
+    async def save_label(self, run: str, entry: bytes) -> None:
+        await self._events.save_label(run, entry)
+
+    async def labels(self) -> dict[str, bytes]:
+        return await self._events.labels()
+
     async def flush(self) -> None:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""
         if self._marks_due:
             self._background("save_marks", self._save_marks)
         if self._pending:
             await asyncio.wait(set(self._pending), timeout=self.op_timeout_s * 2)
+
+    # --- what the fleet's memory runs on (gateway.state.fleet_redis) --------------------------
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    async def run(self, op: str, command: Callable[[], Awaitable[T]]) -> T | None:
+        """``command`` under the operation timeout and the store's degradation; None when Redis
+        did not answer."""
+        found = await self._run(op, command)
+        return None if found is _FAILED else found
+
+    def background(self, op: str, command: Callable[[], Awaitable[object]]) -> bool:
+        """``command`` fire-and-forget, off the request's path, as the store's own writes."""
+        return self._background(op, command)
 
     # --- the mirror ---------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
 empty when it has none) in ``{prefix}ui:{events}:detail`` (field ``d``). One script appends both, each
 trimmed to the writer's ``keep`` with ``XADD MAXLEN``, so both streams stay bounded whatever the
 traffic, in one round trip. ``{prefix}ui:revoked:<ref>`` marks a console sign-in ended by its
-user, until its cookie would have expired.
+user, until its cookie would have expired. ``{prefix}ui:labels`` is a hash of the operators' run
+labels (run -> entry), shared by every replica.
 
 Nothing here is on a request's path: the console's sink writes from its own task and the console
 reads when an operator looks. So these calls get a budget of their own (a second, not the
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from gateway.state.base import MAX_LABELS
 from gateway.state.events import LoggedEvent
 
 T = TypeVar("T")
@@ -41,6 +43,7 @@ class RedisEventLog:
         # One hash tag for both streams: the script appending to them stays in one cluster slot.
         self.feed, self.details = f"{key_prefix}ui:{{events}}:feed", f"{key_prefix}ui:{{events}}:detail"
         self.revocations = f"{key_prefix}ui:revoked:"
+        self.labelled = f"{key_prefix}ui:labels"
         self.where = where  # the URL without its password, for the log
         self.failures = 0
         self._append = client.register_script(_APPEND)
@@ -71,6 +74,19 @@ class RedisEventLog:
         await self._run(
             "revoke_console_session", lambda: self.client.set(self.revocations + ref, b"1", px=_ms(ttl_s)), None
         )
+
+    async def save_label(self, run: str, entry: bytes) -> None:
+        """Operators label runs by hand: ``MAX_LABELS`` bounds a runaway script. A new run's label
+        over it is refused and logged, never a silent drop of an older one."""
+        full = await self._run("labels", lambda: self.client.hlen(self.labelled), 0) >= MAX_LABELS
+        if full and not await self._run("labels", lambda: self.client.hexists(self.labelled, run), True):
+            structlog.get_logger("loopguard").warning("console_labels_full", kept=MAX_LABELS, redis=self.where)
+            return
+        await self._run("save_label", lambda: self.client.hset(self.labelled, run, entry), None)
+
+    async def labels(self) -> dict[str, bytes]:
+        found: dict[bytes, bytes] = await self._run("labels", lambda: self.client.hgetall(self.labelled), {})
+        return {_text(k): v for k, v in found.items()}
 
     async def revoked(self, ref: str) -> bool:
         """True when revoked, and when Redis cannot say: a sign-out must hold on every replica,

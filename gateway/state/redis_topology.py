@@ -59,10 +59,17 @@ def address(part: str) -> Address:
 
 
 def first_seed_url(url: str) -> str:
-    """The URL with its host list cut to the first node (what redis-py's URL parser reads)."""
-    parts = urlsplit(url)
-    auth, at, hosts = parts.netloc.rpartition("@")
-    return parts._replace(netloc=f"{auth}{at}{hosts.split(',')[0]}").geturl()
+    """The URL with its host list cut to the first node (what redis-py's URL parser reads).
+
+    The rest of the URL is kept as written: a URL with no host (``redis:///0``,
+    ``redis://:pw@/0``, where Sentinel names the primary) keeps its ``//``, which the standard
+    library's ``geturl()`` drops for schemes it does not know, and redis-py needs."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    auth, at, hosts = rest[:end].rpartition("@")
+    return f"{scheme}://{auth}{at}{hosts.split(',')[0]}{rest[end:]}"
 
 
 class Topology:
@@ -174,7 +181,7 @@ class SentinelTopology(Topology):
         options = {k: v for k, v in self._options.connection_kwargs.items() if k not in ("host", "port", "protocol")}
         if urlsplit(target.url).scheme == "rediss":
             options["ssl"] = True
-        self._sentinel = Sentinel(  # type: ignore[no-untyped-call]  # unannotated upstream
+        self._sentinel = Sentinel(  # type: ignore[no-untyped-call, unused-ignore]  # unannotated before redis-py 8
             list(target.sentinels),
             sentinel_kwargs={"socket_timeout": target.timeout_s, "socket_connect_timeout": target.timeout_s},
             **{**options, "socket_timeout": target.timeout_s},

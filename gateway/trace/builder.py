@@ -13,8 +13,9 @@ from typing import cast
 from gateway.trace.harness import harness_view
 from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import VETO_MARKER, CallIndex, Conversation, Status, ToolCall, ToolEvent, Trace, Turn
-from gateway.trace.normalize import ArgsInfo, ResultInfo, args_info, classify, failure_hash, result_info
+from gateway.trace.normalize import ArgsInfo, ArgsKey, ResultInfo, args_info, classify, failure_hash, result_info
 from gateway.trace.pairing import Issued, Pairing, is_genuine_user, pair
+from gateway.trace.paths import CwdReader, resolved
 from gateway.trace.roles import looks_read_only, neutral_by_shape
 from gateway.trace.settings import TraceSettings, tool_key
 
@@ -25,11 +26,12 @@ class _Context:
 
     settings: TraceSettings
     tools: frozenset[str] | None
-    args_memo: Memo[TextKey | tuple[str, TextKey], ArgsInfo]
+    args_memo: Memo[ArgsKey, ArgsInfo]
     results_memo: Memo[TextKey, ResultInfo]
-    failures_memo: Memo[bytes, str]
+    failures_memo: Memo[bytes, tuple[str, str]]
     polling_tools: frozenset[str]
     neutral_tools: frozenset[str]
+    cwd: CwdReader
 
     @classmethod
     def of(cls, settings: TraceSettings, tools: frozenset[str] | None) -> _Context:
@@ -51,6 +53,7 @@ class _Context:
                 memos.failures,
                 settings.polling_tools,
                 settings.neutral_names,
+                settings.cwd_reader,
             )
         return ctx
 
@@ -78,6 +81,7 @@ class _Built:
     events: tuple[ToolEvent, ...]  # of run.calls[skipped:]; a run event's step is its position + 1
     prior: tuple[ToolEvent, ...]
     index: CallIndex  # of events[:-1]
+    cwd: str  # the working directory the conversation states (Trace.cwd)
 
 
 def build_trace(conv: Conversation, settings: TraceSettings, memo: dict[str, object] | None = None) -> Trace:
@@ -89,7 +93,7 @@ def build_trace(conv: Conversation, settings: TraceSettings, memo: dict[str, obj
     turns = harness_view(conv.turns, settings)
     built = _build(turns, settings, ctx, memo)
     return Trace(
-        built.events, turns, built.start, built.run.rounds, conv.tools, built.skipped, prior=built.prior
+        built.events, turns, built.start, built.run.rounds, conv.tools, built.skipped, prior=built.prior, cwd=built.cwd
     ).indexed(built.index)
 
 
@@ -122,12 +126,22 @@ def _fresh(turns: tuple[Turn, ...], by_run: bool, settings: TraceSettings, ctx: 
     earlier = pair(turns[:start])
     run = pair(turns[start:], earlier.users)
     skipped = max(0, len(run.calls) - settings.horizon)
+    cwd = _stated_cwd(turns, ctx)
     # Earlier turns' events get steps <= 0 (the latest is 0): they are not part of the run.
     kept = min(settings.prior_horizon, len(earlier.calls))
-    prior = _events(earlier, len(earlier.calls) - kept, 1 - kept, ctx)
+    prior = _events(earlier, len(earlier.calls) - kept, 1 - kept, ctx, cwd)
     last = turns[-1] if turns else None
-    events = _events(run, skipped, skipped + 1, ctx)
-    return _Built(len(turns), last, ctx, start, earlier, run, skipped, events, prior, CallIndex.of(events[:-1]))  # type: ignore[arg-type]
+    events = _events(run, skipped, skipped + 1, ctx, cwd)
+    index = CallIndex.of(events[:-1])
+    return _Built(len(turns), last, ctx, start, earlier, run, skipped, events, prior, index, cwd)  # type: ignore[arg-type]
+
+
+# Agents state their working directory at the start: the system prompt, the first messages.
+_CWD_TURNS = 6
+
+
+def _stated_cwd(turns: tuple[Turn, ...], ctx: _Context) -> str:
+    return ctx.cwd(t.text for t in turns[:_CWD_TURNS] if t.role in ("system", "user"))
 
 
 def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], settings: TraceSettings) -> _Built:
@@ -136,7 +150,7 @@ def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], setting
     # Calls before the first one the new turns added or answered keep their events.
     same_until = max(skipped, min(run.changed_from, done.skipped + len(done.events)))
     same = done.events[skipped - done.skipped : same_until - done.skipped]
-    events = same + _events(run, same_until, same_until + 1, done.ctx)
+    events = same + _events(run, same_until, same_until + 1, done.ctx, done.cwd)
     return _Built(
         len(turns),
         turns[-1],
@@ -148,6 +162,7 @@ def _grown(done: _Built, turns: tuple[Turn, ...], new: tuple[Turn, ...], setting
         events,
         done.prior,
         _grown_index(done, events),
+        done.cwd,
     )
 
 
@@ -162,18 +177,20 @@ def _grown_index(done: _Built, events: tuple[ToolEvent, ...]) -> CallIndex:
     return done.index.extended(events[at:-1], since=events[0].step)
 
 
-def _events(pairing: Pairing, start: int, first: int, ctx: _Context) -> tuple[ToolEvent, ...]:
+def _events(pairing: Pairing, start: int, first: int, ctx: _Context, cwd: str) -> tuple[ToolEvent, ...]:
     """Events for ``pairing.calls[start:]``, with steps counted from ``first``."""
     calls, results = pairing.calls, pairing.results
     return tuple(
-        _event(calls[i], results.get(i), first + i - start, ctx, waited=i > 0 and _waits(calls[i - 1].call, ctx))
+        _event(
+            calls[i], results.get(i), first + i - start, ctx, cwd, waited=i > 0 and _waits(calls[i - 1].call, ctx, cwd)
+        )
         for i in range(start, len(calls))
     )
 
 
-def _waits(call: ToolCall, ctx: _Context) -> bool:
+def _waits(call: ToolCall, ctx: _Context, cwd: str) -> bool:
     """The call only waits (`sleep 30`, a wait tool): the call after it is paced."""
-    return args_info(call.arguments, ctx.settings, ctx.args_memo, call.name).action == "wait"
+    return args_info(call.arguments, ctx.settings, ctx.args_memo, call.name, cwd).action == "wait"
 
 
 def proposed_events(
@@ -189,7 +206,8 @@ def proposed_events(
     waited = bool(trace.events) and trace.events[-1].action == "wait"
     out = []
     for i, call in enumerate(calls):
-        out.append(_event(Issued(call, round_, -1, user_turn), None, first + i, ctx, proposed=True, waited=waited))
+        issued = Issued(call, round_, -1, user_turn)
+        out.append(_event(issued, None, first + i, ctx, trace.cwd, proposed=True, waited=waited))
         waited = out[-1].action == "wait"
     return tuple(out)
 
@@ -197,7 +215,8 @@ def proposed_events(
 def run_start(turns: tuple[Turn, ...]) -> int:
     """Index of the first turn after the last genuine user turn (0 when there is none)."""
     for i in range(len(turns) - 1, -1, -1):
-        if is_genuine_user(turns[i]):
+        turn = turns[i]
+        if turn.role == "user" and is_genuine_user(turn):
             return i + 1
     return 0
 
@@ -206,10 +225,17 @@ def run_start(turns: tuple[Turn, ...]) -> int:
 
 
 def _event(
-    issued: Issued, turn: Turn | None, step: int, ctx: _Context, *, proposed: bool = False, waited: bool = False
+    issued: Issued,
+    turn: Turn | None,
+    step: int,
+    ctx: _Context,
+    cwd: str,
+    *,
+    proposed: bool = False,
+    waited: bool = False,
 ) -> ToolEvent:
     call = issued.call
-    args = args_info(call.arguments, ctx.settings, ctx.args_memo, call.name)
+    args = args_info(call.arguments, ctx.settings, ctx.args_memo, call.name, cwd)
     declared = None if ctx.tools is None else call.name in ctx.tools
     result = turn.text if turn is not None else None
     vetoed = result is not None and result.lstrip().startswith(VETO_MARKER)
@@ -219,9 +245,9 @@ def _event(
     # A veto is our observation, not the tool's: the call did not run, so it is an error for the
     # model, and detectors never compare its text as a result.
     status = Status.ERROR if vetoed else classify(info, turn.is_error if turn else None, declared)
-    shape = None
+    shape = failure = None
     if status is Status.ERROR and not vetoed and result is not None:
-        shape = failure_hash(result, call.arguments, ctx.settings, ctx.failures_memo)
+        shape, failure = failure_hash(result, call.arguments, ctx.settings, ctx.failures_memo)
     neutral = tool_key(call.name) in ctx.neutral_tools
     guess = (
         not neutral
@@ -251,8 +277,10 @@ def _event(
         request_text=args.text,
         target=args.target,
         failure_hash=shape,
+        failure_key=failure,
         action=args.action,
         paced=args.paced or waited,
+        file=resolved(args.file, cwd),
     )
 
 

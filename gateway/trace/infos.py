@@ -20,6 +20,7 @@ class ArgsInfo(NamedTuple):
     target: str  # what the call acts on (target.call_target), "" when it names nothing
     action: str = ""  # ToolEvent.action: from the tool's role, else from its shell command
     paced: bool = False  # a shell command that sleeps before it acts
+    file: str = ""  # the file it acts on, as spelled (target.file_of), "" when none
 
 
 class ResultInfo(NamedTuple):

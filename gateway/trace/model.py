@@ -10,6 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
+from typing import TYPE_CHECKING
+
+from gateway.trace.remote import endpoint
+
+if TYPE_CHECKING:
+    from gateway.trace.fleet import FleetFacts
 
 # Every error observation the gateway writes in place of a vetoed call starts with this marker
 # (it equals ``gateway.policy.actions.REJECT_MARKER``; defined here too because the policy package
@@ -107,6 +113,9 @@ class ToolEvent:
     # A failed call's refusal without the attempt it echoes (gateway/trace/failure.py), hashed:
     # two refusals of the same kind compare equal whatever each attempt was. None unless failed.
     failure_hash: str | None = None
+    # The same failure with only its places folded (line and column numbers, not its other
+    # numbers: failure.py): equal before and after a fix, the fix made no difference.
+    failure_key: str | None = None
     # What the call does, from the agent's profile (gateway/agents) or its shell command:
     # read | edit | write | shell | search | list | fetch | poll | wait | delegate | plan |
     # finish, or "" when unknown (a generic client's tool with no profile).
@@ -114,6 +123,17 @@ class ToolEvent:
     # The call waits before it acts (`sleep 30 && tail log`, or a sleep call just before it): a
     # paced poll, which may repeat by design; an unpaced one is a busy loop.
     paced: bool = False
+    # The file it reads, writes, lists or searches, whichever tool or program (gateway/trace/
+    # paths.py): absolute when the agent stated its working directory, else as spelled; "" when
+    # it names none. Compare with paths.same_file: a relative spelling matches by suffix.
+    file: str = ""
+
+    @property
+    def remote(self) -> str | None:
+        """None for the agent's own work (its shell, file reads and edits); for a call to a
+        remote tool (MCP, fetch, an application's API), the server or host it names, or ""
+        (gateway/trace/remote.py)."""
+        return endpoint(self.tool, self.action, self.target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +183,12 @@ class Trace:
     # Set by the request path from the session's state: the model judge's latest verdict on
     # this session, if any (the llm_judge detector checks it belongs to this run).
     verdict: JudgeVerdict | None = None
+    # Set by the request path from the fleet's shared state (gateway/fleet): remote tools down
+    # for the tenant, loops an earlier run of the agent was stopped for. None: not asked.
+    fleet: FleetFacts | None = None
+    # The working directory the agent states (TraceSettings.cwd_patterns), "" when none: what
+    # relative paths of its calls are resolved against (ToolEvent.file).
+    cwd: str = ""
     # Derived, never part of the value: where each call and each tool last occurred before the
     # latest event (``repeats``). The trace builder hands it over, grown from the conversation's
     # previous request; a trace made otherwise makes its own on first use.
@@ -196,10 +222,45 @@ class Trace:
             self.prior,
             self.warned,
             self.verdict,
+            self.fleet,
+            self.cwd,
         )
         if self._seen is not None:  # only the extra is new
             trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]) if extra else self._seen)
         return trace
+
+    def ending_at(self, position: int) -> Trace:
+        """This trace as if ``events[position]`` were its latest call (one of the latest round's
+        calls, judged on its own: the calls of a round were chosen together, so a call beside
+        it is no call before it)."""
+        return Trace(
+            self.events[: position + 1],
+            self.turns,
+            self.run_start,
+            self.rounds,
+            self.declared_tools,
+            self.skipped,
+            self.compacted_at,
+            self.prior,
+            self.warned,
+            self.verdict,
+            self.fleet,
+            self.cwd,
+        )
+
+    def round_mates(self) -> tuple[int, ...]:
+        """The positions of the latest round's other executed calls, latest first: each may
+        continue a loop the round's last call does not."""
+        events = self.events
+        if len(events) < 2 or events[-1].proposed or events[-2].round != events[-1].round:
+            return ()
+        last = events[-1].round
+        out = []
+        for position in range(len(events) - 2, -1, -1):
+            if events[position].round != last:
+                break
+            out.append(position)
+        return tuple(out)
 
     def indexed(self, index: CallIndex) -> Trace:
         """This trace, given the index of its events before the latest (see ``_seen``)."""

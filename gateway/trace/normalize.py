@@ -14,16 +14,18 @@ from typing import Any
 
 import orjson
 
-from gateway.trace.failure import failure_shape
+from gateway.trace.failure import failure_shapes
 from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import Status
+from gateway.trace.paths import respelled
 from gateway.trace.roles import own_text_start, prose, read_only_command
 from gateway.trace.settings import ToolRole, TraceSettings
-from gateway.trace.target import acted_on, call_target
+from gateway.trace.target import acted_on, call_target, file_of
 from gateway.trace.volatile import PLACEHOLDER, scrub_args, scrub_random
 
 __all__ = [
+    "EMPTY_RESULT_HASH",
     "PLACEHOLDER",
     "ArgsInfo",
     "ResultInfo",
@@ -48,6 +50,11 @@ _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "returnCode")
 def text_hash(text: str) -> str:
     """Fast, stable across processes and replicas (unlike ``hash()``), 64 bits."""
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+# The result hash of an empty result, and of one the agent's profile reads as "nothing found /
+# nothing new" (TraceSettings.empty_patterns): a read past the end, an unchanged file's stub.
+EMPTY_RESULT_HASH = text_hash("")
 
 
 # --- arguments -------------------------------------------------------------------------------
@@ -79,23 +86,33 @@ def parsed_args(raw: str) -> Any:
 def args_info(
     raw: str,
     settings: TraceSettings,
-    memo: Memo[TextKey | tuple[str, TextKey], ArgsInfo] | None = None,
+    memo: Memo[ArgsKey, ArgsInfo] | None = None,
     tool: str | None = None,
+    cwd: str = "",
 ) -> ArgsInfo:
     """Canonical arguments, their hash and polling mark; ``memo`` defaults to the settings' own
     (callers in a loop pass it in: reading a pydantic private attribute is slow). ``tool``: the
-    call's tool, read through its role when the agent's profile names one."""
+    call's tool, read through its role when the agent's profile names one; ``cwd``: the working
+    directory the agent states, paths under it compared relative to it."""
     memo = memo if memo is not None else settings.memos.args
     role = settings.tool_roles.get(tool) if tool is not None and settings.tool_roles else None
-    key = _memo_key(raw) if role is None or tool is None else (tool, _memo_key(raw))
+    text = _memo_key(raw)
+    key: ArgsKey = text
+    if (role is not None and tool is not None) or cwd:
+        key = (tool if role is not None and tool is not None else "", cwd, text)
     info = memo.get(key)
     if info is None:
-        info = _args_info(raw, settings, role)
+        info = _args_info(raw, settings, role, cwd)
         memo.put(key, info)
     return info
 
 
-def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> ArgsInfo:
+# An arguments text's memo key: itself (or its digest), with the tool whose role reads it and the
+# working directory its paths are relative to when there are.
+ArgsKey = TextKey | tuple[str, str, TextKey]
+
+
+def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None, cwd: str = "") -> ArgsInfo:
     ignored = settings.ignore_arg_keys
     if role is not None and (role.narration or role.range):
         ignored = ignored | frozenset(role.narration) | frozenset(role.range)
@@ -110,6 +127,9 @@ def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> Args
         # One read of one file, whatever program, range or flags spell it: `cat a`, `tail -1 a`
         # and `sed -n '5,9p' a` read the same file (a poll spelled many ways, a read past the end).
         compared = {**compared, found.command: found.read_key}
+    if isinstance(compared, dict):
+        commands = settings.command_key_set if found.command is None else settings.command_key_set | {found.command}
+        compared = respelled(compared, settings.file_key_set, commands, cwd)
     if compared != value:  # scrub_args always copies: dump again only when something changed
         canonical = _dumps(compared)
     target = found.target or call_target(value, settings.target_keys, settings.command_keys)
@@ -122,6 +142,7 @@ def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None) -> Args
         target,
         found.action,
         found.paced,
+        file_of(value, raw, found, settings.file_keys),
     )
 
 
@@ -165,17 +186,20 @@ def result_info(text: str, settings: TraceSettings, memo: Memo[TextKey, ResultIn
     return info
 
 
-def failure_hash(result: str, raw_args: str, settings: TraceSettings, memo: Memo[bytes, str] | None = None) -> str:
-    """The hash of a failed call's refusal without the attempt it echoes (failure.py), its
-    volatile text scrubbed first."""
+def failure_hash(
+    result: str, raw_args: str, settings: TraceSettings, memo: Memo[bytes, tuple[str, str]] | None = None
+) -> tuple[str, str]:
+    """The hashes of a failed call's refusal without the attempt it echoes, and of the failure
+    with only its places folded (failure.py: ``failure_shapes``), volatile text scrubbed first."""
     memo = memo if memo is not None else settings.memos.failures
     # By digest: the pair would pin two texts, and the memo's byte bound counts strings only.
     key = blake2b(f"{result}\0{raw_args}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    shape = memo.get(key)
-    if shape is None:
-        shape = text_hash(failure_shape(normalize_result(result, settings), parsed_args(raw_args), raw_args))
-        memo.put(key, shape)
-    return shape
+    hashes = memo.get(key)
+    if hashes is None:
+        shape, failure = failure_shapes(normalize_result(result, settings), parsed_args(raw_args), raw_args)
+        hashes = (text_hash(shape), text_hash(failure))
+        memo.put(key, hashes)
+    return hashes
 
 
 def _result_json(text: str) -> Any:

@@ -71,7 +71,15 @@ class Pairing:
     def _issue(self, turn: Turn) -> None:
         self.rounds += 1
         first = len(self.calls)
-        self.calls.extend(Issued(call, self.rounds, turn.index, self.users) for call in turn.tool_calls)
+        calls = turn.tool_calls
+        if len(calls) == 1:  # most rounds: one call, no id shared within the round
+            call = calls[0]
+            self.calls.append(Issued(call, self.rounds, turn.index, self.users))
+            self._last_round = (first,)
+            if call.id:
+                self._by_id[call.id] = (first,)
+            return
+        self.calls.extend(Issued(call, self.rounds, turn.index, self.users) for call in calls)
         self._last_round = tuple(range(first, len(self.calls)))
         # A new call with a reused id supersedes an older unanswered one: the next result with
         # that id is nearer to the new call. Calls of one round sharing an id pair in order.

@@ -138,6 +138,17 @@ def looks_read_only(name: str) -> bool:
     return bool(words & _READ_WORDS) and not words & _WRITE_WORDS
 
 
+@lru_cache(maxsize=4096)
+def looks_writing(name: str) -> bool:
+    """A tool whose name says it changes a file (``write_to_file``, ``replace_in_file``,
+    ``create_file``): what a generic client's file tool does when no profile names it."""
+    words = {w.lower() for w in _NAME_WORDS.findall(name)}
+    return bool(words & _FILE_WRITE_WORDS)
+
+
+_FILE_WRITE_WORDS = frozenset({"write", "edit", "create", "patch", "apply", "insert", "replace", "save", "append"})
+
+
 # Shell programs that only look (no writing flags are checked: `sed -i`, `tee`, redirections
 # and chains with anything else make the command count as an action).
 _READ_PROGRAMS = frozenset(

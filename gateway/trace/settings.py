@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
+from gateway.trace.paths import CwdReader
 
 # Keys whose values change on every call without meaning progress (OpenClaw's list: pid, duration,
 # session id, cwd, message/file ids, timestamps). Compared case-insensitively.
@@ -68,10 +69,17 @@ DEFAULT_ERROR_PATTERNS: tuple[str, ...] = (
     r'"(is_error|isError|error)"\s*:\s*(true|"[^"]+")',
     r"^(npm|yarn|pnpm) (ERR!|error\b)",  # package managers print no "Error:" prefix
     r"^fatal: ",  # git
+    r"^\s*MCP error -?\d+",  # an MCP server's JSON-RPC error, as MCP clients write it into the result
     r"\b(command not found|No such file or directory|Permission denied)\b",  # shell failures
     # An HTTP error page or status line ("403 Forbidden", "HTTP/1.1 502 Bad Gateway").
     r"\b[45]\d\d (Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Conflict|"
     r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b",
+    # The user refused the call (Cline and Roo Code's "The user denied this operation.", Claude
+    # Code's "The user doesn't want to proceed with this tool use", Codex's "rejected by user",
+    # Gemini CLI's "User cancelled"): it did not run, and asking again is another attempt.
+    r"\A\s*(?:\[Operation Cancelled\]\s*(?:Reason:\s*)?)?(?:the )?user (?:denied|rejected|declined|cancell?ed|"
+    r"doesn't want to proceed|did not allow)\b",
+    r"\b(?:rejected|denied|declined|cancell?ed) by (?:the )?user\b",
 )
 # The failure vocabulary: what coding-agent editors, patch tools and linters write when they
 # refuse an edit, in text rather than with an error flag (docs/detectors.md lists each with the
@@ -185,6 +193,29 @@ DEFAULT_TARGET_KEYS: tuple[str, ...] = (
     "xpath",
 )
 DEFAULT_COMMAND_KEYS: tuple[str, ...] = ("command", "cmd", "script")
+# Argument keys that hold a file's path (a search or listing given a path, a generic client's
+# read or write tool): a call's file is the first of them it carries (gateway/trace/paths.py).
+DEFAULT_FILE_KEYS: tuple[str, ...] = (
+    "file_path",
+    "path",
+    "filepath",
+    "file",
+    "filename",
+    "notebook_path",
+    "target_file",
+    "absolute_path",
+    "dir_path",
+    "directory",
+)
+# Where agents state their working directory (the path is the first group that matched):
+# Codex's <cwd>, "Working directory: /repo" (Claude Code, Copilot CLI), "I'm currently working
+# in the directory: /repo" (Gemini CLI, Qwen Code), "Current Working Directory (/repo)" (Cline).
+DEFAULT_CWD_PATTERNS: tuple[str, ...] = (
+    r"<cwd>\s*([^<\s]+)\s*</cwd>",
+    r"(?i:\bworking directory(?: is)?:\s*(/[^\s'\"`<>]*))",
+    r"(?i:\bworking in the directory:?\s*(/[^\s'\"`<>]*))",
+    r"(?i:\bcurrent working directory \((/[^)\s]*)\))",
+)
 DEFAULT_UNKNOWN_TOOL_PATTERNS: tuple[str, ...] = (
     r"\b(unknown|unrecognized|invalid|undefined) (tool|function)\b",
     r"\b(tool|function) .{0,60}\b(not found|does not exist|is not available)\b",
@@ -243,9 +274,9 @@ class ToolRole(BaseModel):
 class _Memos:
     """The settings' per-text memos, one per kind of work (see gateway.trace.normalize)."""
 
-    args: Memo[TextKey | tuple[str, TextKey], ArgsInfo]  # keyed with the tool when it has a role
+    args: Memo[TextKey | tuple[str, str, TextKey], ArgsInfo]  # with the tool (a role) and cwd when set
     results: Memo[TextKey, ResultInfo]
-    failures: Memo[bytes, str]  # by the digest of result and arguments
+    failures: Memo[bytes, tuple[str, str]]  # by the digest of result and arguments
 
 
 class TraceSettings(BaseModel):
@@ -272,6 +303,9 @@ class TraceSettings(BaseModel):
     volatile_arg_values: bool = True
     target_keys: tuple[str, ...] = DEFAULT_TARGET_KEYS
     command_keys: tuple[str, ...] = DEFAULT_COMMAND_KEYS
+    file_keys: tuple[str, ...] = DEFAULT_FILE_KEYS
+    # Relative paths are resolved against the working directory an agent states (first group).
+    cwd_patterns: tuple[Regex, ...] = DEFAULT_CWD_PATTERNS
     unknown_tool_patterns: tuple[Regex, ...] = DEFAULT_UNKNOWN_TOOL_PATTERNS
     polling_tools: frozenset[str] = DEFAULT_POLLING_TOOLS
     polling_args_patterns: tuple[Regex, ...] = DEFAULT_POLLING_ARGS_PATTERNS
@@ -309,10 +343,13 @@ class TraceSettings(BaseModel):
     nudge_patterns: tuple[Regex, ...] = ()
     # Agents that act in text instead of tool calls, read as calls whose result is the next user
     # message: one ```bash block per reply (mini-SWE-agent in text mode), SEARCH/REPLACE edit
-    # blocks (Aider). See gateway/trace/harness.py.
-    text_actions: Literal["none", "bash_block", "search_replace"] = "none"
-    # With text actions: the user messages that answer them (Aider's refusal). Empty: the next
-    # user message answers them, whatever it says (a shell block's output). Multi-line.
+    # blocks (Aider), XML tags named after a tool of ``tool_roles`` (Cline before native tools,
+    # Roo Code). See gateway/trace/harness.py.
+    text_actions: Literal["none", "bash_block", "search_replace", "xml_tags"] = "none"
+    # The user messages that answer text actions (Aider's refusal), or native calls whose results
+    # the harness writes as a user message (Cline's "[read_file for 'a.py'] Result:"); a
+    # ``result`` group, where a pattern has one, is the part that is the result. Empty: the next
+    # user message answers text actions, whatever it says (a shell block's output). Multi-line.
     text_result_patterns: tuple[Regex, ...] = ()
 
     _volatile_keys: frozenset[str] = PrivateAttr()
@@ -322,6 +359,10 @@ class TraceSettings(BaseModel):
     _failure_re: re.Pattern[str] | None = PrivateAttr()
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
     _polling_re: re.Pattern[str] | None = PrivateAttr()
+    _cwd_re: re.Pattern[str] | None = PrivateAttr()
+    _cwd_reader: CwdReader = PrivateAttr()
+    _file_keys: frozenset[str] = PrivateAttr()
+    _command_keys: frozenset[str] = PrivateAttr()
     _memo: _Memos = PrivateAttr()
     _neutral: frozenset[str] = PrivateAttr()
     _envelope_re: re.Pattern[str] | None = PrivateAttr()
@@ -329,6 +370,7 @@ class TraceSettings(BaseModel):
     _empty_re: re.Pattern[str] | None = PrivateAttr()
     _nudge_re: re.Pattern[str] | None = PrivateAttr()
     _text_result_re: re.Pattern[str] | None = PrivateAttr()
+    _xml_call_re: re.Pattern[str] | None = PrivateAttr()
 
     def model_post_init(self, _context: object) -> None:
         self._volatile_keys = frozenset(k.lower() for k in self.volatile_keys)
@@ -338,6 +380,10 @@ class TraceSettings(BaseModel):
         self._failure_re = _union(self.failure_patterns, 0)
         self._unknown_re = _union(self.unknown_tool_patterns, re.IGNORECASE)
         self._polling_re = _union(self.polling_args_patterns, 0)
+        self._cwd_re = _union(self.cwd_patterns, 0)
+        self._cwd_reader = CwdReader(self._cwd_re)
+        self._file_keys = frozenset(self.file_keys)
+        self._command_keys = frozenset(self.command_keys)
         # Per-text results of normalization (see gateway.trace.memo): owned by this instance
         # because they depend on exactly these settings.
         self._memo = _Memos(Memo(4096), Memo(4096), Memo(1024))
@@ -347,6 +393,7 @@ class TraceSettings(BaseModel):
         self._empty_re = _union(self.empty_patterns, re.MULTILINE)
         self._nudge_re = _union(self.nudge_patterns, re.MULTILINE)
         self._text_result_re = _union(self.text_result_patterns, re.MULTILINE)
+        self._xml_call_re = _xml_calls(tuple(self.tool_roles)) if self.text_actions == "xml_tags" else None
 
     @property
     def volatile_key_set(self) -> frozenset[str]:
@@ -377,6 +424,23 @@ class TraceSettings(BaseModel):
         return self._polling_re
 
     @property
+    def cwd_re(self) -> re.Pattern[str] | None:
+        return self._cwd_re
+
+    @property
+    def file_key_set(self) -> frozenset[str]:
+        return self._file_keys
+
+    @property
+    def command_key_set(self) -> frozenset[str]:
+        return self._command_keys
+
+    @property
+    def cwd_reader(self) -> CwdReader:
+        """The working directory stated in a conversation's opening texts (gateway/trace/paths.py)."""
+        return self._cwd_reader
+
+    @property
     def neutral_names(self) -> frozenset[str]:
         """``neutral_tools`` as :func:`tool_key` forms."""
         return self._neutral
@@ -402,6 +466,11 @@ class TraceSettings(BaseModel):
         return self._nudge_re
 
     @property
+    def xml_call_re(self) -> re.Pattern[str] | None:
+        """A tool call written as XML tags: group 1 the tool, group 2 its inner tags."""
+        return self._xml_call_re
+
+    @property
     def memos(self) -> _Memos:
         return self._memo
 
@@ -412,6 +481,14 @@ def _tool_key(name: str) -> str:
 
 
 tool_key = _tool_key
+
+
+def _xml_calls(tools: tuple[str, ...]) -> re.Pattern[str] | None:
+    """``<tool>...</tool>`` for each of ``tools``: another tag (``<thinking>``) is prose."""
+    if not tools:
+        return None
+    names = "|".join(re.escape(t) for t in sorted(tools, key=len, reverse=True))
+    return re.compile(rf"<({names})>(.*?)</\1>", re.DOTALL)
 
 
 def _union(patterns: tuple[str, ...], flags: int) -> re.Pattern[str] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from typing import Any, NamedTuple
 
+from gateway.trace.paths import PATCH_START, canonical_path, patch_file
 from gateway.trace.settings import ToolRole
 from gateway.trace.shell import command_of, parse
 
@@ -19,6 +20,7 @@ COMMAND_MARK = "$ "  # starts the target of a shell command: `$ python run.py`
 _ACTION_KEYS = ("command", "action", "operation", "op", "mode", "method")
 _MAX_ACTION_CHARS = 24
 _MAX_TARGET_CHARS = 300
+_PATCH_SCAN = 512  # `apply_patch <<'EOF'` names its patch right away
 
 
 def call_target(value: Any, target_keys: tuple[str, ...], command_keys: tuple[str, ...]) -> str:
@@ -51,9 +53,19 @@ class Acted(NamedTuple):
     paced: bool = False
     command: str | None = None  # the argument holding the command line, when there is one
     read_key: str = ""  # the command as the read of one file it is ("read a.py"), else ""
+    file: str = ""  # the file it reads, writes, lists or searches (gateway/trace/paths.py), or ""
 
 
 _NOTHING = Acted()
+# A generic multi-purpose file tool's verb (OpenHands' and SWE-agent's str_replace_editor
+# ``command``, an ``action`` or ``operation`` key), as a ToolEvent action.
+_VERBS = {
+    **dict.fromkeys(("view", "read", "cat", "open", "show"), "read"),
+    **dict.fromkeys(("str_replace", "replace", "insert", "edit", "undo_edit", "patch", "append"), "edit"),
+    **dict.fromkeys(("create", "write", "overwrite", "save"), "write"),
+    **dict.fromkeys(("list", "ls"), "list"),
+    **dict.fromkeys(("search", "grep", "find"), "search"),
+}
 # A shell command's kind, as a ToolEvent action: only reading is a read, only sleeping a wait.
 _SHELL_ACTIONS = {"read": "read", "wait": "wait"}
 
@@ -68,7 +80,9 @@ def acted_on(value: Any, role: ToolRole | None, target_keys: tuple[str, ...], co
     if not isinstance(value, dict):
         return _NOTHING if role is None else Acted(action=role.action)
     if role is None and any(isinstance(value.get(k), str) and value[k].strip() for k in target_keys):
-        return _NOTHING  # a multi-purpose tool's {"command": "view", "path": ...}: call_target reads it
+        # A multi-purpose tool's {"command": "view", "path": ...}: call_target reads the target,
+        # its verb says what it does (a view is a read of the file, str_replace an edit).
+        return Acted(action=_VERBS.get(_action(value).lower(), ""))
     keys = (role.command,) if role is not None and role.command else (() if role is not None else command_keys)
     for key in keys:
         line = _command_line(value, key)
@@ -78,7 +92,15 @@ def acted_on(value: Any, role: ToolRole | None, target_keys: tuple[str, ...], co
         return _NOTHING
     found = _text(lookup(value, role.target)) if role.target else ""
     target = found[:_MAX_TARGET_CHARS]
-    return Acted(f"{role.action} {target}" if target else "", role.action, role.paced or _waits(value, role.wait))
+    file = canonical_path(found) if role.action in _ON_FILES and found else ""
+    return Acted(
+        f"{role.action} {target}" if target else "", role.action, role.paced or _waits(value, role.wait), file=file
+    )
+
+
+# Actions whose target names a file (a search's or a listing's target is a pattern: their file,
+# when they name one, is under a path key; see ``file_of``).
+_ON_FILES = frozenset({"read", "edit", "write"})
 
 
 def _waits(value: dict[str, Any], key: str | None) -> bool:
@@ -98,7 +120,11 @@ def _positive(text: str) -> bool:
 
 def lookup(value: Any, path: str) -> Any:
     """The value at ``path`` in parsed arguments: ``a.b`` walks mappings, ``a[]`` takes every
-    element of a list (Cline's ``files[].path``: the path of each file read); None when absent."""
+    element of a list (Cline's ``files[].path``: the path of each file read), ``a|b`` is the
+    first of the two present (a tool whose versions name one argument two ways); None when
+    absent."""
+    if "|" in path:
+        return next((found for p in path.split("|") if (found := lookup(value, p)) is not None), None)
     head, _, rest = path.partition(".")
     each = head.endswith("[]")
     found = value.get(head[:-2] if each else head) if isinstance(value, dict) else None
@@ -126,6 +152,11 @@ def _command_line(value: dict[str, Any], key: str) -> str | None:
 
 
 def _shell(line: str, key: str, role: ToolRole | None) -> Acted:
+    top = key.split(".", 1)[0].removesuffix("[]")
+    at = line.find(PATCH_START, 0, _PATCH_SCAN)
+    if at >= 0:  # `apply_patch <<'EOF' ... EOF` through the shell: an edit of the patch's file
+        file = patch_file(line[at:])
+        return Acted(f"edit {file}" if file else "", "edit", False, top, "", file)
     parsed = parse(line)
     if not parsed.key:
         return Acted(action=role.action if role else "")
@@ -133,8 +164,24 @@ def _shell(line: str, key: str, role: ToolRole | None) -> Acted:
     action = _SHELL_ACTIONS.get(parsed.kind, role.action if role is not None else "shell")
     read_key = parsed.key if parsed.kind == "read" and len(parsed.files) == 1 else ""
     # The argument compared as the read: the top-level one holding the command line.
-    top = key.split(".", 1)[0].removesuffix("[]")
-    return Acted(COMMAND_MARK + operand[:_MAX_TARGET_CHARS], action, parsed.paced, top, read_key)
+    file = canonical_path(parsed.files[0]) if parsed.files and parsed.kind != "wait" else ""
+    return Acted(COMMAND_MARK + operand[:_MAX_TARGET_CHARS], action, parsed.paced, top, read_key, file)
+
+
+def file_of(value: Any, raw: str, acted: Acted, file_keys: tuple[str, ...]) -> str:
+    """The file a call acts on: as its role or shell command reads it, else the first of
+    ``file_keys`` holding a path (a search or listing given a path, a generic client's tool),
+    else the first file an ``apply_patch`` envelope in its arguments names; "" when none."""
+    if acted.file or acted.command is not None:
+        return acted.file
+    if isinstance(value, dict):
+        for key in file_keys:
+            found = value.get(key)
+            if isinstance(found, str) and (path := canonical_path(found)):
+                return path
+        patch = next((v for v in value.values() if isinstance(v, str) and v.startswith(PATCH_START)), "")
+        return patch_file(patch) if patch else ""
+    return patch_file(raw) if raw.startswith(PATCH_START) else ""
 
 
 def _action(value: dict[str, Any]) -> str:

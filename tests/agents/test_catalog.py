@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from support.recorded import recordings
 
 from gateway.agents.catalog import AUTO, GENERIC, Catalog, ProfileError, derive, load_profile
 from gateway.agents.profile import AgentProfile
@@ -40,7 +41,7 @@ CATALOG = Catalog((PARENT, FORK, NAMED))
     [
         (conv(["run_shell_command", "read_file", "glob"]), "", "parent"),
         (conv(["run_shell_command", "read_file", "todo_write"]), "", "fork"),  # the larger set wins
-        (conv(["run_shell_command"]), "", None),  # every tool of the rule must be declared
+        (conv(["run_shell_command"]), "", None),  # one of two marking tools is not enough
         (conv(None), "", None),
         (conv(["run_shell_command", "read_file"], system="You are Named Agent, a CLI"), "", "named"),
         (conv(["run_shell_command", "read_file"]), "named-cli/1.2 (linux)", "named"),  # named beats tools
@@ -50,6 +51,35 @@ CATALOG = Catalog((PARENT, FORK, NAMED))
 def test_a_request_is_recognised_from_its_tools_system_prompt_or_user_agent(request_conv, user_agent, expected):
     found = CATALOG.recognise(request_conv, user_agent)
     assert (found.name if found else None) == expected
+
+
+OVERLAP = profile("overlap", tools=["plan_step", "run_step", "look_step", "edit_step"])  # share 0.5: two of four
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        (["plan_step", "run_step"], "overlap"),  # tools a later version dropped
+        (["run_step", "look_step", "edit_step", "new_step", "mcp__srv__query"], "overlap"),  # and added
+        (["run_step", "get_weather", "send_mail"], None),  # one marking tool is no overlap
+    ],
+)
+def test_recognition_by_tools_is_an_overlap_not_an_exact_set(declared, expected):
+    found = Catalog((OVERLAP,)).recognise(conv(declared))
+    assert (found.name if found else None) == expected
+
+
+MARKED = {p.name for p in shipped_profiles() if p.recognize.tools}  # not mini-SWE-agent: `bash` alone names nothing
+
+
+@pytest.mark.parametrize(
+    "recording", [r for r in recordings() if r.wire.tools(r.body) and r.client in MARKED], ids=lambda r: r.name
+)
+def test_every_recorded_version_is_recognised_by_its_declared_tools_alone(recording):
+    """With no system prompt or User-Agent to go by, the tools a recorded version declares name
+    its agent, whatever its version added or dropped."""
+    found = Catalog(shipped_profiles()).recognise(conv(recording.wire.tools(recording.body)))
+    assert found is not None and found.name == recording.client
 
 
 def test_a_catalog_can_force_a_profile_or_switch_recognition_off():

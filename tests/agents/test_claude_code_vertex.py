@@ -31,7 +31,6 @@ HEALTHY = Scenario(
     calls=4,
     prompt="Review src.",
 )
-STREAMED = [pytest.param(True, id="streamed"), pytest.param(False, id="not_streamed")]
 
 
 def _on_vertex_with_the_gateways_token(cloud, tokens) -> None:
@@ -41,9 +40,8 @@ def _on_vertex_with_the_gateways_token(cloud, tokens) -> None:
     assert set(cloud.tokens) == {"ya29.gateway-1"} and tokens.issued == ["ya29.gateway-1"]
 
 
-@pytest.mark.parametrize("streamed", STREAMED)
-def test_a_looping_claude_code_run_on_vertex_is_ended_with_the_models_answer(streamed, tmp_path):
-    outcome, cloud, tokens = run_claude_vertex(LOOP, tmp_path, streamed=streamed)
+def test_a_looping_claude_code_run_on_vertex_is_ended_with_the_models_answer(tmp_path):
+    outcome, cloud, tokens = run_claude_vertex(LOOP, tmp_path)
     check_ended(outcome, FINAL, len(outcome.executed(LOOP.counted)), outcome.model.closed)
     _on_vertex_with_the_gateways_token(cloud, tokens)
 

@@ -1,40 +1,33 @@
 """Qwen Code itself (``qwen -p ... --yolo``) through the gateway with its shipped default policy,
-against a scripted OpenAI-compatible model (streamed: the CLI always streams its agent turns).
+against a scripted OpenAI-compatible model (streamed: the CLI always streams its agent turns):
+the smoke set, one loop and one healthy run, in Qwen Code's vocabulary (it is Gemini CLI's fork
+and follows its scripts).
 
-The same loops and healthy look-alikes as Gemini CLI's (Qwen Code is its fork), in Qwen Code's
-vocabulary. Loops are ended within 8 executed calls with exit code 0 and the model's own
-tools-closed answer in stdout; healthy runs run every call and never see a gateway text.
-Skipped where the CLI is not installed."""
+The loop (its read tool past the end of a file, a new range each time) is ended within 8 executed
+calls, exit code 0, the model's own tools-closed answer in stdout; the healthy run (run the
+check, edit, run again until it passes) runs every call and never sees a gateway text. Its other
+loops and look-alikes, in every recorded version, are replayed from its recorded traffic
+(tests/agents/test_recorded*.py). Skipped where the CLI is not installed."""
 
 from __future__ import annotations
 
 import pytest
-from support.cli_runs import check_ended, check_untouched, error_mode_policy
+from support.cli_runs import check_ended, check_untouched
 from support.clis import find_cli
-from support.clis_gemini import DONE, FINAL, HEALTHY, LOOPS, SAME_CALL
+from support.clis_gemini import DONE, FINAL, HEALTHY, LOOPS
 from support.clis_qwen import run_qwen
 
 pytestmark = pytest.mark.skipif(find_cli("qwen") is None, reason="Qwen Code is not installed")
 
+LOOP = next(s for s in LOOPS if s.name == "read_tool_past_end")
+HEALTHY_RUN = next(s for s in HEALTHY if s.name == "edit_run_test_passes")
 
-@pytest.mark.parametrize("scenario", LOOPS, ids=lambda s: s.name)
-def test_a_qwen_code_loop_is_ended_with_the_models_answer(scenario, tmp_path):
-    outcome = run_qwen(scenario, tmp_path)
+
+def test_a_qwen_code_loop_is_ended_with_the_models_answer(tmp_path):
+    outcome = run_qwen(LOOP, tmp_path)
     check_ended(outcome, FINAL, outcome.executed, outcome.closed)
 
 
-@pytest.mark.parametrize("scenario", HEALTHY, ids=lambda s: s.name)
-def test_a_healthy_qwen_code_run_runs_every_call_untouched(scenario, tmp_path):
-    outcome = run_qwen(scenario, tmp_path)
-    check_untouched(outcome, DONE, outcome.executed, scenario.calls, outcome.warned)
-
-
-def test_error_mode_is_not_retried(tmp_path):
-    """With ``terminate.mode: error`` one identical call looped is ended once, and nothing is
-    sent again after it: this CLI takes the gateway's error as final, mid-stream (an error
-    chunk) or before it (422), shows it (``[API Error: [LoopGuard] ...``) and exits 1."""
-    outcome = run_qwen(SAME_CALL, tmp_path, policy=error_mode_policy())
-    assert outcome.ended_requests == 1, outcome.story()  # one client request ended, not retried
-    assert outcome.closed == 0 and outcome.resent == 0, outcome.story()  # nothing sent again
-    assert outcome.returncode == 1, outcome.story()  # an API error ends its run so
-    assert "[LoopGuard]" in outcome.stdout + outcome.stderr, outcome.story()  # the user is told
+def test_a_healthy_qwen_code_run_runs_every_call_untouched(tmp_path):
+    outcome = run_qwen(HEALTHY_RUN, tmp_path)
+    check_untouched(outcome, DONE, outcome.executed, HEALTHY_RUN.calls, outcome.warned)

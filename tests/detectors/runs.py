@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from gateway.policy.actions import Action
-from gateway.policy.loader import load_shipped_policy
+from gateway.policy.loader import load_shipped_policy as _load
 from gateway.trace.builder import build_trace, proposed_events
 from gateway.trace.model import Conversation, ToolCall, Turn
 
 SYSTEM = "You are a helpful agent."
+
+
+@lru_cache(maxsize=8)
+def load_shipped_policy(pack: str = "default"):
+    """A shipped pack, read once per process (its YAML costs more than judging a run)."""
+    return _load(pack)
 
 
 def conversation(
@@ -82,3 +89,31 @@ def first(script: Sequence[Any], action: str, pack: str = "default", **agent: An
         if phase == "request" and Action[label.upper()] >= level:
             return i // 2 + 1, detector
     return None
+
+
+def replayed(
+    script: Sequence[Any],
+    pack: str = "default",
+    tools: Sequence[str] | None = None,
+    system: str = SYSTEM,
+    protocol: str = "chat",
+) -> dict[str, tuple[int, str]]:
+    """Where the gateway would first warn, reject and terminate (action -> (call number,
+    detector)): the script, as ``protocol``'s request body (support.bodies), replayed through
+    the server's own request path (session state: warnings remembered for the run, vetoes) and
+    response path (each call judged as proposed), as ``loopguard replay`` does."""
+    from support.bodies import BODIES
+
+    from gateway.replay.run import Run, Segment
+    from gateway.replay.runner import replay
+
+    body = BODIES[protocol](script, tools, system)
+    run = Run("script", "script", protocol, [Segment(body, protocol)], model="gemini-test")
+    return dict(replay(run, load_shipped_policy(pack)).first)
+
+
+def stopped_at(script: Sequence[Any], **agent: Any) -> int | None:
+    """The call at which the gateway first refuses or ends the run, None when it never does."""
+    first = replayed(script, **agent)
+    stops = [first[a][0] for a in ("reject", "terminate") if a in first]
+    return min(stops) if stops else None

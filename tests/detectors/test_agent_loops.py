@@ -314,7 +314,9 @@ def test_a_recovery_of_another_kind_passes_and_the_resumed_loop_is_blocked_again
 def test_a_write_of_the_whole_file_after_refused_edits_passes():
     done, warned = as_gateway(["raise the timeout", *[refused_edit(i) for i in range(8)]])
     write = ("Write", {"file_path": "/repo/client.py", "content": "timeout = 60\n"}, "File written")
-    assert proposal_of(done, warned, write).action == PASS
+    # A proposal is only ever refused or let through: a write of the file does what none of the
+    # refused edits did, a new kind of action on the pattern's file, never refused.
+    assert proposal_of(done, warned, write).action < REJECT
     assert request_after(done, warned, write).action == PASS
 
 

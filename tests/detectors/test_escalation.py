@@ -104,7 +104,8 @@ def test_the_same_result_again_continues_a_no_progress_pattern():
 
 def test_an_edit_test_cycle_whose_failures_change_is_not_the_warned_pattern_going_on():
     """Warned about a test run failing the same way; then each edit makes it fail otherwise:
-    progress, nothing escalates. The same failure again after that does count."""
+    progress, nothing escalates. The same failure again after a further fix is target_failure's
+    to count (the same failure after each different fix, on its own ladder), not this one's."""
 
     def tests(failure: str) -> tuple[str, dict, str]:
         return ("bash", {"command": "pytest -q tests/test_io.py"}, f"Error: 1 failed: {failure}\nexit code 1")
@@ -121,7 +122,8 @@ def test_an_edit_test_cycle_whose_failures_change_is_not_the_warned_pattern_goin
     trace = warned_at(trace_of(*steps), 3, detector="error_repeat")
     assert count("ignored_warning", trace) == 0
     trace = warned_at(trace_of(*steps, fix(3), tests("TypeError: bad operand")), 3, detector="error_repeat")
-    assert count("ignored_warning", trace) == 1
+    assert count("ignored_warning", trace) == 0
+    assert count("target_failure", trace) == 2
 
 
 def test_a_short_identical_success_is_not_the_same_answer():

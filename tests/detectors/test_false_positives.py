@@ -216,27 +216,6 @@ def edit_test_progress():
     return steps
 
 
-def edit_test_same_failure():
-    # Different fixes, the same failing test: the agent is trying things, not looping.
-    steps = []
-    for i in range(5):
-        steps.append(
-            (
-                "Edit",
-                {"file_path": "/repo/app/io.py", "old_string": f"attempt {i}", "new_string": f"attempt {i + 1}"},
-                "The file /repo/app/io.py has been updated.",
-            )
-        )
-        steps.append(
-            (
-                "Bash",
-                {"command": "python -m pytest -q tests/test_io.py"},
-                "FAILED tests/test_io.py::test_roundtrip - OSError\n1 failed in 0.4s\nexit code 1",
-            )
-        )
-    return steps
-
-
 def parallel_reads():
     return [
         [
@@ -265,7 +244,6 @@ TRAPS = {
     "writing templated files, tool answers OK": writing_templated_files,
     "moving many files (no output)": moving_files,
     "edit/run-tests cycle making progress": edit_test_progress,
-    "edit/run-tests, different fixes, same failure": edit_test_same_failure,
     "parallel reads of different files": parallel_reads,
 }
 

@@ -133,7 +133,9 @@ def test_reads_or_calls_neutral_by_shape_only_between_are_weaker_evidence_and_on
     assert strongest(script()) == Action.WARN
 
 
-# --- healthy look-alikes of 1 ---------------------------------------------------------------
+# --- 1b. the same failure after each different fix ------------------------------------------
+# A fix that leaves the failure exactly as it was (normalised: line numbers, paths, ids and
+# timestamps aside) made no difference: each run is another attempt at one failing thing.
 
 
 def edits_between_same_failure():
@@ -232,11 +234,24 @@ def exploring_rereads():
     return ["explain how plugins use core.py", *steps]
 
 
+def test_the_same_failure_after_each_different_fix_is_warned_at_the_third_and_refused_at_the_sixth():
+    script = edits_between_same_failure()
+    assert first(script, "warn") == (9, "target_failure")  # the 3rd identical failure
+    assert first(script, "reject") == (18, "target_failure")  # the 6th
+
+
+@pytest.mark.parametrize("script", [shell_edits_between_same_failure, delegated_fixes_between_same_failure])
+def test_the_same_failure_after_fixes_with_a_look_or_a_delegation_between_only_warns(script):
+    """A read of the changed file, or a fix delegated to a sub-agent answering "Done.", might have
+    been the agent finding something out: the same failure again is warned, never refused."""
+    assert strongest(script()) == Action.WARN
+
+
+# --- healthy look-alikes of 1 ---------------------------------------------------------------
+
+
 HEALTHY = {
     "re-reading one file between reads of others": exploring_rereads,
-    "shell edits (sed -i) and a look between identical failing runs": shell_edits_between_same_failure,
-    "a delegated fix between identical failing checks": delegated_fixes_between_same_failure,
-    "different fixes, same failing test, think between": edits_between_same_failure,
     "paginated reads with think between": thinking_through_pages,
     "a custom status poll while reading files": waiting_while_reading,
     "a plan updated between different migrations": planning_a_migration,
@@ -250,13 +265,7 @@ def test_healthy_interleaving_is_never_blocked(script):
 
 @pytest.mark.parametrize(
     "script",
-    [
-        edits_between_same_failure,
-        thinking_through_pages,
-        planning_a_migration,
-        shell_edits_between_same_failure,
-        exploring_rereads,
-    ],
+    [thinking_through_pages, planning_a_migration, exploring_rereads],
 )
 def test_healthy_interleaving_stays_quiet(script):
     assert strongest(script()) == Action.PASS

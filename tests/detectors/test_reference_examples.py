@@ -250,11 +250,19 @@ def test_weclaw_write_run_oscillation(calls, expected):
         assert detect("cycle", trace, WECLAW_CYCLE).steps == (3, 4, 5, 6)
 
 
-def test_weclaw_oscillation_with_changing_errors_is_progress_by_default():
-    # Each write differs and each error differs: the shipped defaults see iteration, not a loop
-    # (the edit/run-tests false-positive trap); the WeClaw settings above still call it oscillation.
+def test_weclaw_oscillation_whose_error_only_moves_a_line_is_the_same_failure_by_default():
+    # Each write differs, and the error is the same one on another line: the shipped defaults
+    # count the failure, not the writes (the WeClaw settings above call it oscillation).
     trace = trace_of(*EARLIER, *oscillation(4))
-    assert actions(trace) == {}
+    assert actions(trace) == {"target_failure": WARN}
+
+
+def test_an_oscillation_whose_errors_differ_is_progress_by_default():
+    steps = []
+    for v, error in enumerate(["NameError: name 'x' is not defined", "TypeError: unsupported operand", "ok"]):
+        steps.append(("file.write", {"path": "a.py", "content": f"print('v{v}')"}, "Success"))
+        steps.append(("shell.execute", {"command": "python a.py"}, f"Error: {error}" if error != "ok" else "v2"))
+    assert actions(trace_of(*EARLIER, *steps)) == {}
 
 
 def test_weclaw_fewer_than_three_calls_is_never_a_loop():

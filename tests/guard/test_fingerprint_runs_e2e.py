@@ -88,10 +88,15 @@ def agent_for(client) -> Agent:
 
 @pytest.fixture
 def fleet(start_guarded):
-    """A gateway (3/4/5 ladder) in front of a model whose behaviour the test switches per run."""
+    """A gateway (3/4/5 ladder) in front of a model whose behaviour the test switches per run.
+    Nothing of a run's session state reaches the next run; the fleet's recall (a new run of the
+    agent warned at its first repeat of a loop an earlier run was stopped for, on purpose:
+    tests/fleet/test_recall_e2e.py) is off, so what is asserted here is the session state alone."""
     behaviour = {"model": first_run}
     upstream, client, _ = start_guarded(
-        lambda request: completion(request, behaviour["model"](request)), ladder_policy()
+        lambda request: completion(request, behaviour["model"](request)),
+        ladder_policy(),
+        config={"fleet": {"recall": False}},
     )
     events = MemorySink()
     client.gateway_app.state.gateway.audit.add(events)

@@ -11,6 +11,7 @@ import pytest
 from support.agent import Agent, declare
 from support.looping import stubborn
 from support.policies import ladder_policy
+from support.seen import observations
 from support.upstream import Reply
 
 from gateway.policy.loader import shipped_policy_path
@@ -90,8 +91,9 @@ def test_a_loop_with_new_reads_between_is_warned_then_escalates_when_the_warning
 
 
 def fix_think_test(request: dict) -> Reply:
-    """Healthy: a different fix each time, a thought between, the same failing test until the
-    fifth fix makes it pass."""
+    """A different fix each time, a thought between, the same failing test until the fifth fix
+    makes it pass: the same failure after each fix is warned from the third on (its ladder
+    refuses at the sixth), and the run finishes with every call executed."""
     edits = calls_made(request, "Edit")
     last = last_call(request)
     if last == "Bash" and edits >= 5:
@@ -111,7 +113,7 @@ def fix_think_test(request: dict) -> Reply:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_different_fixes_with_think_calls_between_run_untouched(start_guarded, stream):
+def test_different_fixes_with_the_same_failure_are_warned_never_refused(start_guarded, stream):
     edits = itertools.count(1)
     tests = {
         "Edit": lambda a: f"The file app/io.py has been updated ({next(edits)}).",
@@ -121,10 +123,11 @@ def test_different_fixes_with_think_calls_between_run_untouched(start_guarded, s
     upstream, client, _ = start_guarded(fix_think_test, DEFAULT)
     agent = Agent(client, tools=tests, stream=stream, specs=TOOLS)
     assert agent.run("fix the failing test", max_steps=40) == "All tests pass now."
-    assert agent.executions["Edit"] == 5
-    assert not any("[LoopGuard" in json.dumps(r["json"]) for r in upstream.requests)
+    assert agent.executions["Edit"] == 5 and agent.executions["Bash"] == 5
+    warned = [r for r in upstream.requests if "[LoopGuard" in json.dumps(r["json"]["messages"][-1:])]
+    assert warned and not any(observations(r["json"]) for r in upstream.requests)
     if not stream:
-        assert set(agent.actions) == {"pass"}
+        assert set(agent.actions) == {"pass", "warn"}
 
 
 # --- across user turns ------------------------------------------------------------------------
@@ -273,7 +276,9 @@ def run_once(client, stream: bool, headers: dict | None = None) -> Agent:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_second_run_of_the_same_task_is_judged_like_the_first(start_guarded, stream):
-    _upstream, client, _ = start_guarded(stubborn(), DEFAULT)
+    # Nothing of the first run's session state is inherited. The fleet's recall (a new run of
+    # the same agent told earlier of the loop its last run was stopped for: tests/fleet) is off.
+    _upstream, client, _ = start_guarded(stubborn(), DEFAULT, config={"fleet": {"recall": False}})
     first, second = run_once(client, stream), run_once(client, stream)
     private = run_once(client, stream, {"x-loopguard-session": "run-3"})
     assert first.executions == second.executions == private.executions

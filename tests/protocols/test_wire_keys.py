@@ -1,6 +1,8 @@
 """Adapters under gateway/protocols/ are the only code that knows a wire format: no other
 module of the gateway spells a protocol's body keys, header names or auth scheme. The
-chat-shaped LiteLLM integration and the demo (a scripted chat model) are the two exceptions.
+chat-shaped LiteLLM integration, the demo (a scripted chat model) and replay's readers of the
+agents' own logs (which store their protocol's items as the clients sent them) are the
+exceptions.
 
 A module that needs one of these reads it from its adapter (``Declaration``, ``UpstreamSpec``
 or an ``Adapter`` method) instead; this test fails when a quoted key creeps back in.
@@ -14,7 +16,7 @@ from pathlib import Path
 import gateway
 
 ROOT = Path(gateway.__file__).parent
-EXEMPT = ("protocols/", "integrations/litellm/", "demo.py")
+EXEMPT = ("protocols/", "integrations/litellm/", "demo.py", "replay/logs/")
 # Keys only a wire format has. Words the gateway uses in its own vocabulary too are left out:
 # "model" (a policy match and a metrics label), "messages" (policy texts), "authorization"
 # (HTTP's own credential header, read by the gateway's client authentication), roles.

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 from support.process import ROOT, child_env
+from support.sessions import home_with_sessions
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "replay"
 
@@ -58,17 +60,22 @@ print("litellm" in sys.modules)
 def test_the_documented_replay_and_check_commands_work_from_a_clone(tmp_path):
     """Every ``loopguard replay`` / ``loopguard check`` line of the README and the documentation
     pages, as a newcomer pastes it in a fresh clone (run in a copy of its layout, so a report
-    lands in the temporary folder)."""
+    lands in the temporary folder), with a home folder where each client keeps its sessions
+    (the clients' own logs, tests/fixtures/sessions)."""
     for name in ("tests", "policies", "config.example.yaml"):
         (tmp_path / name).symlink_to(ROOT / name)
+    home = home_with_sessions(tmp_path / "home")
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     lines = [line.split("#")[0].strip() for page in pages for line in page.read_text(encoding="utf-8").splitlines()]
     commands = [line for line in lines if line.startswith(("loopguard replay ", "loopguard check "))]
     assert len(commands) >= 4
     for command in commands:
         shell = command.replace("loopguard", f"{sys.executable} -m gateway", 1)
+        env = {**child_env(), "HOME": str(home)}
         result = subprocess.run(
-            ["bash", "-c", shell], env=child_env(), cwd=tmp_path, capture_output=True, text=True, timeout=120
+            ["bash", "-c", shell], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
         )
         assert result.returncode == 0, (command, result.stderr[-2000:])
+        assert "skipped" not in result.stderr, (command, result.stderr[-2000:])  # every log read
     assert (tmp_path / "report.html").stat().st_size > 1000
+    assert json.loads((tmp_path / "replay.json").read_text())["scores"]["labels"]["loop"]["runs"] == 2  # Claude Code's

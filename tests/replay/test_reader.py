@@ -13,7 +13,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "replay"
 def test_growing_bodies_of_interleaved_conversations_become_one_each():
     reading = read_files([FIXTURES / "coding_agent.jsonl"])
     assert reading.bodies == 16 and not reading.problems
-    assert [(c.label, c.requests, len(c.messages)) for c in reading.conversations] == [
+    assert [(c.name, c.requests, c.messages) for c in reading.conversations] == [
         ("coding_agent.jsonl:11", 6, 12),
         ("coding_agent.jsonl:16", 10, 20),
     ]
@@ -21,7 +21,7 @@ def test_growing_bodies_of_interleaved_conversations_become_one_each():
 
 def test_json_list_of_bare_and_wrapped_bodies():
     reading = read_files([FIXTURES / "support_bot.json"])
-    assert [c.label for c in reading.conversations] == ["support_bot.json:1", "support_bot.json:2"]
+    assert [c.name for c in reading.conversations] == ["support_bot.json:1", "support_bot.json:2"]
     assert reading.conversations[0].body["model"] == "gpt-4o-mini"
     assert "model" not in reading.conversations[1].body  # {"messages": [...]} only
 
@@ -56,7 +56,7 @@ def test_a_body_that_is_not_a_prefix_is_its_own_conversation(tmp_path):
     path = tmp_path / "branches.jsonl"
     path.write_text("".join(json.dumps(b) + "\n" for b in bodies))
     conversations = read_files([path]).conversations
-    assert [c.position for c in conversations] == [2, 3]
+    assert [c.name for c in conversations] == ["branches.jsonl:2", "branches.jsonl:3"]
     assert sum(c.requests for c in conversations) == 3
 
 

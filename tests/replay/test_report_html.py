@@ -129,7 +129,7 @@ def test_summary_and_timeline_agree_on_where_the_run_stops(report):
     rows = re.findall(r"<tr class=\"(?:affected|healthy)\">(.*?)</tr>", index)
     assert len(rows) == len(sections) == 5
     for row, section in zip(rows, sections):
-        steps = re.findall(r"<td>(?:<span class=\"pill pill-\w+\">step (\d+)</span>|-)</td>", row)
+        steps = re.findall(r"<td>(?:<span class=\"pill pill-\w+\">step (\d+)</span>|-)</td>", row)[-3:]
         terminate, reject = steps[2], steps[1]
         stop = re.search(r"stop-line.*?step (\d+)(.*?)</td>", section)
         if terminate:  # the summary's terminate step is where the timeline says the run stopped
@@ -142,3 +142,38 @@ def test_summary_and_timeline_agree_on_where_the_run_stops(report):
             int(s) for s in re.findall(r"data-step=\"(\d+)\"[^>]*><td[^>]*>\d+</td>(?:(?!</tr>).)*mark-", section)
         ]
         assert not stop or all(s <= int(stop.group(1)) for s in marked)  # nothing marked after the stop
+
+
+def test_with_labels_the_scores_and_the_disturbed_healthy_runs_come_first(tmp_path):
+    sessions = Path(__file__).parents[1] / "fixtures" / "sessions"
+    path = tmp_path / "labelled.html"
+    labels = str(sessions / "labels.csv")
+    assert (
+        run_replay([str(sessions)], "default", html=str(path), labels=labels, out=io.StringIO(), err=io.StringIO()) == 0
+    )
+    html = path.read_text(encoding="utf-8")
+    stopped = re.search(r'<tr data-label="loop"><td>loop</td>.*?data-col="stopped">(\d+)<', html)
+    assert stopped and stopped.group(1) == "5"
+    assert "No run labelled healthy would have been warned or stopped." in html
+    assert html.index('class="scores"') < html.index('class="index"') < html.index('class="conversation')
+    assert html.count('class="badge label-loop"') == 5
+
+
+def test_over_two_hundred_runs_only_the_ones_to_read_get_a_timeline():
+    from gateway.replay.model import Mark, Result, Row
+    from gateway.replay.report_html import ALL_TIMELINES, render_html
+
+    def result(n: int, acted: bool = False, label: str | None = None) -> Result:
+        row = Row(1, 1, "read_file", "{}", "x", 1, [Mark("warn", "no_progress", "request", 3, "")] if acted else [])
+        found = Result(f"run-{n}.jsonl", None, 3, 1, [row], label=label)
+        if acted:
+            found.first = {"warn": (1, "no_progress")}
+        return found
+
+    results = [result(n) for n in range(ALL_TIMELINES)] + [result(900, acted=True), result(901, label="loop")]
+    page = render_html(results, policy="p", sources=["x"], unknown_models=[], generated="now")
+    shown = re.findall(r'<section class="conversation [a-z]+" id="conv-\d+"[^>]*>\s*<h2>([^ <]+)', page)
+    assert sorted(shown) == ["run-900.jsonl", "run-901.jsonl"]
+    assert f"{ALL_TIMELINES} runs the policy left alone and not labelled a loop have no timeline" in page
+    index = page.split('<section class="index">')[1].split("</section>")[0]
+    assert index.count("<tr class=") == ALL_TIMELINES + 2  # every run has its line in the index

@@ -93,7 +93,7 @@ def test_growing_responses_bodies_are_one_conversation(tmp_path):
     wrapped = {"request": {"model": "gpt-4.1", "input": "Just a question"}, "response": {"id": "resp_2"}}
     reading = read_files([write(tmp_path / "agent.jsonl", [*responses_bodies(8), chained, wrapped])])
     assert not reading.problems and reading.bodies == 10
-    assert [(c.label, c.protocol, c.requests, len(c.messages)) for c in reading.conversations] == [
+    assert [(c.name, c.protocol, c.requests, c.messages) for c in reading.conversations] == [
         ("agent.jsonl:8", "responses", 8, 15),
         ("agent.jsonl:9", "responses", 1, 1),
         ("agent.jsonl:10", "responses", 1, 1),

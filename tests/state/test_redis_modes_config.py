@@ -8,7 +8,7 @@ import pytest
 from gateway.config import ConfigError, load_config
 from gateway.state import build_store
 from gateway.state.redis import RedisStore
-from gateway.state.redis_topology import ClusterTopology, SentinelTopology, Topology, seeds
+from gateway.state.redis_topology import ClusterTopology, SentinelTopology, Target, Topology, first_seed_url, seeds
 
 BAD = {
     "sentinel mode without sentinels": ("mode: sentinel\n  service: lg", "state.sentinels"),
@@ -56,3 +56,34 @@ def test_a_cluster_url_names_its_seed_nodes():
         ("node-b", 6379),
         ("::1", 7002),
     ]
+
+
+# Every spelling the docs allow for ``state.url``: each keeps what redis-py's URL parser reads
+# from it (credentials, database, TLS), a Sentinel URL without a host included.
+SPELLINGS = {
+    "redis:///0": ("redis:///0", {"db": 0}),
+    "redis://:pw@/0": ("redis://:pw@/0", {"password": "pw", "db": 0}),
+    "rediss://:pw@/1": ("rediss://:pw@/1", {"password": "pw", "db": 1}),
+    "redis://u:pw@h1:7000,h2:7001/2": ("redis://u:pw@h1:7000/2", {"username": "u", "host": "h1", "port": 7000}),
+    "redis://[::1]:7000,[::2]/0?x=1": ("redis://[::1]:7000/0?x=1", {"host": "::1", "port": 7000}),
+    "unix:///run/redis.sock?db=3": ("unix:///run/redis.sock?db=3", {"path": "/run/redis.sock", "db": 3}),
+}
+
+
+@pytest.mark.parametrize("url", SPELLINGS)
+def test_the_first_seed_url_keeps_the_spelling_redis_py_reads(url):
+    expected, options = SPELLINGS[url]
+    assert first_seed_url(url) == expected
+    read = Topology(Target(mode="single", url=url))._options.connection_kwargs
+    assert {key: read.get(key) for key in options} == options
+
+
+@pytest.mark.parametrize("url", ["redis:///0", "redis://:pw@/0", "rediss://:pw@/0", "rediss://u:pw@/0"])
+async def test_a_sentinel_url_without_a_host_builds_its_client(url):
+    topology = SentinelTopology(Target(mode="sentinel", url=url, sentinels=(("127.0.0.1", 26379),), service="lg"))
+    client = topology.client()
+    pool = client.connection_pool
+    assert pool.connection_kwargs.get("password") == ("pw" if "pw" in url else None)
+    assert ("SSL" in pool.connection_class.__name__) == url.startswith("rediss")
+    await client.aclose()
+    await topology.aclose()

@@ -84,6 +84,10 @@ def gateway(request, tmp_path):
                     "upstream": {"base_url": upstream_url + "/v1", "api_key": "sk-server"},
                     "auth": {"keys": KEYS, "metrics_keys": [OPS]},
                     "state": {**state(backend, redis_server), **overrides},
+                    # Each test compares runs that must not learn from each other: the fleet's
+                    # recall (a next run warned at its first repeat of a stopped loop, across
+                    # the gateways sharing one Redis) is tests/fleet's.
+                    "fleet": {"recall": False},
                 }
             )
             return stack.enter_context(serve(build_app(config, policies=PolicyHolder(policy)), **SERVER_OPTIONS))

@@ -51,7 +51,7 @@ class Agent:
             for call in calls:
                 name = call["function"]["name"]
                 self.executions[name] += 1
-                result = self.tools.get(name, lambda args: "ok")(json.loads(call["function"]["arguments"] or "{}"))
+                result = self.tools.get(name, lambda args: "ok")(_arguments(call["function"]["arguments"]))
                 self.messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
         return None
 
@@ -73,6 +73,14 @@ class Agent:
             call.pop("parsed_arguments", None)
             call["function"].pop("parsed_arguments", None)
         return message, choice.finish_reason
+
+
+def _arguments(text: str | None) -> object:
+    """A call's arguments as the tool takes them: JSON, or the text itself (a freeform patch)."""
+    try:
+        return json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return text
 
 
 def declare(*names: str) -> list[dict]:

@@ -305,10 +305,6 @@ class Outcome:
         return "\n".join(lines)
 
 
-def is_tool(*names: str) -> Counted:
-    return lambda name, args: name in names
-
-
 def cycling(make: Callable[[Turn], list[Call]]) -> Step:
     """A loop: the model's call number ``index`` is ``make(turn)[index % len]``, forever."""
 
@@ -340,11 +336,6 @@ def first_then(first: Step, then: Step) -> Step:
     return step
 
 
-def switching(before: list[Call], after: list[Call]) -> Callable[[Turn], list[Call]]:
-    """The calls ``before`` until a gateway text reached the model, then the calls ``after``."""
-    return lambda turn: after if turn.warned else before
-
-
 # The scripts' shell commands and files: each CLI wraps a command line in its own shell tool.
 FAILING_TEST = "def test_total():\n    assert 2 + 2 == 5\n"
 NOTES = "first\nsecond\nthird\n"
@@ -356,18 +347,6 @@ CHECK = (
     "sys.exit(1 if bad else 0)\n"
 )
 PAST_END_SEDS = [f"sed -n '{10 + 10 * k},{19 + 10 * k}p' notes.txt" for k in range(40)]
-MISSING_FILE = "cat x.txt"
-OTHER_PROGRAMS = [
-    "head x.txt",
-    "grep foo x.txt",
-    "wc -l x.txt",
-    "tail x.txt",
-    "sed -n 1p x.txt",
-    "nl x.txt",
-    "awk 'NR==1' x.txt",
-    "sort x.txt",
-]
-SWEEP = [f"wc -l f{n}.txt" for n in range(1, 13)]
 SCROLL_SEDS = [f"sed -n '{1 + 40 * k},{40 + 40 * k}p' long.txt" for k in range(5)]
 
 
@@ -382,20 +361,6 @@ def failing_test_runs(work: Path) -> list[str]:
         "pytest -q tests",
         "python -m pytest tests/test_total.py",
         f"cd {work} && python -m pytest -q",
-    ]
-
-
-def status_polls(work: Path) -> list[str]:
-    """One status file looked at, spelled eight ways."""
-    return [
-        "cat status.txt",
-        "tail -1 status.txt",
-        "tail -n 1 ./status.txt",
-        "head status.txt",
-        f"cat {work}/status.txt",
-        "head -n 1 status.txt",
-        "tail -n1 status.txt",
-        "cat ./status.txt",
     ]
 
 

@@ -173,10 +173,17 @@ def clean_env(home: Path, codex_home: Path) -> dict[str, str]:
 
 
 def run_codex(
-    scenario: Scenario, root: Path, timeout: float = 180, policy: str | None = None, azure: bool = False
+    scenario: Scenario,
+    root: Path,
+    timeout: float = 180,
+    policy: str | None = None,
+    azure: bool = False,
+    ephemeral: bool = True,
 ) -> Outcome:
     """Run the scenario through a gateway with the shipped default policy (or the policy text
-    ``policy``), on the OpenAI routes or (``azure``) the Azure ones; returns what happened."""
+    ``policy``), on the OpenAI routes or (``azure``) the Azure ones; returns what happened.
+    ``ephemeral=False``: the CLI also writes its session rollout under ``$CODEX_HOME/sessions``
+    (the replay fixtures are made so)."""
     work, home, audit = write_files(root / "work", scenario.files), root / "home", root / "audit.jsonl"
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
@@ -192,7 +199,7 @@ def run_codex(
             find_cli("codex") or "codex",
             "exec",
             "--skip-git-repo-check",
-            "--ephemeral",
+            *(["--ephemeral"] if ephemeral else []),
             "--strict-config",
             "--color",
             "never",

@@ -242,10 +242,11 @@ def many_files(work: Path, v: Vocabulary) -> Script:
 
 
 def edit_run_test(work: Path, v: Vocabulary) -> Script:
-    """b. Edit, run the test, edit again: the test output changes each time and finally passes."""
+    """b. Edit, run the test, edit again: the test output changes each time and finally passes.
+    The file is read before it is edited (Qwen Code refuses an edit of a file it has not read)."""
     calc, run = work / "calc.py", v.run("python3 check_calc.py")
     bodies = ["a - b", "a * b", "b - a", "a + b"]
-    calls: list[Call] = [run]
+    calls: list[Call] = [v.read_whole(calc), run]
     for old, new in itertools.pairwise(bodies):
         calls += [v.replace(calc, f"    return {old}\n", f"    return {new}\n"), run]
     return sequence(calls)
@@ -337,7 +338,7 @@ HEALTHY = [
         "edit_run_test_passes",
         _files({"calc.py": "def add(a, b):\n    return a - b\n", "check_calc.py": CHECK_CALC}),
         edit_run_test,
-        calls=7,
+        calls=8,
     ),
     Scenario("paced_poll_done_at_6", _files({"status.txt": "running\n"}), paced_poll, calls=6),
     Scenario("moving_poll_done_at_8", _files({"job.py": JOB}), moving_poll, calls=8),
@@ -407,6 +408,7 @@ class Outcome:
     seen: list[Seen]
     closed: int  # requests the gateway sent with tools closed (the final answer)
     audit: list[dict[str, Any]] = field(default_factory=list)
+    bodies: list[dict[str, Any]] = field(default_factory=list)  # the agent's requests as the upstream got them
 
     @property
     def executed(self) -> int:
@@ -509,6 +511,7 @@ def run_fork(fork: Fork, scenario: Scenario, base: Path, vocabulary: Vocabulary,
         [fork.seen(b) for b in agent],
         sum(1 for b in agent if fork.closed(b)),
         read_audit(audit),
+        agent,
     )
 
 

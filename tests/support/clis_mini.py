@@ -62,7 +62,7 @@ class Mode:
         return out
 
 
-TOOL, TEXT, TEXT_BASH = Mode("tool"), Mode("text"), Mode("text", "bash")
+TOOL, TEXT = Mode("tool"), Mode("text")
 
 
 def tools_closed(body: dict[str, Any]) -> bool:

@@ -21,18 +21,30 @@ def prompt_of(script: Sequence[Any]) -> str:
     return next(s for s in script if isinstance(s, str))
 
 
+def rounds_of(script: Sequence[Any]) -> list[list[tuple[str, Any, str]]]:
+    """The script's calls by round: a list in the script is one round of parallel calls."""
+    return [list(item) if isinstance(item, list) else [item] for item in script if not isinstance(item, str)]
+
+
 def model(script: Sequence[Any]) -> Callable[[dict], Reply]:
-    """A chat-completions responder that plays the script's calls in order, then answers DONE."""
-    steps = steps_of(script)
+    """A chat-completions responder that plays the script's rounds in order (a round's calls in
+    one reply), then answers DONE. Arguments that are text are sent as they are."""
+    rounds = rounds_of(script)
 
     def respond(request: dict) -> Reply:
         seen = sum(1 for m in request["messages"] if m.get("role") == "tool")
-        if seen >= len(steps):
-            return Reply(content=DONE)
-        tool, args, _ = steps[seen]
-        return Reply(tool_calls=[(tool, json.dumps(args))])
+        done = 0
+        for calls in rounds:
+            if seen < done + len(calls):
+                return Reply(tool_calls=[(tool, _text(args)) for tool, args, _ in calls])
+            done += len(calls)
+        return Reply(content=DONE)
 
     return respond
+
+
+def _text(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args)
 
 
 def tools(script: Sequence[Any]) -> dict[str, Callable[[dict], str]]:
@@ -40,14 +52,18 @@ def tools(script: Sequence[Any]) -> dict[str, Callable[[dict], str]]:
     one again once they run out)."""
     answers: dict[tuple[str, str], list[str]] = {}
     for tool, args, result in steps_of(script):
-        answers.setdefault((tool, json.dumps(args, sort_keys=True)), []).append(result)
+        answers.setdefault((tool, _key(args)), []).append(result)
     names = {tool for tool, _ in answers}
     return {name: _answering(name, answers) for name in names}
 
 
 def _answering(name: str, answers: dict[tuple[str, str], list[str]]) -> Callable[[dict], str]:
-    def answer(args: dict) -> str:
-        queue = answers[(name, json.dumps(args, sort_keys=True))]
+    def answer(args: Any) -> str:
+        queue = answers[(name, _key(args))]
         return queue.pop(0) if len(queue) > 1 else queue[0]
 
     return answer
+
+
+def _key(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args, sort_keys=True)

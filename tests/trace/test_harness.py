@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from gateway.agents.catalog import derive
+from gateway.policy.strict_yaml import shipped_profiles
 from gateway.trace.builder import build_trace
 from gateway.trace.harness import HARNESS, TEXT_TOOL, harness_view
 from gateway.trace.model import Conversation, Status, ToolCall, Turn
@@ -145,3 +147,76 @@ def test_search_replace_blocks_are_edits_of_the_file_named_before_them():
     every = build_trace(Conversation(conv), AIDER.model_copy(update={"scope": "conversation"}))
     assert [json.loads(e.raw_args)["path"] for e in every.events][:2] == ["hello.py", "b.py"]
     assert every.events[0].status is Status.OK  # "I updated the files." answered the first two
+
+
+CLINE = derive(TraceSettings(), next(p for p in shipped_profiles() if p.name == "cline"))
+READ = "<thinking>The file first.</thinking>\n<read_file>\n<path>src/a.py</path>\n</read_file>"
+MISSING = (
+    "[read_file for 'src/a.py'] Result:\nThe tool execution failed with the following error:\n"
+    "<error>\nError reading file: File not found: src/a.py\n</error>"
+)
+
+
+def after(result: str, minute: int) -> str:
+    """A result message as Cline writes it: the result, its reminder, its environment details."""
+    return (
+        f"{result}\n\n# task_progress RECOMMENDED\n\nInclude a todo list ({minute} requests so far).\n\n"
+        f"<environment_details>\n# Current Time\n12/5/2026, 11:{minute:02d}:01 PM (UTC)\n</environment_details>"
+    )
+
+
+def test_xml_tool_tags_are_calls_and_the_result_message_is_their_result():
+    conv = turns(
+        ("system", "You are Cline"),
+        ("user", "<task>fix a.py</task>"),
+        ("assistant", READ),
+        ("user", after(MISSING, 1)),
+        ("assistant", READ),
+        ("user", after(MISSING, 2)),
+    )
+    trace = build_trace(Conversation(conv), CLINE)
+    assert [(e.tool, json.loads(e.raw_args), e.status) for e in trace.events] == [
+        ("read_file", {"path": "src/a.py"}, Status.ERROR)
+    ] * 2
+    assert trace.events[0].result_hash == trace.events[1].result_hash  # its reminders are no part of it
+    assert trace.run_start == 2  # the result messages are no user turn
+    assert [e.target for e in trace.events] == ["read src/a.py"] * 2
+
+
+def test_a_tag_the_profile_does_not_know_is_prose():
+    conv = turns(("system", "s"), ("user", "task"), ("assistant", "<thinking>\n<path>a.py</path>\n</thinking>"))
+    assert build_trace(Conversation(conv), CLINE).events == ()
+
+
+def test_a_native_calls_result_written_as_a_user_message_is_its_result():
+    """Cline before 3.0 with native tools: the tool message says "result missing", the result
+    follows as the harness's user message."""
+    command = ToolCall("c2", "execute_command", json.dumps({"command": "cat a.txt", "requires_approval": "false"}))
+    failed = "[execute_command for 'cat a.txt'] Result:\nCommand failed with exit code 1.\nOutput:\ncat: a.txt: missing"
+    conv = (
+        Turn(0, "system", "You are Cline"),
+        Turn(1, "user", "<task>fix</task>"),
+        Turn(2, "assistant", "", (command,)),
+        Turn(3, "tool", "result missing", tool_call_id="c2"),
+        Turn(4, "user", after(failed, 3)),
+    )
+    trace = build_trace(Conversation(conv), CLINE)
+    assert [(e.result, e.status) for e in trace.events] == [(failed.split("\n", 1)[1], Status.ERROR)]
+    assert trace.turns[-1].role == HARNESS and trace.run_start == 2
+
+
+ROO = derive(TraceSettings(), next(p for p in shipped_profiles() if p.name == "roo_code"))
+
+
+def test_roo_codes_nested_tags_name_the_file_it_reads():
+    read = "<read_file>\n<args>\n  <file>\n    <path>src/a.ts</path>\n  </file>\n</args>\n</read_file>"
+    result = "[read_file for 'src/a.ts'. Reading several files at once is faster.] Result:\n<error>no such file</error>"
+    conv = turns(
+        ("system", "You are Roo, a highly skilled software engineer"),
+        ("user", "<task>fix</task>"),
+        ("assistant", read),
+        ("user", result + "\n\n<environment_details>\n# Current Time\n1 PM\n</environment_details>"),
+    )
+    (event,) = build_trace(Conversation(conv), ROO).events
+    assert json.loads(event.raw_args) == {"args": {"file": {"path": "src/a.ts"}}}
+    assert event.target == "read src/a.ts" and event.result == "<error>no such file</error>"

@@ -1,5 +1,5 @@
 // The feed page: polls /ui/api/feed (every 300 ms: the server reads only the events newer than
-// the last it read, whatever the number of tabs, and answers "unchanged" when there are none) and /ui/api/status (every 5 s), and renders with textContent only: event fields come
+// the last it read, whatever the number of tabs, and answers "unchanged" when there are none), /ui/api/status and /ui/api/fleet (every 5 s), and renders with textContent only: event fields come
 // from agents' traffic and are never parsed as HTML.
 "use strict";
 const FEED_MS = 300, STATUS_MS = 5000, FEED_ROWS = 200;
@@ -145,6 +145,24 @@ async function pollStatus() {
   setTimeout(pollStatus, STATUS_MS);
 }
 
+async function pollFleet() {
+  try {
+    const f = await get("/ui/api/fleet");
+    $("fleet-rule").textContent = f.enabled ? "(" + f.sessions + " sessions failing alike within " + f.minutes + " min)" : "(fleet view off)";
+    const rows = f.tools.map(t => {
+      const tr = el("tr");
+      for (const v of [t.tenant, t.tool, t.endpoint || "-", t.sessions, t.calls, t.first_seen, t.last_seen]) tr.appendChild(el("td", v));
+      tr.appendChild(el("td", t.error, "error-sample"));
+      return tr;
+    });
+    $("tools-down").tBodies[0].replaceChildren(...rows);
+    $("fleet-empty").hidden = rows.length > 0;
+    document.body.dataset.toolsDown = String(rows.length);
+  } catch (err) { /* the feed's indicator shows a lost connection */ }
+  setTimeout(pollFleet, STATUS_MS);
+}
+
 for (const id of ["f-action", "f-detector", "f-agent"]) $(id).addEventListener("change", renderFeed);
 pollFeed();
 pollStatus();
+pollFleet();

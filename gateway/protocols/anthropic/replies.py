@@ -18,6 +18,7 @@ from gateway.protocols.anthropic.tokens import output_tokens
 from gateway.protocols.roles.authored import Authored
 from gateway.protocols.roles.replies import Replies
 from gateway.trace.model import ToolCall
+from gateway.wire import codec
 
 # Anthropic's error type for each status (its documented error shapes); the SDK picks its
 # exception class by status and reads the type from the body.
@@ -146,6 +147,13 @@ def termination_reply(text: str, payload: dict[str, Any]) -> dict[str, Any]:
     return termination_message(text, model_named(payload))
 
 
+def with_call(reply: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The message calling ``call`` after its text (``stop_reason: "tool_use"``)."""
+    content = reply.get("content")
+    block = {"type": "tool_use", "id": call.id, "name": call.name, "input": codec.loads(call.arguments)}
+    return {**reply, "content": [*(content if isinstance(content, list) else []), block], "stop_reason": "tool_use"}
+
+
 def termination_events(text: str, payload: dict[str, Any]) -> list[bytes]:
     return termination_stream(text, model_named(payload))
 
@@ -157,5 +165,6 @@ REPLIES = Replies(
     answer=answer,
     prepend_text=prepend_text,
     output_tokens=output_tokens,
+    with_call=with_call,
 )
 AUTHORED = Authored(termination_reply, termination_events, error_body, error_event)

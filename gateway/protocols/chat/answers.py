@@ -75,6 +75,20 @@ def prepend_text(reply: dict[str, Any], text: str) -> dict[str, Any]:
     return out
 
 
+def with_call(reply: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Choice 0 calling ``call`` after its text (``finish_reason: "tool_calls"``)."""
+    out = dict(reply)
+    first = dict(choices(reply)[0])
+    message = dict(first["message"])
+    function = {"name": call.name, "arguments": call.arguments}
+    message["tool_calls"] = [
+        *(message.get("tool_calls") or []),
+        {"id": call.id, "type": "function", "function": function},
+    ]
+    out["choices"] = [{**first, "message": message, "finish_reason": "tool_calls"}, *choices(reply)[1:]]
+    return out
+
+
 # --- streamed answers ------------------------------------------------------------------------
 
 
@@ -132,4 +146,5 @@ REPLIES = Replies(
     answer=answer,
     prepend_text=prepend_text,
     output_tokens=output_tokens,
+    with_call=with_call,
 )

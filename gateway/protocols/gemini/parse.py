@@ -97,14 +97,16 @@ def calls_of(parts: list[dict[str, Any]], index: int | str) -> Iterator[ToolCall
 
 
 def answered_ids(model: Any, index: int, responses: list[dict[str, Any]]) -> list[str | None]:
-    """The call id each response answers: its own id, else the first unanswered call of the
-    model turn before it with the same name, else the call at its position."""
+    """The call id each response answers: its own id when a call has it, else the first
+    unanswered call of the model turn before it with the same name, else the call at its
+    position. (Gemini CLI 0.10 gives each response an id of its own and its calls none.)"""
     calls = list(calls_of(parts_of(model), index)) if isinstance(model, dict) and model.get("role") == "model" else []
     open_calls = list(calls)
+    known = {c.id for c in calls}
     out: list[str | None] = []
     for position, response in enumerate(responses):
         ident = response.get("id")
-        if isinstance(ident, str) and ident:
+        if isinstance(ident, str) and ident and (ident in known or not calls):
             out.append(ident)
             open_calls = [c for c in open_calls if c.id != ident]
             continue

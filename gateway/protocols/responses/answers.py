@@ -12,6 +12,7 @@ from gateway.protocols.base import Answer
 from gateway.protocols.responses import events as wire
 from gateway.protocols.responses.replies import message_item, output_items, proposed_calls, reply_text
 from gateway.protocols.sse import SSEDecoder
+from gateway.trace.model import ToolCall
 
 _CLOSING = ("response.completed", "response.incomplete")
 
@@ -31,6 +32,19 @@ def prepend_text(reply: dict[str, Any], text: str) -> dict[str, Any]:
         if patched is not None:
             return {**reply, "output": [*output[:position], patched, *output[position + 1 :]]}
     return {**reply, "output": [message_item(text), *output]}
+
+
+def with_call(reply: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The answer calling ``call`` after its output (a ``function_call`` item)."""
+    item = {
+        "id": f"fc_{call.id}",
+        "type": "function_call",
+        "status": "completed",
+        "arguments": call.arguments,
+        "call_id": call.id,
+        "name": call.name,
+    }
+    return {**reply, "output": [*output_items(reply), item]}
 
 
 def stream_answer(stream: bytes) -> Answer | None:

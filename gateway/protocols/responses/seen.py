@@ -42,7 +42,13 @@ class Seen:
 
     def replies(self) -> Replies:
         return Replies(
-            (dict,), self.proposed_calls, self.keep_calls, answers.answer, answers.prepend_text, tokens.output_tokens
+            (dict,),
+            self.proposed_calls,
+            self.keep_calls,
+            answers.answer,
+            answers.prepend_text,
+            tokens.output_tokens,
+            with_call=answers.with_call,
         )
 
     def streams(self) -> Streams:

@@ -43,3 +43,7 @@ class Replies:
     # the shape ``reply`` came in, for a protocol whose upstream answers one request in more
     # than one shape (Gemini's stream as a JSON array); the rest have one: ``written``.
     like: Callable[[Any, Any], Any] = _as_written
+    # (reply, call): the (first) answer ending with ``call`` after its text, as the model would
+    # have called it: the run's end for an agent that ends by an action. None: the protocol's
+    # answers stay text.
+    with_call: Callable[[Reply, ToolCall], Reply] | None = None

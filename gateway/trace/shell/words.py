@@ -88,5 +88,14 @@ def code(text: str) -> str:
     return " ".join(text.split())[:MAX_CODE_CHARS]
 
 
+_QUOTED = re.compile(r"""(['"])([^'"\s]{1,300})\1""")
+
+
+def code_paths(text: str, cwd: str) -> list[str]:
+    """The files inline code names in string literals (``open('conf/a.yaml')``,
+    ``readFileSync("a.json")``): a one-liner that opens a file acts on it."""
+    return [resolve(m.group(2), cwd) for m in _QUOTED.finditer(text[: MAX_CODE_CHARS * 8]) if pathlike(m.group(2))]
+
+
 def unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(i for i in items if i))

@@ -88,3 +88,21 @@ def test_text_put_before_an_arrays_answer_goes_out_as_one_chunk():
     out = adapter.replies.prepend_text([chunk({"text": "Done."}, finish="STOP")], "[LoopGuard] note")
     assert isinstance(out, list) and len(out) == 1
     assert [p["text"] for p in out[0]["candidates"][0]["content"]["parts"]] == ["[LoopGuard] note\n\n", "Done."]
+
+
+def test_a_response_with_an_id_its_call_lacks_answers_the_call_by_name():
+    """Gemini CLI 0.10 gives each functionResponse an id of its own and its functionCall none:
+    the response still answers that call (by name, then by position)."""
+    contents = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [call("read_file", "a.txt")]},
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {"id": "read_file-17965-98e6e", "name": "read_file", "response": {}}}],
+        },
+    ]
+    body = {"contents": contents}
+    turns = GEMINI.requests.conversation(body, GEMINI.requests.items(body)).turns
+    calls = [c.id for t in turns for c in t.tool_calls]
+    results = [t.tool_call_id for t in turns if t.role == "tool"]
+    assert len(calls) == 1 and results == calls

@@ -12,7 +12,7 @@ import re
 
 from ..part import Part, Runs
 from ..steps import Stage
-from ..words import basename, code, flag, key, options, pathlike, resolve
+from ..words import basename, code, code_paths, flag, key, options, pathlike, resolve, unique
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[mtw]?$")
@@ -63,7 +63,7 @@ def python(program: str, words: list[str], stage: Stage, cwd: str) -> Part | Run
         if name == "-m" and value:
             return Runs(program, stage=Stage([value, *words[i:]], [], [], stage.doc))
         if name == "-c":
-            return _inline("python", words[i:], cwd, f"-c {code(value)}")
+            return _inline("python", words[i:], cwd, f"-c {code(value)}", code_paths(value, cwd))
     return _interpreter("python", words[i:], stage, cwd)
 
 
@@ -72,7 +72,7 @@ def node_like(program: str, words: list[str], stage: Stage, cwd: str) -> Part:
     i = 0
     while i < len(words) and words[i].startswith("-") and words[i] != "-":
         if words[i] in _EVAL_FLAGS and i + 1 < len(words):
-            return _inline(program, words[i + 2 :], cwd, f"-e {code(words[i + 1])}")
+            return _inline(program, words[i + 2 :], cwd, f"-e {code(words[i + 1])}", code_paths(words[i + 1], cwd))
         i += 1
     return _interpreter(program, words[i:], stage, cwd)
 
@@ -106,11 +106,13 @@ def pytest(program: str, words: list[str], stage: Stage, cwd: str) -> Part:
     return Part("pytest", files, "run", key("pytest", *files))
 
 
-def _inline(family: str, args: list[str], cwd: str, inline: str) -> Part:
-    """Inline code run with arguments: the code in the key, path-like arguments are the files."""
+def _inline(family: str, args: list[str], cwd: str, inline: str, opened: list[str] | None = None) -> Part:
+    """Inline code run with arguments: the code in the key; the files are the path-like
+    arguments, then those the code itself names (``opened``)."""
     operands, _ = options(args)
-    files = [resolve(w, cwd) for w in operands if pathlike(w)]
-    return Part(family, files, "run", key(family, inline, *(resolve(w, cwd) if w in files else w for w in operands)))
+    given = [resolve(w, cwd) for w in operands if pathlike(w)]
+    shown = (resolve(w, cwd) if pathlike(w) else w for w in operands)
+    return Part(family, unique(given + (opened or [])), "run", key(family, inline, *shown))
 
 
 def _interpreter(family: str, words: list[str], stage: Stage, cwd: str) -> Part:
