@@ -245,7 +245,9 @@ def scenario_runs() -> list[ScenarioRun]:
     for path in sorted(FIXTURES.glob(f"*/*{SCENARIOS}")):
         data = json.loads(path.read_text(encoding="utf-8"))
         recording = sessions[(data["client"], data["version"], data.get("variant", ""))]
-        out += [ScenarioRun(recording, s["name"], s["loop"], s["rounds"], s.get("stuck", "")) for s in data["scenarios"]]
+        out += [
+            ScenarioRun(recording, s["name"], s["loop"], s["rounds"], s.get("stuck", "")) for s in data["scenarios"]
+        ]
     return out
 
 
