@@ -89,6 +89,15 @@ class UpstreamConfig(_Strict):
     transport: Literal["aiohttp", "httpx"] = Field(
         "aiohttp", description="HTTP client to the upstream: `aiohttp` (the cheaper hop) or `httpx`"
     )
+    unjudged_routes: tuple[str, ...] = Field(
+        (),
+        description="model calls of a cloud's API the gateway does not judge (Vertex "
+        "`:rawPredict` of an endpoint or of a publisher other than Google and Anthropic, Azure "
+        "`extensions/chat/completions`, Bedrock `invoke-with-bidirectional-stream`, ...) that "
+        "are relayed anyway, as `[METHOD ]/path` (`{name}`: one segment, `{name:path}`: the "
+        "rest); a looping tool call there reaches the client unjudged (docs/clouds.md). Empty: "
+        "each is refused with 403",
+    )
     # Every other provider's settings are ``<provider>_base_url`` / ``<provider>_api_key`` keys,
     # one pair per protocol adapter that names its own upstream (``UpstreamSpec.config``, which
     # also holds the default base URL): a new protocol needs no new field here. Their shape is
@@ -163,6 +172,15 @@ class UpstreamConfig(_Strict):
             if key.endswith("_api_key"):
                 _header_value(text, key)
         return value
+
+    @field_validator("unjudged_routes")
+    @classmethod
+    def _unjudged(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            method, _, path = entry.strip().rpartition(" ")
+            if not path.startswith("/") or (method and not method.isalpha()):
+                raise ValueError(f"{entry!r} is no `[METHOD ]/path` route")
+        return entries
 
     # Checked here, not per request: a value HTTP cannot carry would fail every request (500s
     # for non-Latin-1, 502s for line breaks) instead of failing once, at startup, with its key.

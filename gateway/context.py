@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote
 
 import structlog
 
@@ -98,15 +98,15 @@ def forward_query(query: bytes, spec: UpstreamSpec, api_key: str | None) -> byte
 
 
 def path_for_upstream(scope: Mapping[str, Any], spec: UpstreamSpec | None = None) -> str:
-    """``upstream_path`` of a request: its decoded path, or for a protocol whose segments may
-    hold a slash (``UpstreamSpec.raw_path``: an ARN's ``%2F``) the decoded path with those
-    ``%2F`` kept. Nothing else stays escaped: a signature covers the URL as signed, and aiohttp's
-    URL decodes an escape the path allows as it is (boto3's ``%3A`` in ``...-v1%3A0``) before
-    sending, so an escape kept here would be signed one way and sent another."""
-    raw = scope.get("raw_path") if spec is not None and spec.raw_path else None
-    if not raw:
-        return upstream_path(scope["path"], spec)
-    return upstream_path("%2F".join(unquote(part) for part in raw.decode("latin-1").split("%2F")), spec)
+    """``upstream_path`` of a request: its canonical raw path (``server/paths.py``), escapes
+    kept as the client spelt them (an ARN's ``%2F``, boto3's ``%3A``), never decoded here. It is
+    the path the route was chosen by, decoded once: the upstream, which decodes once, routes
+    the same path, and a signature covers the URL exactly as it is sent (the transports send
+    it unchanged). A scope that never passed the path gate (none does in service) is encoded
+    from its decoded path."""
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if raw else quote(scope["path"], safe="/:@!$&'()*+,;=")
+    return upstream_path(path, spec)
 
 
 def upstream_path(path: str, spec: UpstreamSpec | None = None) -> str:

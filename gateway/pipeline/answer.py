@@ -69,6 +69,7 @@ class FinalAnswer:
         self.deadline = time.monotonic() + terminate.answer_timeout_s
         self.failed: str | None = None
         self.closing: list[bytes] = []  # a relayed answer's last pieces, not yet sent
+        self.text = ""  # the text of an answer read whole (``read``)
         try:
             self.payload: dict[str, Any] | None = self._payload(judgement)
         except Exception:
@@ -130,6 +131,7 @@ class FinalAnswer:
         if not said.text.strip():
             self._fail("no_text")
             return None
+        self.text = said.text
         self._count(content, said.text)
         finished = _finished(ex, reply, said.text)
         if finished is not reply:

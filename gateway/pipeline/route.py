@@ -75,7 +75,8 @@ async def run(adapter: Adapter, gateway: Gateway, scope: dict[str, Any], receive
     # request with one JSON body or a unary one with events, and either is judged all the same.
     # A stream request's reply that names neither shape (no content type, ``text/plain``) is
     # read as the events it asked for; the stream filter still ends one that opens as JSON.
-    if upstream.status == 200 and _events(ex.stream, upstream.headers):
+    # Any success is read so (a 201 is a success to every SDK), not only a 200.
+    if 200 <= upstream.status < 300 and _events(ex.stream, upstream.headers):
         return stream.respond(ex, upstream)
     return await unary.respond(ex, upstream)
 

@@ -144,14 +144,13 @@ async def _close(chunks: AsyncIterator[bytes]) -> None:
 def _failed(ex: Exchange, tool_filter: StreamFilter, exc: UpstreamError | None) -> list[bytes]:
     """The client stream ends with its protocol's error events, and the log says which."""
     failure = upstream_failure(exc)
-    ex.log.warning(
-        "upstream_stream_failed",
-        error=type(exc).__name__ if exc else "truncated",
-        code=failure.code,
-        ending=tool_filter.failure_event,
-    )
-    ex.ending = tool_filter.failure_event
+    _noted(ex, tool_filter, failure.code, type(exc).__name__ if exc else "truncated")
     return tool_filter.fail(b"", failure)
+
+
+def _noted(ex: Exchange, tool_filter: StreamFilter, code: str, error: str) -> None:
+    ex.log.warning("upstream_stream_failed", error=error, code=code, ending=tool_filter.failure_event)
+    ex.ending = tool_filter.failure_event
 
 
 async def _attempt(
@@ -191,6 +190,8 @@ async def _attempt(
                     clock.took(started)
                     if out:  # one write for what one read brought: each write is a trip through the server
                         yield out[0] if len(out) == 1 else b"".join(out)
+                    if tool_filter.failure is not None:  # it ended the client stream: read no more
+                        break
             except UpstreamError as exc:
                 # Reset, closed, silent past the idle timeout, or not events at all: a reply
                 # read into this stream as events would pass unjudged (its calls are no events).
@@ -205,6 +206,9 @@ async def _attempt(
                     ex.reply = tool_filter.reply
                     await remember(ex)
                 raise
+            if tool_filter.failure is not None:  # the upstream broke its protocol: ended there
+                _noted(ex, tool_filter, tool_filter.failure.code, "invalid")
+                break
             released = tool_filter.end_upstream()
             # A stream held whole releases its round only after the decision, so the headers
             # that wait for its first bytes name what the client receives.

@@ -24,7 +24,7 @@ from gateway.protocols.base import StreamFilter
 from gateway.protocols.errors import error_headers
 from gateway.protocols.failure import StreamFailure
 from gateway.protocols.sse import comment
-from gateway.upstream.base import UpstreamResponse
+from gateway.upstream.base import UpstreamResponse, json_body
 from gateway.web.responses import relay, uncommented
 from gateway.wire import codec
 
@@ -44,13 +44,40 @@ async def at_request(ex: Exchange) -> Response:
     judgement = ex.plan.judgement
     decision = core.at_request(ex.plan.policy, judgement)
     ex.clock.took(ex.clock.started)
+    return await _ended(ex, judgement, decision, "request")
+
+
+async def unary(ex: Exchange, decision: Decision, reply: Any = None) -> Response:
+    """A terminate-level refusal, or the model insists on a refused call and no re-ask is
+    left: end the run. ``reply``: the upstream's, whose shape a written final reply takes. A
+    stream request whose reply came whole is ended as a stream all the same: its client's
+    stream reader (boto3's event-stream parser, an SDK's SSE reader) reads nothing else."""
+    refusal = decision.refusal
+    assert refusal is not None
+    return await _ended(ex, refusal.judgement, decision, "response", reply)
+
+
+async def _ended(ex: Exchange, judgement: Judgement, decision: Decision, stage: str, like: Any = None) -> Response:
+    """The run's final reply, in the shape the request asked for (``ex.stream``): the model's own
+    answer (``answer``), else the template or the protocol's error. ``stage``: where the run was
+    ended (the audit's ``request`` / ``response``); ``like``: an upstream reply to take the shape of."""
     if decision.ending == ANSWER:
         final = FinalAnswer(ex, judgement)
         upstream = await final.ask()
+        if upstream is not None and ex.stream and json_body(upstream.headers):
+            # A stream asked for, answered whole (as the reply before it was): the answer is
+            # read whole and its text written as the stream the client reads.
+            body = await final.read(upstream)
+            if body is not None:
+                ex.verdict.record(ex, judgement, Action.TERMINATE, stage, ANSWER)
+                await remember(ex)
+                events = ex.adapter.authored.termination_stream(final.text, ex.payload)
+                return LoggedStream(ex, ex.verdict.headers([_stream_type(ex)]), _iterate(events))
+            upstream = None
         if upstream is not None and ex.stream:
             ex.verdict.raise_to(Action.TERMINATE, judgement.detector)
             ex.verdict.terminate = ANSWER
-            chunks = _answer_stream(ex, final, upstream, judgement)
+            chunks = _answer_stream(ex, final, upstream, judgement, stage)
             # The headers wait for the first piece: an answer that failed before any of it was
             # sent (cut, not SSE, late) is the template, and the header says so.
             first = await anext(chunks, None)
@@ -61,37 +88,17 @@ async def at_request(ex: Exchange) -> Response:
             return LoggedStream(ex, ex.verdict.headers([_stream_type(ex)]), chunks, upstream.aclose)
         body = await final.read(upstream) if upstream is not None else None
         if body is not None:
-            ex.verdict.record(ex, judgement, Action.TERMINATE, "request", ANSWER)
+            ex.verdict.record(ex, judgement, Action.TERMINATE, stage, ANSWER)
             await remember(ex)
             log_request(ex, 200)
             return relay(200, ex.verdict.headers([JSON]), body)
     used = _written(decision)
-    ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)
+    ex.verdict.record(ex, judgement, Action.TERMINATE, stage, used)
     if ex.stream and used != ERROR:
         events = ex.adapter.authored.termination_stream(text(ex, judgement), ex.payload)
         return LoggedStream(ex, ex.verdict.headers([_stream_type(ex)]), _iterate(events))
     log_request(ex, 200)
-    return _reply(ex, text(ex, judgement), used)
-
-
-async def unary(ex: Exchange, decision: Decision, reply: Any = None) -> Response:
-    """A terminate-level refusal, or the model insists on a refused call and no re-ask is
-    left: end the run. ``reply``: the upstream's, whose shape a written final reply takes."""
-    refusal = decision.refusal
-    assert refusal is not None
-    if decision.ending == ANSWER:
-        final = FinalAnswer(ex, refusal.judgement)
-        upstream = await final.ask()
-        body = await final.read(upstream) if upstream is not None else None
-        if body is not None:
-            ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response", ANSWER)
-            await remember(ex)
-            log_request(ex, 200)
-            return relay(200, ex.verdict.headers([JSON]), body)
-    used = _written(decision)
-    ex.verdict.record(ex, refusal.judgement, Action.TERMINATE, "response", used)
-    log_request(ex, 200)
-    return _reply(ex, text(ex, refusal.judgement), used, reply)
+    return _reply(ex, text(ex, judgement), used, like)
 
 
 async def stream(
@@ -143,14 +150,15 @@ def note(action: Action, refusal: Refusal, terminate: str | None = None) -> byte
 
 
 async def _answer_stream(
-    ex: Exchange, final: FinalAnswer, upstream: UpstreamResponse, judgement: Judgement
+    ex: Exchange, final: FinalAnswer, upstream: UpstreamResponse, judgement: Judgement, stage: str
 ) -> AsyncIterator[bytes]:
-    """A request-path terminate in a stream: the model's answer is the whole client stream."""
+    """A terminate before any stream went to the client: the model's answer is the whole
+    client stream."""
     tool_filter = ex.adapter.streams.filter(closed, ex.payload, ex.stream_options())
     async for chunk in final.relay(tool_filter, upstream):
         yield chunk
     used = ANSWER if final.failed is None else REPLY
-    ex.verdict.record(ex, judgement, Action.TERMINATE, "request", used)  # before the stream ends
+    ex.verdict.record(ex, judgement, Action.TERMINATE, stage, used)  # before the stream ends
     ex.reply = tool_filter.reply
     await remember(ex)
     for chunk in final.closing:

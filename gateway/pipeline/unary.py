@@ -115,16 +115,21 @@ async def _read(ex: Exchange, upstream: UpstreamResponse) -> Reply:
 
 
 def _parsed(ex: Exchange, status: int, content: bytes) -> Any:
-    if ex.plan is None or status != 200:
+    """The reply as judged; None for one relayed as it is (an error status). A success (any
+    2xx: an SDK reads a 201 as it reads a 200) that is not the protocol's JSON reply (no JSON,
+    an array where an object is the reply) is refused, never relayed unjudged."""
+    if ex.plan is None or not 200 <= status < 300:
         return None
     started = time.perf_counter()
     try:
         data = codec.loads(content)
     except codec.DecodeError:
-        raise UpstreamInvalidReply("the upstream answered 200 with a body that is not JSON") from None
+        raise UpstreamInvalidReply("the upstream answered a success with a body that is not JSON") from None
     finally:
         ex.clock.took(started)
-    return data if isinstance(data, ex.adapter.replies.reply_types) else None
+    if not isinstance(data, ex.adapter.replies.reply_types):
+        raise UpstreamInvalidReply("the upstream answered a success with JSON that is not its protocol's reply")
+    return data
 
 
 def _edited(ex: Exchange, reply: Reply, parsed: dict[str, Any]) -> Reply:

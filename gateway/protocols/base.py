@@ -68,6 +68,9 @@ class StreamFilter(Protocol):
 
     # What the filter writes when the upstream fails mid-stream, named for the log and the audit.
     failure_event: str
+    # The ``failure.StreamFailure`` the client stream ended with, once it did (the upstream
+    # failed, or sent what its protocol forbids); None before. Nothing more is fed then.
+    failure: Any
 
     @property
     def complete(self) -> bool:

@@ -151,6 +151,11 @@ class Declaration:
     # is no ``owned`` family is refused then unless the operator shares it (``auth.shared_routes``):
     # the upstream cannot tell whose objects it names or lists.
     stateless: tuple[str, ...] = ()
+    # Its upstream's other routes that call a model the gateway cannot judge (a body or reply
+    # in a format it does not speak), in the ``relays`` syntax: refused (403) unless the
+    # operator relays them unjudged (``upstream.unjudged_routes``). Relayed, a looping tool
+    # call would reach the client unseen.
+    unjudged: tuple[str, ...] = ()
     # The content type of the event streams the gateway writes itself (a termination at the
     # request): the protocol's own stream type (AWS event streams are binary frames).
     stream_type: str = "text/event-stream"

@@ -8,9 +8,11 @@ that app's alone.
 
 Order matters in one place only: ``loopguard replay`` asks each protocol in turn whether a
 recorded body is its own, so the most specific reader comes first and chat (any ``messages``
-list) last (Azure's protocols read none: their bodies are chat's and Responses'). Routes never
-compete: each path is one protocol's (Azure's all lie under ``/openai/``, the clouds' under
-their mounts). The default upstream's protocol (``UpstreamSpec.config is None``) shapes the
+list) last (the protocols that carry chat's or Responses' bodies on a cloud's routes, Azure's
+and the OpenAI-compatible APIs of Bedrock, Vertex and Gemini, read none: those bodies are
+replayed as chat's and Responses'). Routes never compete: each path is one protocol's (Azure's
+all lie under ``/openai/``, the clouds' under their mounts, and a protocol's general pattern,
+``/vertex/{rest:path}:generateContent``, ends where no other protocol's route ends). The default upstream's protocol (``UpstreamSpec.config is None``) shapes the
 errors of paths no protocol claims.
 """
 
@@ -24,13 +26,16 @@ from typing import Any
 
 from gateway.protocols.anthropic import protocol as anthropic
 from gateway.protocols.azure import protocol as azure
+from gateway.protocols.bedrock import openai as bedrock_openai
 from gateway.protocols.bedrock import protocol as bedrock
 from gateway.protocols.chat import protocol as chat
 from gateway.protocols.converse import protocol as converse
+from gateway.protocols.gemini import openai as gemini_openai
 from gateway.protocols.gemini import protocol as gemini
 from gateway.protocols.responses import protocol as responses
 from gateway.protocols.roles import Adapter, Kind
 from gateway.protocols.vertex import anthropic as vertex_anthropic
+from gateway.protocols.vertex import chat as vertex_chat
 from gateway.protocols.vertex import gemini as vertex_gemini
 from gateway.wire.credentials import KeyPlaces
 
@@ -43,7 +48,11 @@ KINDS: tuple[Kind, ...] = (
     gemini.KIND,
     azure.RESPONSES_KIND,
     azure.CHAT_KIND,
+    bedrock_openai.RESPONSES_KIND,
+    bedrock_openai.CHAT_KIND,
     vertex_gemini.KIND,
+    vertex_chat.KIND,
+    gemini_openai.KIND,
     chat.KIND,
 )
 
@@ -121,6 +130,13 @@ def relay_route(relay: str) -> tuple[str, list[str] | None]:
 
 RELAYS: tuple[tuple[re.Pattern[str], str, Kind], ...] = tuple(
     (compile_route(relay_route(r)[0]), relay_route(r)[0], k) for k in KINDS for r in k.declared.relays
+)
+
+
+# Model calls of a protocol's upstream that no protocol judges (``Declaration.unjudged``), as
+# (regex, the declared route): refused unless the operator relays them unjudged.
+UNJUDGED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (compile_route(route), route) for k in KINDS for route in k.declared.unjudged
 )
 
 

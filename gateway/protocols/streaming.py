@@ -23,6 +23,9 @@ subclasses ``StreamDriver`` and supplies only event parsing and event writing, a
   the stream is over after them (``final`` adds nothing);
 - ``_complete()``: the upstream stream ended with its protocol's terminal event.
 
+A filter that reads an event its protocol forbids calls ``_invalid``: the client stream ends
+with the protocol's error events there, and the pipeline reads no more of the upstream.
+
 Holding text (``options.hold_text``): a protocol may hold a round's text too, until the round's
 calls are judged (``hold_text`` tells it to; the driver's queue and keepalive serve it alike).
 
@@ -38,6 +41,7 @@ from collections import deque
 from typing import Any
 
 from gateway.protocols.base import Judge, StreamOptions
+from gateway.protocols.failure import StreamFailure
 from gateway.protocols.judged_round import RoundState
 from gateway.protocols.sse import SSEDecoder, SSEEvent, comment
 
@@ -130,6 +134,8 @@ class StreamDriver:
         out: list[bytes] = []
         for event in self._decoder.feed(data):
             self._on_event(event, out)
+            if self.failure is not None:  # the event ended the client stream: none after it
+                return out
         held = self._held
         if held:
             self._release(out)
@@ -137,13 +143,21 @@ class StreamDriver:
         return out
 
     def end_upstream(self) -> list[bytes]:
-        """The upstream stream ended: read its last bytes, judge and release what is still held."""
+        """The upstream stream ended: read its last bytes, judge and release what is still held.
+        An event cut short (no blank line after it, a frame missing its end) is dropped: sent,
+        the client would read it fused with whatever the gateway writes next. A stream that
+        ended before its protocol's terminal event holds calls that may be cut short too: they
+        are left held, for ``fail`` to drop (a call is never completed on partial input)."""
         out: list[bytes] = []
         if self.round.ended:
             return out
         for event in self._decoder.flush():
-            self._on_event(event, out)
-        self._close_held(out)
+            if event.terminated and self.failure is None:
+                self._on_event(event, out)
+        if self.failure is not None:
+            return out
+        if self._complete():
+            self._close_held(out)
         self.round.ended = True
         return out
 
@@ -166,6 +180,14 @@ class StreamDriver:
         self.failure = failure
         out += self._failed(failure)
         return out
+
+    def _invalid(self, out: list[bytes], what: str) -> None:
+        """The upstream sent ``what``, which its protocol forbids and the client's reader would
+        read anyway or choke on (a frame botocore refuses, a block index that is no integer):
+        the client stream ends here with the protocol's error events, nothing held goes out, and
+        nothing after it is read (``failure`` is set)."""
+        failure = StreamFailure(f"The upstream model provider sent {what}.", "upstream_invalid_stream")
+        out += self.fail(b"", failure)
 
     @property
     def complete(self) -> bool:

@@ -36,6 +36,7 @@ from gateway.server.health import healthz, readyz
 from gateway.server.idle import give_back_when_idle
 from gateway.server.passthrough import passthrough_for
 from gateway.server.paths import GuardedSpellings, PathGuard
+from gateway.server.unjudged import UnjudgedCalls
 from gateway.state import build_fleet, build_store, claims
 from gateway.state.base import StateStore
 from gateway.upstream.base import Upstream
@@ -134,7 +135,8 @@ def build_app(
     )
     others.state.gateway = gateway
     # Paths and header values are made canonical before authentication, both before any route;
-    # a guarded route is then reached only by its own spelling and methods.
+    # a guarded route is then reached only by its own spelling and methods, and a model call
+    # no protocol judges not at all (unless the operator relays it).
     other_methods = {path: adapter.declared.other_methods for adapter in KINDS for path in adapter.declared.routes}
     gates = (
         PathGuard(),
@@ -151,6 +153,7 @@ def build_app(
                 if kind.collection
             ],
         ),
+        UnjudgedCalls(config.upstream),
     )
     front = Front(
         guarded,
@@ -205,7 +208,14 @@ def _upstream(
     if signer is None:
         up = config.upstream
         extra = {key: value for key in spec.settings if (value := up.setting(spec.config, key))}
-        settings = ProviderSettings(spec.config, provider.base_url, up.setting(spec.config, "api_key"), extra)
+        settings = ProviderSettings(
+            spec.config,
+            provider.base_url,
+            up.setting(spec.config, "api_key"),
+            extra,
+            provider.connect_timeout_s,
+            provider.timeout_s,
+        )
         signer = signers[(spec, provider.base_url)] = spec.signer(settings)
     return SignedUpstream(upstream, signer, provider.base_url)
 

@@ -1,16 +1,21 @@
-"""One spelling per route: request paths are normalised or refused before routing.
+"""One spelling per route: request paths are normalised or refused before routing, once.
 
-The router matches the decoded path, the upstream URL is built from it, and a URL library on
-the way may resolve ``..`` itself. Without one canonical form, ``/v1/../admin/keys`` reaches
-the upstream's ``/admin/keys`` with the server's key, and ``/v1//chat/completions`` or
-``/v1/chat/%63ompletions`` is the chat route to the upstream but not to the router, so it is
-relayed unjudged. The rule: a path is a sequence of non-empty segments, none of them ``.`` or
-``..``; percent-encoded letters, digits and ``-_~`` are decoded (they mean the same, RFC 3986
-6.2.2.2); an encoded dot, slash, backslash or control character, a raw backslash, or a
-malformed escape is refused; one trailing slash is dropped. Refusals are 400s. Under the mount
-of a protocol whose upstream gets the path as spelt (``UpstreamSpec.raw_path``: Bedrock, whose
-model ids may be ARNs with a ``%2F``), an encoded slash is kept, encoded; the path it makes
-decoded must be canonical too.
+The router matches the decoded path and the upstream gets the canonical raw path this gate
+makes, so the route a request is guarded as and the path the upstream routes are one parse of
+the client's request target. Without it, ``/v1/../admin/keys`` reaches the upstream's
+``/admin/keys`` with the server's key, and ``/v1//chat/completions``, ``/v1/chat/%63ompletions``
+(decoded once more by a URL library on the way), ``.../chat/completions%3Fx`` (split at the
+decoded ``?``) or ``.../chat/%2563ompletions`` (decoded twice) are the chat route to the
+upstream but not to the router, so they would be relayed unjudged. The rule: a path is a
+sequence of non-empty segments, none of them ``.`` or ``..``; percent-encoded letters, digits and
+``-_~`` are decoded (they mean the same, RFC 3986 6.2.2.2), every other escape is kept, its hex
+in upper case; a byte a path cannot hold as it is (a space, a quote, a brace, a non-ASCII byte)
+is percent-encoded. Refused (400): an encoded dot, slash, backslash, ``?``, ``#`` or control
+character; a ``%25`` followed by two hex digits (an escape encoded twice: whoever decodes once
+more reads another path); a raw backslash, control character or ``#`` (a fragment is never
+sent); a malformed escape. One trailing slash is dropped. Under the mount of a protocol whose
+model ids may hold a slash (``UpstreamSpec.raw_path``: Bedrock, an ARN's ``%2F``) an encoded
+slash is kept, encoded; the path it makes decoded must be canonical too.
 """
 
 from __future__ import annotations
@@ -24,9 +29,15 @@ from gateway.protocols.registry import SPELT_MOUNTS, compile_route
 from gateway.server.refusal import Refusal
 from gateway.upstream.headers import unsendable_header
 
-_ESCAPE = re.compile(rb"%(..)?", re.DOTALL)
+# An escape, or a byte a path cannot carry as it is (RFC 3986 ``pchar`` and ``/`` can).
+_PIECE = re.compile(rb"%(..)?|[^A-Za-z0-9\-._~!$&'()*+,;=:@/]", re.DOTALL)
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
+# Decoded, these would change which route the path is: a query or fragment starts, a segment
+# ends or is a dot segment; a backslash is a slash to some servers.
+_STRUCTURAL = frozenset(b"./\\?#")
+_TWICE = re.compile(rb"%25[0-9A-Fa-f]{2}")
+_VERB = re.compile(r"/[.\s]*:")  # a ``:verb`` a slash, dots or blanks part from its resource
 
 
 class PathError(ValueError):
@@ -39,7 +50,9 @@ def canonical_path(raw: bytes, slashes: bool = False) -> bytes:
     encoded; the segments it separates once decoded are held to the same rule."""
     if b"\\" in raw:
         raise PathError("a backslash")
-    decoded = _ESCAPE.sub(_unescape_slash if slashes else _unescape, raw)
+    decoded = _PIECE.sub(_keep_slash if slashes else _piece, raw)
+    if _TWICE.search(decoded):  # looked for once decoded: %25%33%46 is %253F too
+        raise PathError("an escape encoded twice ('%25' and two hex digits)")
     if slashes and b"%2F" in decoded:
         canonical_path(decoded.replace(b"%2F", b"/"))
     if len(decoded) > 1 and decoded.endswith(b"/") and not decoded.endswith(b"//"):
@@ -56,20 +69,28 @@ def canonical_path(raw: bytes, slashes: bool = False) -> bytes:
     return decoded
 
 
-def _unescape_slash(match: re.Match[bytes]) -> bytes:
+def _keep_slash(match: re.Match[bytes]) -> bytes:
     pair = match.group(1)
-    return b"%2F" if pair is not None and pair.upper() == b"2F" else _unescape(match)
+    return b"%2F" if pair is not None and pair.upper() == b"2F" else _piece(match)
 
 
-def _unescape(match: re.Match[bytes]) -> bytes:
+def _piece(match: re.Match[bytes]) -> bytes:
+    found = match.group(0)
+    if found[:1] != b"%":  # a raw byte no path carries as it is: encoded, unless it means more
+        byte = found[0]
+        if byte < 0x20 or byte == 0x7F:
+            raise PathError("a control character")
+        if byte == 0x23:
+            raise PathError("a '#' (a fragment is never sent)")
+        return b"%%%02X" % byte
     pair = match.group(1)
     if pair is None or not set(pair) <= _HEX:
         raise PathError("a malformed percent escape")
     byte = int(pair, 16)
     if byte in _UNRESERVED:
         return bytes((byte,))
-    if byte in b"./\\" or byte < 0x20 or byte == 0x7F:
-        raise PathError("an encoded dot, slash, backslash or control character")
+    if byte in _STRUCTURAL or byte < 0x20 or byte == 0x7F:
+        raise PathError("an encoded dot, slash, backslash, '?', '#' or control character")
     return b"%" + pair.upper()
 
 
@@ -80,6 +101,8 @@ class PathGuard:
         raw = scope.get("raw_path") or scope["path"].encode("utf-8")
         try:
             path = canonical_path(raw, raw.startswith(SPELT_MOUNTS))
+            if b"#" in scope.get("query_string", b""):
+                raise PathError("a '#' (a fragment is never sent)")
         except PathError as exc:
             return Refusal(
                 400, f"The request path is not allowed: it contains {exc}.", "invalid_request_error", "invalid_path"
@@ -93,21 +116,22 @@ class PathGuard:
                 "invalid_request_error",
                 "invalid_header",
             )
-        if path != raw:
+        if path != raw or scope.get("raw_path") is None:  # the upstream is sent ``raw_path``
             return {**scope, "path": unquote(path.decode("latin-1")), "raw_path": path}
         return scope
 
 
 def routing_key(path: str) -> str:
     """What some upstream's router may read ``path`` as: case folded, each segment without its
-    ``;parameters``, trailing dots and blanks, empty segments gone, and every leading ``v1``
-    dropped (an upstream whose base URL lacks ``/v1`` turns ``/v1/v1/chat/completions`` into its
-    real chat route)."""
+    ``;parameters``, trailing dots and blanks, empty segments gone, a ``:verb`` joined to the
+    resource a slash separates it from (``models/m/:generateContent``, ``models/m/.:...``), and every leading
+    ``v1`` dropped (an upstream whose base URL lacks ``/v1`` turns ``/v1/v1/chat/completions``
+    into its real chat route)."""
     segments = [s.split(";", 1)[0].strip().rstrip(". ").lower() for s in path.split("/")]
     segments = [s for s in segments if s]
     while segments and segments[0] == "v1":
         segments.pop(0)
-    return "/".join(segments)
+    return _VERB.sub(":", "/".join(segments))
 
 
 class GuardedSpellings:

@@ -5,7 +5,10 @@ benchmarks/overhead.py). What keeps it a faithful relay, not a browser:
 - bytes are relayed as they came: no decompression, no Accept/Accept-Encoding/User-Agent/
   Content-Type added that the client did not send, no cookie jar shared between clients,
   no redirects followed, no proxy taken from the environment;
-- a response abandoned before its end closes its connection instead of returning it to the pool.
+- a response abandoned before its end closes its connection instead of returning it to the pool;
+- the URL goes as written (``url_of``: the canonical path the gateway routed, escapes and all),
+  never decoded or re-encoded on the way: the upstream then routes the path that was judged,
+  and a request signature covers the bytes sent.
 
 Timeouts (``gateway.upstream.deadlines``): the response headers within ``upstream.timeout_s``; a
 JSON body read whole by the same deadline; a stream's chunks each within the idle timeout.
@@ -122,7 +125,7 @@ class AiohttpUpstream:
             async with asyncio.timeout_at(deadline):
                 response = await session.request(
                     request.method,
-                    URL(url),
+                    URL(url, encoded=True),  # as written: yarl would decode an escape (%63 -> c)
                     headers=headers,
                     data=request.body or None,
                     allow_redirects=False,

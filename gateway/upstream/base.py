@@ -21,7 +21,10 @@ class UpstreamRequest:
 
 
 def url_of(base_url: str, request: UpstreamRequest) -> str:
-    """The URL a transport requests for ``request`` on the upstream at ``base_url``."""
+    """The URL a transport requests for ``request`` on the upstream at ``base_url``, exactly:
+    ``path`` is already percent-encoded (the canonical path of ``server/paths.py``, which holds
+    no ``?``, ``#`` or escape encoded twice), so the transports send it as it is and a signer
+    signs what is sent."""
     url = base_url.rstrip("/") + "/" + request.path.lstrip("/")
     if request.query:
         url += "?" + request.query.decode("latin-1")

@@ -19,6 +19,7 @@ no wire format.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,10 +47,18 @@ class TokenPlace:
 
 
 class TokenUnavailable(UpstreamError):
-    """The gateway's credentials gave no access token (a revoked key, an unreachable token
-    endpoint): the request is not sent."""
+    """The gateway's credentials gave no access token (a revoked key, a token endpoint that
+    answers an error, or something that is no token): the request is not sent."""
 
     code = "upstream_token_unavailable"
+
+
+class TokenTimeout(TokenUnavailable):
+    """The token endpoint did not answer within ``upstream.timeout_s``: the request is not sent,
+    and the client is told to retry (503) rather than wait on google-auth's own two minutes."""
+
+    status = 503
+    code = "upstream_token_timeout"
 
 
 class ClientToken:
@@ -62,26 +71,80 @@ class ClientToken:
         return None
 
 
-class GatewayToken:
-    """The gateway's access token on every request, in place of the client's credentials."""
+class _Bounded(google.auth.transport.requests.Request):
+    """google-auth's HTTP transport with the gateway's timeouts (connect, read) in place of its
+    own 120 s: a token endpoint that stalls holds the refresh's thread about as long as a model
+    request may wait, no longer."""
 
-    def __init__(self, credentials: Any, place: TokenPlace) -> None:
+    def __init__(self, timeouts: tuple[float, float]) -> None:
+        super().__init__()
+        self._timeouts = timeouts
+
+    def __call__(
+        self, url: str, method: str = "GET", body: Any = None, headers: Any = None, timeout: Any = None, **kwargs: Any
+    ) -> Any:
+        # google-auth leaves this one method unannotated
+        return super().__call__(url, method, body, headers, timeout=self._timeouts, **kwargs)  # type: ignore[no-untyped-call]
+
+
+# What an access token can be sent as: visible ASCII, nothing else (a header value).
+_TOKEN = re.compile(r"[!-~]+")
+
+
+class GatewayToken:
+    """The gateway's access token on every request, in place of the client's credentials.
+
+    One refresh at a time, shared: every request that needs a token while one is being fetched
+    waits for that same fetch, each no longer than ``timeout_s`` from its own start (so a stalled
+    token endpoint holds no request past its own bound, and requests never queue one refresh
+    after another). Whatever the token source does wrong (an error, a body that is no JSON,
+    fields of the wrong type, a "token" no header can carry) is ``TokenUnavailable``."""
+
+    def __init__(
+        self, credentials: Any, place: TokenPlace, connect_timeout_s: float = 10.0, timeout_s: float = 600.0
+    ) -> None:
         self._credentials = credentials
         self._name = place.header.encode("latin-1")
         self._scheme = place.scheme.encode("latin-1")
         self._drop = frozenset(h.encode("latin-1") for h in (place.header, *place.replaces))
-        self._lock = asyncio.Lock()
+        # The thread's own bound lies past each waiter's (``timeout_s`` from its start): a stall
+        # is told as the waiters' timeout (503), and the thread still ends soon after.
+        self._transport = _Bounded((connect_timeout_s, timeout_s + connect_timeout_s))
+        self._timeout_s = timeout_s
+        self._refreshing: asyncio.Future[None] | None = None
 
     async def token(self) -> str:
         """A valid access token: the cached one, else a fresh one (one refresh at a time)."""
-        if not self._credentials.valid:
-            async with self._lock:
-                if not self._credentials.valid:
-                    try:
-                        await asyncio.to_thread(self._credentials.refresh, google.auth.transport.requests.Request())
-                    except google.auth.exceptions.GoogleAuthError as exc:
-                        raise TokenUnavailable(f"no access token from the gateway's Google credentials: {exc}") from exc
-        return str(self._credentials.token)
+        try:
+            fresh = self._credentials.valid
+        except Exception:  # an expiry of a type no comparison takes: fetch again
+            fresh = False
+        if not fresh:
+            await self._refreshed()
+        token = self._credentials.token
+        if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+            self._credentials.token = None  # fetched again by the next request, not reused
+            raise TokenUnavailable("the gateway's Google credentials gave something that is no access token")
+        return token
+
+    async def _refreshed(self) -> None:
+        running = self._refreshing
+        if running is None or running.done():
+            running = self._refreshing = asyncio.ensure_future(
+                asyncio.to_thread(self._credentials.refresh, self._transport)
+            )
+            running.add_done_callback(_observed)
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                await asyncio.shield(running)
+        except TimeoutError:
+            raise TokenTimeout(
+                f"no access token from the gateway's Google credentials within {self._timeout_s:g} s"
+            ) from None
+        except Exception as exc:  # google-auth's errors, and what it lets through (TypeError, ValueError)
+            raise TokenUnavailable(
+                f"no access token from the gateway's Google credentials: {type(exc).__name__}: {exc}"
+            ) from exc
 
     async def sign(self, request: UpstreamRequest, url: str) -> UpstreamRequest:
         token = (await self.token()).encode("latin-1")
@@ -90,6 +153,13 @@ class GatewayToken:
 
     async def aclose(self) -> None:
         return None
+
+
+def _observed(done: asyncio.Future[None]) -> None:
+    """A refresh nobody waited for to the end (every waiter timed out): its error is read here,
+    not reported as never retrieved."""
+    if not done.cancelled():
+        done.exception()
 
 
 def signer(place: TokenPlace, settings: ProviderSettings) -> Signer:
@@ -104,4 +174,4 @@ def signer(place: TokenPlace, settings: ProviderSettings) -> Signer:
         credentials, _project = google.auth.default(scopes=list(SCOPES))
     except google.auth.exceptions.DefaultCredentialsError as exc:
         raise ConfigError("<config>", key, f"'gateway', but google-auth found no credentials: {exc}") from exc
-    return GatewayToken(credentials, place)
+    return GatewayToken(credentials, place, settings.connect_timeout_s, settings.timeout_s)

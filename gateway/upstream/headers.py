@@ -18,8 +18,10 @@ HOP_BY_HOP = frozenset(
         b"proxy-connection",
     }
 )
-# Recomputed by whoever sends the message next.
-_REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length"}
+# Recomputed by whoever sends the message next. ``Expect: 100-continue`` asked the gateway to
+# accept the body before it is sent; the gateway has read it whole by the time it sends the
+# request on, and an upstream that never answers the expectation would hold it to the timeout.
+_REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect"}
 # The method the gateway routed and checked is the one the upstream runs: Google's frontend
 # honours a method override, which would turn a tenant-checked POST into a list or a delete.
 _METHOD_OVERRIDES = frozenset({b"x-http-method-override", b"x-http-method", b"x-method-override"})

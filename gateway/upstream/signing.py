@@ -29,6 +29,10 @@ class ProviderSettings:
     base_url: str
     api_key: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
+    # The provider's transport bounds (``upstream.connect_timeout_s`` / ``timeout_s``): a signer
+    # that makes requests of its own (a token endpoint) waits no longer than a request would.
+    connect_timeout_s: float = 10.0
+    timeout_s: float = 600.0
 
 
 class Signer(Protocol):

@@ -69,11 +69,12 @@ def upstream_failed(
 
 _FAILED = {
     "upstream_timeout": "timed out",
-    "upstream_invalid_response": "answered with a body that is not JSON",
+    "upstream_invalid_response": "answered with a body that is not its protocol's reply",
     "upstream_unsigned": "cannot be sent a request the gateway changed: the gateway holds no "
     "credentials to sign it (give it the provider's credentials)",
     "upstream_not_configured": "of this route is not configured on the gateway",
     "upstream_token_unavailable": "cannot be sent the request: the gateway's own credentials gave no access token",
+    "upstream_token_timeout": "cannot be sent the request yet: the gateway's token endpoint did not answer in time",
 }
 
 

@@ -54,11 +54,13 @@ def reasked(upstream: ShapedUpstream) -> bool:
 
 @pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.name)
 def test_a_stream_request_answered_with_json_is_judged_as_a_unary_reply(shaped, protocol):
+    """Judged whole; the run ended, its final reply is written as the stream the request asked
+    for (the client's stream reader reads nothing else), the model's own answer in it."""
     upstream, url = shaped(lambda n: JSON)
     response = post(url, protocol, stream=True)
-    assert response.status_code == 200 and response.headers["content-type"].startswith(JSON)
+    assert response.status_code == 200 and response.headers["x-loopguard-action"] == "terminate"
+    assert response.headers["content-type"].startswith(SSE)
     assert calls_in(response.content) == 0  # never relayed with its call
-    assert response.headers["x-loopguard-action"] in ("reject", "terminate")
     assert reasked(upstream)
 
 
@@ -130,8 +132,8 @@ def test_a_unary_reask_answered_with_events_is_a_clear_error_not_the_call(shaped
 
 def test_an_openai_sdk_agent_streaming_gets_json_and_still_stops_at_the_4th_call(shaped):
     """The openai SDK asks ``stream=True``; the upstream answers JSON. The agent reads each raw
-    reply as the completion it is (the SDK's event reader finds nothing in it) and runs every
-    call it gets: three, then the run ends without a fourth."""
+    JSON reply as the completion it is (the SDK's event reader finds nothing in it) and runs
+    every call it gets: three; then the run ends, in the stream its SDK reads, without a fourth."""
     _, url = shaped(lambda n: JSON)
     client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=20)
     tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
@@ -139,6 +141,11 @@ def test_an_openai_sdk_agent_streaming_gets_json_and_still_stops_at_the_4th_call
     ran = 0
     for _ in range(10):
         raw = client.chat.completions.with_raw_response.create(model="m", messages=messages, tools=tools, stream=True)
+        if raw.headers["content-type"].startswith(SSE):
+            chunks = list(raw.parse())
+            assert not [c for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+            assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            break
         message = orjson.loads(raw.http_response.read())["choices"][0]["message"]
         calls = message.get("tool_calls") or []
         if not calls:

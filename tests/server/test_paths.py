@@ -70,9 +70,30 @@ def test_canonical_path_rules():
     assert canonical_path(b"/v1/chat/%63ompletions/") == b"/v1/chat/completions"
     assert canonical_path(b"/v1/files/a%3ab") == b"/v1/files/a%3Ab"
     assert canonical_path(b"/") == b"/"
-    for bad in (b"/a//b", b"//", b"/a/./b", b"/a/%2E", b"/a%2F", b"a/b", b"/a%"):
+    # A byte no path carries as it is is encoded; a lone %25 (no hex after it) is a percent sign.
+    assert canonical_path(b'/a/"{|}^`[]\xc3\xa9 ') == b"/a/%22%7B%7C%7D%5E%60%5B%5D%C3%A9%20"
+    assert canonical_path(b"/a/100%25/b%25zz") == b"/a/100%25/b%25zz"
+    assert canonical_path(b"/bedrock/model/a%2fb/invoke", slashes=True) == b"/bedrock/model/a%2Fb/invoke"
+    for bad in (
+        b"/a//b",
+        b"//",
+        b"/a/./b",
+        b"/a/%2E",
+        b"/a%2F",
+        b"a/b",
+        b"/a%",
+        b"/a%3Fb",  # decoded, a query would start
+        b"/a%3fb",
+        b"/a%23b",
+        b"/a#b",  # a fragment: a URL library would cut it off
+        b"/a/%2563",  # encoded twice: c to whoever decodes once more
+        b"/a/%253a",
+        b"/a/%25%33%46",  # %25 then %3F: refused for the %3F
+        b"/a/\x01",
+        b"/bedrock/model/a%2F%2Fb/invoke",
+    ):
         with pytest.raises(PathError):
-            canonical_path(bad)
+            canonical_path(bad, slashes=bad.startswith(b"/bedrock/"))
 
 
 @pytest.mark.parametrize(

@@ -36,12 +36,14 @@ MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 @dataclass
 class Said:
     """One scripted answer: text, then tool calls as (name, input) pairs; or an error; or the
-    raw bytes of a stream (``frames``) as a broken upstream would send them."""
+    raw bytes of a stream (``frames``) as a broken upstream would send them, or the JSON reply
+    to a stream request (``whole``)."""
 
     text: str | None = None
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     error: tuple[int, str] | None = None  # (status, Bedrock exception name)
     frames: bytes | None = None
+    whole: bool = False  # a stream request answered with the JSON reply (a broken upstream)
 
     def content(self, ids: list[str]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [{"text": self.text}] if self.text else []
@@ -203,7 +205,7 @@ class ConverseUpstream:
         if said.error is not None:
             return _error(said.error[0], said.error[1], "scripted")
         ids = [f"tooluse_{len(self.requests)}_{n}" for n in range(len(said.calls))]
-        if method == "converse":
+        if method == "converse" or said.whole:
             content = json.dumps(said.reply(ids)).encode()
             self.sent.append(content)
             return Response(content, media_type="application/json")

@@ -53,6 +53,8 @@ def read_response(sock: socket.socket) -> RawResponse:
             break
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
+    while head.startswith(b"HTTP/1.1 1"):  # an interim response (100 Continue): the answer follows
+        head, _, body = body.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split()[1])
     headers = {}

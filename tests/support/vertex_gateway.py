@@ -59,22 +59,34 @@ class Started:
 
 @pytest.fixture
 def start_vertex(tmp_path, monkeypatch):
-    """start(gemini=..., claude=..., credentials="client"|"gateway", policy_text=..., config=...)."""
+    """start(gemini=..., claude=..., credentials="client"|"gateway", policy_text=..., config=...,
+    upstream_settings=...: more ``upstream`` settings)."""
     contexts = []
+    started_tokens: list[TokenServer] = []
 
     def enter(app, **options) -> str:
         ctx = serve(app, **options)
         contexts.append(ctx)
         return ctx.__enter__()
 
-    def start(gemini=None, claude=None, credentials="client", policy_text=None, config=None, answers=None):
+    def start(
+        gemini=None,
+        claude=None,
+        credentials="client",
+        policy_text=None,
+        config=None,
+        answers=None,
+        upstream_settings=None,
+    ):
         tokens = None
         extra = {}
         if credentials == "gateway":
             tokens = TokenServer()
+            started_tokens.append(tokens)
             tokens.url = enter(tokens.app)
             monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tokens.key_file(tmp_path)))
             extra["vertex_credentials"] = "gateway"
+        extra.update(upstream_settings or {})
         upstream = VertexUpstream(gemini, claude, "ya29.gateway-1" if tokens else CLIENT_TOKEN, answers)
         cloud = enter(upstream.app)
         policy = tmp_path / "policy.yaml"
@@ -90,5 +102,7 @@ def start_vertex(tmp_path, monkeypatch):
         return Started(upstream, url, tokens)
 
     yield start
+    for server in started_tokens:
+        server.broken = None  # a stalled endpoint answers, so its server stops at once
     for ctx in reversed(contexts):
         ctx.__exit__(None, None, None)

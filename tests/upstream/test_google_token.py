@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support.google_oauth import TokenServer
+from support.google_oauth import BROKEN, TokenServer
 from support.servers import serve
 
 from gateway.config import ConfigError
@@ -103,3 +103,44 @@ def test_a_setting_that_cannot_work_is_refused_at_startup(tmp_path, monkeypatch,
     with pytest.raises(ConfigError) as refused:
         google_token.signer(PLACE, settings(credentials=mode))
     assert refused.value.path == "upstream.vertex_credentials" and reason in refused.value.reason
+
+
+def gateway_signer(timeout_s: float = 600.0) -> google_token.GatewayToken:
+    bounded = ProviderSettings(
+        "vertex", "https://aiplatform.googleapis.com", None, {"credentials": "gateway"}, 1.0, timeout_s
+    )
+    signer = google_token.signer(PLACE, bounded)
+    assert isinstance(signer, google_token.GatewayToken)
+    return signer
+
+
+@pytest.mark.parametrize("broken", sorted(set(BROKEN) - {"stall"}))
+def test_a_token_source_answering_what_is_no_token_is_an_upstream_error(token_server, broken):
+    """Whatever google-auth makes of it (an error of its own, a TypeError, a "token" that is a
+    number or carries a line break), nothing is signed and the request is not sent."""
+    server = token_server()
+    server.broken = broken
+    signer = gateway_signer()
+    with pytest.raises(google_token.TokenUnavailable) as failed:
+        asyncio.run(signer.sign(CLIENT, URL))
+    assert failed.value.status == 502 and not isinstance(failed.value, google_token.TokenTimeout)
+    server.broken = None  # healed: the next request fetches a token that works
+    assert asyncio.run(signer.sign(CLIENT, URL)).headers[-1] == (b"authorization", b"Bearer ya29.gateway-1")
+
+
+def test_a_stalled_token_endpoint_holds_every_waiting_request_to_its_own_bound_on_one_fetch(token_server):
+    """Eight requests at once while the endpoint says nothing: one token request is made, and
+    each request ends with ``TokenTimeout`` (503) at its own bound, not one after another."""
+    server = token_server()
+    server.broken = "stall"
+    signer = gateway_signer(timeout_s=0.5)
+
+    async def all_at_once() -> list[BaseException | object]:
+        return await asyncio.gather(*(signer.sign(CLIENT, URL) for _ in range(8)), return_exceptions=True)
+
+    try:
+        outcomes = asyncio.run(all_at_once())
+    finally:
+        server.broken = None
+    assert all(isinstance(o, google_token.TokenTimeout) and o.status == 503 for o in outcomes), outcomes
+    assert server.asked == 1

@@ -37,7 +37,7 @@ def message(stream: bytes) -> dict[str, Any] | None:
             out = dict(data["message"])
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
             block = dict(data["content_block"])
-            if block.get("type") in _INPUT_BLOCKS:
+            if _kind(block) in _INPUT_BLOCKS:
                 inputs[len(blocks)] = []
             blocks.append(block)
         elif kind == "content_block_delta" and blocks:
@@ -52,10 +52,16 @@ def message(stream: bytes) -> dict[str, Any] | None:
     return out
 
 
+def _kind(value: dict[str, Any]) -> str | None:
+    """Its ``type`` when a string; anything else is no kind (never a key to look up)."""
+    kind = value.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def _apply(block: dict[str, Any], delta: Any, input_parts: list[str] | None) -> None:
     if not isinstance(delta, dict):
         return
-    kind = delta.get("type")
+    kind = _kind(delta)
     if kind == "input_json_delta" and input_parts is not None and isinstance(delta.get("partial_json"), str):
         input_parts.append(delta["partial_json"])
     elif kind in _APPENDED:

@@ -62,8 +62,15 @@ def text_of(content: Any) -> str:
     return "\n".join(
         b["text"]
         for b in content
-        if isinstance(b, dict) and b.get("type", "text") in _TEXT_BLOCKS and isinstance(b.get("text"), str)
+        if isinstance(b, dict) and _kind(b) in _TEXT_BLOCKS and isinstance(b.get("text"), str)
     )
+
+
+def _kind(block: dict[str, Any]) -> str | None:
+    """A block's ``type`` (``text`` when absent); None for one that is no string (the API refuses
+    such a block: read here as no block of any kind, never an error)."""
+    kind = block.get("type", "text")
+    return kind if isinstance(kind, str) else None
 
 
 def system_text(system: Any) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from gateway.protocols.anthropic import events
 from gateway.protocols.anthropic.parse import arguments_text
@@ -29,6 +29,12 @@ from gateway.protocols.streaming import StreamDriver, StreamOptions
 from gateway.protocols.usage import add_usage
 from gateway.trace.model import ToolCall
 from gateway.wire import codec
+
+
+def _is_index(value: Any) -> TypeGuard[int]:
+    """A block index as the protocol defines it: a JSON integer (``true`` is none, nor is ``0.0``)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
 
 # Events that can pass without being parsed while nothing is held or renumbered.
 _PLAIN = frozenset({"content_block_delta", "ping"})
@@ -94,10 +100,19 @@ class ToolUseFilter(StreamDriver):
         )
 
     def _cut(self, upstream: bytes) -> list[bytes]:
+        self._drop_open_calls()
         out = self.feed(events.closing(upstream))
         if self.options.hold_text and self._held:  # broken off: the words so far go out, closed
             self._close_held(out)
         return out
+
+    def _drop_open_calls(self) -> None:
+        """Broken off: a call still held may be cut short, and a call is never completed on
+        partial input: it is left out (its closing events are then ignored), with the calls
+        held behind it, before anything closes what the client has open."""
+        for tool in [b for b in self._held if isinstance(b, _ToolBlock) and not b.done]:
+            self._held.remove(tool)
+            self._assign(tool.index, None)
 
     def _continue(self) -> None:
         self._carried = add_usage(self._carried, self._usage)
@@ -131,6 +146,7 @@ class ToolUseFilter(StreamDriver):
 
     def _start_round(self) -> None:
         self._blocks: dict[int, int | _ToolBlock | _TextBlock | None] = {}  # upstream index -> client index
+        self._stopped: set[int] = set()  # upstream indexes whose block stopped: nothing more may come
         self._identity = True  # every block kept its upstream index: relay events unparsed
         self._positions = 0
         self._usage: Any = None  # this round's usage: message_start's, overlaid by message_delta's
@@ -168,8 +184,9 @@ class ToolUseFilter(StreamDriver):
 
     def _on_block_start(self, data: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         index, block = data.get("index"), data.get("content_block")
-        if not isinstance(index, int) or not isinstance(block, dict):
-            out.append(raw)
+        if not _is_index(index) or not isinstance(block, dict) or index in self._blocks:
+            # a second start at one index would reach the client under a verdict given to another
+            self._invalid(out, "a content block start without a new integer index and a block")
             return
         if block.get("type") == "tool_use":
             name, ident = block.get("name"), block.get("id")
@@ -197,7 +214,14 @@ class ToolUseFilter(StreamDriver):
 
     def _on_block_event(self, data: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
         index = data.get("index")
-        target = self._blocks.get(index, index) if isinstance(index, int) else index
+        if not _is_index(index) or index in self._stopped:
+            # an SDK reads "0", 0.0 or true as a block of its own, or fails; after its stop a
+            # block is over, and a start of a call in it would pass under its earlier verdict
+            self._invalid(out, "a content block event without an integer index, or after its block stopped")
+            return
+        if data.get("type") == "content_block_stop":
+            self._stopped.add(index)
+        target = self._blocks.get(index, index)
         if isinstance(target, _ToolBlock):
             if target.done:  # an event after the block was judged: it follows the verdict
                 self._after_verdict(target, data, raw, out)

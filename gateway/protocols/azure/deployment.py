@@ -14,15 +14,17 @@ from typing import Any
 
 from gateway.protocols.roles import Adapter
 
-_ROOT = ("", "openai", "deployments")
+_ROOTS = ("/openai/deployments/", "/openai/v1/deployments/")
 
 
 def deployment_of(path: str) -> str | None:
-    """``/openai/deployments/{name}/...`` -> ``name``; None for a path naming none."""
-    parts = path.split("/", 4)
-    if len(parts) < 5 or tuple(parts[:3]) != _ROOT or not parts[3]:
+    """``/openai/deployments/{name}/...`` (or under ``/openai/v1/``) -> ``name``; None for a
+    path naming none."""
+    root = next((r for r in _ROOTS if path.startswith(r)), None)
+    if root is None:
         return None
-    return parts[3]
+    name, slash, _ = path[len(root) :].partition("/")
+    return name if name and slash else None
 
 
 @dataclass(frozen=True, slots=True)

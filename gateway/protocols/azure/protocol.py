@@ -42,6 +42,7 @@ UPSTREAM = UpstreamSpec(
     strip_v1=False,  # ``/openai/...`` goes whole: the base URL is the resource's root
 )
 DEPLOYMENT = VERSIONED + "/deployments/{deployment}"
+V1_DEPLOYMENT = V1 + "/deployments/{deployment}"
 
 
 def _never(body: Any) -> bool:
@@ -52,7 +53,12 @@ def _never(body: Any) -> bool:
 CHAT_DECLARED = replace(
     chat.DECLARED,
     family="azure_openai.chat_completions",
-    routes=(V1 + "/chat/completions", VERSIONED + "/chat/completions", DEPLOYMENT + "/chat/completions"),
+    routes=(
+        V1 + "/chat/completions",
+        VERSIONED + "/chat/completions",
+        DEPLOYMENT + "/chat/completions",
+        V1_DEPLOYMENT + "/chat/completions",
+    ),
     upstream=UPSTREAM,
     # Completions stored with ``store: true``, read, listed and deleted at either root.
     owned=tuple(azure for kind in chat.DECLARED.owned for azure in on_azure(kind)),
@@ -63,12 +69,14 @@ CHAT_DECLARED = replace(
 RESPONSES_DECLARED = replace(
     responses.DECLARED,
     family="azure_openai.responses",
-    routes=(V1 + "/responses", VERSIONED + "/responses", DEPLOYMENT + "/responses"),
+    routes=(V1 + "/responses", VERSIONED + "/responses", DEPLOYMENT + "/responses", V1_DEPLOYMENT + "/responses"),
     upstream=UPSTREAM,
     # The resource's other routes (files, batches, models, deployments, embeddings, ...).
     relays=(VERSIONED + "/{rest:path}",),
     owned=AZURE_OWNED,
     stateless=AZURE_STATELESS,
+    # "On your data" chat (its own reply shape, the retrieved documents as messages of their own).
+    unjudged=tuple(f"{root}/extensions/chat/completions" for root in (DEPLOYMENT, V1_DEPLOYMENT)),
     reads=_never,
 )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from gateway.protocols.eventstream import FrameDecoder, frame
+from gateway.protocols.eventstream import BROKEN, FrameDecoder, frame
 from gateway.protocols.sse import SSEDecoder, SSEEvent
 from gateway.wire import codec
 
@@ -68,9 +68,8 @@ def unwrap(payload: str) -> str | None:
 
 class ChunkDecoder:
     """Frames in, Anthropic events out: ``raw`` is the frame's bytes, ``data`` the event's JSON.
-    An exception frame reads as an Anthropic ``error`` event (the stream's end); a frame that
-    cannot be read, or a chunk carrying no event, comes with ``data`` None (``event`` says which:
-    ``unread`` for bytes that are no frame)."""
+    An exception frame reads as an Anthropic ``error`` event (the stream's end); what is no
+    frame, or a chunk carrying no event, is an ``unread`` event whose ``data`` says which."""
 
     __slots__ = ("_frames",)
 
@@ -88,11 +87,15 @@ UNREAD = "unread"
 
 
 def _event(event: SSEEvent) -> SSEEvent:
-    if event.data is None:
-        return SSEEvent(raw=event.raw, event=UNREAD, terminated=False)
+    if event.event == BROKEN:
+        return SSEEvent(raw=b"", data=event.data, event=UNREAD, terminated=False)
+    if not event.terminated:  # a frame cut short: dropped by the stream driver
+        return event
     if event.event == CHUNK:
-        data = unwrap(event.data)
-        return SSEEvent(raw=event.raw, data=data, event=None if data is not None else UNREAD)
+        data = unwrap(event.data or "")
+        if data is None:
+            return SSEEvent(raw=b"", data="a chunk frame carrying no event", event=UNREAD)
+        return SSEEvent(raw=event.raw, data=data)
     if event.event is not None and event.event.endswith("Exception"):
         return SSEEvent(raw=event.raw, data=_ERROR)
     return SSEEvent(raw=event.raw)  # an event type newer than this code: relayed as it came

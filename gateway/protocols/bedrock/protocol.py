@@ -81,6 +81,9 @@ DECLARED = Declaration(
     stream_notes=False,  # a stream is binary frames: no room for SSE comments
     stream_type=CONTENT_TYPE,
     stateless=(f"POST {MOUNT}/model/{{model:path}}/count-tokens",),
+    # A model called over a bidirectional stream (speech in, speech and tool calls out): frames
+    # the gateway does not judge.
+    unjudged=(f"{MOUNT}/model/{{model:path}}/invoke-with-bidirectional-stream",),
 )
 
 

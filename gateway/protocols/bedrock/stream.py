@@ -7,8 +7,8 @@ out as the upstream's own frame, byte for byte; what the gateway writes or renum
 new index, the totals of a re-asked message, the termination text) is written as a new chunk
 frame (``frames.framed``). Errors end the stream as Bedrock ends one: an exception frame, which
 the SDKs raise. A frame that cannot be read (a bad checksum, a chunk with no event) ends the
-client stream with an ``InternalServerException`` frame: relayed, the client's own decoder would
-fail on bytes that are no frame.
+client stream with an ``internalServerException`` frame, and nothing after it is read: relayed,
+the client's own decoder would fail on bytes that are no frame, or find frames after them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from gateway.protocols.sse import SSEEvent
 
 __all__ = ["BedrockFilter"]
 
-UNREADABLE = "The upstream's event stream could not be read (a malformed frame)."
 # Bedrock's exception for an error on its side mid-stream (retried by clients that retry), and
 # for a request it refuses (a stopped loop: not retried).
 SERVER_ERROR = "InternalServerException"
@@ -59,21 +58,15 @@ class BedrockFilter(ToolUseFilter):
         return False  # frames are read one by one: each carries its event base64-encoded
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
-        if event.event == frames.UNREAD:
-            self._give_up(out)
+        if event.event == frames.UNREAD:  # no frame, or a chunk carrying no event
+            self._invalid(out, event.data or "bytes that are no event-stream frame")
             return
         super()._on_event(event, out)
 
-    def _give_up(self, out: list[bytes]) -> None:
-        """Bytes that are no frame: what is held is dropped and the client stream ends with an
-        exception frame (nothing after it can be read either)."""
-        self._held.clear()
-        self.round.ended = True
-        self._terminated = self._ended = True
-        out.append(frames.exception(SERVER_ERROR, UNREADABLE))
-
     def _cut(self, upstream: bytes) -> list[bytes]:
-        """What closes a block the upstream left open, read from the events its frames carried."""
+        """What closes a block the upstream left open, read from the events its frames carried;
+        a call held open is left out first (never completed on partial input)."""
+        self._drop_open_calls()
         closing = events.closing(frames.as_events(upstream))
         out = self.feed(frames.as_frames(closing)) if closing else []
         if self.options.hold_text and self._held:  # broken off: the words so far go out, closed

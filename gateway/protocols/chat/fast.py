@@ -78,9 +78,13 @@ class FastToolCallFilter(ToolCallFilter):
         if raws is not None:
             for raw in raws:
                 self._on_raw(raw, out)
+                if self.failure is not None:  # the event ended the client stream: none after it
+                    return out
         else:
             for event in self._decoder.feed(data):
                 self._on_event(event, out)
+                if self.failure is not None:
+                    return out
         if self._held:
             self._held.keepalive(out)
         return out
@@ -115,7 +119,7 @@ class FastToolCallFilter(ToolCallFilter):
     def _on_data(self, chunk: Any, raw: bytes, out: list[bytes]) -> None:
         """``ToolCallFilter._on_data``, then whether the next events can go out unread (written
         out, not a ``super()`` call: this runs for every parsed event)."""
-        if not isinstance(chunk, dict) or "error" in chunk or not isinstance(chunk.get("choices"), list):
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
             self._relay(raw, out)
             return
         self._on_chunk(chunk, raw, out)

@@ -10,8 +10,10 @@ dropped the finish chunk is withheld and the pipeline decides: re-ask the model 
 answer as a continuation of the same client stream, or end the stream with a terminate text.
 
 A role-only delta travels with the tool-call event it came in (that is what keeps OpenAI's first
-tool chunk byte-identical); any content for choice 0 makes it go out first. Choices other than 0
-(``n > 1``, which agents don't use) pass through unjudged.
+tool chunk byte-identical); any content for choice 0 makes it go out first. One answer is what
+this filter relays (several, ``n > 1``, go through ``choices.ChoicesFilter``): a chunk with a
+second choice, or one at another index, ends the stream with an error chunk (agents read
+``choices[0]`` whatever its index).
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ class ToolCallFilter(StreamDriver):
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         data, raw = event.data, event.raw
-        if data is None or event.event == "error":
+        if data is None:
             out.append(raw)
             return
         if data == "[DONE]":
@@ -130,18 +132,27 @@ class ToolCallFilter(StreamDriver):
         self._on_data(chunk, raw, out)
 
     def _on_data(self, chunk: Any, raw: bytes, out: list[bytes]) -> None:
-        """An event's data, parsed: a chunk to read, or anything else to relay as it is."""
-        if not isinstance(chunk, dict) or "error" in chunk or not isinstance(chunk.get("choices"), list):
+        """An event's data, parsed: a chunk to read, or anything else to relay as it is. Read by
+        its data alone, as the openai SDK reads it: an ``event: error`` name, or an ``error``
+        key that is empty, does not stop the SDK yielding the chunk's choices."""
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
             self._relay(raw, out)
             return
         self._on_chunk(chunk, raw, out)
 
     def _on_chunk(self, chunk: dict[str, Any], raw: bytes, out: list[bytes]) -> None:
+        choices = chunk["choices"]
+        if len(choices) > 1 or (choices and (not isinstance(choices[0], dict) or choices[0].get("index", 0) != 0)):
+            # One answer was asked for (``n`` 1): a client reads ``choices[0]`` whatever its
+            # index, or merges every choice of index 0 into one; a second choice, or one at
+            # another index, would pass unjudged.
+            self._invalid(out, "a choice the request did not ask for")
+            return
         if self.envelope is None:
             self.envelope = Envelope.from_chunk(chunk)
         if self._continuation:  # one completion for the client: the re-ask wears the first id
             chunk["id"], chunk["created"] = self.envelope.id, self.envelope.created
-        choice = next((c for c in chunk["choices"] if isinstance(c, dict) and c.get("index", 0) == 0), None)
+        choice = choices[0] if choices else None
         delta = choice.get("delta") if choice is not None else None
         delta = delta if isinstance(delta, dict) else {}
         # Some servers send "tool_calls": [] with every content delta: that is no tool call.

@@ -65,7 +65,7 @@ def scan(parts: list[bytes], envelope: Envelope | None) -> Round | None:
         except orjson.JSONDecodeError:
             return None
         choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        if not isinstance(choices, list) or "error" in chunk:
+        if not isinstance(choices, list):
             if asm.calls:
                 return None
             continue  # no chunk: relayed as it came
@@ -73,7 +73,7 @@ def scan(parts: list[bytes], envelope: Envelope | None) -> Round | None:
             envelope = Envelope.from_chunk(chunk)
         choice = choices[0] if len(choices) == 1 else None
         if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-            if asm.calls or len(choices) > 1:
+            if choices or asm.calls:  # another choice than the one asked for: the reader decides
                 return None
             continue
         delta = choice.get("delta")

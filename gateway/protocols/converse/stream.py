@@ -23,7 +23,7 @@ from typing import Any
 
 from gateway.protocols.base import Answer, Judge
 from gateway.protocols.converse import events
-from gateway.protocols.eventstream import FrameDecoder
+from gateway.protocols.eventstream import BROKEN, FrameDecoder
 from gateway.protocols.sse import SSEEvent
 from gateway.protocols.streaming import StreamDriver, StreamOptions
 from gateway.protocols.usage import add_usage
@@ -77,6 +77,7 @@ class ConverseStreamFilter(StreamDriver):
 
     def _start_round(self) -> None:
         self._blocks: dict[int, int | _ToolBlock | _TextBlock | None] = {}  # upstream index -> client
+        self._stopped: set[int] = set()  # upstream indexes whose block stopped: nothing more may come
         self._positions = 0
         self._usage: Any = None  # this round's, from its metadata
 
@@ -133,6 +134,9 @@ class ConverseStreamFilter(StreamDriver):
 
     def _on_event(self, event: SSEEvent, out: list[bytes]) -> None:
         name = event.event
+        if name == BROKEN:  # what boto3 would not read as frames: the stream ends here
+            self._invalid(out, event.data or "bytes that are no event-stream frame")
+            return
         try:
             data = codec.loads(event.data) if event.data is not None else None
         except codec.DecodeError:
@@ -156,9 +160,18 @@ class ConverseStreamFilter(StreamDriver):
 
     def _on_block(self, raw: bytes, name: str, data: dict[str, Any], out: list[bytes]) -> None:
         index = data.get("contentBlockIndex")
-        if not isinstance(index, int):
-            out.append(raw)
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            # boto3 hands "0", 0.0 or true to its caller as it came: a block the client would
+            # read, under no index this filter can hold it by
+            self._invalid(out, f"a {name} event without an integer contentBlockIndex")
             return
+        if index in self._stopped or (name == "contentBlockStart" and index in self._blocks):
+            # a block is over after its stop, and begins once: a call started again at an index
+            # would reach the client under the verdict its first block got
+            self._invalid(out, f"a {name} event for a block that already stopped or started")
+            return
+        if name == "contentBlockStop":
+            self._stopped.add(index)
         frame = (raw, name, data)
         if index not in self._blocks:
             self._begin(index, frame, out)

@@ -55,11 +55,12 @@ STATELESS = (
 
 DECLARED = Declaration(
     family="gemini.generate_content",
-    # Every version's generate methods, of base and tuned models alike.
+    # Every version's generate methods, on each resource the API generates with: base and
+    # tuned models, and ``dynamic/{id}`` (a model the API names for the caller).
     routes=tuple(
         f"/{version}/{models}/{{model}}:{method}"
         for version in ("v1beta", "v1", "v1alpha")
-        for models in ("models", "tunedModels")
+        for models in ("models", "tunedModels", "dynamic")
         for method in ("generateContent", _STREAMING)
     ),
     # The API root, as the SDKs' base URL; paths name their version. The key goes as
@@ -129,7 +130,7 @@ def _no_user(payload: dict[str, Any]) -> str | None:
 def at(scope: dict[str, Any]) -> Adapter:
     """The adapter bound to the request's path (its model, and how its reply comes: ``alt``
     read as Google reads it, ``query.reply_format``)."""
-    name, _, method = scope["path"].rpartition("/")[2].partition(":")
+    name, _, method = scope["path"].rpartition("/")[2].rpartition(":")  # the verb: after the last ":"
     streaming = method == _STREAMING
     if streaming and query.reply_format(scope.get("query_string", b"")) != "sse":
         return Path(name, array=True).adapter()

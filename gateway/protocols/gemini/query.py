@@ -11,16 +11,20 @@ but shape: the pipeline picks its path by the reply's own content type, and judg
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
+from urllib.parse import unquote_to_bytes
 
-_NAMES = frozenset({b"alt", b"$alt"})
+from gateway.wire.credentials import parameter_name
+
 DEFAULT = "json"
 
 
 def reply_format(query: bytes) -> str:
-    """The ``alt`` value ``query`` (a raw query string) selects; ``json`` when it names none."""
+    """The ``alt`` value ``query`` (a raw query string, any bytes) selects; ``json`` when it
+    names none. Read as bytes throughout: a value that is no UTF-8 (``%C3%A9``, ``%FF``) is
+    read, never an error."""
     found = DEFAULT
-    for name, value in parse_qsl(query, keep_blank_values=True):
-        if name in _NAMES:
+    for pair in query.split(b"&") if query else ():
+        if parameter_name(pair) == b"alt":
+            value = unquote_to_bytes(pair.partition(b"=")[2].replace(b"+", b" "))
             found = value.decode("utf-8", "replace")
     return found

@@ -70,6 +70,11 @@ class GeminiStreamFilter(StreamDriver):
         return self._ended
 
     def _on_event(self, sse: SSEEvent, out: list[bytes]) -> None:
+        if not _data_lines(sse.raw):
+            # google-genai reads a line that is not ``data: `` as raw JSON, a chunk of its own:
+            # one this filter could not see (the API sends none)
+            self._invalid(out, "a line that is no data line in its event stream")
+            return
         try:
             chunk = codec.loads(sse.data) if sse.data else None
         except codec.DecodeError:
@@ -167,6 +172,13 @@ class GeminiStreamFilter(StreamDriver):
     def _owed(self, out: list[bytes], undecided: bool) -> None:
         if undecided and self._withheld is not None:
             out.append(event(self._withheld))
+
+
+def _data_lines(raw: bytes) -> bool:
+    """Every line of the event is a ``data: `` line (the one-line event the API sends, at once)."""
+    if raw.startswith(b"data: ") and raw.find(b"\n") == len(raw) - 2 and b"\r" not in raw:
+        return True
+    return all(not line or line.startswith(b"data: ") for line in raw.replace(b"\r", b"\n").split(b"\n"))
 
 
 def _with_parts(chunk: dict[str, Any], first: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:

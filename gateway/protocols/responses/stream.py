@@ -119,6 +119,9 @@ class ResponsesStreamFilter(StreamDriver):
         return True
 
     def _cut(self, upstream: bytes) -> list[bytes]:
+        for call in self._open.values():  # cut short: never completed on partial input, left out
+            call.done, call.kept = True, False
+        self._open.clear()
         out = self.feed(wire.closing(upstream))
         if self.options.hold_text and self._held:  # broken off: the words so far go out, closed
             self._close_held(out)
@@ -182,6 +185,7 @@ class ResponsesStreamFilter(StreamDriver):
         """A withheld closing event nobody decided on, then the upstream's ``[DONE]`` (some
         compatible servers send one)."""
         if undecided and self._withheld is not None:
+            self.view.altered = True  # its output lists only what the client was shown
             out.append(self._close_for_client(self._withheld_event, b""))
         if self._saw_done:
             out.append(b"data: [DONE]\n\n")
@@ -230,9 +234,18 @@ class ResponsesStreamFilter(StreamDriver):
             self._held.append(_Event(None, event.raw))
             return
         kind = obj.get("type")
+        kind = kind if isinstance(kind, str) else None  # no lookup key: read as an unknown event
         index = obj.get("output_index")
         call = self._calls.get(index) if type(index) is int else None
+        if self.round.finish_reason is not None:
+            # After the closing event nothing belongs to the response: a call there, or one
+            # added again, would be shown under no verdict (or another call's)
+            self._invalid(out, "an event after its response was closed")
+            return
         if kind == "response.output_item.added" and _is_call(obj.get("item")):
+            if call is not None:
+                self._invalid(out, "a second output item at one output index")
+                return
             self._start_call(obj, event.raw, index)
         elif call is not None and not call.released:
             self._call_event(call, obj, event.raw, kind)

@@ -33,8 +33,10 @@ _COUNT = "count-tokens"  # the token count's "model": no model call
 
 DECLARED = Declaration(
     family="vertex.anthropic.messages",
+    # Under a project and location as the SDKs send it, then under any other resource path.
     routes=tuple(
-        f"{cloud.MOUNT}{cloud.LOCATED}/publishers/anthropic/models/{{model}}:{method}"
+        f"{cloud.MOUNT}{located}/publishers/anthropic/models/{{model}}:{method}"
+        for located in (cloud.LOCATED, "/{rest:path}")
         for method in ("rawPredict", _STREAMING)
     ),
     upstream=cloud.UPSTREAM,
@@ -74,7 +76,7 @@ class Path(Bound):
 
 def at(scope: dict[str, Any]) -> Adapter | None:
     """The adapter bound to the request's path; None (relayed unjudged) for the token count."""
-    model, _, method = scope["path"].rpartition("/")[2].partition(":")
+    model, _, method = scope["path"].rpartition("/")[2].rpartition(":")
     if model == _COUNT:
         return None
     return Path(model, method == _STREAMING).adapter()

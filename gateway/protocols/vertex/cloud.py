@@ -54,3 +54,25 @@ STATELESS = tuple(
         "anthropic/models/count-tokens:rawPredict",
     )
 )
+# Prediction methods of endpoints and publisher models whose bodies the gateway does not read
+# (a deployed container's own format, another publisher's, an agent engine's): refused unless
+# the operator relays them unjudged. Gemini's, Anthropic's and the OpenAI-compatible chat
+# completions are guarded wherever they are called under the mount.
+PREDICTIONS = (
+    "rawPredict",
+    "streamRawPredict",
+    "predict",
+    "serverStreamingPredict",
+    "streamingPredict",
+    "directPredict",
+    "directRawPredict",
+    "streamingRawPredict",
+    "predictLongRunning",
+    "explain",
+    "query",
+    "streamQuery",
+)
+UNJUDGED = (
+    *(f"{MOUNT}/{{rest:path}}:{method}" for method in PREDICTIONS),
+    f"{MOUNT}/{{rest:path}}/invoke/{{call:path}}",
+)

@@ -23,14 +23,20 @@ from gateway.protocols.vertex import cloud
 __all__ = ["KIND"]
 
 NAME = "vertex_gemini"
+METHODS = ("generateContent", "streamGenerateContent")
 
 DECLARED = Declaration(
     family="vertex.gemini.generate_content",
-    # Under a project and location, or without (express mode: an API key names the project).
-    routes=tuple(
-        f"{cloud.MOUNT}{located}/publishers/google/models/{{model}}:{method}"
-        for located in (cloud.LOCATED, "/{version}")
-        for method in ("generateContent", "streamGenerateContent")
+    # Under a project and location, or without (express mode: an API key names the project);
+    # then the same methods on any other resource (an endpoint, a tuned model, another
+    # publisher's model): Vertex serves Gemini's bodies there too, judged alike.
+    routes=(
+        *(
+            f"{cloud.MOUNT}{located}/publishers/google/models/{{model}}:{method}"
+            for located in (cloud.LOCATED, "/{version}")
+            for method in METHODS
+        ),
+        *(f"{cloud.MOUNT}/{{rest:path}}:{method}" for method in METHODS),
     ),
     upstream=cloud.UPSTREAM,
     price_prefix=cloud.PRICED,
@@ -39,6 +45,7 @@ DECLARED = Declaration(
     auth_error_type="authentication_error",
     stream_notes=False,  # google-genai reads a comment line as a JSON chunk
     stateless=cloud.STATELESS,
+    unjudged=cloud.UNJUDGED,
     # No ``reads``: a recorded body is the Gemini API's own, replayed as that protocol's.
 )
 

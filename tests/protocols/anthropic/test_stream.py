@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from gateway.protocols.failure import StreamFailure
 from gateway.trace.model import ToolCall
 
 from ..filters import anthropic_filter
@@ -215,11 +216,20 @@ def test_nobody_deciding_still_closes_the_message():
     assert out.endswith(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
 
 
-def test_a_stream_cut_inside_a_call_judges_what_arrived():
+def test_a_stream_cut_inside_a_call_never_completes_it():
+    """Ended before ``message_stop``: the held call may be cut short. It is neither judged nor
+    sent (its start included); ``fail`` then writes the error event, nothing of the call before it."""
     seen = []
     cut = stream(start(), read(0)[:2])
-    out, _filt = run(cut, lambda call, pos: seen.append(call.arguments) or True)
-    assert seen == ['{"path": '] and out == cut
+    filt = anthropic_filter(lambda call, pos: seen.append(call.arguments) or True, keepalive_s=None)
+    out = b"".join(filt.feed(cut)) + b"".join(filt.end_upstream())
+    assert not filt.complete
+    out += b"".join(filt.fail(b"", StreamFailure("cut", "upstream_truncated")))
+    assert seen == [] and out.startswith(start()) and b"toolu_01Read" not in out
+    assert orjson.loads(out.rpartition(b"data: ")[2]) == {
+        "type": "error",
+        "error": {"type": "api_error", "message": "cut"},
+    }
 
 
 def test_a_judge_that_raises_lets_the_call_through():
@@ -247,7 +257,6 @@ def test_a_long_hold_sends_pings_the_sdk_skips():
         b"data: not json\n\n",
         b": a comment\n\n",
         ev({"type": "content_block_delta", "index": 9, "delta": {"type": "text_delta", "text": "?"}}),
-        ev({"type": "content_block_start", "content_block": {"type": "tool_use"}}),
         ev({"type": "something_new", "x": 1}),
     ],
 )
@@ -255,6 +264,40 @@ def test_events_it_cannot_read_are_relayed_as_they_are(odd):
     upstream = stream(start(), odd, text(0, "ok"), end("end_turn"))
     out, _ = run(upstream)
     assert out == upstream
+
+
+TOOL_START = {"type": "content_block_start", "content_block": {"type": "tool_use", "id": "t", "name": "n", "input": {}}}
+
+
+@pytest.mark.parametrize(
+    "forbidden",
+    [
+        pytest.param([ev(TOOL_START)], id="start-without-index"),
+        *(pytest.param([ev({**TOOL_START, "index": i})], id=f"start-index-{i!r}") for i in ("0", 0.0, True, -1, None)),
+        pytest.param([ev({"type": "content_block_delta", "index": "0", "delta": {}})], id="delta-index-string"),
+        pytest.param([ev({"type": "content_block_start", "index": 0, "content_block": []})], id="start-block-list"),
+        pytest.param([*text(0, "ok"), ev({**TOOL_START, "index": 0})], id="start-again-after-stop"),
+        pytest.param(
+            [*text(0, "ok"), ev({"type": "content_block_delta", "index": 0, "delta": {}})], id="delta-after-stop"
+        ),
+    ],
+)
+def test_events_the_protocol_forbids_end_the_stream_with_an_error_event(forbidden, fast_paths, request):
+    """An index that is no integer (the SDK reads "0" or true as a block of its own), or a block
+    begun again or continued after its stop (its start would pass under the earlier verdict):
+    the client stream ends there with an ``api_error`` event, and nothing after it goes out."""
+    if fast_paths and "delta" in request.node.callspec.id:
+        # Deltas of blocks nothing holds pass unread on the fast path: a delta starts no call.
+        pytest.skip("read on the general path only")
+    upstream = stream(start(), *forbidden, *read(1), end())
+    filt = anthropic_filter(keep_all, keepalive_s=None)
+    out = b"".join(filt.feed(upstream))
+    assert filt.failure is not None and filt.failure.code == "upstream_invalid_stream"
+    assert out.endswith(
+        b'"type":"api_error","message":"The upstream model provider sent a content block '
+        + out.rpartition(b"sent a content block ")[2]
+    )
+    assert b"toolu_01Read" not in out and filt.feed(b"".join(read(2))) == [] and filt.final() == []
 
 
 def test_nothing_is_relayed_after_the_message_was_ended():

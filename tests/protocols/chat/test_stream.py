@@ -399,23 +399,31 @@ def test_judge_exception_fails_open() -> None:
     assert [type(e) for e in filt.round.judge_errors] == [RuntimeError]
 
 
-def test_other_choices_pass_through_unjudged() -> None:
-    two = {
-        **ENV,
-        "choices": [
-            {"index": 0, "delta": {"tool_calls": [tc(0, "call_a", "read", ARGS_A)]}, "finish_reason": None},
-            {"index": 1, "delta": {"tool_calls": [tc(0, "call_x", "search", ARGS_B)]}, "finish_reason": None},
-        ],
-    }
-    fin = {**ENV, "choices": [{"index": i, "delta": {}, "finish_reason": "tool_calls"} for i in (0, 1)]}
-    roles = {**ENV, "choices": [{"index": i, "delta": {"role": "assistant"}, "finish_reason": None} for i in (0, 1)]}
+@pytest.mark.parametrize(
+    "choices",
+    [
+        pytest.param([{"index": 1, "delta": {"tool_calls": [tc(0, "call_x", "read", ARGS_A)]}}], id="index-1"),
+        pytest.param([{"index": "0", "delta": {"tool_calls": [tc(0, "call_x", "read", ARGS_A)]}}], id="index-string"),
+        pytest.param(
+            [{"index": 0, "delta": {}}, {"index": 0, "delta": {"tool_calls": [tc(0, "call_x", "read", ARGS_A)]}}],
+            id="two-at-index-0",
+        ),
+        pytest.param(
+            [{"index": 0, "delta": {}}, {"index": 1, "delta": {"tool_calls": [tc(0, "call_x", "read", ARGS_A)]}}],
+            id="a-second-answer",
+        ),
+        pytest.param(["tool_calls"], id="not-an-object"),
+    ],
+)
+def test_a_choice_the_request_did_not_ask_for_ends_the_stream(choices) -> None:
+    """One answer asked for (no ``n``): agents read ``choices[0]`` whatever its index, and the
+    SDK's accumulator merges choices by index, so a call in any other choice would pass
+    unjudged. The stream ends there with an error chunk, the call never sent."""
     judged: list[str] = []
-    out, _ = run(sse(roles, two, fin), lambda call, pos: judged.append(call.id) or False)
-    completion = accumulate(out)
-    assert judged == ["call_a"]
-    assert completion.choices[0].message.tool_calls is None
-    assert completion.choices[1].message.tool_calls[0].id == "call_x"
-    assert completion.choices[1].finish_reason == "tool_calls"
+    chunk = {**ENV, "choices": choices}
+    out, filt = run(sse(ROLE, chunk, FINISH), lambda call, pos: judged.append(call.id) or True)
+    assert judged == [] and b"call_x" not in out and filt.failure is not None
+    assert b'"code":"upstream_invalid_stream"' in out and out.endswith(b"data: [DONE]\n\n")
 
 
 def test_interleaved_deltas_still_reach_the_client_whole() -> None:

@@ -54,11 +54,12 @@ def test_a_cross_region_profile_id_is_the_model_and_reaches_the_cloud_signed(sta
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_an_inference_profile_arn_reaches_the_cloud_as_one_signed_path_segment(start_converse, stream):
-    """An ARN's "/" comes as %2F: the gateway reads the model decoded and sends the path as
-    spelt, which is what AWS routes on and what the scripted cloud checks the signature over."""
+    """An ARN's "/" comes as %2F (boto3 encodes every ``:`` and ``/`` of a model id): the gateway
+    reads the model decoded and sends the path exactly as boto3 spelt it, which is what AWS
+    routes on and what the scripted cloud checks the signature over."""
     upstream, client, _ = start_converse(healthy(steps=0))
     assert run_agent(client, stream, model=PROFILE)[0].startswith("All files")
-    assert upstream.last["raw_path"].split("/")[2] == PROFILE.replace("/", "%2F")
+    assert upstream.last["raw_path"].split("/")[2] == quote(PROFILE, safe="")
 
 
 def converse_error(client, response: httpx.Response) -> dict:

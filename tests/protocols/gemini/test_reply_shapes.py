@@ -118,7 +118,10 @@ def test_the_4th_identical_call_is_judged_however_alt_is_spelt(start_gemini, met
     assert any("rejected" in orjson.dumps(r["json"]).decode() for r in upstream.requests)
     if answers != "sse":  # a reply read whole: its headers name the decision
         assert response.headers["x-loopguard-action"] == "terminate"
-    if answers == "array":  # the final reply takes the shape the upstream's came in
+    asked_events = query in ("alt=json&alt=sse", "alt=%73se", "%24alt=sse")
+    if asked_events:  # the final reply is the stream google-genai asked for, however it came
+        assert response.headers["content-type"].startswith("text/event-stream")
+    elif answers == "array":  # else it takes the shape the upstream's came in
         assert isinstance(response.json(), list)
 
 

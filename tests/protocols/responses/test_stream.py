@@ -18,6 +18,7 @@ from support.responses_wire import (
     stream_events,
 )
 
+from gateway.protocols.failure import StreamFailure
 from gateway.protocols.responses.stream import ResponsesStreamFilter
 from gateway.trace.model import ToolCall
 
@@ -272,7 +273,9 @@ def test_a_held_round_cut_short_shows_its_words_closed():
 # --- what upstreams send besides the common case ------------------------------------------------
 
 
-def test_stream_ending_inside_a_call_judges_what_arrived():
+def test_stream_ending_inside_a_call_never_completes_it():
+    """Ended before ``response.completed``: the held call may be cut short; it is neither judged
+    nor sent, and ``fail`` ends the stream with ``response.failed`` after what went out."""
     events = stream_events([READ])
     cut = [
         e
@@ -282,8 +285,9 @@ def test_stream_ending_inside_a_call_judges_what_arrived():
     judge = refuse()
     filt = responses_filter(judge, keepalive_s=None)
     out = relay(filt, sse(cut))
-    assert judge.seen == [(ToolCall("call_1", "read_file", '{"path": "a.txt"}'), 0)]
-    assert out == sse(cut)
+    assert judge.seen == [] and not filt.complete and b"call_1" not in out
+    ended = b"".join(filt.fail(b"", StreamFailure("cut", "upstream_truncated")))
+    assert b"response.failed" in ended and b"call_1" not in ended
 
 
 def test_events_behind_a_held_call_wait_behind_it():
