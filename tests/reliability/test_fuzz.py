@@ -50,8 +50,9 @@ def _no_gateway_5xx(response: httpx.Response) -> None:
 
 
 def _relayed_or_refused(response: httpx.Response) -> None:
-    """An upstream 200 that is not JSON is a 502 naming it, on purpose; any other 5xx is not."""
-    if response.status_code == 502 and b"not JSON" in response.content:
+    """An upstream success that is not JSON, or not its protocol's reply (empty, a JSON array
+    to a unary request), is a 502 naming it, on purpose; any other 5xx is not."""
+    if response.status_code == 502 and b"not its protocol's reply" in response.content:
         return
     _no_gateway_5xx(response)
 
