@@ -46,7 +46,9 @@ def serve(app: Any, **options: Any) -> Iterator[str]:
     """Yields the base URL (``http://127.0.0.1:<port>``) once uvicorn has started; stops it
     when the block exits. ``options`` go to ``uvicorn.Config`` (e.g. the gateway's
     ``SERVER_OPTIONS``, or ``http="httptools"``: h11 otherwise)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # TCP spelt out, or asyncio leaves Nagle's algorithm on for its connections (see
+    # gateway/serving.py's ``bound``): a reply in two writes waited ~40 ms for a delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -14,6 +15,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support.process import child_env, free_port, gateway_process
+
+from gateway.serving import bound
 
 
 def _workers(parent: int) -> list[int]:
@@ -201,3 +204,28 @@ def test_workers_on_a_port_in_use_say_so_and_exit(tmp_path):
         )
     assert done.returncode == 1
     assert f"cannot serve 127.0.0.1:{port}" in done.stderr
+
+
+def test_a_worker_socket_accepts_connections_with_nagle_off():
+    """asyncio turns Nagle's algorithm off only on connections whose socket says TCP: with it
+    on, a reply written in two pieces (its head, then its body; each event of a stream) waits
+    for the client's delayed ACK, ~40 ms per reply on a kept-alive connection."""
+    sock = bound(socket.AF_INET, ("127.0.0.1", 0))
+
+    async def accepted_nodelay() -> int:
+        loop = asyncio.get_running_loop()
+        said: asyncio.Future[int] = loop.create_future()
+
+        def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            said.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(connected, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname())
+            try:
+                return await asyncio.wait_for(said, 10)
+            finally:
+                writer.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0
