@@ -2,8 +2,9 @@
 
 Every request of an agent's conversation repeats the whole history, and clients serialize it
 the same way each time, so the next body starts with the previous body's bytes up to the end
-of its last item (message, input item). For each conversation this keeps those bytes, the
-fields before the items and the parsed items; a body that starts with them is read as:
+of its last item (message, input item). For each conversation this keeps its last body (the
+object itself: no copy of its bytes is made), where its last item ends, the fields before the
+items and the parsed items; a body that starts with those bytes is read as:
 
     <the same bytes> ] <the rest of the object>            no new item
     <the same bytes> , <new items> ] <the rest of the object>
@@ -39,11 +40,18 @@ SMALL = 16 * 1024
 
 @dataclass(frozen=True, slots=True)
 class _Body:
-    head: bytes  # the body up to the end of its last item (whitespace after it excluded)
+    source: bytes  # the body itself: kept whole, never copied (its head is a view of it)
+    end: int  # where its last item ends (whitespace after it excluded): the head is source[:end]
     tail: bytes  # from the items' closing bracket to the end of the body
     before: dict[str, Any]  # the fields before the items
     after: dict[str, Any]  # the fields after them
     items: list[Any]
+
+    @property
+    def head(self) -> memoryview:
+        """The body up to the end of its last item, without a copy: the next body of the
+        conversation starts with it (``bytes.startswith`` compares a view at C speed)."""
+        return memoryview(self.source)[: self.end]
 
 
 class GrownBodies:
@@ -79,31 +87,31 @@ class GrownBodies:
                         payload, successor = grown
                         self._replace(known, at, successor)
                         self._openings.move_to_end(key)
-                        return payload, len(successor.head)
+                        return payload, successor.end
         self.misses += 1
         payload = codec.loads(body)
         remembered = _remembered(body, payload, field)
         if remembered is None:
             return payload, None
         self._add(key, remembered)
-        return payload, len(remembered.head)
+        return payload, remembered.end
 
     def _replace(self, known: list[_Body], at: int, entry: _Body) -> None:
-        self._bytes += len(entry.head) - len(known[at].head)
+        self._bytes += len(entry.source) - len(known[at].source)
         del known[at]
         known.insert(0, entry)
         self._bound()
 
     def _add(self, key: tuple[str, bytes], entry: _Body) -> None:
-        if len(entry.head) > self.max_bytes // 4:
+        if len(entry.source) > self.max_bytes // 4:
             return  # one huge history would push out everyone else for one conversation
         known = self._openings.setdefault(key, [])
         self._openings.move_to_end(key)
         known.insert(0, entry)
-        self._bytes += len(entry.head)
+        self._bytes += len(entry.source)
         self._entries += 1
         if len(known) > _PER_OPENING:
-            self._bytes -= len(known.pop().head)
+            self._bytes -= len(known.pop().source)
             self._entries -= 1
         self._bound()
 
@@ -111,7 +119,7 @@ class GrownBodies:
         while self._openings and (self._entries > self.max_entries or self._bytes > self.max_bytes):
             _, evicted = self._openings.popitem(last=False)
             self._entries -= len(evicted)
-            self._bytes -= sum(len(e.head) for e in evicted)
+            self._bytes -= sum(len(e.source) for e in evicted)
 
 
 def appended(body: bytes, end: int | None, payload: dict[str, Any], sent: dict[str, Any], field: str) -> bytes | None:
@@ -131,26 +139,26 @@ def appended(body: bytes, end: int | None, payload: dict[str, Any], sent: dict[s
 def _grown(body: bytes, entry: _Body, field: str) -> tuple[dict[str, Any], _Body] | None:
     """The payload of a body that starts with ``entry.head``, and the entry for its own items;
     None when the rest is not the end of the items and of the object."""
-    start = len(entry.head)
+    start = entry.end
     rest = body[start:]
     stripped = rest.lstrip()
     try:
         if stripped == entry.tail:  # no new item, the same fields after them
             new: list[Any] = []
-            head, tail, after = entry.head, entry.tail, entry.after
+            end, tail, after = start, entry.tail, entry.after
         elif stripped[:1] == b"," and stripped.endswith(entry.tail):
             # New items, then the same fields after them (what agents send): the items between
             # are one array of their own; parsed, they prove the whole body reads as these parts.
             new = orjson.loads(b"[" + stripped[1 : len(stripped) - len(entry.tail)] + b"]")
-            head, tail, after = body[: _last_item_end(body, len(body) - len(entry.tail))], entry.tail, entry.after
+            end, tail, after = _last_item_end(body, len(body) - len(entry.tail)), entry.tail, entry.after
         else:
             return _grown_other(body, entry, field, start + len(rest) - len(stripped), stripped)
     except orjson.JSONDecodeError:
         return None
-    if not new and head is not entry.head:
+    if not new and end != start:
         return None  # ", ]": no item after the comma
     items = entry.items + new  # a new list, of the same earlier items
-    return {**entry.before, field: items, **after}, _Body(head, tail, entry.before, after, items)
+    return {**entry.before, field: items, **after}, _Body(body, end, tail, entry.before, after, items)
 
 
 def _grown_other(
@@ -164,14 +172,14 @@ def _grown_other(
     try:
         if stripped[:1] == b"]":
             new: list[Any] = []
-            head, tail = entry.head, stripped
+            end, tail = entry.end, stripped
         elif stripped[:1] == b",":
             array, _ = _leading_array(b"[" + stripped[1:])
             if array is None:
                 return None
             new = orjson.loads(array)
             closing = offset + len(array.rstrip()) - 1
-            head, tail = body[: _last_item_end(body, closing)], body[closing:]
+            end, tail = _last_item_end(body, closing), body[closing:]
         else:
             return None
         after = _tail(tail[1:])
@@ -180,7 +188,7 @@ def _grown_other(
     if after is None or field in after:
         return None
     items = entry.items + new
-    return {**entry.before, field: items, **after}, _Body(head, tail, entry.before, after, items)
+    return {**entry.before, field: items, **after}, _Body(body, end, tail, entry.before, after, items)
 
 
 def _last_item_end(body: bytes, closing: int) -> int:
@@ -233,7 +241,7 @@ def _split(body: bytes, at: int, size: int, payload: dict[str, Any], field: str,
     if {**before, field: items, **after} != payload:
         return None
     closing = begin + len(array.rstrip()) - 1
-    return _Body(body[: _last_item_end(body, closing)], body[closing:], before, after, items)
+    return _Body(body, _last_item_end(body, closing), body[closing:], before, after, items)
 
 
 def _leading_array(text: bytes) -> tuple[bytes | None, bytes]:
