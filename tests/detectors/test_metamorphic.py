@@ -4,8 +4,8 @@ fixture of tests/support (classes.py, the classes real agents' sessions showed; 
 loops that vary and their look-alikes):
 
 - the spelling of paths, the quoting of a command's files, volatile values in arguments and
-  results, the four protocols: a loop stays stopped (a loop only warned stays warned), a
-  healthy run is never stopped, and a quiet one stays quiet;
+  results, another release's result envelope, the four protocols: a loop stays stopped (a loop
+  only warned stays warned), a healthy run is never stopped, and a quiet one stays quiet;
 - batching: a look at another file issued in the same round as each call, or in a round of its
   own right after it (the calls of a round were chosen before any of their results), gives one
   verdict (the looks are new information either way, so that verdict may be weaker than the
@@ -118,6 +118,25 @@ def volatile(script: Script, rng: random.Random) -> Script:
     return out
 
 
+_CODEX_HARNESS = re.compile(
+    r"\AChunk ID: \S+\nWall time: [\d.]+ seconds\nProcess exited with code (\d+)\nOriginal token count: \d+\nOutput:\n"
+)
+
+
+def another_release(script: Script, rng: random.Random) -> Script:
+    """Shell results in the envelope another release of the same client writes: Qwen Code
+    0.15's (``Signal: 0``, a real process group) for 0.24's (``Signal: (none)``), Codex 0.77's
+    ``shell_command`` (``Exit code: N``, ``Wall time``) for 0.171's ``exec_command`` harness."""
+
+    def rewrap(result: str) -> str:
+        result = result.replace("\nSignal: (none)\n", "\nSignal: 0\n").replace(
+            "Process Group PGID: (none)", f"Process Group PGID: {rng.randint(100, 99999)}"
+        )
+        return _CODEX_HARNESS.sub(lambda m: f"Exit code: {m.group(1)}\nWall time: 0 seconds\nOutput:\n", result)
+
+    return _map_steps(script, lambda step: (step[0], step[1], rewrap(step[2])))
+
+
 def _has_content(result: str) -> bool:
     """Words of the tool's own, besides stamps and a harness's lines (Codex's Chunk ID ...)."""
     own = _HARNESS.sub("", result)
@@ -207,6 +226,7 @@ RANDOM: dict[str, Callable[[Script, random.Random, classes.Speaker], Script]] = 
     "paths respelled": lambda script, rng, speaker: respelled(script, rng, speaker.cwd),
     "commands quoted": lambda script, rng, speaker: quoted(script, rng),
     "volatile values": lambda script, rng, speaker: volatile(script, rng),
+    "another release's envelope": lambda script, rng, speaker: another_release(script, rng),
 }
 
 

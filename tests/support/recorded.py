@@ -229,6 +229,9 @@ class ScenarioRun:
     name: str
     loop: bool
     rounds: list[list[Item]]
+    # Why a run scripted as healthy did not go as scripted (the CLI's edits never reached the
+    # disk, so its check failed the same way to the end): it is held to "warned, never stopped".
+    stuck: str = ""
 
     @property
     def id(self) -> str:
@@ -242,7 +245,9 @@ def scenario_runs() -> list[ScenarioRun]:
     for path in sorted(FIXTURES.glob(f"*/*{SCENARIOS}")):
         data = json.loads(path.read_text(encoding="utf-8"))
         recording = sessions[(data["client"], data["version"], data.get("variant", ""))]
-        out += [ScenarioRun(recording, s["name"], s["loop"], s["rounds"]) for s in data["scenarios"]]
+        out += [
+            ScenarioRun(recording, s["name"], s["loop"], s["rounds"], s.get("stuck", "")) for s in data["scenarios"]
+        ]
     return out
 
 

@@ -80,6 +80,9 @@ class Replayer:
             **recording.wire.auth(),
             "content-type": "application/json",
             "x-loopguard-session": self.session,
+            # Each run is another task: the fleet recalls a stop for the next run of the same
+            # agent opening the same way, and every run here opens with its recording's prompt.
+            "x-loopguard-agent": f"run-{self.session}",
         }
         out = []
         self.next.wire = recording.wire
