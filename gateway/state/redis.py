@@ -147,6 +147,19 @@ return {vetoes, previous, compacted, warned, verdict, trimmed}
 """
 )
 
+# The marks of a loop turn's requests written behind them, their sessions noted in their tenant's
+# index in the same script, on one node (KEYS[1] the tenant's session index, KEYS[2...] the
+# sessions' mark keys; ARGV[1] now in ms, ARGV[2] the TTL, ARGV[3] the tenant's session cap,
+# then the marks, then the sessions). The sessions the note trimmed.
+_WRITE_MARKS_NOTED = (
+    NOTE_SESSIONS
+    + """
+local count = #KEYS - 1
+for i = 1, count do redis.call('SET', KEYS[i + 1], ARGV[3 + i], 'PX', ARGV[2]) end
+return note_sessions(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), 4 + count)
+"""
+)
+
 
 class RedisStore:
     def __init__(
@@ -196,7 +209,9 @@ class RedisStore:
         self._read_script = self._client.register_script(_READ)
         # A Redis Cluster keeps a tenant's index in another slot than the session's keys: there
         # the note is written behind the read, with the other notes of the same loop turn.
-        self._read_noted = self._client.register_script(_READ_NOTED) if mode != "cluster" else None
+        one_node = mode != "cluster"
+        self._read_noted = self._client.register_script(_READ_NOTED) if one_node else None
+        self._write_noted = self._client.register_script(_WRITE_MARKS_NOTED) if one_node else None
         self._notes_due: set[str] = set()
         self._touch_sessions = self._client.register_script(TOUCH_SESSIONS)
         self._note_record = self._client.register_script(NOTE_RECORD)
@@ -384,14 +399,37 @@ class RedisStore:
         if not due:
             return
         try:
-            marks = self._client.pipeline(transaction=False)  # one round trip per node
-            for session, (_, raw) in due.items():
-                marks.set(self.key(MARK, session), raw, px=self.ttl_ms)
-            await asyncio.gather(marks.execute(), self._touch(list(due)))
+            if self._write_noted is not None:
+                await self._write_marks_noted(due)
+            else:
+                marks = self._client.pipeline(transaction=False)  # one round trip per node
+                for session, (_, raw) in due.items():
+                    marks.set(self.key(MARK, session), raw, px=self.ttl_ms)
+                await asyncio.gather(marks.execute(), self._touch(list(due)))
         except BaseException:
             for session in due:  # they may not have landed: those sessions read Redis next time
                 self._mirror.forget(session)
             raise
+
+    async def _write_marks_noted(self, due: dict[str, tuple[HistoryMark, bytes]]) -> None:
+        """On one node: each tenant's marks written and its sessions noted in one script."""
+        assert self._write_noted is not None
+        by_tenant: dict[str, list[str]] = {}
+        for session in due:
+            by_tenant.setdefault(tenant_of(session), []).append(session)
+        groups = list(by_tenant.values())
+        trimmed: list[bytes] = []
+        for at in range(0, len(groups), _TENANTS_AT_ONCE):
+            writes = [
+                self._write_noted(
+                    keys=[tenant_key(self.key_prefix, SESSION_INDEX, group[0]), *(self.key(MARK, s) for s in group)],
+                    args=[_now_ms(), self.ttl_ms, self.tenant_max_sessions, *(due[s][1] for s in group), *group],
+                )
+                for group in groups[at : at + _TENANTS_AT_ONCE]
+            ]
+            trimmed += [raw for found in await asyncio.gather(*writes) for raw in found]
+        if trimmed:
+            await self._drop_sessions(trimmed)
 
     async def ping(self) -> bool:
         try:
