@@ -6,6 +6,8 @@ upstreams and gateways the same way (one helper, so both start servers alike).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -14,6 +16,29 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+
+
+class _LoopbackServer(uvicorn.Server):
+    """uvicorn's server, woken at once when told to stop: uvicorn looks at ``should_exit`` every
+    0.1 s, and a program that starts and stops servers by the hundred (the tests) waited that
+    out on every stop."""
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _wake: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+        counter = 0
+        while not await self.on_tick(counter):  # uvicorn's ticks: the date header, request limits
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 0.1)
+
+    def stop(self) -> None:
+        self.should_exit = True
+        if self._loop is not None and self._wake is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has closed: it stopped already
+                self._loop.call_soon_threadsafe(self._wake.set)
 
 
 @contextmanager
@@ -28,7 +53,7 @@ def serve(app: Any, **options: Any) -> Iterator[str]:
     config = uvicorn.Config(
         app, **{"log_level": "warning", "lifespan": "on", "http": "h11", "loop": "asyncio", **options}
     )
-    server = uvicorn.Server(config)
+    server = _LoopbackServer(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -39,6 +64,6 @@ def serve(app: Any, **options: Any) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=10)
         sock.close()

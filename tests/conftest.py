@@ -56,6 +56,7 @@ def _has_chromium() -> bool:
 _SYSTEM = {"redis-server": lambda: shutil.which("redis-server") is not None, "chromium": _has_chromium}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that share a module- or package-scoped fixture (a LiteLLM proxy, a browser, servers
     kept for a module) run on one xdist worker (``--dist loadgroup``), so the fixture is set up
@@ -79,12 +80,32 @@ def _shared_scope(item: pytest.Item) -> str | None:
     return scopes.get("package")
 
 
+class _Answering:
+    """The worker's one scripted-upstream server, answering as the current test's
+    ``ScriptedUpstream``: a server started and stopped per test cost more than most tests."""
+
+    def __init__(self) -> None:
+        self.scripted: ScriptedUpstream | None = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        assert self.scripted is not None, "a request to the scripted upstream between tests"
+        await self.scripted.app(scope, receive, send)
+
+
+@pytest.fixture(scope="session")
+def _upstream_server():
+    answering = _Answering()
+    with serve(answering, lifespan="off") as url:
+        yield answering, url
+
+
 @pytest.fixture
-def upstream():
-    scripted = ScriptedUpstream()
-    with serve(scripted.app) as url:
-        scripted.url = url
-        yield scripted
+def upstream(_upstream_server):
+    answering, url = _upstream_server
+    scripted = answering.scripted = ScriptedUpstream()
+    scripted.url = url
+    yield scripted
+    answering.scripted = None
 
 
 @pytest.fixture

@@ -16,17 +16,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.process import child_env, free_port, gateway_process
 
 
-def _workers(parent: int, expected: int | None = None) -> list[int]:
-    """The parent's worker processes (multiprocessing's resource tracker is no worker);
-    ``expected``: wait until that many are up (the parent answers before its last one starts)."""
-
-    def found() -> list[int]:
-        children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-        return [int(pid) for pid in children if _is_worker(int(pid))]
-
-    if expected is None:
-        return found()
-    return _until(lambda: (workers := found()) and len(workers) == expected and workers) or found()
+def _workers(parent: int) -> list[int]:
+    """The parent's worker processes (multiprocessing's resource tracker is no worker)."""
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    return [int(pid) for pid in children if _is_worker(int(pid))]
 
 
 def _is_worker(pid: int) -> bool:
@@ -57,12 +50,28 @@ def _links(pid: int) -> list[str]:
     """What the process's descriptors point to; one closed between the listing and its read
     (the process keeps working meanwhile) is skipped, not an error."""
     links = []
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return []  # the process has exited
+    for fd in fds:
         try:
             links.append(os.readlink(fd))
         except OSError:
             continue
     return links
+
+
+def _listening(parent: int, port: int) -> list[int]:
+    """The parent's two workers once each listens on ``port``. uvicorn's supervisor replaces a
+    worker that misses its liveness ping (a loaded machine), so they are read afresh each time."""
+
+    def both() -> list[int]:
+        workers = _workers(parent)
+        listening = _sockets(port, "0A")
+        return workers if len(workers) == 2 and all(_owned(pid, listening) for pid in workers) else []
+
+    return _until(both)
 
 
 def _until(check, timeout: float = 20.0):
@@ -99,9 +108,8 @@ def _two_workers(tmp_path, upstream, port: int, **env: str):
 def test_two_workers_serve_one_port_and_a_scrape_counts_both(tmp_path, upstream):
     port = free_port()
     with _two_workers(tmp_path, upstream, port) as gw:
-        workers = _workers(gw.process.pid, expected=2)
+        workers = _listening(gw.process.pid, port)
         assert len(workers) == 2
-        assert _until(lambda: all(_owned(pid, _sockets(port, "0A")) for pid in workers))  # both listen
         shared = Path(_environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"])
         # A connection per request, so the kernel spreads them over both workers.
         client = openai.OpenAI(
@@ -124,10 +132,10 @@ def test_a_metrics_directory_the_operator_gave_is_used_and_kept(tmp_path, upstre
     shared.mkdir()
     port = free_port()
     with _two_workers(tmp_path, upstream, port, PROMETHEUS_MULTIPROC_DIR=str(shared)) as gw:
-        workers = _workers(gw.process.pid, expected=2)
         # The parent answers once one worker listens; the kernel only spreads connections over
         # the workers listening at that moment, so wait for both before counting on either.
-        assert _until(lambda: all(_owned(pid, _sockets(port, "0A")) for pid in workers))
+        workers = _listening(gw.process.pid, port)
+        assert len(workers) == 2
         wanted = {f"counter_{pid}.db" for pid in workers}
         sent = 0
 
@@ -160,9 +168,8 @@ def test_keep_alive_connections_spread_over_the_workers(tmp_path, upstream):
     first: with one shared socket, half the bursts of 32 went to a single worker."""
     port = free_port()
     with _two_workers(tmp_path, upstream, port) as gw:
-        workers = _workers(gw.process.pid, expected=2)
+        workers = _listening(gw.process.pid, port)
         assert len(workers) == 2
-        assert _until(lambda: all(_owned(pid, _sockets(port, "0A")) for pid in workers))
         assert _owned(gw.process.pid, _sockets(port, "0A")) == 0  # the parent only holds the port
         clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(32)]
         try:

@@ -29,6 +29,7 @@ computes the canonical request from the raw path it receives). Credentials are n
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -75,8 +76,26 @@ def region_of(extra: Mapping[str, str], session: Session | None = None) -> str:
     found = extra.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     if found:
         return found
+    if session is not None:
+        return _region_in(session)
+    return _profile_region(tuple(os.environ.get(name) for name in _PROFILE_SELECTORS))
+
+
+# What selects the profile botocore reads a region from.
+_PROFILE_SELECTORS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
+
+
+@functools.lru_cache(maxsize=8)
+def _profile_region(selectors: tuple[str | None, ...]) -> str:
+    """The profile's region, once per selecting environment: a botocore session costs ~30 ms
+    of CPU to build, and a gateway resolves the region for each AWS protocol on every build
+    of its app (each reload)."""
+    return _region_in(get_session())
+
+
+def _region_in(session: Session) -> str:
     try:
-        configured = (session or get_session()).get_config_variable("region")
+        configured = session.get_config_variable("region")
     except Exception:  # an unreadable profile names no region: the default serves
         configured = None
     return configured if isinstance(configured, str) and configured else DEFAULT_REGION
@@ -93,8 +112,8 @@ class SigV4Signer:
     __slots__ = ("_creds", "_frozen", "_key", "_lock", "_resolved", "_session", "region", "service")
 
     def __init__(self, settings: ProviderSettings, service: str, session: Session | None = None) -> None:
-        self._session = session or get_session()
-        self.region = region_of(settings.extra, self._session)
+        self._session = session  # botocore's, made when credentials are first needed (~30 ms)
+        self.region = region_of(settings.extra, session)
         self.service = service
         self._key = settings.api_key  # sent by the header rules; nothing to sign then
         self._creds: Credentials | None = None
@@ -141,12 +160,19 @@ class SigV4Signer:
             return self._frozen
         async with self._lock:
             if not self._resolved:
-                self._creds = await asyncio.to_thread(self._session.get_credentials)
+                self._creds = await asyncio.to_thread(self._credentials)
                 self._resolved = True
             creds = self._creds
             if creds is not None and (self._frozen is None or _refresh_due(creds)):
                 self._frozen = await asyncio.to_thread(creds.get_frozen_credentials)
         return self._frozen
+
+    def _credentials(self) -> Credentials | None:
+        """The credential chain's answer (it may read files or call a metadata service)."""
+        if self._session is None:
+            self._session = get_session()
+        creds: Credentials | None = self._session.get_credentials()
+        return creds
 
     async def aclose(self) -> None:
         return None
