@@ -35,8 +35,8 @@ trip: the new mark is written behind the reply, coalesced with the other request
 loop turn into one command. Any other request costs one round trip: one script reads the vetoes
 and the compaction marker, swaps the history mark (``SET ... GET``, Redis >= 6.2) and refreshes
 the TTLs and, on one node (a single server, a Sentinel-watched primary), notes the session in
-its tenant's index; on a cluster, whose tenant index lives in another slot, that note is written
-behind the read, coalesced with the other reads of the loop turn. Only a compaction starting or
+its tenant's index; on a cluster, whose tenant index lives in another slot, that note is a
+second command sent beside the read (one round trip's time, two nodes). Only a compaction starting or
 ending, or a fingerprint session starting a new run while it holds vetoed exchanges (they are
 deleted), writes more, fire-and-forget.
 """
@@ -208,11 +208,10 @@ class RedisStore:
         self._append_once = self._client.register_script(_APPEND_ONCE)
         self._read_script = self._client.register_script(_READ)
         # A Redis Cluster keeps a tenant's index in another slot than the session's keys: there
-        # the note is written behind the read, with the other notes of the same loop turn.
+        # the note is a command of its own, sent beside the read.
         one_node = mode != "cluster"
         self._read_noted = self._client.register_script(_READ_NOTED) if one_node else None
         self._write_noted = self._client.register_script(_WRITE_MARKS_NOTED) if one_node else None
-        self._notes_due: set[str] = set()
         self._touch_sessions = self._client.register_script(TOUCH_SESSIONS)
         self._note_record = self._client.register_script(NOTE_RECORD)
         # 0 turns the mirror off: every request reads Redis.
@@ -333,8 +332,6 @@ class RedisStore:
         """Wait for the fire-and-forget writes in flight (each is bounded by op_timeout_s)."""
         if self._marks_due:
             self._background("save_marks", self._save_marks)
-        if self._notes_due:
-            self._background("note_sessions", self._save_notes)
         if self._pending:
             await asyncio.wait(set(self._pending), timeout=self.op_timeout_s * 2)
 
@@ -459,8 +456,8 @@ class RedisStore:
 
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
         """One script on the session's slot; with a mark, the session is also noted as its
-        tenant's most recently used: in the same script on one node, behind the read on a
-        cluster (its tenant's index lives in another slot)."""
+        tenant's most recently used: in the same script on one node, in a second command sent
+        beside it on a cluster (its tenant's index lives in another slot)."""
         keys = [self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)]
         if mark is None:
             found = await self._read_script(keys=keys, args=[b"", self.ttl_ms])
@@ -470,9 +467,9 @@ class RedisStore:
             *found, trimmed = await self._read_noted(keys=[*keys, index], args=args)
             if trimmed:
                 await self._drop_sessions(trimmed)
-        else:
-            found = await self._read_script(keys=keys, args=[mark.dumps(), self.ttl_ms])
-            self._note_behind(session)
+        else:  # a cluster: the note goes to its tenant's slot beside the read, in parallel
+            read = self._read_script(keys=keys, args=[mark.dumps(), self.ttl_ms])
+            found, _ = await asyncio.gather(read, self._touch([session]))
         raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict = found
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
         previous = HistoryMark.loads(raw_mark) if raw_mark is not None else None
@@ -538,20 +535,6 @@ class RedisStore:
         sessions = [raw.decode("utf-8", "surrogateescape") for raw in trimmed]
         await self._delete([self._keys_of(session) for session in sessions])
         self._sessions_trimmed(len(sessions))
-
-    def _note_behind(self, session: str) -> None:
-        """Note ``session`` in its tenant's index off the request's path, with the other sessions
-        read in this loop turn (one script per tenant)."""
-        first = not self._notes_due
-        self._notes_due.add(session)
-        if first and not self._background("note_sessions", self._save_notes):
-            self._notes_due.clear()
-
-    async def _save_notes(self) -> None:
-        await asyncio.sleep(0)  # the other reads of this loop turn add theirs first
-        due, self._notes_due = self._notes_due, set()
-        if due:
-            await self._touch(sorted(due))
 
     async def _delete(self, groups: list[list[str]]) -> None:
         """Delete keys, one command per group (a group's keys share a slot), in one pipeline: one
