@@ -77,10 +77,11 @@ TOOLS = ["read_file", "grep", "run_command", "list_dir", "edit_file", "search_we
 TASK = "Refactor the worker pool so retries are configurable, then run the tests."
 
 
-def conversation(messages: int = 60, task: str = TASK) -> dict:
+def conversation(messages: int = 60, task: str = TASK, lines: int = 8) -> dict:
     """A loop-free agent history: every call different, tools varied, results of real size.
     ``task``: the first user message; another task is another conversation (session) to the
-    gateway, since a session is known by how its conversation opens."""
+    gateway, since a session is known by how its conversation opens. ``lines``: of each result
+    (~70 bytes each)."""
 
     def args(i: int) -> dict:
         return [
@@ -93,11 +94,10 @@ def conversation(messages: int = 60, task: str = TASK) -> dict:
         ][i % len(TOOLS)]
 
     def result(i: int) -> str:
-        lines = [
+        return "\n".join(
             f"{i:04d}:{j:03d} " + f"value_{i * 31 + j} = compute(item_{j}, scale={i}.{j}) # note {i * j}"
-            for j in range(8)
-        ]
-        return "\n".join(lines)
+            for j in range(lines)
+        )
 
     history: list[dict] = [
         {"role": "system", "content": "You are a careful coding agent. " * 40},

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from gateway.config import SessionsConfig
 from gateway.fleet.service import Fleet
-from gateway.guard import compaction_watch, prefix
+from gateway.guard import compaction_watch, judged, prefix
 from gateway.guard import store as memory
 from gateway.guard.history import HistoryCache
 from gateway.guard.plan import RequestPlan, warning_given, with_warned
@@ -106,7 +106,7 @@ async def plan_request(
         )
         if facts is not None:
             trace = replace(trace, fleet=facts)
-    judgement = policy.judge(trace)
+    judgement = judged.judge(policy, trace, memo)
     plan = RequestPlan(
         policy,
         session,

@@ -2,8 +2,9 @@
 
 Every request of an agent's conversation repeats the whole history, and clients serialize it
 the same way each time, so the next body starts with the previous body's bytes up to the end
-of its last item (message, input item). For each conversation this keeps those bytes, the
-fields before the items and the parsed items; a body that starts with them is read as:
+of its last item (message, input item). For each conversation this keeps its last body (the
+object itself: no copy of its bytes is made), where its last item ends, the fields before the
+items and the parsed items; a body that starts with those bytes is read as:
 
     <the same bytes> ] <the rest of the object>            no new item
     <the same bytes> , <new items> ] <the rest of the object>
@@ -18,7 +19,6 @@ their own, rebuild exactly the payload parsed whole. Bounded by entries and by b
 
 from __future__ import annotations
 
-import hashlib
 import operator
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -28,22 +28,43 @@ import orjson
 
 from gateway.wire import codec
 
-# Conversations are found by their first bytes (model, system prompt); those sharing them (a
-# fleet running one agent) are told apart by comparing their remembered bytes, newest first.
-_OPENING = 1024
-_PER_OPENING = 32
+# Conversations are found by a few windows of their bytes: the last ``_WINDOW`` bytes before
+# each offset of ``_LADDER`` within the body's known part. Agents of one fleet send the same model,
+# system prompt and tools, so their bodies open alike for tens of kilobytes; the windows further
+# in tell them apart (another task, other results), however many share the opening. A body
+# probes the offsets in order while some remembered body has the same window there: the entries
+# met at the deepest offset share the most with it, and are tried first. ``bytes.startswith``
+# then proves the match, at memory speed up to the first byte that differs; at most ``_PROBES``
+# remembered bodies are compared per body (sessions whose windows all coincide: the same task
+# sent again, one history forked).
+_LADDER = tuple(1024 * 3**k // 2**k // 64 * 64 for k in range(28))  # 1 KB to 60 MB, each 1.5x the last
+_WINDOW = 32
+_PROBES = 32
 # Shorter bodies are parsed whole: below about this size that costs less than finding and
 # proving what is new (benchmarks/parsing.py).
 SMALL = 16 * 1024
 
+_Key = tuple[str, int, bytes]  # (items field, offset, the window ending there)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, eq=False)
 class _Body:
-    head: bytes  # the body up to the end of its last item (whitespace after it excluded)
+    source: bytes  # the body itself: kept whole, never copied (its head is a view of it)
+    end: int  # where its last item ends (whitespace after it excluded): the head is source[:end]
     tail: bytes  # from the items' closing bracket to the end of the body
     before: dict[str, Any]  # the fields before the items
     after: dict[str, Any]  # the fields after them
     items: list[Any]
+
+    @property
+    def head(self) -> memoryview:
+        """The body up to the end of its last item, without a copy: the next body of the
+        conversation starts with it (``bytes.startswith`` compares a view at C speed)."""
+        return memoryview(self.source)[: self.end]
+
+    def keys(self, field: str) -> list[_Key]:
+        """Where it is found: its windows at the offsets within its head."""
+        return [(field, at, self.source[at - _WINDOW : at]) for at in _LADDER if at <= self.end]
 
 
 class GrownBodies:
@@ -51,12 +72,16 @@ class GrownBodies:
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self.hits = self.misses = 0
         self._bytes = 0
-        self._entries = 0
-        self._openings: OrderedDict[tuple[str, bytes], list[_Body]] = OrderedDict()
+        self._entries: OrderedDict[_Body, str] = OrderedDict()  # least recently used first -> field
+        self._found: dict[_Key, dict[_Body, None]] = {}  # window -> entries, oldest first
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def clear(self) -> None:
-        self._openings.clear()
-        self._bytes = self._entries = 0
+        self._entries.clear()
+        self._found.clear()
+        self._bytes = 0
 
     def loads(self, body: bytes, field: str) -> Any:
         """``body`` parsed (``codec.loads``: raises ``codec.DecodeError``); ``field``: the
@@ -68,50 +93,62 @@ class GrownBodies:
         can then write items after it)."""
         if len(body) < SMALL:
             return codec.loads(body), None
-        key = (field, hashlib.blake2b(body[:_OPENING], digest_size=16).digest())
-        known = self._openings.get(key)
-        if known:
-            for at, entry in enumerate(known):
-                if body.startswith(entry.head):
-                    grown = _grown(body, entry, field)
-                    if grown is not None:
-                        self.hits += 1
-                        payload, successor = grown
-                        self._replace(known, at, successor)
-                        self._openings.move_to_end(key)
-                        return payload, len(successor.head)
+        for entry in self._candidates(body, field):
+            if body.startswith(entry.head):
+                grown = _grown(body, entry, field)
+                if grown is not None:
+                    self.hits += 1
+                    payload, successor = grown
+                    self._forget(entry)
+                    self._add(successor, field)
+                    return payload, successor.end
         self.misses += 1
         payload = codec.loads(body)
         remembered = _remembered(body, payload, field)
         if remembered is None:
             return payload, None
-        self._add(key, remembered)
-        return payload, len(remembered.head)
+        self._add(remembered, field)
+        return payload, remembered.end
 
-    def _replace(self, known: list[_Body], at: int, entry: _Body) -> None:
-        self._bytes += len(entry.head) - len(known[at].head)
-        del known[at]
-        known.insert(0, entry)
-        self._bound()
+    def _candidates(self, body: bytes, field: str) -> list[_Body]:
+        """Remembered bodies ``body`` may continue, those sharing its deepest window first."""
+        met: list[dict[_Body, None]] = []
+        for at in _LADDER:
+            if at > len(body):
+                break
+            found = self._found.get((field, at, body[at - _WINDOW : at]))
+            if not found:
+                break
+            met.append(found)
+            if len(found) == 1:
+                break  # deeper windows hold no other entry
+        out: dict[_Body, None] = {}
+        for found in reversed(met):
+            for entry in reversed(found):  # newest first
+                out[entry] = None
+                if len(out) >= _PROBES:
+                    return list(out)
+        return list(out)
 
-    def _add(self, key: tuple[str, bytes], entry: _Body) -> None:
-        if len(entry.head) > self.max_bytes // 4:
+    def _add(self, entry: _Body, field: str) -> None:
+        if len(entry.source) > self.max_bytes // 4:
             return  # one huge history would push out everyone else for one conversation
-        known = self._openings.setdefault(key, [])
-        self._openings.move_to_end(key)
-        known.insert(0, entry)
-        self._bytes += len(entry.head)
-        self._entries += 1
-        if len(known) > _PER_OPENING:
-            self._bytes -= len(known.pop().head)
-            self._entries -= 1
-        self._bound()
+        self._entries[entry] = field
+        self._bytes += len(entry.source)
+        for key in entry.keys(field):
+            self._found.setdefault(key, {})[entry] = None
+        while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
+            self._forget(next(iter(self._entries)))
 
-    def _bound(self) -> None:
-        while self._openings and (self._entries > self.max_entries or self._bytes > self.max_bytes):
-            _, evicted = self._openings.popitem(last=False)
-            self._entries -= len(evicted)
-            self._bytes -= sum(len(e.head) for e in evicted)
+    def _forget(self, entry: _Body) -> None:
+        field = self._entries.pop(entry)
+        self._bytes -= len(entry.source)
+        for key in entry.keys(field):
+            found = self._found.get(key)
+            if found is not None:
+                found.pop(entry, None)
+                if not found:
+                    del self._found[key]
 
 
 def appended(body: bytes, end: int | None, payload: dict[str, Any], sent: dict[str, Any], field: str) -> bytes | None:
@@ -131,26 +168,26 @@ def appended(body: bytes, end: int | None, payload: dict[str, Any], sent: dict[s
 def _grown(body: bytes, entry: _Body, field: str) -> tuple[dict[str, Any], _Body] | None:
     """The payload of a body that starts with ``entry.head``, and the entry for its own items;
     None when the rest is not the end of the items and of the object."""
-    start = len(entry.head)
+    start = entry.end
     rest = body[start:]
     stripped = rest.lstrip()
     try:
         if stripped == entry.tail:  # no new item, the same fields after them
             new: list[Any] = []
-            head, tail, after = entry.head, entry.tail, entry.after
+            end, tail, after = start, entry.tail, entry.after
         elif stripped[:1] == b"," and stripped.endswith(entry.tail):
             # New items, then the same fields after them (what agents send): the items between
             # are one array of their own; parsed, they prove the whole body reads as these parts.
             new = orjson.loads(b"[" + stripped[1 : len(stripped) - len(entry.tail)] + b"]")
-            head, tail, after = body[: _last_item_end(body, len(body) - len(entry.tail))], entry.tail, entry.after
+            end, tail, after = _last_item_end(body, len(body) - len(entry.tail)), entry.tail, entry.after
         else:
             return _grown_other(body, entry, field, start + len(rest) - len(stripped), stripped)
     except orjson.JSONDecodeError:
         return None
-    if not new and head is not entry.head:
+    if not new and end != start:
         return None  # ", ]": no item after the comma
     items = entry.items + new  # a new list, of the same earlier items
-    return {**entry.before, field: items, **after}, _Body(head, tail, entry.before, after, items)
+    return {**entry.before, field: items, **after}, _Body(body, end, tail, entry.before, after, items)
 
 
 def _grown_other(
@@ -164,14 +201,14 @@ def _grown_other(
     try:
         if stripped[:1] == b"]":
             new: list[Any] = []
-            head, tail = entry.head, stripped
+            end, tail = entry.end, stripped
         elif stripped[:1] == b",":
             array, _ = _leading_array(b"[" + stripped[1:])
             if array is None:
                 return None
             new = orjson.loads(array)
             closing = offset + len(array.rstrip()) - 1
-            head, tail = body[: _last_item_end(body, closing)], body[closing:]
+            end, tail = _last_item_end(body, closing), body[closing:]
         else:
             return None
         after = _tail(tail[1:])
@@ -180,7 +217,7 @@ def _grown_other(
     if after is None or field in after:
         return None
     items = entry.items + new
-    return {**entry.before, field: items, **after}, _Body(head, tail, entry.before, after, items)
+    return {**entry.before, field: items, **after}, _Body(body, end, tail, entry.before, after, items)
 
 
 def _last_item_end(body: bytes, closing: int) -> int:
@@ -233,7 +270,7 @@ def _split(body: bytes, at: int, size: int, payload: dict[str, Any], field: str,
     if {**before, field: items, **after} != payload:
         return None
     closing = begin + len(array.rstrip()) - 1
-    return _Body(body[: _last_item_end(body, closing)], body[closing:], before, after, items)
+    return _Body(body, _last_item_end(body, closing), body[closing:], before, after, items)
 
 
 def _leading_array(text: bytes) -> tuple[bytes | None, bytes]:

@@ -34,8 +34,11 @@ mark its own previous request wrote, kept true by Redis's invalidation messages)
 trip: the new mark is written behind the reply, coalesced with the other requests of the same
 loop turn into one command. Any other request costs one round trip: one script reads the vetoes
 and the compaction marker, swaps the history mark (``SET ... GET``, Redis >= 6.2) and refreshes
-the TTLs, sent together with the note of the session in its tenant's index. Only a compaction starting or ending, or a fingerprint session starting a new run while
-it holds vetoed exchanges (they are deleted), writes more, fire-and-forget.
+the TTLs and, on one node (a single server, a Sentinel-watched primary), notes the session in
+its tenant's index; on a cluster, whose tenant index lives in another slot, that note is a
+second command sent beside the read (one round trip's time, two nodes). Only a compaction starting or
+ending, or a fingerprint session starting a new run while it holds vetoed exchanges (they are
+deleted), writes more, fire-and-forget.
 """
 
 from __future__ import annotations
@@ -70,7 +73,14 @@ from gateway.state.invalidations import listen
 from gateway.state.ledger import DEFAULT_MAX_CLAIMS, Ledger
 from gateway.state.memory import MAX_VETOES_PER_SESSION
 from gateway.state.mirror import COMPACTED, MARK, TRACKED, VERDICT, VETOES, WARNED, Known, Mirror
-from gateway.state.redis_budgets import NOTE_RECORD, RECORD_INDEX, RECORD_SIZES, SESSION_INDEX, TOUCH_SESSIONS
+from gateway.state.redis_budgets import (
+    NOTE_RECORD,
+    NOTE_SESSIONS,
+    RECORD_INDEX,
+    RECORD_SIZES,
+    SESSION_INDEX,
+    TOUCH_SESSIONS,
+)
 from gateway.state.redis_events import RedisEventLog
 from gateway.state.redis_keys import session_key, tenant_key
 from gateway.state.redis_topology import Address, Mode, Target, topology
@@ -105,7 +115,7 @@ return 1
 # request's when one is given, ARGV[1] empty otherwise), the compaction marker, the warned calls
 # and the model judge's verdict; a request keeps the session alive, so what it has is given the
 # TTL (ARGV[2]) again. All five keys carry the session's hash tag: one slot.
-_READ = """
+_READ_BODY = """
 local vetoes = redis.call('LRANGE', KEYS[1], 0, -1)
 local previous
 if ARGV[1] == '' then
@@ -122,8 +132,33 @@ if ARGV[1] ~= '' then
   if #warned > 0 then redis.call('PEXPIRE', KEYS[4], ARGV[2]) end
   if verdict then redis.call('PEXPIRE', KEYS[5], ARGV[2]) end
 end
-return {vetoes, previous, compacted, warned, verdict}
 """
+_READ = _READ_BODY + "return {vetoes, previous, compacted, warned, verdict}\n"
+# The same read with the session noted as its tenant's most recently used (KEYS[6] the tenant's
+# session index; ARGV[3] now in ms, ARGV[4] the tenant's session cap, ARGV[5] the session), for
+# one node, where a script may reach keys of any slot: the read is one command. The sessions the
+# note trimmed come sixth.
+_READ_NOTED = (
+    NOTE_SESSIONS
+    + _READ_BODY
+    + """
+local trimmed = note_sessions(KEYS[6], tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4]), 5)
+return {vetoes, previous, compacted, warned, verdict, trimmed}
+"""
+)
+
+# The marks of a loop turn's requests written behind them, their sessions noted in their tenant's
+# index in the same script, on one node (KEYS[1] the tenant's session index, KEYS[2...] the
+# sessions' mark keys; ARGV[1] now in ms, ARGV[2] the TTL, ARGV[3] the tenant's session cap,
+# then the marks, then the sessions). The sessions the note trimmed.
+_WRITE_MARKS_NOTED = (
+    NOTE_SESSIONS
+    + """
+local count = #KEYS - 1
+for i = 1, count do redis.call('SET', KEYS[i + 1], ARGV[3 + i], 'PX', ARGV[2]) end
+return note_sessions(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), 4 + count)
+"""
+)
 
 
 class RedisStore:
@@ -172,6 +207,11 @@ class RedisStore:
         self._pending: set[asyncio.Task[object]] = set()
         self._append_once = self._client.register_script(_APPEND_ONCE)
         self._read_script = self._client.register_script(_READ)
+        # A Redis Cluster keeps a tenant's index in another slot than the session's keys: there
+        # the note is a command of its own, sent beside the read.
+        one_node = mode != "cluster"
+        self._read_noted = self._client.register_script(_READ_NOTED) if one_node else None
+        self._write_noted = self._client.register_script(_WRITE_MARKS_NOTED) if one_node else None
         self._touch_sessions = self._client.register_script(TOUCH_SESSIONS)
         self._note_record = self._client.register_script(NOTE_RECORD)
         # 0 turns the mirror off: every request reads Redis.
@@ -356,14 +396,37 @@ class RedisStore:
         if not due:
             return
         try:
-            marks = self._client.pipeline(transaction=False)  # one round trip per node
-            for session, (_, raw) in due.items():
-                marks.set(self.key(MARK, session), raw, px=self.ttl_ms)
-            await asyncio.gather(marks.execute(), self._touch(list(due)))
+            if self._write_noted is not None:
+                await self._write_marks_noted(due)
+            else:
+                marks = self._client.pipeline(transaction=False)  # one round trip per node
+                for session, (_, raw) in due.items():
+                    marks.set(self.key(MARK, session), raw, px=self.ttl_ms)
+                await asyncio.gather(marks.execute(), self._touch(list(due)))
         except BaseException:
             for session in due:  # they may not have landed: those sessions read Redis next time
                 self._mirror.forget(session)
             raise
+
+    async def _write_marks_noted(self, due: dict[str, tuple[HistoryMark, bytes]]) -> None:
+        """On one node: each tenant's marks written and its sessions noted in one script."""
+        assert self._write_noted is not None
+        by_tenant: dict[str, list[str]] = {}
+        for session in due:
+            by_tenant.setdefault(tenant_of(session), []).append(session)
+        groups = list(by_tenant.values())
+        trimmed: list[bytes] = []
+        for at in range(0, len(groups), _TENANTS_AT_ONCE):
+            writes = [
+                self._write_noted(
+                    keys=[tenant_key(self.key_prefix, SESSION_INDEX, group[0]), *(self.key(MARK, s) for s in group)],
+                    args=[_now_ms(), self.ttl_ms, self.tenant_max_sessions, *(due[s][1] for s in group), *group],
+                )
+                for group in groups[at : at + _TENANTS_AT_ONCE]
+            ]
+            trimmed += [raw for found in await asyncio.gather(*writes) for raw in found]
+        if trimmed:
+            await self._drop_sessions(trimmed)
 
     async def ping(self) -> bool:
         try:
@@ -393,14 +456,19 @@ class RedisStore:
 
     async def _read(self, session: str, mark: HistoryMark | None) -> SessionState:
         """One script on the session's slot; with a mark, the session is also noted as its
-        tenant's most recently used, at the same time (its tenant's index lives elsewhere)."""
-        read = self._read_script(
-            keys=[self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)],
-            args=[mark.dumps() if mark is not None else b"", self.ttl_ms],
-        )
+        tenant's most recently used: in the same script on one node, in a second command sent
+        beside it on a cluster (its tenant's index lives in another slot)."""
+        keys = [self.key(kind, session) for kind in (VETOES, MARK, COMPACTED, WARNED, VERDICT)]
         if mark is None:
-            found = await read
-        else:
+            found = await self._read_script(keys=keys, args=[b"", self.ttl_ms])
+        elif self._read_noted is not None:
+            index = tenant_key(self.key_prefix, SESSION_INDEX, session)
+            args = [mark.dumps(), self.ttl_ms, _now_ms(), self.tenant_max_sessions, session]
+            *found, trimmed = await self._read_noted(keys=[*keys, index], args=args)
+            if trimmed:
+                await self._drop_sessions(trimmed)
+        else:  # a cluster: the note goes to its tenant's slot beside the read, in parallel
+            read = self._read_script(keys=keys, args=[mark.dumps(), self.ttl_ms])
             found, _ = await asyncio.gather(read, self._touch([session]))
         raw_vetoes, raw_mark, raw_compacted, raw_warned, raw_verdict = found
         vetoes = tuple(VetoRecord.loads(raw) for raw in raw_vetoes)
@@ -448,7 +516,7 @@ class RedisStore:
         by_tenant: dict[str, list[str]] = {}
         for session in sessions:
             by_tenant.setdefault(tenant_of(session), []).append(session)
-        trimmed: list[str] = []
+        trimmed: list[bytes] = []
         groups = list(by_tenant.values())
         for at in range(0, len(groups), _TENANTS_AT_ONCE):
             notes = [
@@ -458,12 +526,15 @@ class RedisStore:
                 )
                 for group in groups[at : at + _TENANTS_AT_ONCE]
             ]
-            trimmed += [
-                raw.decode("utf-8", "surrogateescape") for found in await asyncio.gather(*notes) for raw in found
-            ]
+            trimmed += [raw for found in await asyncio.gather(*notes) for raw in found]
         if trimmed:
-            await self._delete([self._keys_of(session) for session in trimmed])
-            self._sessions_trimmed(len(trimmed))
+            await self._drop_sessions(trimmed)
+
+    async def _drop_sessions(self, trimmed: list[bytes]) -> None:
+        """Delete the keys of the sessions a tenant's index trimmed."""
+        sessions = [raw.decode("utf-8", "surrogateescape") for raw in trimmed]
+        await self._delete([self._keys_of(session) for session in sessions])
+        self._sessions_trimmed(len(sessions))
 
     async def _delete(self, groups: list[list[str]]) -> None:
         """Delete keys, one command per group (a group's keys share a slot), in one pipeline: one

@@ -54,17 +54,30 @@ redis.call('PEXPIRE', KEYS[2], ttl)
 return evicted
 """
 
+# The note of sessions just used in a tenant's session index, as a Lua function: the touch
+# script runs it alone, and on one node (a single server, a Sentinel-watched primary, where
+# keys of any slot meet) the session read runs it in the same script (``redis._READ_NOTED``).
+# ``index`` a tenant's session index; ``now`` (ms), ``ttl`` (ms), ``cap`` the tenant's session
+# cap; ``first``: where its sessions start in ARGV. The sessions trimmed (least recently used).
+NOTE_SESSIONS = """
+local function note_sessions(index, now, ttl, cap, first)
+  for i = first, #ARGV do redis.call('ZADD', index, now, ARGV[i]) end
+  local stale = redis.call('ZRANGEBYSCORE', index, '-inf', now - ttl, 'LIMIT', 0, 64)
+  if #stale > 0 then redis.call('ZREM', index, unpack(stale)) end
+  local evicted = {}
+  while redis.call('ZCARD', index) > cap do
+    evicted[#evicted + 1] = redis.call('ZPOPMIN', index)[1]
+  end
+  redis.call('PEXPIRE', index, ttl)
+  return evicted
+end
+"""
+
 # KEYS[1] a tenant's session index; ARGV[1] now (ms), ARGV[2] the TTL (ms), ARGV[3] the tenant's
 # session cap, ARGV[4...] its sessions just used. The sessions trimmed (least recently used).
-TOUCH_SESSIONS = """
-local index, now, ttl, cap = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-for i = 4, #ARGV do redis.call('ZADD', index, now, ARGV[i]) end
-local stale = redis.call('ZRANGEBYSCORE', index, '-inf', now - ttl, 'LIMIT', 0, 64)
-if #stale > 0 then redis.call('ZREM', index, unpack(stale)) end
-local evicted = {}
-while redis.call('ZCARD', index) > cap do
-  evicted[#evicted + 1] = redis.call('ZPOPMIN', index)[1]
-end
-redis.call('PEXPIRE', index, ttl)
-return evicted
+TOUCH_SESSIONS = (
+    NOTE_SESSIONS
+    + """
+return note_sessions(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), 4)
 """
+)

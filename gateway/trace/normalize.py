@@ -18,6 +18,7 @@ from gateway.trace.failure import failure_shapes
 from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
 from gateway.trace.model import Status
+from gateway.trace.needles import Scanner
 from gateway.trace.paths import respelled
 from gateway.trace.roles import own_text_start, prose, read_only_command
 from gateway.trace.settings import ToolRole, TraceSettings
@@ -175,7 +176,7 @@ def result_info(text: str, settings: TraceSettings, memo: Memo[TextKey, ResultIn
             text = text[:cut]
         text = _without_envelope(text, settings)
         value = _result_json(text)  # parsed once for both the hash and the error flags
-        empty = settings.empty_re is not None and _scan(settings.empty_re, text, settings.scan_chars)
+        empty = _scan(settings.scans.empty, text, settings.scan_chars)
         info = ResultInfo(
             text_hash("" if empty else _normalize(text.strip(), value, settings)),
             _json_error(value) or _matches_error(text, settings),
@@ -254,7 +255,8 @@ def _matches_error(text: str, settings: TraceSettings) -> bool:
     not_error_re = settings.not_error_re
     if not_error_re is not None:  # the harness's "Error: (none)" says there was none
         text = _edges(not_error_re, "", text, settings.scan_chars)
-    return any(_scan(regex, text, settings.scan_chars) for regex in (settings.error_re, settings.failure_re))
+    scans = settings.scans
+    return any(_scan(scan, text, settings.scan_chars) for scan in (scans.error, scans.failure))
 
 
 def _edges(regex: re.Pattern[str], replacement: str, text: str, n: int) -> str:
@@ -265,17 +267,17 @@ def _edges(regex: re.Pattern[str], replacement: str, text: str, n: int) -> str:
     return regex.sub(replacement, text[:n]) + text[n:-n] + regex.sub(replacement, text[-n:])
 
 
-def _scan(regex: re.Pattern[str] | None, text: str, n: int) -> bool:
-    if regex is None:
+def _scan(scan: Scanner | None, text: str, n: int) -> bool:
+    if scan is None:
         return False
     if len(text) <= 2 * n:
-        return regex.search(text) is not None
-    return regex.search(text, 0, n) is not None or regex.search(text, len(text) - n) is not None
+        return scan.search(text)
+    return scan.search(text, 0, n) or scan.search(text, len(text) - n)
 
 
 def _says_unknown(text: str, settings: TraceSettings) -> bool:
-    unknown_re = settings.unknown_tool_re
-    return unknown_re is not None and unknown_re.search(text, 0, UNKNOWN_SCAN_CHARS) is not None
+    unknown = settings.scans.unknown
+    return unknown is not None and unknown.search(text, 0, UNKNOWN_SCAN_CHARS)
 
 
 def _json_error(value: Any) -> bool:

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from gateway.trace.infos import ArgsInfo, ResultInfo
 from gateway.trace.memo import Memo, TextKey
+from gateway.trace.needles import Scanner
 from gateway.trace.paths import CwdReader
 
 # Keys whose values change on every call without meaning progress (OpenClaw's list: pid, duration,
@@ -358,6 +359,7 @@ class TraceSettings(BaseModel):
     _error_re: re.Pattern[str] | None = PrivateAttr()
     _failure_re: re.Pattern[str] | None = PrivateAttr()
     _unknown_re: re.Pattern[str] | None = PrivateAttr()
+    _scans: _Scans = PrivateAttr()
     _polling_re: re.Pattern[str] | None = PrivateAttr()
     _cwd_re: re.Pattern[str] | None = PrivateAttr()
     _cwd_reader: CwdReader = PrivateAttr()
@@ -391,6 +393,7 @@ class TraceSettings(BaseModel):
         self._envelope_re = _union(tuple(f"{p}\n?" for p in self.envelope_patterns), re.MULTILINE)
         self._not_error_re = _union(self.not_error_patterns, re.MULTILINE)
         self._empty_re = _union(self.empty_patterns, re.MULTILINE)
+        self._scans = _Scans.of(self._error_re, self._failure_re, self._unknown_re, self._empty_re)
         self._nudge_re = _union(self.nudge_patterns, re.MULTILINE)
         self._text_result_re = _union(self.text_result_patterns, re.MULTILINE)
         self._xml_call_re = _xml_calls(tuple(self.tool_roles)) if self.text_actions == "xml_tags" else None
@@ -418,6 +421,12 @@ class TraceSettings(BaseModel):
     @property
     def unknown_tool_re(self) -> re.Pattern[str] | None:
         return self._unknown_re
+
+    @property
+    def scans(self) -> _Scans:
+        """The error, failure, unknown-tool and empty-result unions, each searched after its needles
+        (``gateway.trace.needles``): what every new result is read with."""
+        return self._scans
 
     @property
     def polling_re(self) -> re.Pattern[str] | None:
@@ -489,6 +498,19 @@ def _xml_calls(tools: tuple[str, ...]) -> re.Pattern[str] | None:
         return None
     names = "|".join(re.escape(t) for t in sorted(tools, key=len, reverse=True))
     return re.compile(rf"<({names})>(.*?)</\1>", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scans:
+    error: Scanner | None
+    failure: Scanner | None
+    unknown: Scanner | None
+    empty: Scanner | None
+
+    @classmethod
+    def of(cls, *regexes: re.Pattern[str] | None) -> _Scans:
+        error, failure, unknown, empty = (Scanner.of(r) if r is not None else None for r in regexes)
+        return cls(error, failure, unknown, empty)
 
 
 def _union(patterns: tuple[str, ...], flags: int) -> re.Pattern[str] | None:

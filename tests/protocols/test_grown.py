@@ -144,12 +144,28 @@ def test_conversations_that_open_alike_are_told_apart():
     assert cache.hits == 15
 
 
+def test_a_fleet_of_agents_sharing_a_long_opening_is_read_by_what_each_adds():
+    """More agents than any one look-up compares, all opening with the same system prompt:
+    each body is found by the windows where its own history differs, once its history reaches
+    one beyond the shared opening (a shorter body costs little to parse whole)."""
+    cache = GrownBodies()
+    runs = [[SYSTEM, {"role": "user", "content": f"task {n}"}] for n in range(100)]
+    hits = []
+    for step in range(4):
+        for n, run in enumerate(runs):
+            run.append({"role": "tool", "tool_call_id": f"c{step}", "content": f"{n}:{step} " * (2000 + 37 * n)})
+            body = orjson.dumps({"messages": run, "model": "m"})
+            assert cache.loads(body, "messages") == orjson.loads(body)
+        hits.append(cache.hits)
+    assert hits[1] >= 90 and hits[3] - hits[1] == 200
+
+
 def test_small_bodies_are_parsed_whole_and_not_kept():
     cache = GrownBodies()
     for n in range(3):
         body = orjson.dumps({"messages": [{"role": "user", "content": "x" * n}], "model": "m"})
         assert cache.loads(body, "messages") == orjson.loads(body)
-    assert (cache.hits, cache._entries) == (0, 0)
+    assert (cache.hits, len(cache)) == (0, 0)
 
 
 @pytest.mark.parametrize(("entries", "max_bytes", "kept"), [(3, 10**9, 3), (100, 80_000, 4)])
@@ -158,7 +174,7 @@ def test_bounded(entries, max_bytes, kept):
     for n in range(6):
         body = orjson.dumps({"messages": [{"role": "user", "content": f"{n} " + "x" * 17_000}], "model": "m"})
         cache.loads(body, "messages")
-    assert cache._entries == kept and cache._bytes <= max_bytes
+    assert len(cache) == kept and cache._bytes <= max_bytes
 
 
 json_values = st.recursive(

@@ -91,6 +91,26 @@ async def test_a_tenants_budget_holds_across_the_cluster(cluster):
     await store.aclose()
 
 
+def scripts_run(cluster: RedisCluster) -> int:
+    return sum(
+        node.client().info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0) for node in cluster.alive()
+    )
+
+
+async def test_a_read_costs_its_script_and_the_note_in_its_tenants_index_beside_it(cluster):
+    """The tenant's index lives in another slot than the session's keys, so no script can do
+    both: the read and the note are two commands, sent together."""
+    store = store_for(cluster, key_prefix="one:", mirror_sessions=0)
+    await store.session_state(f"{TENANT}h:warm", HistoryMark(1, "w"))  # every node learns the scripts
+    session, index = f"{TENANT}h:read", f"one:s:{{{TENANT}}}"
+    before = scripts_run(cluster)
+    await store.session_state(session, HistoryMark(2, "a"))
+    assert scripts_run(cluster) - before == 2
+    assert cluster.primary_of(index).client().zscore(index, session) is not None
+    assert store.degradations == 0
+    await store.aclose()
+
+
 async def test_more_requests_at_once_than_connections_wait_for_one_instead_of_failing(cluster):
     """The cluster client refuses a command when a node's connections are all busy: the store
     lets only as many operations run as it has connections, the others wait their turn."""

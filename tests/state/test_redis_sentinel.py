@@ -44,11 +44,32 @@ def reach(sentinels: SentinelSet, **more) -> dict:
     }
 
 
-def store_for(sentinels: SentinelSet) -> RedisStore:
+def _reach_store(sentinels: SentinelSet) -> dict:
     addresses = tuple(("127.0.0.1", node.port) for node in sentinels.sentinels)
-    return RedisStore(
-        "redis:///0", mode="sentinel", sentinels=addresses, service=SENTINEL_SERVICE, key_prefix="m:", op_timeout_s=5.0
-    )
+    return {
+        "url": "redis:///0",
+        "mode": "sentinel",
+        "sentinels": addresses,
+        "service": SENTINEL_SERVICE,
+        "key_prefix": "m:",
+        "op_timeout_s": 5.0,
+    }
+
+
+def store_for(sentinels: SentinelSet) -> RedisStore:
+    return RedisStore(**_reach_store(sentinels))
+
+
+async def test_a_read_is_one_command_that_also_notes_the_session_in_its_tenants_index(sentinels):
+    store = RedisStore(**{**_reach_store(sentinels), "mirror_sessions": 0})
+    await store.session_state("warm", HistoryMark(1, "w"))  # the primary learns the script
+    primary = sentinels.primary.client()
+    before = primary.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+    await store.session_state("s", HistoryMark(2, "a"))
+    assert primary.info("commandstats")["cmdstat_evalsha"]["calls"] - before == 1
+    assert primary.zscore("m:s:{-}", "s") is not None
+    assert store.degradations == 0
+    await store.aclose()
 
 
 async def test_a_write_by_one_replica_empties_the_others_mirror(sentinels):

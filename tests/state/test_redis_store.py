@@ -2,6 +2,7 @@
 (never failing) when Redis is down, slow or restarted."""
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -54,7 +55,7 @@ async def test_end_run_deletes_the_vetoes_off_the_request_path(redis_server):
     await store.aclose()
 
 
-async def test_a_request_costs_one_script_on_its_session_and_one_note_in_its_tenants_index(redis_server):
+async def test_a_request_costs_one_command_that_reads_its_session_and_notes_it_in_its_tenants_index(redis_server):
     store = store_for(redis_server.url, mirror_sessions=0)
     await store.session_state("warm", HistoryMark(1, "w"))  # the server learns the script once
     await store.add_veto("s", veto(1))
@@ -62,12 +63,59 @@ async def test_a_request_costs_one_script_on_its_session_and_one_note_in_its_ten
     before = client.info("commandstats")
     state = await store.session_state("s", HistoryMark(3, "x"))
     calls = {k: v["calls"] - before.get(k, {"calls": 0})["calls"] for k, v in client.info("commandstats").items()}
-    # Two commands from the gateway, sent together: the script on the session's keys (it reads
-    # the vetoes, swaps the mark, reads the compaction marker, warned calls and judge verdict)
-    # and the one noting the session in its tenant's index (another hash slot in a cluster);
-    # the INFO calls are the test's own.
-    assert calls["cmdstat_evalsha"] == 2 and "cmdstat_eval" not in calls
+    # One command from the gateway: the script that reads the vetoes, swaps the mark, reads the
+    # compaction marker, warned calls and judge verdict, and notes the session as its tenant's
+    # most recently used (commandstats counts the commands a script runs too, by their names).
+    assert calls["cmdstat_evalsha"] == 1 and "cmdstat_eval" not in calls
     assert state.vetoes == (veto(1),)
+    assert client.zscore("t:s:{-}", "s") is not None  # noted in its tenant's index
+    await store.aclose()
+
+
+class Monitor:
+    """The commands clients send a redis-server (MONITOR), those scripts run left out."""
+
+    def __init__(self, server: RedisServer) -> None:
+        self.server, self.sent, self._ready = server, [], threading.Event()
+        self._stopper = server.client()
+        self._stopper.ping()  # connected before the watch starts: it sends only the stop
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> "Monitor":
+        self._thread.start()
+        assert self._ready.wait(5)
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._stopper.echo("monitor-stop")
+        self._thread.join(5)
+
+    def _watch(self) -> None:
+        with self.server.client().monitor() as monitor:
+            self._ready.set()
+            for entry in monitor.listen():
+                if entry["command"] == "ECHO monitor-stop":
+                    return
+                if entry.get("client_type") != "lua":
+                    self.sent.append(entry["command"].split()[0].upper())
+
+
+async def test_a_known_sessions_mark_is_written_behind_in_one_command_that_notes_it(redis_server):
+    store = store_for(redis_server.url)
+    await store.session_state("-listen-")  # starts the invalidation listener
+    for _ in range(500):
+        if store.mirror.trusted:
+            break
+        await asyncio.sleep(0.01)
+    for n in (1, 2):  # the first reads, the second is known: the server learns both scripts
+        await store.session_state("s", HistoryMark(n, "x"))
+        await store.flush()
+    with Monitor(redis_server) as monitor:
+        assert (await store.session_state("s", HistoryMark(3, "x"))).mark == HistoryMark(2, "x")
+        await store.flush()
+    assert monitor.sent == ["EVALSHA"]
+    client = redis_server.client()
+    assert client.get("t:h:{s}") == HistoryMark(3, "x").dumps() and client.zscore("t:s:{-}", "s") is not None
     await store.aclose()
 
 
