@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from gateway.replay.logs import Source, read_source
 
 SESSIONS = Path(__file__).parents[1] / "fixtures" / "sessions"
 WIRE = json.loads((SESSIONS / "wire.json").read_text())
@@ -118,3 +121,16 @@ class ClaudeLog:
 
     def write(self, path: Path) -> Path:
         return write_jsonl(path, self.records)
+
+
+def calls_of(segment: Any, parse: Callable[[str], Any] = json.loads) -> list[list[Any]]:
+    """A replayed run's calls as ``[name, arguments, result]``, as ``wire_calls`` reads a CLI's
+    own requests."""
+    conv = segment.conversation()
+    results = {t.tool_call_id: t.text for t in conv.turns if t.role == "tool"}
+    return [[c.name, parse(c.arguments), results.get(c.id)] for t in conv.turns for c in t.tool_calls]
+
+
+def read(path: Path) -> list[Any]:
+    """The runs ``loopguard replay`` reads from one log file."""
+    return read_source(Source(path, path.name))

@@ -7,22 +7,12 @@ from __future__ import annotations
 
 import json
 
-from support.sessions import ClaudeLog, session_log, wire_calls
+from support.sessions import ClaudeLog, calls_of, read, session_log, wire_calls
 
 from gateway.detectors import REGISTRY
 from gateway.policy.loader import load_policy_text, load_shipped_policy
 from gateway.replay.logs import Source, read_source
 from gateway.replay.runner import replay
-
-
-def calls_of(segment):
-    conv = segment.conversation()
-    results = {t.tool_call_id: t.text for t in conv.turns if t.role == "tool"}
-    return [[c.name, json.loads(c.arguments), results.get(c.id)] for t in conv.turns for c in t.tool_calls]
-
-
-def read(path):
-    return read_source(Source(path, path.name))
 
 
 def test_the_cli_log_is_the_requests_it_sent_with_parallel_uses_as_one_message():

@@ -6,23 +6,13 @@ from __future__ import annotations
 
 import json
 
-from support.sessions import session_log, wire_calls
+from support.sessions import calls_of, read, session_log, wire_calls
 
 from gateway.policy.loader import load_shipped_policy
 from gateway.replay.logs import Source, format_of, read_source
 from gateway.replay.runner import replay
 
 ENVIRONMENT = "<environment_details>\n# Current Time\n6/1/2025, 10:0{n}:00 AM\n</environment_details>"
-
-
-def calls_of(segment):
-    conv = segment.conversation()
-    results = {t.tool_call_id: t.text for t in conv.turns if t.role == "tool"}
-    return [[c.name, json.loads(c.arguments), results.get(c.id)] for t in conv.turns for c in t.tool_calls]
-
-
-def read(path):
-    return read_source(Source(path, path.name))
 
 
 def test_the_cli_session_is_the_requests_it_sent():

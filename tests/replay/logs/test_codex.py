@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from support.sessions import session_log, wire_calls, write_jsonl
+from support.sessions import calls_of, read, session_log, wire_calls, write_jsonl
 
 from gateway.policy.loader import load_shipped_policy
 from gateway.replay.logs import Source, format_of, read_source
@@ -20,24 +20,14 @@ def parsed(arguments):
         return arguments  # a freeform tool's input
 
 
-def calls_of(segment):
-    conv = segment.conversation()
-    results = {t.tool_call_id: t.text for t in conv.turns if t.role == "tool"}
-    return [[c.name, parsed(c.arguments), results.get(c.id)] for t in conv.turns for c in t.tool_calls]
-
-
-def read(path):
-    return read_source(Source(path, path.name))
-
-
 def test_the_cli_rollout_is_the_requests_it_sent():
     path = session_log("codex", "healthy")
     (run,) = read(path)
     assert run.format == "codex" and run.protocol == "responses" and run.id == run.session
     assert run.id in path.name  # the rollout is named after its session
     (segment,) = run.segments
-    assert calls_of(segment) == wire_calls(path)
-    assert [c[0] for c in calls_of(segment)] == ["exec_command", "exec_command", "apply_patch", "exec_command"]
+    assert calls_of(segment, parsed) == wire_calls(path)
+    assert [c[0] for c in calls_of(segment, parsed)] == ["exec_command", "exec_command", "apply_patch", "exec_command"]
     # Its requests open with the base instructions as a developer message.
     first = segment.messages[0]
     assert first["role"] == "developer" and first["content"][0]["text"].startswith("You are Codex")
@@ -93,7 +83,7 @@ def test_shell_command_calls_in_the_envelope(tmp_path):
     records.append(envelope("response_item", {"type": "function_call_output", "call_id": "c1", "output": output}))
     (run,) = read(write_jsonl(tmp_path / "rollout-x.jsonl", records))
     segment = run.segments[0]
-    assert calls_of(segment) == [["shell_command", {"command": "pytest -q", "workdir": "/w"}, output]]
+    assert calls_of(segment, parsed) == [["shell_command", {"command": "pytest -q", "workdir": "/w"}, output]]
     assert segment.body["instructions"] == "Be careful." and segment.body["model"] == "gpt-5-codex"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from support.sessions import write_jsonl
+from support.sessions import calls_of, read, write_jsonl
 
 from gateway.policy.loader import load_shipped_policy
 from gateway.replay.logs import Source, format_of, read_source
@@ -16,12 +16,6 @@ from gateway.replay.sources import find
 TOOLS = [
     {"type": "function", "function": {"name": n, "parameters": {}}} for n in ("execute_bash", "str_replace_editor")
 ]
-
-
-def calls_of(segment):
-    conv = segment.conversation()
-    results = {t.tool_call_id: t.text for t in conv.turns if t.role == "tool"}
-    return [[c.name, json.loads(c.arguments), results.get(c.id)] for t in conv.turns for c in t.tool_calls]
 
 
 def v0_events(rounds: int, parallel: bool = False) -> list[dict]:
