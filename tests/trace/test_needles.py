@@ -61,9 +61,11 @@ def test_the_shipped_unions_have_needles():
 
 
 def test_on_results_agents_sent_every_scanner_agrees_with_its_regex():
-    texts = results()
+    texts = set(results())  # a result sent again (a retried request) says nothing new
     assert texts
-    for _, scan in SCANNERS:
+    # Profiles share patterns: one scanner per distinct pattern (its needles come from it).
+    distinct = {(scan.regex.pattern, scan.regex.flags): scan for _, scan in SCANNERS}
+    for scan in distinct.values():
         for text in texts:
             agrees(scan, text)
             agrees(scan, text, 0, 300)
