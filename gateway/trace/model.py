@@ -209,22 +209,7 @@ class Trace:
 
     def with_events(self, extra: tuple[ToolEvent, ...]) -> Trace:
         """This trace with proposed events appended (the response path judges them this way)."""
-        # Built field by field: dataclasses.replace inspects the fields on every call, and the
-        # response path calls this for every proposed call.
-        trace = Trace(
-            self.events + extra,
-            self.turns,
-            self.run_start,
-            self.rounds + (1 if extra else 0),
-            self.declared_tools,
-            self.skipped,
-            self.compacted_at,
-            self.prior,
-            self.warned,
-            self.verdict,
-            self.fleet,
-            self.cwd,
-        )
+        trace = self._with(self.events + extra, self.rounds + (1 if extra else 0))
         if self._seen is not None:  # only the extra is new
             trace.indexed(self._seen.extended(self.events[-1:] + extra[:-1]) if extra else self._seen)
         return trace
@@ -233,11 +218,16 @@ class Trace:
         """This trace as if ``events[position]`` were its latest call (one of the latest round's
         calls, judged on its own: the calls of a round were chosen together, so a call beside
         it is no call before it)."""
+        return self._with(self.events[: position + 1], self.rounds)
+
+    def _with(self, events: tuple[ToolEvent, ...], rounds: int) -> Trace:
+        # Built field by field: dataclasses.replace inspects the fields on every call, and the
+        # response path calls this for every proposed call.
         return Trace(
-            self.events[: position + 1],
+            events,
             self.turns,
             self.run_start,
-            self.rounds,
+            rounds,
             self.declared_tools,
             self.skipped,
             self.compacted_at,

@@ -59,17 +59,11 @@ RESPONSES_DECLARED = replace(
     reads=_never,
 )
 
-CHAT = replace(chat.ADAPTER, name="bedrock_chat", declared=CHAT_DECLARED)  # memoryless, as chat's
-
-
-def _chat() -> Adapter:
-    return CHAT
-
 
 def _responses() -> Adapter:
     """The Responses protocol for one app (its own memory of replies and chains), on Bedrock."""
     return replace(responses.build(), name="bedrock_responses", declared=RESPONSES_DECLARED)
 
 
-CHAT_KIND = Kind(CHAT.name, CHAT_DECLARED, chat.REQUESTS, chat.KIND.authored, _chat)
+CHAT_KIND = chat.served_as("bedrock_chat", CHAT_DECLARED)
 RESPONSES_KIND = Kind("bedrock_responses", RESPONSES_DECLARED, responses.REQUESTS, responses.KIND.authored, _responses)

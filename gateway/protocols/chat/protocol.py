@@ -8,6 +8,8 @@ app. The roles live with what they know: ``parse`` (messages -> turns), ``rewrit
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gateway.protocols.adapters import model_named, openai_user, stream_asked
 from gateway.protocols.chat import parse, rewrite, tokens
 from gateway.protocols.chat.answers import REPLIES
@@ -16,7 +18,7 @@ from gateway.protocols.chat.replies import AUTHORED
 from gateway.protocols.declaration import Declaration, Owned, answer_id
 from gateway.protocols.roles import Adapter, Kind, Requests
 
-__all__ = ["ADAPTER", "KIND"]
+__all__ = ["ADAPTER", "KIND", "served_as"]
 
 DECLARED = Declaration(
     family="openai.chat_completions",
@@ -59,3 +61,10 @@ def _build() -> Adapter:
 
 
 KIND = Kind(ADAPTER.name, DECLARED, REQUESTS, AUTHORED, _build)
+
+
+def served_as(name: str, declared: Declaration) -> Kind:
+    """Chat's roles under another declaration (a cloud's OpenAI-compatible chat, on its own
+    routes and upstream): memoryless as chat's, so one adapter serves every app."""
+    adapter = replace(ADAPTER, name=name, declared=declared)
+    return Kind(name, declared, REQUESTS, AUTHORED, lambda: adapter)

@@ -14,7 +14,6 @@ from typing import Any
 
 from gateway.protocols.chat import protocol as chat
 from gateway.protocols.gemini import protocol as gemini
-from gateway.protocols.roles import Adapter, Kind
 
 __all__ = ["KIND"]
 
@@ -35,11 +34,4 @@ DECLARED = replace(
     reads=_never,
 )
 
-ADAPTER = replace(chat.ADAPTER, name="gemini_chat", declared=DECLARED)  # memoryless, as chat's
-
-
-def _build() -> Adapter:
-    return ADAPTER
-
-
-KIND = Kind(ADAPTER.name, DECLARED, chat.REQUESTS, chat.KIND.authored, _build)
+KIND = chat.served_as("gemini_chat", DECLARED)

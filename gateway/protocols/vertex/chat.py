@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any
 
 from gateway.protocols.chat import protocol as chat
-from gateway.protocols.roles import Adapter, Kind
 from gateway.protocols.vertex import cloud
 
 __all__ = ["KIND"]
@@ -39,11 +38,4 @@ DECLARED = replace(
     reads=_never,
 )
 
-ADAPTER = replace(chat.ADAPTER, name="vertex_chat", declared=DECLARED)  # memoryless, as chat's
-
-
-def _build() -> Adapter:
-    return ADAPTER
-
-
-KIND = Kind(ADAPTER.name, DECLARED, chat.REQUESTS, chat.KIND.authored, _build)
+KIND = chat.served_as("vertex_chat", DECLARED)
