@@ -7,6 +7,7 @@ import binascii
 import struct
 
 import pytest
+from botocore import eventstream as botocore_eventstream
 from botocore.eventstream import EventStreamBuffer
 
 from gateway.protocols.eventstream import BROKEN, FrameDecoder, frame
@@ -117,11 +118,12 @@ def test_a_header_botocore_reads_short_is_read_as_botocore_reads_it() -> None:
 
 
 def test_botocores_own_limits_are_the_limits() -> None:
-    """A payload of 24 MiB and headers next to it (beyond the 24 MiB a frame once had here) is a
-    frame boto3 reads: it is read, not passed on unread."""
-    payload = b'{"p":"' + b"x" * (24 * 1024 * 1024 - 8) + b'"}'
+    """A payload of botocore's largest size (24 MiB today, 16 MiB before) with headers next to it
+    is a frame boto3 reads: it is read, not passed on unread; a byte more and it is refused."""
+    limit = botocore_eventstream._MAX_PAYLOAD_LENGTH  # the installed release's own limit
+    payload = b'{"p":"' + b"x" * (limit - 8) + b'"}'
     raw = frame_with(EVENT, payload)
-    assert len(raw) > 24 * 1024 * 1024
+    assert len(raw) > limit
     decoder = FrameDecoder()
     (event,) = [e for at in range(0, len(raw), 1 << 16) for e in decoder.feed(raw[at : at + (1 << 16)])]
     assert event.event == "contentBlockStart" and event.raw == raw

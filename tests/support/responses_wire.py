@@ -126,7 +126,9 @@ def item_events(item: dict[str, Any], index: int, pieces: int = 3) -> list[dict[
             }
         ]
         events += [{"type": f"response.{stem}.delta", **where, "delta": d} for d in _split(item[field], pieces)]
-        events.append({"type": f"response.{stem}.done", **where, field: item[field]})
+        done = {"type": f"response.{stem}.done", **where, field: item[field]}
+        # The API names the function on its arguments' done event (SDKs before 3.x require it).
+        events.append({**done, "name": item["name"]} if kind == "function_call" else done)
     elif kind == "reasoning" and item["summary"]:
         part = item["summary"][0]
         where = {**where, "summary_index": 0}

@@ -10,6 +10,7 @@ import json
 import httpx
 import openai
 import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
 from support.agent import TOOLS, Agent
 from support.azure_upstream import (
     API_VERSION,
@@ -88,9 +89,12 @@ def test_an_async_looping_chat_agent_is_ended_too(start_azure, stream):
         kwargs = {"model": DEPLOYMENT, "messages": messages, "tools": TOOLS}
         if not stream:
             return (await client.chat.completions.create(**kwargs)).choices[0].message.model_dump(exclude_none=True)
-        async with client.chat.completions.stream(**kwargs) as events:
-            completion = await events.get_final_completion()
-        return completion.choices[0].message.model_dump(exclude_none=True, exclude={"parsed"})
+        # Read as the SDK's stream helper reads, from create(stream=True): older releases' async
+        # helper refuses tools not marked strict, which a real agent's tools are not.
+        state = ChatCompletionStreamState()
+        async for chunk in await client.chat.completions.create(**kwargs, stream=True):
+            state.handle_chunk(chunk)
+        return state.get_final_completion().choices[0].message.model_dump(exclude_none=True, exclude={"parsed"})
 
     async def run() -> tuple[str | None, int]:
         client = async_azure_client(gateway)

@@ -12,6 +12,7 @@ import struct
 from typing import Any
 
 import pytest
+from botocore import eventstream as botocore_eventstream
 from botocore.exceptions import EventStreamError
 from support.converse_gateway import TOOLS, start_converse
 from support.converse_upstream import MODEL, Said, event
@@ -104,11 +105,13 @@ def test_a_stream_breaking_the_protocol_ends_with_an_exception_boto3_raises(star
 
 
 def test_a_frame_only_botocores_own_limit_allows_is_judged_not_passed_unread(start_converse):
-    """A payload just under 24 MiB with its headers: over 24 MiB in all, a frame boto3 reads.
-    The looping call in it is judged like any other: the run ends, the 5th call never sent."""
-    padding = "x" * (24 * 1024 * 1024 - 200)
+    """A payload just under botocore's limit (24 MiB today) with its headers: over the limit in
+    all, a frame boto3 reads. The looping call in it is judged like any other: the run ends, the
+    5th call never sent."""
+    limit = botocore_eventstream._MAX_PAYLOAD_LENGTH  # the installed release's own limit
+    padding = "x" * (limit - 200)
     big = frame("contentBlockStart", json.dumps({**START, "p": padding}).encode())
-    assert len(big) > 24 * 1024 * 1024
+    assert len(big) > limit
     frames = looping()
     _, client, _ = start_converse(lambda body: Said(frames=b"".join([frames[0], big, *frames[2:]])))
     got, raised = read_until_the_end(client, loop_history())

@@ -369,6 +369,7 @@ def test_straggler_event_after_a_call_went_out_follows_it_or_is_dropped_with_it(
             "type": "response.function_call_arguments.done",
             "item_id": READ["id"],
             "output_index": 0,
+            "name": READ["name"],
             "arguments": READ["arguments"],
             "sequence_number": 99,
         }
