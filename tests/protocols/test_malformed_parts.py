@@ -76,7 +76,11 @@ def gateway(tmp_path_factory):
 
 
 def fail_opens(url: str) -> float:
-    found = re.search(r"^loopguard_fail_open_errors_total (\S+)$", httpx.get(url + "/metrics").text, re.M)
+    found = re.search(
+        r"^loopguard_fail_open_errors_total (\S+)$",
+        httpx.get(url + "/metrics", params={"name[]": "loopguard_fail_open_errors_total"}).text,
+        re.M,
+    )
     assert found is not None
     return float(found.group(1))
 

@@ -77,7 +77,7 @@ class RawUpstream:
     def _serve_one(self, conn: socket.socket) -> None:
         try:
             conn.settimeout(5)
-            conn.recv(1 << 20)
+            _read_request(conn)
             self._handler(conn)
         except OSError:
             pass
@@ -86,3 +86,19 @@ class RawUpstream:
 
     def close(self) -> None:
         self._sock.close()
+
+
+def _read_request(conn: socket.socket) -> None:
+    """The whole request, head and ``content-length`` body: a socket closed with bytes unread
+    sends a reset, which would race the clean end a handler writes (a truncated stream read as a
+    broken one)."""
+    data = b""
+    while b"\r\n\r\n" not in data and (chunk := conn.recv(1 << 16)):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")),
+        0,
+    )
+    while len(body) < length and (chunk := conn.recv(1 << 16)):
+        body += chunk

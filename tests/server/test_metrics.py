@@ -191,3 +191,22 @@ def test_requests_relayed_unjudged_are_counted_by_route_family(tmp_path):
     assert value(samples, "loopguard_unguarded_requests_total", family="models") == 1
     assert value(samples, "loopguard_unguarded_requests_total", family="other") == 1
     assert value(samples, "loopguard_unguarded_requests_total", family="chat") == 0  # judged
+
+
+def test_a_scrape_asking_for_names_answers_only_those_series(tmp_path):
+    with guarded(stubborn(), tmp_path) as gw:
+        Agent(gw.client, tools={"read_file": lambda a: "same"}).run("go")
+        whole = scrape(gw.url)
+        asked = ("loopguard_interventions_total", "loopguard_fail_open_errors_total")
+        answer = httpx.get(gw.url + "/metrics", params=[("name[]", name) for name in asked])
+        unknown = httpx.get(gw.url + "/metrics", params={"name[]": "no_such_metric"})
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
+    families = list(text_string_to_metric_families(answer.text))
+    samples = {(s.name, frozenset(s.labels.items())): s.value for family in families for s in family.samples}
+    # whole metrics, each with all its series (a counter's ``_created`` too), and nothing else
+    read = {family.name.removesuffix("_created") for family in families}  # the text format's own family
+    assert read == {name.removesuffix("_total") for name in asked}
+    assert samples == {key: v for key, v in whole.items() if key in samples}
+    assert {name for name, _ in samples} >= set(asked)
+    assert value(samples, "loopguard_interventions_total", detector="no_progress", action="reject", shadow="false") == 1
+    assert unknown.status_code == 200 and not unknown.text.strip()

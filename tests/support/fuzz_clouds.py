@@ -126,7 +126,11 @@ def _mutated(body: Any, rng: random.Random) -> Any:
 
 
 def _fail_opens(url: str) -> float:
-    found = re.search(r"^loopguard_fail_open_errors_total (\S+)$", httpx.get(url + "/metrics").text, re.M)
+    found = re.search(
+        r"^loopguard_fail_open_errors_total (\S+)$",
+        httpx.get(url + "/metrics", params={"name[]": "loopguard_fail_open_errors_total"}).text,
+        re.M,
+    )
     return float(found.group(1)) if found else 0.0
 
 

@@ -60,16 +60,50 @@ def test_the_shipped_unions_have_needles():
     assert POLICY.trace_settings.scans.unknown.needles is not None
 
 
-def test_on_results_agents_sent_every_scanner_agrees_with_its_regex():
-    texts = set(results())  # a result sent again (a retried request) says nothing new
+def members(found) -> list[tuple[Scanner | None, tuple[str, ...], int]]:
+    """Each union scanner of ``found`` with the patterns it joins and their flags."""
+    scans = found.scans
+    return [
+        (scans.error, found.error_patterns + found.extra_error_patterns, re.IGNORECASE | re.MULTILINE),
+        (scans.failure, found.failure_patterns, 0),
+        (scans.unknown, found.unknown_tool_patterns, re.IGNORECASE),
+        (scans.empty, found.empty_patterns, re.MULTILINE),
+    ]
+
+
+# Every pattern of the shipped default and profiles, once (profiles share most of them).
+PATTERNS = sorted({(p, flags) for found in every_settings() for _, joined, flags in members(found) for p in joined})
+
+
+def test_on_results_agents_sent_every_match_holds_a_needle():
+    """What makes a scanner agree with its regex on a text: a match holds one of its needles, so a
+    text without any is rightly skipped, and with one the regex itself answers. Checked for each
+    pattern on the results agents really sent (whole, and their first and last 300 characters);
+    text beyond ASCII is always searched by the regex, so only ASCII text can disagree."""
+    texts = [(text, text.lower()) for text in set(results()) if text.isascii()]
     assert texts
-    # Profiles share patterns: one scanner per distinct pattern (its needles come from it).
-    distinct = {(scan.regex.pattern, scan.regex.flags): scan for _, scan in SCANNERS}
-    for scan in distinct.values():
-        for text in texts:
-            agrees(scan, text)
-            agrees(scan, text, 0, 300)
-            agrees(scan, text, max(0, len(text) - 300))
+    for pattern, flags in PATTERNS:
+        scan = Scanner.of(re.compile(pattern, flags))
+        for text, low in texts if scan.needles is not None else ():
+            for pos, end in ((0, len(text)), (0, 300), (max(0, len(text) - 300), len(text))):
+                if scan.regex.search(text, pos, end):
+                    assert any(needle in low[pos:end] for needle in scan.needles), (pattern, text[:200])
+
+
+def test_a_unions_needles_cover_each_of_its_patterns():
+    """A union is skipped only when none of its patterns could match: each needle of each pattern
+    holds one of the union's needles, and a pattern without needles leaves the union without."""
+    for found in every_settings():
+        for union, joined, flags in members(found):
+            if union is None:
+                continue
+            own = [needles(re.compile(p, flags)) for p in joined]
+            if any(n is None for n in own):
+                assert union.needles is None
+                continue
+            assert union.needles is not None
+            for needle in frozenset().union(*own):
+                assert any(u in needle for u in union.needles), needle
 
 
 # Pieces of what the shipped patterns look for, in several cases, with the characters around
