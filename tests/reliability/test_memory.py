@@ -63,7 +63,7 @@ def _vetoed_big_write(i: int) -> dict:
 
 
 def _gauge(url: str, name: str) -> float:
-    found = re.search(rf"^{name} (\S+)$", httpx.get(url + "/metrics", timeout=10).text, re.M)
+    found = re.search(rf"^{name} (\S+)$", httpx.get(url + "/metrics", params={"name[]": name}, timeout=10).text, re.M)
     return float(found.group(1)) if found else -1.0
 
 

@@ -104,7 +104,12 @@ def client(url: str, key: str, **headers: str) -> openai.OpenAI:
 
 def evicted(url: str, kind: str) -> float:
     """``loopguard_state_budget_evictions`` of ``kind``, both rules."""
-    text = httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {OPS}"}, timeout=10).text
+    text = httpx.get(
+        url + "/metrics",
+        params={"name[]": "loopguard_state_budget_evictions_total"},
+        headers={"Authorization": f"Bearer {OPS}"},
+        timeout=10,
+    ).text
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
