@@ -60,7 +60,17 @@ def encodings(char: str) -> Iterator[tuple[str, str]]:
 
 
 def spellings(path: str) -> Iterator[tuple[str, str]]:
-    """(what changed, the path spelt so) for ``path``; the first is the path itself."""
+    """(what changed, the path spelt so) for ``path``, each distinct spelling once (a character
+    whose escape has no hex letter is spelt alike in upper, lower and mixed case); the first is
+    the path itself."""
+    seen: set[str] = set()
+    for what, spelt in _all_spellings(path):
+        if spelt not in seen:
+            seen.add(spelt)
+            yield what, spelt
+
+
+def _all_spellings(path: str) -> Iterator[tuple[str, str]]:
     yield "as-is", path
     for char in sorted(set(path)):
         at = path.rindex(char)
