@@ -196,9 +196,10 @@ def test_recorded_stream_at_every_split_point() -> None:
     assert calls_of(completion) == TWO
     assert completion.choices[0].message.content == "Let me look. Reading é"
     assert completion.usage.total_tokens == 15
+    chunks = client_chunks(whole)
     for cut in range(len(RECORDED) + 1):
         out, _ = run([RECORDED[:cut], RECORDED[cut:]])
-        assert client_chunks(out) == client_chunks(whole), cut
+        assert out == whole or client_chunks(out) == chunks, cut  # the same bytes are the same chunks
     one_byte, _ = run([RECORDED[i : i + 1] for i in range(len(RECORDED))])
     assert client_chunks(one_byte) == client_chunks(whole)
 
