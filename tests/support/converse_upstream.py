@@ -212,9 +212,13 @@ class ConverseUpstream:
         frames = said.frames if said.frames is not None else b"".join(said.events(ids))
         self.sent.append(frames)
 
+        # Frames split across reads, as TCP does: 50-byte pieces, larger for a stream of many
+        # megabytes (at most ~2,000 pieces, not one ASGI message per 50 bytes of 24 MiB).
+        size = max(50, len(frames) // 2000)
+
         async def pieces():
-            for at in range(0, len(frames), 50):  # frames split across reads, as TCP does
-                yield frames[at : at + 50]
+            for at in range(0, len(frames), size):
+                yield frames[at : at + size]
 
         return StreamingResponse(pieces(), media_type=CONTENT_TYPE)
 
