@@ -4,10 +4,10 @@ in, read as the events a stream filter reads (``SSEEvent``) and written back as 
 A frame is a 12-byte prelude (total length, headers length, prelude CRC32), typed headers
 (``:message-type``, ``:event-type``, ``:content-type``), the payload and a CRC32 of it all.
 Frames are told apart by their length; each is parsed and checked by botocore's own decoder,
-under botocore's own limits (headers up to 128 KiB, payload up to 24 MiB in today's releases), so the gateway reads
-exactly the frames a boto3 client reads. botocore ships no encoder, so ``frame`` writes the few
-string-header frames the gateway sends itself (its termination and error events), and the tests
-read each back with botocore.
+under botocore's own limits (headers up to 128 KiB, payload up to 24 MiB in today's releases),
+so the gateway reads exactly the frames a boto3 client reads. botocore ships no encoder, so
+``frame`` writes the few string-header frames the gateway sends itself (its termination and
+error events), and the tests read each back with botocore.
 
 Rule: a frame botocore would not read (a bad checksum, a length no frame has, headers of an
 unknown type, anything that is no frame at all) ends the reading: the decoder answers one
