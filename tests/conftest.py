@@ -1,3 +1,4 @@
+import compileall
 import os
 import shutil
 import sys
@@ -33,9 +34,15 @@ def _plain_tracebacks() -> None:
 _plain_tracebacks()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
 def pytest_sessionstart(session: pytest.Session) -> None:
     """The suite drives a real redis-server and a real chromium: without either, the run ends at
-    once with the one line that says what to install (rather than hundreds of failures)."""
+    once with the one line that says what to install (rather than hundreds of failures).
+
+    The gateway's modules (and the test helpers) are compiled once here: an editable install
+    leaves them uncompiled, and where the environment forbids writing bytecode
+    (``PYTHONDONTWRITEBYTECODE``) each worker and each gateway process the suite starts would
+    compile them all again."""
     if hasattr(session.config, "workerinput") or session.config.option.collectonly:
         return  # xdist workers: the controller has checked
     missing = [name for name, found in _SYSTEM.items() if not found()]
@@ -44,6 +51,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             f"missing {' and '.join(missing)}: install {' '.join(missing)} first "
             f"(Debian/Ubuntu: apt-get install {' '.join(missing)}; .ci/run does)"
         )
+    here = Path(__file__).parent
+    for tree in (here.parent / "gateway", here / "support"):
+        compileall.compile_dir(tree, quiet=1)
 
 
 def _has_chromium() -> bool:
