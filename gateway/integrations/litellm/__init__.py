@@ -9,14 +9,25 @@
           loopguard_policy: default          # a policy file, or a shipped pack name
           loopguard_config: /etc/loopguard.yaml   # optional: state (memory / Redis), sessions, audit
 
-Importing this package imports litellm (the proxy has it loaded already).
+``LoopGuardrail`` is imported when first asked for (the proxy's loader asks for it by name), so
+the package's litellm-free parts (``session``) import without litellm's seconds of start-up.
 """
 
 import os
+from typing import TYPE_CHECKING, Any
 
 # Before litellm is imported anywhere through this package: its bundled price table, no fetch.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from gateway.integrations.litellm.guardrail import LoopGuardrail
+if TYPE_CHECKING:
+    from gateway.integrations.litellm.guardrail import LoopGuardrail
 
 __all__ = ["LoopGuardrail"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LoopGuardrail":
+        from gateway.integrations.litellm.guardrail import LoopGuardrail
+
+        return LoopGuardrail
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
