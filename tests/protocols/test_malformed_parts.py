@@ -19,6 +19,7 @@ import pytest
 from support.cloud_routes import HEADERS, ROUTES, Route, cloud_gateway, looping_body
 from support.looping_cloud import LoopingCloud
 from support.rawhttp import send
+from support.scrape import series
 
 # One route per protocol family (the clouds' share their readers with these: Azure's and the
 # OpenAI-compatible routes are chat's and Responses', Vertex's Gemini's and Anthropic's).
@@ -76,13 +77,9 @@ def gateway(tmp_path_factory):
 
 
 def fail_opens(url: str) -> float:
-    found = re.search(
-        r"^loopguard_fail_open_errors_total (\S+)$",
-        httpx.get(url + "/metrics", params={"name[]": "loopguard_fail_open_errors_total"}).text,
-        re.M,
-    )
+    found = series(url, "loopguard_fail_open_errors_total")
     assert found is not None
-    return float(found.group(1))
+    return found
 
 
 def with_part(body: dict[str, Any], where: tuple[Any, ...], field: str, value: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from support.looping import RespondingUpstream
 from support.memory import forgetful_upstream, rss_bytes, send_big_writes
 from support.policies import ladder_policy
 from support.process import child_env, free_port, gateway_process
+from support.scrape import series
 from support.servers import serve
 from support.upstream import Reply
 from support.waiting import wait_for
@@ -63,8 +64,8 @@ def _vetoed_big_write(i: int) -> dict:
 
 
 def _gauge(url: str, name: str) -> float:
-    found = re.search(rf"^{name} (\S+)$", httpx.get(url + "/metrics", params={"name[]": name}, timeout=10).text, re.M)
-    return float(found.group(1)) if found else -1.0
+    found = series(url, name)
+    return found if found is not None else -1.0
 
 
 def test_vetoed_exchanges_are_bounded_in_bytes_and_given_back_when_idle(child_gateway):

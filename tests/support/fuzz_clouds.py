@@ -27,6 +27,7 @@ from support.cloud_faults import FAULTS, applicable, ends_well
 from support.cloud_routes import HEADERS, ROUTES, Route, cloud_gateway, looping_body
 from support.looping_cloud import LoopingCloud, delivered
 from support.rawhttp import RawResponse, send
+from support.scrape import series
 from support.spellings import INSERTED, encodings, spellings
 
 KINDS = ("spelling", "body", "fault", "query")
@@ -126,12 +127,8 @@ def _mutated(body: Any, rng: random.Random) -> Any:
 
 
 def _fail_opens(url: str) -> float:
-    found = re.search(
-        r"^loopguard_fail_open_errors_total (\S+)$",
-        httpx.get(url + "/metrics", params={"name[]": "loopguard_fail_open_errors_total"}).text,
-        re.M,
-    )
-    return float(found.group(1)) if found else 0.0
+    found = series(url, "loopguard_fail_open_errors_total")
+    return found if found is not None else 0.0
 
 
 def _one(url: str, cloud: LoopingCloud, route: Route, kind: str, rng: random.Random, tally: Tally) -> None:

@@ -60,19 +60,23 @@ def test_the_shipped_unions_have_needles():
     assert POLICY.trace_settings.scans.unknown.needles is not None
 
 
-def members(found) -> list[tuple[Scanner | None, tuple[str, ...], int]]:
-    """Each union scanner of ``found`` with the patterns it joins and their flags."""
+def members(found) -> list[tuple[Scanner, tuple[str, ...]]]:
+    """Each union scanner of ``found`` with the patterns it joins (compiled with its flags)."""
     scans = found.scans
-    return [
-        (scans.error, found.error_patterns + found.extra_error_patterns, re.IGNORECASE | re.MULTILINE),
-        (scans.failure, found.failure_patterns, 0),
-        (scans.unknown, found.unknown_tool_patterns, re.IGNORECASE),
-        (scans.empty, found.empty_patterns, re.MULTILINE),
+    joined = [
+        (scans.error, found.error_patterns + found.extra_error_patterns),
+        (scans.failure, found.failure_patterns),
+        (scans.unknown, found.unknown_tool_patterns),
+        (scans.empty, found.empty_patterns),
     ]
+    return [(union, patterns) for union, patterns in joined if union is not None]
 
 
-# Every pattern of the shipped default and profiles, once (profiles share most of them).
-PATTERNS = sorted({(p, flags) for found in every_settings() for _, joined, flags in members(found) for p in joined})
+# Every pattern of the shipped default and profiles, once (profiles share most of them), with
+# the flags of the union it is searched in.
+PATTERNS = sorted(
+    {(p, union.regex.flags) for found in every_settings() for union, joined in members(found) for p in joined}
+)
 
 
 def test_on_results_agents_sent_every_match_holds_a_needle():
@@ -84,7 +88,9 @@ def test_on_results_agents_sent_every_match_holds_a_needle():
     assert texts
     for pattern, flags in PATTERNS:
         scan = Scanner.of(re.compile(pattern, flags))
-        for text, low in texts if scan.needles is not None else ():
+        if scan.needles is None:
+            continue  # its regex always runs
+        for text, low in texts:
             for pos, end in ((0, len(text)), (0, 300), (max(0, len(text) - 300), len(text))):
                 if scan.regex.search(text, pos, end):
                     assert any(needle in low[pos:end] for needle in scan.needles), (pattern, text[:200])
@@ -94,10 +100,8 @@ def test_a_unions_needles_cover_each_of_its_patterns():
     """A union is skipped only when none of its patterns could match: each needle of each pattern
     holds one of the union's needles, and a pattern without needles leaves the union without."""
     for found in every_settings():
-        for union, joined, flags in members(found):
-            if union is None:
-                continue
-            own = [needles(re.compile(p, flags)) for p in joined]
+        for union, joined in members(found):
+            own = [needles(re.compile(p, union.regex.flags)) for p in joined]
             if any(n is None for n in own):
                 assert union.needles is None
                 continue
