@@ -43,7 +43,8 @@ class Method:
 
 class Pricer:
     """Prices messages for a model. The price table is read on first use (a ~3 MB JSON file,
-    ~0.1 s), so a process that never stops a loop never reads it."""
+    ~0.1 s), so a process that never stops a loop never reads it; pricers in one process share
+    one parsed table while its file is unchanged."""
 
     def __init__(
         self,

@@ -12,10 +12,12 @@ operator prices a self-hosted model or overrides a list price.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -43,22 +45,34 @@ def package_dir(name: str = "litellm") -> Path | None:
     return Path(locations[0]) if locations else None
 
 
-def read_table(path: Path | None = None) -> dict[str, Price]:
+def read_table(path: Path | None = None) -> Mapping[str, Price]:
     """The per-token prices of every chat-priced model in litellm's table; empty when litellm is
-    not installed or its file cannot be read (savings then count tokens only)."""
+    not installed or its file cannot be read (savings then count tokens only).
+
+    A process reads an unchanged file once: every app it builds (a reloaded config, the suite's
+    gateways, ``loopguard replay`` over many sessions) shares the parsed table, read-only. A file
+    rewritten in place (litellm upgraded) has another size or modification time and is read again."""
     if path is None:
         found = package_dir()
         path = found / TABLE_FILE if found is not None else None
     if path is None:
         return {}
     try:
-        raw = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
+        stat = path.stat()
+        return _parsed(path, stat.st_mtime_ns, stat.st_size)
+    except (OSError, orjson.JSONDecodeError) as exc:  # not cached: read again next time
         structlog.get_logger("loopguard").warning(
             "savings.price_table_unreadable", path=str(path), error=type(exc).__name__
         )
         return {}
-    return {name: price for name, entry in raw.items() if (price := _price(entry)) is not None}
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(path: Path, mtime_ns: int, size: int) -> Mapping[str, Price]:
+    raw = orjson.loads(path.read_bytes())
+    if not isinstance(raw, dict):
+        return {}
+    return MappingProxyType({name: price for name, entry in raw.items() if (price := _price(entry)) is not None})
 
 
 def _price(entry: object) -> Price | None:
