@@ -6,31 +6,48 @@ against plain-HTTP loopback servers (SDK clients, probes, one-off requests), so 
 noticeable share of the suite's CPU, taken from the servers under test. A context built with the
 default arguments is the same every time and may be shared by clients, so it is built once per
 environment's CA settings; any other arguments still get a context of their own.
+
+Today's SDKs (openai, anthropic, google-genai, mcp) build their clients with ``httpx2``, a fork
+with the same transport signature; older releases use ``httpx``. Both are shared where installed.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import ssl
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
-import httpx._transports.default as transports
-
-_build = transports.create_ssl_context  # type: ignore[attr-defined]
+_TRANSPORTS = ("httpx._transports.default", "httpx2._transports.default")
 
 
-@functools.cache
-def _default_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
-    return _build()
+def _sharing(build: Callable[..., ssl.SSLContext]) -> Callable[..., ssl.SSLContext]:
+    @functools.cache
+    def default_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+        return build()
+
+    def shared(verify: Any = True, cert: Any = None, trust_env: bool = True) -> ssl.SSLContext:
+        if verify is True and cert is None and trust_env:
+            return default_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        return build(verify=verify, cert=cert, trust_env=trust_env)
+
+    shared.shares = True  # type: ignore[attr-defined]
+    return shared
 
 
-def _shared(verify: Any = True, cert: Any = None, trust_env: bool = True) -> ssl.SSLContext:
-    if verify is True and cert is None and trust_env:
-        return _default_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-    return _build(verify=verify, cert=cert, trust_env=trust_env)
+def _installed(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
 
 
 def share_default_tls_context() -> None:
-    """From now on, httpx clients built with the default TLS arguments share one context."""
-    transports.create_ssl_context = _shared  # type: ignore[attr-defined]
+    """From now on, httpx (and httpx2) clients built with the default TLS arguments share one
+    context per library."""
+    for module in filter(None, map(_installed, _TRANSPORTS)):
+        if not getattr(module.create_ssl_context, "shares", False):
+            module.create_ssl_context = _sharing(module.create_ssl_context)
