@@ -45,7 +45,8 @@ class _LoopbackServer(uvicorn.Server):
 def serve(app: Any, **options: Any) -> Iterator[str]:
     """Yields the base URL (``http://127.0.0.1:<port>``) once uvicorn has started; stops it
     when the block exits. ``options`` go to ``uvicorn.Config`` (e.g. the gateway's
-    ``SERVER_OPTIONS``, or ``http="httptools"``: h11 otherwise)."""
+    ``SERVER_OPTIONS``). HTTP is parsed by httptools, as ``loopguard serve`` parses it (a
+    dependency, and a fraction of h11's CPU per request), unless ``http`` names another."""
     # TCP spelt out, or asyncio leaves Nagle's algorithm on for its connections (see
     # gateway/serving.py's ``bound``): a reply in two writes waited ~40 ms for a delayed ACK.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -53,7 +54,7 @@ def serve(app: Any, **options: Any) -> Iterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, **{"log_level": "warning", "lifespan": "on", "http": "h11", "loop": "asyncio", **options}
+        app, **{"log_level": "warning", "lifespan": "on", "http": "httptools", "loop": "asyncio", **options}
     )
     server = _LoopbackServer(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
