@@ -44,6 +44,8 @@ def build_store(config: StateConfig) -> StateStore:
 def build_fleet(store: StateStore) -> FleetStore:
     """The fleet's memory beside ``store``: on the same Redis, shared by every replica, or in
     this process beside a memory store."""
+    if isinstance(store, MemoryStore):  # redis-py (and what it imports) is not loaded for nothing
+        return MemoryFleet()
     from gateway.state.redis import RedisStore  # the module imports redis-py only, connects to nothing
 
     if isinstance(store, RedisStore):

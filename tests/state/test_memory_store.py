@@ -1,5 +1,7 @@
 """The in-memory store: bounded by an LRU of sessions and a TTL, whatever the traffic."""
 
+import subprocess
+import sys
 import time
 
 from gateway.config import StateConfig
@@ -93,3 +95,17 @@ def test_build_store_gives_each_tenant_its_caps_defaulting_to_the_global_bounds(
     assert isinstance(capped, MemoryStore) and isinstance(unset, MemoryStore)
     assert (capped.sessions.tenant_limit, capped.records.tenant_limit) == (3, 500)
     assert (unset.sessions.tenant_limit, unset.records.limit, unset.records.tenant_limit) == (7, 900, 900)
+
+
+def test_a_gateway_on_the_memory_backend_never_loads_redis_py():
+    """redis-py (~0.15 s of imports, OpenTelemetry's metrics SDK among them) is for the Redis
+    backend only: a gateway on the default memory state starts without it."""
+    code = (
+        "import sys\n"
+        "from gateway.config import Config\n"
+        "from gateway.server.app import build_app\n"
+        "build_app(Config())\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'redis'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
