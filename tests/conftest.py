@@ -11,6 +11,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))  # makes tests/support importable as `support`
 
 from support.browser import chromium_path
+from support.rewritten import rewrite_once
 from support.servers import serve
 from support.tls import share_default_tls_context
 from support.upstream import ScriptedUpstream
@@ -39,10 +40,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """The suite drives a real redis-server and a real chromium: without either, the run ends at
     once with the one line that says what to install (rather than hundreds of failures).
 
-    The gateway's modules (and the test helpers) are compiled once here: an editable install
-    leaves them uncompiled, and where the environment forbids writing bytecode
-    (``PYTHONDONTWRITEBYTECODE``) each worker and each gateway process the suite starts would
-    compile them all again."""
+    The gateway's modules (and the test helpers) are compiled once here, and the test modules
+    rewritten for pytest's asserts once (``support.rewritten``): an editable install leaves them
+    uncompiled, and where the environment forbids writing bytecode (``PYTHONDONTWRITEBYTECODE``)
+    each worker and each gateway process the suite starts would compile them all again."""
     if hasattr(session.config, "workerinput") or session.config.option.collectonly:
         return  # xdist workers: the controller has checked
     missing = [name for name, found in _SYSTEM.items() if not found()]
@@ -54,6 +55,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     here = Path(__file__).parent
     for tree in (here.parent / "gateway", here / "support"):
         compileall.compile_dir(tree, quiet=1)
+    rewrite_once(session.config, here)
 
 
 def _has_chromium() -> bool:

@@ -25,3 +25,17 @@ def test_a_machine_without_redis_server_or_chromium_is_told_what_to_install(tmp_
         "ERROR: missing redis-server and chromium: install redis-server chromium first "
         "(Debian/Ubuntu: apt-get install redis-server chromium; .ci/run does)"
     ], run.stdout + run.stderr
+
+
+def test_test_modules_are_rewritten_once_before_the_workers_and_again_once_edited(pytestconfig, tmp_path):
+    from support.rewritten import rewrite_once
+
+    module = tmp_path / "test_a.py"
+    module.write_text("def test_a():\n    assert 1 == 1\n")
+    (tmp_path / "helper.py").write_text("X = 1\n")  # not a test module: left to the import system
+    assert rewrite_once(pytestconfig, tmp_path) == 1
+    assert rewrite_once(pytestconfig, tmp_path) == 0  # current: read by the workers as it is
+    module.write_text("def test_a():\n    assert 2 == 2\n")
+    stat = module.stat()
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert rewrite_once(pytestconfig, tmp_path) == 1
