@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -36,9 +37,16 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
+MODEL_S = 0.25  # each answer's wait: the upstream's time is then known to exceed the gateway's
+
+
+def slow_stubborn(request: dict) -> Reply:
+    return replace(stubborn()(request), delay=MODEL_S)
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_looping_conversation_in_numbers(tmp_path, stream):
-    with guarded(stubborn(), tmp_path) as gw:
+    with guarded(slow_stubborn, tmp_path) as gw:
         Agent(gw.client, tools={"read_file": lambda a: "same"}, stream=stream).run("go")
         samples = scrape(gw.url)
     for action in ("warn", "reject", "terminate"):
@@ -48,11 +56,9 @@ def test_a_looping_conversation_in_numbers(tmp_path, stream):
     assert value(samples, "loopguard_requests_total", route="/v1/chat/completions", status="200") == 4
     assert value(samples, "loopguard_gateway_overhead_seconds_count", route="chat") == 4
     assert value(samples, "loopguard_upstream_seconds_count", route="chat") == 4
-    assert (
-        value(samples, "loopguard_upstream_seconds_sum", route="chat")
-        > value(samples, "loopguard_gateway_overhead_seconds_sum", route="chat")
-        > 0
-    )
+    upstream_s = value(samples, "loopguard_upstream_seconds_sum", route="chat")
+    assert upstream_s >= 4 * MODEL_S  # the model's time is the upstream's, never the gateway's
+    assert upstream_s > value(samples, "loopguard_gateway_overhead_seconds_sum", route="chat") > 0
     # The warned model proposed the same call again: the warning did not help.
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="persisted") == 1
     assert value(samples, "loopguard_warn_outcomes_total", detector="no_progress", outcome="recovered") == 0
