@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 from gateway.trace.model import OWN_TEXT_MARKER
@@ -115,13 +116,20 @@ def prose(value: Any) -> tuple[str, bool]:
 def is_prose(text: str) -> bool:
     words = text.split()
     if len(words) < MIN_PROSE_WORDS:
-        return _cjk_units(text) >= 2 * MIN_PROSE_WORDS and len(words) <= 2 * MIN_PROSE_WORDS
+        return _has_cjk_units(text, 2 * MIN_PROSE_WORDS) and len(words) <= 2 * MIN_PROSE_WORDS
     plain = sum(1 for w in words if _PLAIN_WORD.match(w))
     return plain >= 0.75 * len(words)
 
 
-def _cjk_units(text: str) -> int:
-    return sum(1 for ch in text if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+# Kana, CJK ideographs and Hangul: scripts written without spaces, where a unit is a word.
+_CJK_UNIT = re.compile("[\u3040-\u9fff\uac00-\ud7af]")
+
+
+def _has_cjk_units(text: str, at_least: int) -> bool:
+    """Whether ``text`` holds ``at_least`` CJK units: searched by the regex engine and stopped
+    at the last one needed, since a long argument without spaces (a file's content, a blob)
+    reaches here whole and a character-by-character count was most of its trace's cost."""
+    return next(islice(_CJK_UNIT.finditer(text), at_least - 1, None), None) is not None
 
 
 def neutral_by_shape(text_only: bool, text: str, result: str | None, ok: bool) -> bool:

@@ -98,6 +98,22 @@ def test_free_text_of_arguments():
 
 
 @pytest.mark.parametrize(
+    ("text", "is_prose"),
+    [
+        ("退款政策是什么请帮我查", True),  # scripts without spaces: a unit is a word
+        ("환불 정책을 찾아 주세요 지금", True),
+        ("返金ポリシーを教えてください", True),
+        ("退款政策", False),  # too short to be prose in any script
+        ("0" * 300_000, False),  # a long blob without spaces
+        ("0" * 300_000 + "退款政策是什么请帮", True),  # its units counted to the very end
+    ],
+    ids=["chinese", "korean", "japanese", "short", "blob", "blob then chinese"],
+)
+def test_text_in_scripts_without_spaces(text, is_prose):
+    assert (prose({"task": text})[0] == text) is is_prose
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("contents", "contents"),
