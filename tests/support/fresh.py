@@ -1,0 +1,16 @@
+"""What a fresh interpreter loads: for tests that a path of the gateway keeps a heavy package
+(litellm, redis-py) out of the process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def modules_loaded(code: str, package: str) -> list[str]:
+    """The modules of ``package`` loaded once ``code`` has run in a new interpreter."""
+    script = f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m.split('.')[0] == {package!r}))"
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1].replace("'", '"'))
