@@ -118,8 +118,8 @@ def _args_info(raw: str, settings: TraceSettings, role: ToolRole | None, cwd: st
     if role is not None and (role.narration or role.range):
         ignored = ignored | frozenset(role.narration) | frozenset(role.range)
     canonical, value = _canonical(raw, ignored)
-    polling_re = settings.polling_re
-    polling = polling_re is not None and polling_re.search(canonical) is not None
+    polling_scan = settings.scans.polling
+    polling = polling_scan is not None and polling_scan.search(canonical)
     compared = value
     if value is not None and (settings.volatile_arg_keys or settings.volatile_arg_values):
         compared = scrub_args(value, settings.volatile_arg_key_set, settings.volatile_arg_values)

@@ -393,7 +393,7 @@ class TraceSettings(BaseModel):
         self._envelope_re = _union(tuple(f"{p}\n?" for p in self.envelope_patterns), re.MULTILINE)
         self._not_error_re = _union(self.not_error_patterns, re.MULTILINE)
         self._empty_re = _union(self.empty_patterns, re.MULTILINE)
-        self._scans = _Scans.of(self._error_re, self._failure_re, self._unknown_re, self._empty_re)
+        self._scans = _Scans.of(self._error_re, self._failure_re, self._unknown_re, self._empty_re, self._polling_re)
         self._nudge_re = _union(self.nudge_patterns, re.MULTILINE)
         self._text_result_re = _union(self.text_result_patterns, re.MULTILINE)
         self._xml_call_re = _xml_calls(tuple(self.tool_roles)) if self.text_actions == "xml_tags" else None
@@ -425,7 +425,8 @@ class TraceSettings(BaseModel):
     @property
     def scans(self) -> _Scans:
         """The error, failure, unknown-tool and empty-result unions, each searched after its needles
-        (``gateway.trace.needles``): what every new result is read with."""
+        (``gateway.trace.needles``): what every new result is read with; and the polling union,
+        what every new call's arguments are read with (a file's whole content among them)."""
         return self._scans
 
     @property
@@ -506,11 +507,12 @@ class _Scans:
     failure: Scanner | None
     unknown: Scanner | None
     empty: Scanner | None
+    polling: Scanner | None
 
     @classmethod
     def of(cls, *regexes: re.Pattern[str] | None) -> _Scans:
-        error, failure, unknown, empty = (Scanner.of(r) if r is not None else None for r in regexes)
-        return cls(error, failure, unknown, empty)
+        error, failure, unknown, empty, polling = (Scanner.of(r) if r is not None else None for r in regexes)
+        return cls(error, failure, unknown, empty, polling)
 
 
 def _union(patterns: tuple[str, ...], flags: int) -> re.Pattern[str] | None:

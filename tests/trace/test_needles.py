@@ -33,6 +33,7 @@ SCANNERS = [
         (f"{number}: failure", found.scans.failure),
         (f"{number}: unknown tool", found.scans.unknown),
         (f"{number}: empty", found.scans.empty),
+        (f"{number}: polling", found.scans.polling),
     )
     if scan is not None
 ]
@@ -68,6 +69,7 @@ def members(found) -> list[tuple[Scanner, tuple[str, ...]]]:
         (scans.failure, found.failure_patterns),
         (scans.unknown, found.unknown_tool_patterns),
         (scans.empty, found.empty_patterns),
+        (scans.polling, found.polling_args_patterns),
     ]
     return [(union, patterns) for union, patterns in joined if union is not None]
 
