@@ -430,10 +430,6 @@ class TraceSettings(BaseModel):
         return self._scans
 
     @property
-    def polling_re(self) -> re.Pattern[str] | None:
-        return self._polling_re
-
-    @property
     def cwd_re(self) -> re.Pattern[str] | None:
         return self._cwd_re
 

@@ -6,9 +6,9 @@ trace builder continues its last build, the judgement of an unchanged trace is k
 of the test fixtures (``support.fixture_runs``: the scripts in four wire formats, each in chat
 and one other, the real CLIs' recorded sessions, the development corpus) is sent through the
 request path twice, each side with its own session store and fleet: once with those caches,
-once with none (every request parsed, read and traced whole). Each request is sent as bytes, as a client sends it; some
-twice in a row (a retry); some runs have their history edited midway, go back to an earlier
-request and branch, or lose the caches midway (evicted). On every request both sides must give
+once with none (every request parsed, read and traced whole). Each request is sent as bytes, as
+a client sends it; some twice in a row (a retry); some runs have their history edited midway, go
+back to an earlier request and branch, or lose the caches midway (evicted). On every request both sides must give
 the same judgement (every finding: detector, count, steps), the same trace and edits, the same
 judgement of each call the model answered with (a refused first call is stored as the pipeline
 stores it, and shown on later requests), and leave the same session state.

@@ -26,14 +26,14 @@ def rewrite_once(config: pytest.Config, tests: Path) -> int:
         from _pytest.assertion import rewrite
 
         state = config.stash[rewrite.assertstate_key]
-        cached = (rewrite._read_pyc, rewrite._rewrite_test, rewrite._write_pyc, rewrite.get_cache_dir)
+        read, rewrite_test, write = rewrite._read_pyc, rewrite._rewrite_test, rewrite._write_pyc
+        cache_dir_of, tail = rewrite.get_cache_dir, rewrite.PYC_TAIL
     except (ImportError, AttributeError, KeyError):
         return 0
-    read, rewrite_test, write, cache_dir_of = cached
     written = 0
     for source in sorted({*tests.rglob("test_*.py"), *tests.rglob("conftest.py")}):
         cache_dir = cache_dir_of(source)
-        pyc = cache_dir / (source.name[:-3] + rewrite.PYC_TAIL)
+        pyc = cache_dir / (source.name[:-3] + tail)
         if read(source, pyc) is not None:
             continue
         cache_dir.mkdir(parents=True, exist_ok=True)
